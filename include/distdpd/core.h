@@ -1,0 +1,116 @@
+/* distdpd core: status codes, error messages, aligned allocation, RNG, logging,
+ * CRC32C and timing. Every other module of libdistdpd builds on this header.
+ *
+ * Conventions (see docs/architecture.md):
+ * - Functions that can fail return dd_status (DD_OK == 0, negative on error) and,
+ *   on error, record a human-readable message naming the file, line or field
+ *   involved; read it with dd_last_error(). The library never exits and never prints
+ *   unless a log handler is installed with dd_log_set().
+ * - Complex baseband samples are dd_cf32 (float _Complex, memory layout I,Q).
+ */
+#ifndef DISTDPD_CORE_H
+#define DISTDPD_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DD_VERSION_MAJOR 0
+#define DD_VERSION_MINOR 1
+#define DD_VERSION_PATCH 0
+#define DD_VERSION_STRING "0.1.0"
+
+/* Complex samples: identical in memory to interleaved float32 / float64 I,Q pairs. */
+typedef float _Complex dd_cf32;
+typedef double _Complex dd_cf64;
+
+/* Status codes. Each is documented; dd_status_str() gives a short name. */
+typedef enum {
+    DD_OK = 0,
+    DD_ERR_NOMEM = -1,       /* allocation failed */
+    DD_ERR_ARG = -2,         /* invalid argument or configuration value */
+    DD_ERR_IO = -3,          /* a file could not be opened, read, written or synced */
+    DD_ERR_FORMAT = -4,      /* malformed content: parse error, bad header, wrong type */
+    DD_ERR_RANGE = -5,       /* a value is out of range or not finite (NaN/Inf) */
+    DD_ERR_MISMATCH = -6,    /* sizes or shapes that must agree do not */
+    DD_ERR_UNSUPPORTED = -7, /* a valid but unsupported option (e.g. SigMF datatype) */
+    DD_ERR_NUMERIC = -8,     /* numerical failure: singular system, divergence */
+    DD_ERR_COMM = -9,        /* communication (MPI) failure */
+    DD_ERR_CORRUPT = -10,    /* checksum mismatch or truncated file */
+    DD_ERR_INTERNAL = -11    /* a bug: an invariant did not hold */
+} dd_status;
+
+/* Short constant name of a status, e.g. "DD_ERR_FORMAT". Never NULL. */
+const char *dd_status_str(dd_status s);
+
+/* Records a formatted error message for this thread and returns s, so that error paths
+ * read `return dd_error(DD_ERR_FORMAT, "%s:%zu: ...", path, line);`. */
+dd_status dd_error(dd_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Prepends context ("while loading X: ") to the current message; returns s. */
+dd_status dd_error_prefix(dd_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* The last message recorded on this thread ("" if none). Valid until the next call. */
+const char *dd_last_error(void);
+void dd_error_clear(void);
+
+/* Propagates a failing status to the caller. */
+#define DD_TRY(expr)                          \
+    do {                                      \
+        dd_status dd_try_s_ = (expr);         \
+        if (dd_try_s_ != DD_OK) return dd_try_s_; \
+    } while (0)
+
+/* Aligned allocation (64 bytes), zero-filled. Returns NULL on overflow or failure
+ * (and records DD_ERR_NOMEM). Free with dd_free(). */
+void *dd_calloc(size_t count, size_t size);
+void dd_free(void *p);
+
+/* Random numbers: xoshiro256** seeded through splitmix64. Same seed, same stream on
+ * every platform. The state is plain data, so it can be checkpointed by copying. */
+typedef struct {
+    uint64_t s[4];
+    int has_spare;  /* Box-Muller keeps its second normal deviate */
+    double spare;
+} dd_rng;
+void dd_rng_seed(dd_rng *r, uint64_t seed);
+uint64_t dd_rng_u64(dd_rng *r);
+double dd_rng_uniform(dd_rng *r);            /* [0, 1), 53 random bits */
+double dd_rng_normal(dd_rng *r);             /* N(0, 1) */
+uint64_t dd_rng_below(dd_rng *r, uint64_t n); /* uniform in [0, n), unbiased; n > 0 */
+/* Stateless 64-bit mix of two keys (e.g. (epoch, index)): a counter-based generator. */
+uint64_t dd_hash64(uint64_t a, uint64_t b);
+
+/* Logging. The library is silent unless a handler is installed. */
+typedef enum { DD_LOG_ERROR = 0, DD_LOG_WARN = 1, DD_LOG_INFO = 2, DD_LOG_DEBUG = 3 } dd_log_level;
+typedef void (*dd_log_fn)(dd_log_level level, const char *msg, void *user);
+void dd_log_set(dd_log_fn fn, void *user, dd_log_level max_level);
+void dd_log(dd_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* CRC32C (Castagnoli, reflected polynomial 0x82F63B78). Start with crc = 0;
+ * dd_crc32c(0, "123456789", 9) == 0xE3069283. Chainable. */
+uint32_t dd_crc32c(uint32_t crc, const void *buf, size_t n);
+
+/* Monotonic wall-clock seconds. */
+double dd_now(void);
+
+/* 10*log10(x) with a floor at -400 dB for x <= 0. */
+double dd_db10(double x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

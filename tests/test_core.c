@@ -1,0 +1,69 @@
+/* Tests of the core services: CRC32C check value, RNG reproducibility and moments,
+ * aligned allocation, error messages and status names. */
+#include "distdpd/core.h"
+#include "dd_test.h"
+
+#include <stdint.h>
+
+int main(void) {
+    /* CRC32C check value from the Castagnoli/iSCSI specification. */
+    CHECK(dd_crc32c(0, "123456789", 9) == 0xE3069283u, "crc %08x", dd_crc32c(0, "123456789", 9));
+    /* Chaining equals one pass. */
+    uint32_t c = dd_crc32c(0, "1234", 4);
+    c = dd_crc32c(c, "56789", 5);
+    CHECK(c == 0xE3069283u, "chained crc %08x", c);
+
+    /* Same seed, same stream; different seed, different stream. */
+    dd_rng a, b;
+    dd_rng_seed(&a, 42);
+    dd_rng_seed(&b, 42);
+    int same = 1;
+    for (int i = 0; i < 1000; i++) same &= dd_rng_u64(&a) == dd_rng_u64(&b);
+    CHECK(same, "streams differ");
+    dd_rng_seed(&b, 43);
+    CHECK(dd_rng_u64(&a) != dd_rng_u64(&b), "seeds 42 and 43 agree");
+
+    /* Moments of uniform and normal deviates (n = 200000: standard errors ~0.002). */
+    dd_rng_seed(&a, 7);
+    double su = 0, sn = 0, sn2 = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        double u = dd_rng_uniform(&a);
+        CHECK(u >= 0.0 && u < 1.0, "uniform %g", u);
+        su += u;
+        double z = dd_rng_normal(&a);
+        sn += z;
+        sn2 += z * z;
+    }
+    CHECK_NEAR(su / n, 0.5, 0.005);
+    CHECK_NEAR(sn / n, 0.0, 0.01);
+    CHECK_NEAR(sn2 / n, 1.0, 0.02);
+    /* dd_rng_below stays in range and hits every value. */
+    int hist[7] = {0};
+    for (int i = 0; i < 7000; i++) {
+        uint64_t v = dd_rng_below(&a, 7);
+        CHECK(v < 7, "below %llu", (unsigned long long)v);
+        if (v < 7) hist[v]++;
+    }
+    for (int i = 0; i < 7; i++) CHECK(hist[i] > 800 && hist[i] < 1200, "bucket %d = %d", i, hist[i]);
+    CHECK(dd_hash64(1, 2) == dd_hash64(1, 2) && dd_hash64(1, 2) != dd_hash64(2, 1), "hash64 keys");
+
+    /* Aligned, zeroed allocation; overflow refused. */
+    double *p = dd_calloc(1001, sizeof(double));
+    CHECK(p != NULL && ((uintptr_t)p % 64) == 0, "alignment");
+    int zero = 1;
+    for (int i = 0; i < 1001; i++) zero &= p[i] == 0.0;
+    CHECK(zero, "not zeroed");
+    dd_free(p);
+    CHECK(dd_calloc(SIZE_MAX / 2, 4) == NULL, "overflowing allocation succeeded");
+    CHECK(strstr(dd_last_error(), "overflows") != NULL, "message: %s", dd_last_error());
+
+    /* Error messages and prefixes. */
+    CHECK(dd_error(DD_ERR_FORMAT, "%s:%d: bad", "f.csv", 3) == DD_ERR_FORMAT, "status passthrough");
+    dd_error_prefix(DD_ERR_FORMAT, "loading %s: ", "dir");
+    CHECK(strcmp(dd_last_error(), "loading dir: f.csv:3: bad") == 0, "got '%s'", dd_last_error());
+    CHECK(strcmp(dd_status_str(DD_ERR_CORRUPT), "DD_ERR_CORRUPT") == 0, "status name");
+    CHECK_NEAR(dd_db10(100.0), 20.0, 1e-12);
+    CHECK(dd_db10(0.0) == -400.0, "db10(0)");
+    return dd_test_done("test_core");
+}
