@@ -39,13 +39,17 @@ dd_status dd_error(dd_status s, const char *fmt, ...) {
 }
 
 dd_status dd_error_prefix(dd_status s, const char *fmt, ...) {
-    char prefix[512], old[sizeof err_msg];
+    char buf[sizeof err_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int k = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    memcpy(old, err_msg, sizeof old);
-    snprintf(err_msg, sizeof err_msg, "%s%s", prefix, old);
+    size_t used = k < 0 ? 0 : ((size_t)k < sizeof buf ? (size_t)k : sizeof buf - 1);
+    size_t rest = strlen(err_msg);
+    if (rest > sizeof buf - 1 - used) rest = sizeof buf - 1 - used;
+    memcpy(buf + used, err_msg, rest);
+    buf[used + rest] = '\0';
+    memcpy(err_msg, buf, used + rest + 1);
     return s;
 }
 
