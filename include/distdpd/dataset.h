@@ -21,56 +21,109 @@ const char *dd_split_name(dd_split s);
 typedef struct dd_dataset_priv dd_dataset_priv;
 
 /* A loaded dataset. in[s] and out[s] hold n[s] samples of split s: the PA input and
- * the PA output. The arrays belong to the dataset (heap or a read-only memory map). */
+ * the PA output, in time order. The arrays belong to the dataset (heap or a read-only
+ * memory map) and stay valid until dd_dataset_free(); never write through them. An
+ * empty split has n[s] == 0 (its pointers may still be non-NULL). */
 typedef struct {
-    dd_spec spec;
-    char format[32];   /* "split_csv", "single_csv", "sigmf", "bin" */
-    size_t n[DD_SPLIT_COUNT];
-    const dd_cf32 *in[DD_SPLIT_COUNT];
-    const dd_cf32 *out[DD_SPLIT_COUNT];
+    dd_spec spec;      /* signal description; always passes dd_spec_check() */
+    char format[32];   /* source: "split_csv", "single_csv", "sigmf", "bin", or "memory"
+                          (dd_dataset_from_arrays) */
+    size_t n[DD_SPLIT_COUNT];           /* samples per split */
+    const dd_cf32 *in[DD_SPLIT_COUNT];  /* PA input of each split */
+    const dd_cf32 *out[DD_SPLIT_COUNT]; /* PA output of each split */
     dd_dataset_priv *priv; /* storage; do not touch */
 } dd_dataset;
 
-/* Loads a dataset, detecting the format from the path:
- * - a directory with spec.json: dataset_format "split_csv" ({train,val,test}_{input,
- *   output}.csv) or "single_csv" (data.csv with I_in,Q_in,I_out,Q_out, split by
- *   split_ratios in time order);
- * - a directory or path prefix with NAME_input.sigmf-meta/-data and
- *   NAME_output.sigmf-meta/-data (split by split_ratios, default 0.6/0.2/0.2);
- * - a file with the binary magic (see docs/formats.md), memory-mapped.
- * On success *out is a new dataset the caller frees with dd_dataset_free(). */
+/* Loads a dataset, detecting the format from the path (details in docs/formats.md):
+ * - a directory with spec.json (or the spec.json path itself): dataset_format
+ *   "split_csv" ({train,val,test}_{input,output}.csv) or "single_csv" (data.csv with
+ *   I_in,Q_in,I_out,Q_out, split in time order: n_train = floor(n r0),
+ *   n_val = floor(n r1), the rest test);
+ * - a path prefix DIR/NAME with NAME_input.sigmf-meta/-data and NAME_output.sigmf-meta/
+ *   -data, one of those four files, or a directory (without spec.json) holding exactly
+ *   one such pair. Splits from annotations labelled train/val/test, else split_ratios
+ *   (distdpd:split_ratios, default 0.6/0.2/0.2) as for single_csv; spec fields from the
+ *   distdpd: namespace, else derived from fs (bw_main = fs/4, n_sub = 10,
+ *   bw_sub = bw_main/10, nperseg = 2560);
+ * - a file starting with the binary magic "DDPDBIN1" (or named *.ddb): memory-mapped,
+ *   nothing read beyond the header.
+ * On success *out is a new dataset the caller frees with dd_dataset_free(); on error
+ * *out is NULL and the message names the file and line or field. */
 dd_status dd_dataset_load(const char *path, dd_dataset **out);
+/* Frees the dataset and its storage (unmaps a binary file); sets *ds = NULL. */
 void dd_dataset_free(dd_dataset **ds);
 
-/* Builds an in-memory dataset by copying the given arrays (n[s] samples each). */
+/* Builds an in-memory dataset by copying the given arrays (n[s] samples each; in[s] and
+ * out[s] may be NULL when n[s] == 0). The spec must pass dd_spec_check() and every value
+ * must be finite (DD_ERR_RANGE otherwise). Caller frees *out_ds with dd_dataset_free(). */
 dd_status dd_dataset_from_arrays(const dd_spec *spec, const size_t n[DD_SPLIT_COUNT],
                                  const dd_cf32 *const in[DD_SPLIT_COUNT],
                                  const dd_cf32 *const out[DD_SPLIT_COUNT],
                                  dd_dataset **out_ds);
 
-/* Writers. Each writes to temporary files and renames them into place, so a failed
- * write never leaves a half-written dataset under the final name. */
+/* Writers. Each writes to temporary files (NAME.tmp), fsyncs them and renames them into
+ * place, so a failed write never leaves a half-written file under a final name; missing
+ * directories are created. NaN/Inf samples are refused (DD_ERR_RANGE).
+ * - opendpd: DIR/{train,val,test}_{input,output}.csv ("%.9g": float32 reads back
+ *   bit-exact) and DIR/spec.json (dataset_format "split_csv"), spec.json last;
+ * - sigmf: PREFIX_input.sigmf-{data,meta} and PREFIX_output.sigmf-{data,meta}, cf32_le,
+ *   train|val|test concatenated, split annotations and distdpd: spec fields;
+ * - bin: one file (docs/formats.md), written through dd_bin_writer. */
 dd_status dd_dataset_save_opendpd(const dd_dataset *ds, const char *dir); /* split_csv */
 dd_status dd_dataset_save_sigmf(const dd_dataset *ds, const char *prefix);
 dd_status dd_dataset_save_bin(const dd_dataset *ds, const char *path);
+/* OpenDPD single-file variant: DIR/data.csv (I_in,Q_in,I_out,Q_out; train, val, test
+ * concatenated in time order) + spec.json with dataset_format "single_csv". The split
+ * ratios written are the spec's when they reproduce the dataset's counts, else n[s]/N. */
+dd_status dd_dataset_save_opendpd_single(const dd_dataset *ds, const char *dir);
 
-/* Reads one I/Q CSV file with header "I,Q" into a new array (caller dd_free()s). */
+/* Range checks on a spec (fs > 0, 0 < bw_main < fs, 0 < bw_sub <= bw_main, n_sub >= 1,
+ * nperseg >= 16, 0 <= bw_occupied < fs, split ratios >= 0 summing to 1 within 1e-6).
+ * Errors (DD_ERR_RANGE) start with `where` (e.g. a file name) and name the field. */
+dd_status dd_spec_check(const dd_spec *s, const char *where);
+
+/* Reads one I/Q CSV file with header "I,Q" (case-insensitive; spaces, quotes, CRLF and a
+ * UTF-8 BOM tolerated; trailing blank lines ignored) into a new array *x of *n samples
+ * (caller dd_free()s; a header-only file gives *n = 0). On error *x = NULL and the
+ * message is "PATH:LINE: ..." (DD_ERR_FORMAT: header, column count, non-numeric cell;
+ * DD_ERR_RANGE: NaN/Inf or float32 overflow; DD_ERR_IO: cannot open/read). The whole
+ * file is read into memory; use the binary format for data larger than RAM. */
 dd_status dd_csv_read_iq(const char *path, dd_cf32 **x, size_t *n);
-/* Writes x as "I,Q" CSV (atomically). */
+/* Writes x as "I,Q" CSV with "%.9g" values (atomically; refuses NaN/Inf). */
 dd_status dd_csv_write_iq(const char *path, const dd_cf32 *x, size_t n);
-/* Reads spec.json (all fields required except split_ratios, dataset_format). */
+/* Reads spec.json: input_signal_fs, bw_main_ch, bw_sub_ch, n_sub_ch, nperseg required;
+ * split_ratios ({"train","val","test"} or [r0,r1,r2], default 0.6/0.2/0.2),
+ * dataset_format ("split_csv" (default) or "single_csv"; else DD_ERR_UNSUPPORTED) and
+ * bw_occupied (distdpd extension, Hz, default 0) optional. format (may be NULL)
+ * receives the dataset format; format_len must exceed its length. Missing field or
+ * wrong type: DD_ERR_FORMAT "PATH: missing field 'nperseg'"; out of range (see
+ * dd_spec_check): DD_ERR_RANGE naming the field. */
 dd_status dd_spec_read_json(const char *path, dd_spec *spec, char *format, size_t format_len);
+/* Writes spec.json atomically; format NULL means "split_csv". The spec must pass
+ * dd_spec_check(); bw_occupied is written only when non-zero. */
 dd_status dd_spec_write_json(const char *path, const dd_spec *spec, const char *format);
 
-/* SigMF single-stream I/O. Reads cf32_le, cf64_le, ci16_le (and ci8, ci32 if desired);
- * sample rate from core:sample_rate. Writes cf32_le, cf64_le or ci16_le. */
+/* SigMF single-stream I/O. dd_sigmf_read takes PATH.sigmf-meta (or the .sigmf-data
+ * path, or the prefix) and reads complex cf32, cf64, ci8, ci16, ci32, _le or _be
+ * (integers scaled by 1/2^(bits-1): ci16 by 1/32768) into a new array (caller
+ * dd_free()s); *fs (may be NULL) gets core:sample_rate (required). Real or unsigned
+ * types: DD_ERR_UNSUPPORTED naming the datatype and file; data size not a multiple of
+ * the sample size: DD_ERR_CORRUPT; NaN/Inf: DD_ERR_RANGE.
+ * dd_sigmf_write writes PREFIX.sigmf-data and PREFIX.sigmf-meta (atomically) as
+ * cf32_le, cf64_le or ci16_le (ci16 rounds to nearest; |value| > 1 is refused with
+ * DD_ERR_RANGE); description may be NULL. */
 typedef enum { DD_SIGMF_CF32_LE = 0, DD_SIGMF_CF64_LE = 1, DD_SIGMF_CI16_LE = 2 } dd_sigmf_type;
 dd_status dd_sigmf_read(const char *meta_path, dd_cf32 **x, size_t *n, double *fs);
 dd_status dd_sigmf_write(const char *prefix, const dd_cf32 *x, size_t n, double fs,
                          dd_sigmf_type type, const char *description);
 
-/* Binary format slice: maps the file and returns pointers to samples
- * [offset, offset+count) of one split without reading the rest. */
+/* Binary format slice: dd_bin_open maps the file read-only after checking its header
+ * (magic, version, byte order, CRC32C, spec, block bounds; a short file is
+ * DD_ERR_CORRUPT "PATH: truncated: expected N bytes, found M"); caller dd_bin_close()s.
+ * dd_bin_slice returns pointers to samples [offset, offset+count) of one split (in or
+ * out may be NULL) without reading anything: pages load on first touch. Pointers are
+ * valid until dd_bin_close(). Truncating the file while it is mapped makes access
+ * fault (SIGBUS): replace datasets by rename, as the writer does. */
 typedef struct dd_bin_view dd_bin_view;
 dd_status dd_bin_open(const char *path, dd_bin_view **v);
 dd_status dd_bin_slice(const dd_bin_view *v, dd_split s, size_t offset, size_t count,
@@ -78,6 +131,34 @@ dd_status dd_bin_slice(const dd_bin_view *v, dd_split s, size_t offset, size_t c
 const dd_spec *dd_bin_spec(const dd_bin_view *v);
 size_t dd_bin_count(const dd_bin_view *v, dd_split s);
 void dd_bin_close(dd_bin_view **v);
+/* Reads every block and checks its CRC32C against the header (and that every value is
+ * finite): DD_ERR_CORRUPT naming the file and block on mismatch. Touches the whole file,
+ * so loaders do not call it; `distdpd` may on request. */
+dd_status dd_bin_verify(const dd_bin_view *v);
+/* Access-pattern hint (madvise) for samples [offset, offset+count) of split s, both the
+ * input and the output block. Advice other than DD_BIN_NORMAL is a hint only. */
+typedef enum {
+    DD_BIN_NORMAL = 0,     /* default read-ahead */
+    DD_BIN_SEQUENTIAL = 1, /* read in order: aggressive read-ahead, early reclaim */
+    DD_BIN_RANDOM = 2,     /* random frames: no read-ahead */
+    DD_BIN_WILLNEED = 3,   /* start reading this range now */
+    DD_BIN_DONTNEED = 4    /* this range may be dropped from the page cache */
+} dd_bin_advice;
+dd_status dd_bin_advise(const dd_bin_view *v, dd_split s, size_t offset, size_t count,
+                        dd_bin_advice advice);
+
+/* Streaming binary writer, for data that does not fit in memory: the counts of every
+ * split are fixed at open; dd_bin_writer_append() adds `count` samples to the end of
+ * split s (any order of splits, any chunk sizes); dd_bin_writer_commit() checks every
+ * split is complete, writes the header, fsyncs and renames PATH.tmp to PATH, and frees
+ * the writer (also on error). dd_bin_writer_abort() removes the temporary file. */
+typedef struct dd_bin_writer dd_bin_writer;
+dd_status dd_bin_writer_open(const char *path, const dd_spec *spec,
+                             const size_t n[DD_SPLIT_COUNT], dd_bin_writer **w);
+dd_status dd_bin_writer_append(dd_bin_writer *w, dd_split s, const dd_cf32 *in,
+                               const dd_cf32 *out, size_t count);
+dd_status dd_bin_writer_commit(dd_bin_writer **w);
+void dd_bin_writer_abort(dd_bin_writer **w);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,128 @@
+/* Internal helpers shared by the dataset readers and writers in src/data: path building,
+ * whole-file reads, atomic (temporary file + rename) writes, dataset allocation, the
+ * split-count rule and the generic numeric CSV parser. Not installed, not public API. */
+#ifndef DD_DATA_INTERNAL_H
+#define DD_DATA_INTERNAL_H
+
+#include <locale.h>
+#include <stdio.h>
+
+#include "distdpd/dataset.h"
+
+/* Longest path the data module builds (including the terminating NUL). */
+#define DD_PATH_MAX 4096
+
+/* Storage behind a dd_dataset: either heap arrays or a memory-mapped binary file. */
+struct dd_dataset_priv {
+    dd_cf32 *buf[2 * DD_SPLIT_COUNT]; /* heap arrays (dd_free on release), NULL if unused */
+    dd_bin_view *view;                /* memory map the arrays point into, or NULL */
+};
+
+/* A new zeroed dataset with its private part; caller frees with dd_dataset_free(). */
+dd_status dd_data_alloc(dd_dataset **out);
+
+/* dst = dir + "/" + name (or just name if dir is empty). DD_ERR_ARG if it does not fit. */
+dd_status dd_path_join(char *dst, size_t cap, const char *dir, const char *name);
+/* dst = a + b. DD_ERR_ARG if it does not fit. */
+dd_status dd_path_cat(char *dst, size_t cap, const char *a, const char *b);
+/* 1 if path exists and is a directory / a regular file, else 0 (errno untouched). */
+int dd_path_is_dir(const char *path);
+int dd_path_is_file(const char *path);
+/* Final component of a path (pointer into path). */
+const char *dd_path_base(const char *path);
+/* Creates dir and its missing parents (mode 0777 & umask); OK if it already exists. */
+dd_status dd_mkdir_p(const char *dir);
+/* Creates the directory part of a file path (nothing if there is none). */
+dd_status dd_mkdir_parent(const char *path);
+
+/* Reads a whole file into a new NUL-terminated buffer (caller dd_free()s *buf); *len
+ * excludes the NUL. Errors: DD_ERR_IO "cannot open PATH: reason" / "cannot read ...". */
+dd_status dd_read_all(const char *path, char **buf, size_t *len);
+
+/* Atomic file writing: dd_afile_open() creates PATH.tmp (and missing parent
+ * directories); write through a->f;
+ * dd_afile_close() flushes, fsyncs and closes (the temporary remains);
+ * dd_afile_rename() moves it to PATH; dd_afile_commit() does both;
+ * dd_afile_abort() closes if needed and removes the temporary. */
+typedef struct {
+    FILE *f;                 /* stream on the temporary file while open, else NULL */
+    char path[DD_PATH_MAX];  /* final name */
+    char tmp[DD_PATH_MAX];   /* temporary name: path + ".tmp" */
+    char *iobuf;             /* stdio buffer (1 MiB) */
+    int pending;             /* 1 while a temporary file exists on disk */
+} dd_afile;
+dd_status dd_afile_open(dd_afile *a, const char *path);
+dd_status dd_afile_close(dd_afile *a);
+dd_status dd_afile_rename(dd_afile *a);
+dd_status dd_afile_commit(dd_afile *a);
+void dd_afile_abort(dd_afile *a);
+/* Records DD_ERR_IO "write PATH: reason" for a failed write on a. */
+dd_status dd_afile_werr(const dd_afile *a);
+/* fsyncs the directory holding path (best effort; errors ignored). */
+void dd_fsync_parent(const char *path);
+
+/* Split counts for n samples in time order: n_train = floor(n r0 (1 + 1e-12)),
+ * n_val = floor(n r1 (1 + 1e-12)) (clamped so they fit), n_test = the rest. The 1e-12
+ * keeps counts written as ratios n_s / n exact despite rounding. */
+void dd_split_counts(size_t n, const double r[3], size_t cnt[3]);
+
+/* Numeric CSV: header with the given column names (case-insensitive, whitespace and
+ * double quotes around names tolerated, CRLF tolerated, UTF-8 BOM skipped), then rows
+ * of ncols float32 values. *data (caller dd_free()s) holds nrows x ncols floats, row
+ * major. Errors name the file and line ("PATH:17: column 2 ('Q') is not a number"). */
+dd_status dd_csv_parse(const char *path, const char *const *names, int ncols, float **data,
+                       size_t *nrows);
+
+/* Writes "header\n" then n rows of ncplx complex columns ("%.9g" each, so float32 values
+ * read back bit-exact) to the open atomic file a. Refuses NaN/Inf (DD_ERR_RANGE). */
+dd_status dd_csv_write_cols(dd_afile *a, const char *header, const dd_cf32 *const *cols,
+                            int ncplx, size_t n);
+
+/* JSON helpers (cJSON). dd_json_read parses a file whose top level must be an object
+ * (caller cJSON_Delete()s); syntax errors name the file and line. dd_json_number reads a
+ * finite number field (error "PATH: missing field 'NAME'" when required and absent;
+ * *v untouched when optional and absent); dd_json_integer also requires an integer in
+ * [lo, hi]. */
+struct cJSON;
+dd_status dd_json_read(const char *path, struct cJSON **root);
+const char *dd_json_type_name(const struct cJSON *j);
+/* cJSON_Print in the "C" locale; caller cJSON_free()s. */
+char *dd_json_print(const struct cJSON *j);
+dd_status dd_json_number(const char *path, const struct cJSON *obj, const char *name,
+                         int required, double *v);
+dd_status dd_json_integer(const char *path, const struct cJSON *obj, const char *name,
+                          int required, double lo, double hi, double *v);
+
+/* SigMF internals (sigmf.c). dd_sigmf_read_ex: arg is a meta path, a data path or a
+ * prefix; *root (optional) receives the parsed meta (caller cJSON_Delete()s).
+ * dd_sigmf_write_ex writes the concatenation of nparts arrays; extra_global's items are
+ * copied into "global", annotations (may be NULL) becomes "annotations".
+ * dd_sigmf_load_dataset fills ds from PREFIX_input / PREFIX_output. */
+dd_status dd_sigmf_read_ex(const char *arg, dd_cf32 **x, size_t *n, double *fs,
+                           struct cJSON **root);
+dd_status dd_sigmf_write_ex(const char *prefix, const dd_cf32 *const *parts, const size_t *plen,
+                            int nparts, double fs, dd_sigmf_type type, const char *description,
+                            const struct cJSON *extra_global, const struct cJSON *annotations);
+dd_status dd_sigmf_load_dataset(const char *prefix, dd_dataset *ds);
+
+/* OpenDPD directory loaders (opendpd.c): fill ds from DIR given its spec and format. */
+dd_status dd_opendpd_load(const char *dir, const dd_spec *spec, const char *format,
+                          dd_dataset *ds);
+
+/* 1 if the file at path starts with the binary magic (binfmt.c). */
+int dd_bin_is_bin(const char *path);
+
+/* Switches this thread to the "C" locale while numbers are parsed or printed (strtof,
+ * "%.9g", cJSON), so a program that called setlocale() with a decimal comma still reads
+ * and writes "0.5"; dd_cloc_pop() restores the previous locale. */
+typedef struct {
+    locale_t c;   /* the "C" locale object, or 0 if it could not be created */
+    locale_t old; /* the thread's locale before the push */
+} dd_cloc;
+void dd_cloc_push(dd_cloc *l);
+void dd_cloc_pop(dd_cloc *l);
+
+/* 1 on a little-endian host. */
+int dd_host_le(void);
+
+#endif
