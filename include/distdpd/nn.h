@@ -1,0 +1,247 @@
+/* Neural-network layers with hand-written backward passes: dense (nn.Linear), GRU and
+ * LSTM (PyTorch equations and weight layouts, so weights map one to one to torch.nn.GRU /
+ * torch.nn.LSTM state_dicts), causal dilated / grouped / depthwise conv1d, activations,
+ * residual add, channel concatenation and I/Q feature extraction.
+ *
+ * Conventions (llm.c style; see docs/nn.md):
+ * - Tensors are row-major float arrays; shapes are given as comments, e.g. (B, T, C):
+ *   batch, time, channels (channels fastest, like PyTorch batch_first=True). Recurrent
+ *   layers take D input features and H hidden units (B, T, D, H >= 1).
+ * - dd_X_forward(out, in, weights..., dims) writes `out` (it overwrites, never adds).
+ * - dd_X_backward(din, dweights..., dout, saved..., dims) ADDS into every gradient it
+ *   produces, parameter gradients AND input gradients (din += ...). Zero them once per
+ *   step (one memset of the gradient arena / activation-gradient buffer). Any gradient
+ *   output may be NULL when it is not needed; the work for it is then skipped (e.g.
+ *   training a DPD through a frozen PA model needs din only). Gradient outputs must not
+ *   alias inputs of the same call.
+ * - Recurrent layers keep what backward needs in a caller-provided workspace of
+ *   dd_X_workspace_size() ELEMENTS (floats for the float API, doubles for _f64); forward
+ *   fills it, backward reads it (and uses its scratch part), so backward may be called
+ *   more than once after one forward. No layer allocates memory.
+ * - Every function exists in float32 (plain name, the fast path) and float64 (suffix
+ *   _f64, the same code instantiated for double, used by the finite-difference tests).
+ * - Dimensions are not checked in the kernels: the model validates its configuration when
+ *   it is built (dd_X_layer_add and dd_conv1d_check report errors). All dims are >= 1,
+ *   and row counts times widths must stay below 2^31 (BLAS int).
+ */
+#ifndef DISTDPD_NN_H
+#define DISTDPD_NN_H
+
+#include <stddef.h>
+
+#include "distdpd/core.h"
+#include "distdpd/param.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------
+ * Dense layer (torch.nn.Linear): out = in W^T + b over N rows (N = B*T for sequences).
+ * W: (out_dim, in_dim), b: (out_dim) or NULL.
+ */
+void dd_dense_forward(float *out,      /* (N, out_dim) */
+                      const float *in, /* (N, in_dim) */
+                      const float *w,  /* (out_dim, in_dim) */
+                      const float *b,  /* (out_dim) or NULL */
+                      size_t N, int in_dim, int out_dim);
+/* din += dout W; dw += dout^T in; db += sum over rows of dout. din, dw, db may be NULL. */
+void dd_dense_backward(float *din, float *dw, float *db,
+                       const float *dout, /* (N, out_dim) */
+                       const float *in,   /* (N, in_dim) (needed when dw != NULL) */
+                       const float *w,    /* (out_dim, in_dim) (needed when din != NULL) */
+                       size_t N, int in_dim, int out_dim);
+void dd_dense_forward_f64(double *out, const double *in, const double *w, const double *b, size_t N,
+                          int in_dim, int out_dim);
+void dd_dense_backward_f64(double *din, double *dw, double *db, const double *dout, const double *in,
+                           const double *w, size_t N, int in_dim, int out_dim);
+
+/* ------------------------------------------------------------------------------------
+ * GRU (torch.nn.GRU, one layer, one direction, batch_first). Gate rows in order r, z, n:
+ *   r  = sigmoid(W_ir x + b_ir + W_hr h + b_hr)
+ *   z  = sigmoid(W_iz x + b_iz + W_hz h + b_hz)
+ *   n  = tanh(W_in x + b_in + r * (W_hn h + b_hn))
+ *   h' = (1 - z) * n + z * h
+ * w_ih: (3H, D) = weight_ih_l0, w_hh: (3H, H) = weight_hh_l0, b_ih, b_hh: (3H) or NULL.
+ */
+/* Workspace elements for B, T, D, H: B*T*(9H + 2D) + 4*B*H (the forward saves B*T*(5H + D);
+ * the rest is scratch). */
+size_t dd_gru_workspace_size(int B, int T, int D, int H);
+void dd_gru_forward(float *out,        /* (B, T, H): h_1..h_T; out[:, T-1] is the final state */
+                    float *ws,         /* dd_gru_workspace_size(B, T, D, H) floats */
+                    const float *x,    /* (B, T, D) */
+                    const float *h0,   /* (B, H) initial state, or NULL for zeros */
+                    const float *w_ih, const float *w_hh, const float *b_ih, const float *b_hh,
+                    int B, int T, int D, int H);
+/* Backpropagation through time. dout is dL/d(out) for every step (so a loss on the final
+ * state only is dout with zeros before T-1). Adds into dx (B,T,D), dh0 (B,H), dw_ih,
+ * dw_hh, db_ih, db_hh; each may be NULL. ws must hold the forward's workspace (backward does
+ * not change its saved part, so it may run again); x is the forward's input (the current
+ * kernels read the copy saved in ws). */
+void dd_gru_backward(float *dx, float *dh0, float *dw_ih, float *dw_hh, float *db_ih, float *db_hh,
+                     const float *dout, /* (B, T, H) */
+                     float *ws, const float *x, const float *w_ih, const float *w_hh,
+                     int B, int T, int D, int H);
+void dd_gru_forward_f64(double *out, double *ws, const double *x, const double *h0,
+                        const double *w_ih, const double *w_hh, const double *b_ih,
+                        const double *b_hh, int B, int T, int D, int H);
+void dd_gru_backward_f64(double *dx, double *dh0, double *dw_ih, double *dw_hh, double *db_ih,
+                         double *db_hh, const double *dout, double *ws, const double *x,
+                         const double *w_ih, const double *w_hh, int B, int T, int D, int H);
+
+/* ------------------------------------------------------------------------------------
+ * LSTM (torch.nn.LSTM, one layer, one direction, batch_first). Gate rows i, f, g, o:
+ *   i = sigmoid(W_ii x + b_ii + W_hi h + b_hi)    f = sigmoid(W_if x + ... )
+ *   g = tanh(W_ig x + b_ig + W_hg h + b_hg)       o = sigmoid(W_io x + ... )
+ *   c' = f * c + i * g;   h' = o * tanh(c')
+ * w_ih: (4H, D), w_hh: (4H, H), b_ih, b_hh: (4H) or NULL.
+ */
+/* Workspace elements: B*T*(11H + 2D) + 2*B*H (the forward saves B*T*(7H + D)). */
+size_t dd_lstm_workspace_size(int B, int T, int D, int H);
+void dd_lstm_forward(float *out,      /* (B, T, H) */
+                     float *cn,       /* (B, H) final cell state, or NULL */
+                     float *ws,       /* dd_lstm_workspace_size(B, T, D, H) floats */
+                     const float *x,  /* (B, T, D) */
+                     const float *h0, /* (B, H) or NULL for zeros */
+                     const float *c0, /* (B, H) or NULL for zeros */
+                     const float *w_ih, const float *w_hh, const float *b_ih, const float *b_hh,
+                     int B, int T, int D, int H);
+/* dcn: dL/d(cn) (B, H) or NULL for zero. Adds into dx, dh0, dc0, dw_ih, dw_hh, db_ih,
+ * db_hh; each may be NULL. */
+void dd_lstm_backward(float *dx, float *dh0, float *dc0, float *dw_ih, float *dw_hh, float *db_ih,
+                      float *db_hh, const float *dout, const float *dcn, float *ws, const float *x,
+                      const float *w_ih, const float *w_hh, int B, int T, int D, int H);
+void dd_lstm_forward_f64(double *out, double *cn, double *ws, const double *x, const double *h0,
+                         const double *c0, const double *w_ih, const double *w_hh,
+                         const double *b_ih, const double *b_hh, int B, int T, int D, int H);
+void dd_lstm_backward_f64(double *dx, double *dh0, double *dc0, double *dw_ih, double *dw_hh,
+                          double *db_ih, double *db_hh, const double *dout, const double *dcn,
+                          double *ws, const double *x, const double *w_ih, const double *w_hh,
+                          int B, int T, int D, int H);
+
+/* ------------------------------------------------------------------------------------
+ * Causal 1-D convolution over time (torch.nn.Conv1d with left zero padding
+ * (K-1)*dilation, i.e. output t sees inputs t, t-d, ..., t-(K-1)d only):
+ *   out[b,t,co] = bias[co] + sum_{k, ci in group(co)} w[co, ci - g*C_in/groups, k]
+ *                                                    * in[b, t - (K-1-k)*dilation, ci]
+ * weight (C_out, C_in/groups, K) (PyTorch layout), bias (C_out) or NULL.
+ * groups == C_in == C_out is depthwise; K == 1 is a pointwise (1x1) conv.
+ */
+/* c_in, c_out >= 1, kernel >= 1, dilation >= 1, groups >= 1 dividing both c_in and c_out.
+ * Errors: DD_ERR_ARG naming the offending value. */
+dd_status dd_conv1d_check(int c_in, int c_out, int kernel, int dilation, int groups);
+void dd_conv1d_forward(float *out,      /* (B, T, c_out) */
+                       const float *in, /* (B, T, c_in) */
+                       const float *w,  /* (c_out, c_in/groups, kernel) */
+                       const float *b,  /* (c_out) or NULL */
+                       int B, int T, int c_in, int c_out, int kernel, int dilation, int groups);
+/* Adds into din (B,T,c_in), dw, db; each may be NULL. */
+void dd_conv1d_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                        const float *w, int B, int T, int c_in, int c_out, int kernel,
+                        int dilation, int groups);
+void dd_conv1d_forward_f64(double *out, const double *in, const double *w, const double *b, int B,
+                           int T, int c_in, int c_out, int kernel, int dilation, int groups);
+void dd_conv1d_backward_f64(double *din, double *dw, double *db, const double *dout,
+                            const double *in, const double *w, int B, int T, int c_in, int c_out,
+                            int kernel, int dilation, int groups);
+
+/* ------------------------------------------------------------------------------------
+ * Elementwise activations. Forward may run in place (out == in). Backward adds
+ * din += dout * f'(x); it reads `in` (ReLU, Hardswish) or `out` (tanh, sigmoid), so pass
+ * both when available (the one not needed may be NULL). din must not alias dout.
+ *   tanh; sigmoid 1/(1+e^-x); ReLU max(x,0) with f'(0) = 0 (as torch);
+ *   Hardswish x*relu6(x+3)/6 with f' = 0 (x < -3), x/3 + 1/2 (-3 <= x <= 3), 1 (x > 3)
+ *   (torch's hardswish_backward convention at the kinks).
+ */
+typedef enum {
+    DD_ACT_IDENTITY = 0,
+    DD_ACT_TANH = 1,
+    DD_ACT_SIGMOID = 2,
+    DD_ACT_RELU = 3,
+    DD_ACT_HARDSWISH = 4
+} dd_act;
+/* "identity", "tanh", "sigmoid", "relu", "hardswish"; "?" for an unknown value. */
+const char *dd_act_name(dd_act a);
+/* Parses a name as above (case-sensitive). Errors: DD_ERR_ARG naming the string. */
+dd_status dd_act_parse(const char *name, dd_act *a);
+void dd_act_forward(dd_act a, float *out, const float *in, size_t n);
+void dd_act_backward(dd_act a, float *din, const float *dout, const float *in, const float *out,
+                     size_t n);
+void dd_act_forward_f64(dd_act a, double *out, const double *in, size_t n);
+void dd_act_backward_f64(dd_act a, double *din, const double *dout, const double *in,
+                         const double *out, size_t n);
+
+/* Residual add: out = a + b (out may alias a or b). Backward: da += dout, db += dout
+ * (either may be NULL). */
+void dd_add_forward(float *out, const float *a, const float *b, size_t n);
+void dd_add_backward(float *da, float *db, const float *dout, size_t n);
+void dd_add_forward_f64(double *out, const double *a, const double *b, size_t n);
+void dd_add_backward_f64(double *da, double *db, const double *dout, size_t n);
+
+/* Channel concatenation of two (N, ca) and (N, cb) tensors into (N, ca+cb).
+ * Backward: da += dout[:, :ca], db += dout[:, ca:] (either may be NULL). */
+void dd_concat_forward(float *out, const float *a, const float *b, size_t N, int ca, int cb);
+void dd_concat_backward(float *da, float *db, const float *dout, size_t N, int ca, int cb);
+void dd_concat_forward_f64(double *out, const double *a, const double *b, size_t N, int ca, int cb);
+void dd_concat_backward_f64(double *da, double *db, const double *dout, size_t N, int ca, int cb);
+
+/* ------------------------------------------------------------------------------------
+ * I/Q feature extraction: (N, 2) rows (I, Q) -> (N, 6) rows
+ *   [I, Q, r, r^3, sin(phi), cos(phi)],  r = |x| = sqrt(I^2 + Q^2), phi = atan2(Q, I),
+ * computed as sin = Q/r, cos = I/r. At r == 0: features [I, Q, 0, 0, 0, 1] (atan2(0, 0) =
+ * 0, as numpy/torch), and the gradient of r, sin and cos there is DEFINED AS ZERO (the
+ * subgradient torch uses for abs/norm at 0); only the identity features pass gradient.
+ */
+#define DD_IQFEAT_DIM 6
+void dd_iqfeat_forward(float *out, const float *iq, size_t N);
+/* diq (N, 2) += J^T dout. */
+void dd_iqfeat_backward(float *diq, const float *dout, const float *iq, size_t N);
+void dd_iqfeat_forward_f64(double *out, const double *iq, size_t N);
+void dd_iqfeat_backward_f64(double *diq, const double *dout, const double *iq, size_t N);
+
+/* ------------------------------------------------------------------------------------
+ * Registering a layer's parameters in a table, with PyTorch state_dict names, and the
+ * PyTorch default initialisation. The structs record the dims and arena offsets; a view
+ * is arena + offset. prefix: 1..40 characters, e.g. "gru", "fc_out", "tcn.0.dw".
+ */
+typedef struct {
+    int in_dim, out_dim; /* >= 1 */
+    int bias;            /* 1: has "<prefix>.bias" */
+    size_t w, b;         /* offsets of "<prefix>.weight" (out_dim, in_dim) and bias */
+} dd_dense_layer;
+dd_status dd_dense_layer_add(dd_param_table *t, const char *prefix, int in_dim, int out_dim,
+                             int bias, dd_dense_layer *l);
+/* uniform(-1/sqrt(in_dim), +) for weight and bias, as torch.nn.Linear. */
+void dd_dense_layer_init(const dd_dense_layer *l, float *params, dd_rng *rng);
+
+typedef struct {
+    int input_size, hidden_size; /* D, H >= 1 */
+    int bias;                    /* 1: has bias_ih_l0 / bias_hh_l0 */
+    size_t w_ih, w_hh, b_ih, b_hh; /* offsets of <prefix>.weight_ih_l0 (3H, D), weight_hh_l0
+                                      (3H, H), bias_ih_l0 (3H), bias_hh_l0 (3H) */
+} dd_gru_layer;
+dd_status dd_gru_layer_add(dd_param_table *t, const char *prefix, int input_size, int hidden_size,
+                           int bias, dd_gru_layer *l);
+/* uniform(-1/sqrt(H), +) for all four tensors, as torch.nn.GRU. */
+void dd_gru_layer_init(const dd_gru_layer *l, float *params, dd_rng *rng);
+
+/* Same as GRU with 4H gate rows (i, f, g, o). */
+typedef dd_gru_layer dd_lstm_layer;
+dd_status dd_lstm_layer_add(dd_param_table *t, const char *prefix, int input_size, int hidden_size,
+                            int bias, dd_lstm_layer *l);
+void dd_lstm_layer_init(const dd_lstm_layer *l, float *params, dd_rng *rng);
+
+typedef struct {
+    int c_in, c_out, kernel, dilation, groups; /* as dd_conv1d_check */
+    int bias;                                  /* 1: has "<prefix>.bias" */
+    size_t w, b; /* offsets of "<prefix>.weight" (c_out, c_in/groups, kernel) and bias */
+} dd_conv1d_layer;
+dd_status dd_conv1d_layer_add(dd_param_table *t, const char *prefix, int c_in, int c_out,
+                              int kernel, int dilation, int groups, int bias, dd_conv1d_layer *l);
+/* uniform(-1/sqrt(c_in/groups*kernel), +), as torch.nn.Conv1d. */
+void dd_conv1d_layer_init(const dd_conv1d_layer *l, float *params, dd_rng *rng);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

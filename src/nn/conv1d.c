@@ -1,0 +1,56 @@
+/* Causal 1-D convolution (dilated, grouped, depthwise, pointwise) over (B, T, C) tensors
+ * with PyTorch Conv1d weight layout: forward, backward, configuration check, parameter
+ * registration and PyTorch default initialisation. Kernels in conv1d_impl.h. */
+#include "distdpd/nn.h"
+
+#include <string.h>
+
+#include "nn_private.h"
+
+#define DD_NN_DOUBLE 0
+#include "nn_real.h"
+#include "conv1d_impl.h"
+#undef DD_NN_DOUBLE
+#define DD_NN_DOUBLE 1
+#include "nn_real.h"
+#include "conv1d_impl.h"
+
+dd_status dd_conv1d_check(int c_in, int c_out, int kernel, int dilation, int groups) {
+    if (c_in < 1) return dd_error(DD_ERR_ARG, "conv1d: c_in = %d must be >= 1", c_in);
+    if (c_out < 1) return dd_error(DD_ERR_ARG, "conv1d: c_out = %d must be >= 1", c_out);
+    if (kernel < 1) return dd_error(DD_ERR_ARG, "conv1d: kernel = %d must be >= 1", kernel);
+    if (dilation < 1) return dd_error(DD_ERR_ARG, "conv1d: dilation = %d must be >= 1", dilation);
+    if (groups < 1 || c_in % groups != 0 || c_out % groups != 0)
+        return dd_error(DD_ERR_ARG, "conv1d: groups = %d must be >= 1 and divide c_in = %d and c_out = %d",
+                        groups, c_in, c_out);
+    return DD_OK;
+}
+
+dd_status dd_conv1d_layer_add(dd_param_table *t, const char *prefix, int c_in, int c_out,
+                              int kernel, int dilation, int groups, int bias, dd_conv1d_layer *l) {
+    char name[DD_PARAM_NAME_MAX];
+    memset(l, 0, sizeof *l);
+    dd_status s = dd_conv1d_check(c_in, c_out, kernel, dilation, groups);
+    if (s != DD_OK) return dd_error_prefix(s, "layer '%s': ", prefix ? prefix : "");
+    size_t shape[3] = {(size_t)c_out, (size_t)(c_in / groups), (size_t)kernel};
+    DD_TRY(dd_nn_param_name(name, prefix, "weight"));
+    DD_TRY(dd_param_table_add(t, name, 3, shape, &l->w));
+    if (bias) {
+        DD_TRY(dd_nn_param_name(name, prefix, "bias"));
+        DD_TRY(dd_param_table_add(t, name, 1, shape, &l->b));
+    }
+    l->c_in = c_in;
+    l->c_out = c_out;
+    l->kernel = kernel;
+    l->dilation = dilation;
+    l->groups = groups;
+    l->bias = bias ? 1 : 0;
+    return DD_OK;
+}
+
+void dd_conv1d_layer_init(const dd_conv1d_layer *l, float *params, dd_rng *rng) {
+    size_t fan_in = (size_t)(l->c_in / l->groups) * (size_t)l->kernel;
+    double k = dd_param_bound(fan_in);
+    dd_param_uniform(params + l->w, (size_t)l->c_out * fan_in, k, rng);
+    if (l->bias) dd_param_uniform(params + l->b, (size_t)l->c_out, k, rng);
+}

@@ -1,0 +1,42 @@
+/* Dense (fully connected, torch.nn.Linear) layer: forward, backward, parameter
+ * registration and PyTorch default initialisation. */
+#include "distdpd/nn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "nn_private.h"
+
+#define DD_NN_DOUBLE 0
+#include "nn_real.h"
+#include "dense_impl.h"
+#undef DD_NN_DOUBLE
+#define DD_NN_DOUBLE 1
+#include "nn_real.h"
+#include "dense_impl.h"
+
+dd_status dd_dense_layer_add(dd_param_table *t, const char *prefix, int in_dim, int out_dim,
+                             int bias, dd_dense_layer *l) {
+    char name[DD_PARAM_NAME_MAX];
+    memset(l, 0, sizeof *l);
+    if (in_dim < 1 || out_dim < 1)
+        return dd_error(DD_ERR_ARG, "dense layer '%s': in_dim %d and out_dim %d must be >= 1",
+                        prefix ? prefix : "", in_dim, out_dim);
+    DD_TRY(dd_nn_param_name(name, prefix, "weight"));
+    size_t shape[2] = {(size_t)out_dim, (size_t)in_dim};
+    DD_TRY(dd_param_table_add(t, name, 2, shape, &l->w));
+    if (bias) {
+        DD_TRY(dd_nn_param_name(name, prefix, "bias"));
+        DD_TRY(dd_param_table_add(t, name, 1, shape, &l->b));
+    }
+    l->in_dim = in_dim;
+    l->out_dim = out_dim;
+    l->bias = bias ? 1 : 0;
+    return DD_OK;
+}
+
+void dd_dense_layer_init(const dd_dense_layer *l, float *params, dd_rng *rng) {
+    double k = dd_param_bound((size_t)l->in_dim);
+    dd_param_uniform(params + l->w, (size_t)l->out_dim * (size_t)l->in_dim, k, rng);
+    if (l->bias) dd_param_uniform(params + l->b, (size_t)l->out_dim, k, rng);
+}

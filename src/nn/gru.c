@@ -1,0 +1,68 @@
+/* GRU layer (torch.nn.GRU conventions): forward over a batch of sequences, backward
+ * through time, parameter registration and PyTorch default initialisation. The kernels
+ * are in gru_impl.h, instantiated here for float and double. */
+#include "distdpd/nn.h"
+
+#include <string.h>
+
+#include "nn_private.h"
+
+#define DD_NN_DOUBLE 0
+#include "nn_real.h"
+#include "gru_impl.h"
+#undef DD_NN_DOUBLE
+#define DD_NN_DOUBLE 1
+#include "nn_real.h"
+#include "gru_impl.h"
+
+size_t dd_gru_workspace_size(int B, int T, int D, int H) {
+    /* layout in gru_impl.h: TB (9H + 2D) + 4 H B */
+    const size_t TB = (size_t)B * (size_t)T;
+    return TB * (9 * (size_t)H + 2 * (size_t)D) + 4 * (size_t)H * (size_t)B;
+}
+
+/* Registers the four tensors of a GRU/LSTM with `gates` gate blocks. */
+dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates,
+                              int input_size, int hidden_size, int bias, dd_gru_layer *l) {
+    char name[DD_PARAM_NAME_MAX];
+    memset(l, 0, sizeof *l);
+    if (input_size < 1 || hidden_size < 1)
+        return dd_error(DD_ERR_ARG, "%s layer '%s': input_size %d and hidden_size %d must be >= 1",
+                        kind, prefix ? prefix : "", input_size, hidden_size);
+    size_t G = (size_t)gates * (size_t)hidden_size;
+    size_t s_ih[2] = {G, (size_t)input_size}, s_hh[2] = {G, (size_t)hidden_size}, s_b[1] = {G};
+    DD_TRY(dd_nn_param_name(name, prefix, "weight_ih_l0"));
+    DD_TRY(dd_param_table_add(t, name, 2, s_ih, &l->w_ih));
+    DD_TRY(dd_nn_param_name(name, prefix, "weight_hh_l0"));
+    DD_TRY(dd_param_table_add(t, name, 2, s_hh, &l->w_hh));
+    if (bias) {
+        DD_TRY(dd_nn_param_name(name, prefix, "bias_ih_l0"));
+        DD_TRY(dd_param_table_add(t, name, 1, s_b, &l->b_ih));
+        DD_TRY(dd_nn_param_name(name, prefix, "bias_hh_l0"));
+        DD_TRY(dd_param_table_add(t, name, 1, s_b, &l->b_hh));
+    }
+    l->input_size = input_size;
+    l->hidden_size = hidden_size;
+    l->bias = bias ? 1 : 0;
+    return DD_OK;
+}
+
+void dd_nn_rnn_layer_init(const dd_gru_layer *l, int gates, float *params, dd_rng *rng) {
+    double k = dd_param_bound((size_t)l->hidden_size);
+    size_t G = (size_t)gates * (size_t)l->hidden_size;
+    dd_param_uniform(params + l->w_ih, G * (size_t)l->input_size, k, rng);
+    dd_param_uniform(params + l->w_hh, G * (size_t)l->hidden_size, k, rng);
+    if (l->bias) {
+        dd_param_uniform(params + l->b_ih, G, k, rng);
+        dd_param_uniform(params + l->b_hh, G, k, rng);
+    }
+}
+
+dd_status dd_gru_layer_add(dd_param_table *t, const char *prefix, int input_size, int hidden_size,
+                           int bias, dd_gru_layer *l) {
+    return dd_nn_rnn_layer_add(t, prefix, "GRU", 3, input_size, hidden_size, bias, l);
+}
+
+void dd_gru_layer_init(const dd_gru_layer *l, float *params, dd_rng *rng) {
+    dd_nn_rnn_layer_init(l, 3, params, rng);
+}

@@ -1,0 +1,124 @@
+/* GRU kernels (PyTorch equations), written once for dd_real (see nn_real.h); included by
+ * gru.c for float and double.
+ *
+ * Internally everything is feature-major over time-major columns: column c = t*B + b
+ * (TB = T*B columns), so that the elementwise work of one step is B contiguous values per
+ * hidden unit (vectorisable) and the weight gradients are single GEMMs over all TB
+ * columns. Workspace layout, in elements:
+ *   xtm    TB x D    the input in time-major row order (row c)             saved
+ *   hprev  H x TB    h_{t-1} seen by step t (h0 or zeros at t = 0)         saved
+ *   gates  4H x TB   rows [r, z, n, hn], hn = W_hn h_{t-1} + b_hn           saved
+ *   dG     4H x TB   rows [da_r, da_z, da_n * r, da_n] (pre-activation)    backward
+ *   dxtm   TB x D    input gradient in time-major order                    backward
+ *   S      3H x B    W_hh h_{t-1} + b_hh of the current step, then h_t     forward scratch
+ *   dh     H x B     running dL/dh_{t-1}                                   backward scratch
+ * With this dG layout the recurrent gradient is rows [0, 3H) (one GEMM against W_hh) and
+ * the input gradient rows [0, 2H) + [3H, 4H) (two GEMMs against W_ih). */
+
+typedef struct {
+    dd_real *xtm, *hprev, *gates, *dG, *dxtm, *S, *dh;
+} RFN(dd_gru_ws);
+
+static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t T, size_t D, size_t H) {
+    RFN(dd_gru_ws) w;
+    const size_t TB = T * B;
+    w.xtm = ws;
+    w.hprev = w.xtm + TB * D;
+    w.gates = w.hprev + H * TB;
+    w.dG = w.gates + 4 * H * TB;
+    w.dxtm = w.dG + 4 * H * TB;
+    w.S = w.dxtm + TB * D;
+    w.dh = w.S + 3 * H * B;
+    return w;
+}
+
+void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_real *h0,
+                         const dd_real *w_ih, const dd_real *w_hh, const dd_real *b_ih,
+                         const dd_real *b_hh, int B_, int T_, int D_, int H_) {
+    const size_t B = (size_t)B_, T = (size_t)T_, D = (size_t)D_, H = (size_t)H_, TB = T * B;
+    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H);
+    dd_real *const gates = w.gates, *const hprev = w.hprev, *const S = w.S;
+
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++)
+            memcpy(w.xtm + (t * B + b) * D, x + (b * T + t) * D, D * sizeof(dd_real));
+    /* Input projection of every step at once: gates[0:3H, :] = b_ih + W_ih xtm^T. */
+    if (b_ih)
+        for (size_t j = 0; j < 3 * H; j++)
+            for (size_t c = 0; c < TB; c++) gates[j * TB + c] = b_ih[j];
+    RFN(dd_nn_gemm)(0, 1, 3 * H, TB, D, 1, w_ih, D, w.xtm, D, b_ih ? 1 : 0, gates, TB);
+    for (size_t j = 0; j < H; j++)
+        for (size_t b = 0; b < B; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0;
+
+    for (size_t t = 0; t < T; t++) {
+        const size_t c0 = t * B;
+        /* S (3H, B) = b_hh + W_hh h_{t-1} */
+        if (b_hh)
+            for (size_t j = 0; j < 3 * H; j++)
+                for (size_t b = 0; b < B; b++) S[j * B + b] = b_hh[j];
+        RFN(dd_nn_gemm)(0, 0, 3 * H, B, H, 1, w_hh, H, hprev + c0, TB, b_hh ? 1 : 0, S, B);
+        /* r, z = sigmoid(gx + S) */
+        for (size_t j = 0; j < 2 * H; j++) RFN(dd_nn_add_sigmoid)(gates + j * TB + c0, S + j * B, B);
+        /* hn = S_n; n = tanh(gx_n + r * hn) */
+        for (size_t j = 0; j < H; j++)
+            RFN(dd_nn_gru_n)(gates + (2 * H + j) * TB + c0, gates + (3 * H + j) * TB + c0,
+                             gates + j * TB + c0, S + (2 * H + j) * B, B);
+        /* h = (1 - z) n + z h_{t-1}, into S[0:H] (dead now), then to hprev and out */
+        for (size_t j = 0; j < H; j++) {
+            dd_real *h = S + j * B;
+            RFN(dd_nn_gru_h)(h, gates + (H + j) * TB + c0, gates + (2 * H + j) * TB + c0,
+                             hprev + j * TB + c0, B);
+            if (t + 1 < T) memcpy(hprev + j * TB + c0 + B, h, B * sizeof(dd_real));
+            for (size_t b = 0; b < B; b++) out[(b * T + t) * H + j] = h[b];
+        }
+    }
+}
+
+void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw_hh, dd_real *db_ih,
+                          dd_real *db_hh, const dd_real *dout, dd_real *ws, const dd_real *x,
+                          const dd_real *w_ih, const dd_real *w_hh, int B_, int T_, int D_, int H_) {
+    const size_t B = (size_t)B_, T = (size_t)T_, D = (size_t)D_, H = (size_t)H_, TB = T * B;
+    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H);
+    const dd_real *const gates = w.gates, *const hprev = w.hprev;
+    dd_real *const dG = w.dG, *const dh = w.dh;
+    (void)x; /* the forward's time-major copy w.xtm is used instead */
+
+    memset(dh, 0, H * B * sizeof(dd_real));
+    for (size_t t = T; t-- > 0;) {
+        const size_t c0 = t * B;
+        for (size_t j = 0; j < H; j++) {
+            dd_real *d = dh + j * B;
+            for (size_t b = 0; b < B; b++) d[b] += dout[(b * T + t) * H + j];
+        }
+        for (size_t j = 0; j < H; j++)
+            RFN(dd_nn_gru_bwd)(dG + j * TB + c0, dG + (H + j) * TB + c0, dG + (2 * H + j) * TB + c0,
+                               dG + (3 * H + j) * TB + c0, dh + j * B, gates + j * TB + c0,
+                               gates + (H + j) * TB + c0, gates + (2 * H + j) * TB + c0,
+                               gates + (3 * H + j) * TB + c0, hprev + j * TB + c0, B);
+        /* dh_{t-1} += W_hh^T [da_r, da_z, da_n r] (not needed after step 0 without dh0) */
+        if (t > 0 || dh0) RFN(dd_nn_gemm)(1, 0, H, B, 3 * H, 1, w_hh, H, dG + c0, TB, 1, dh, B);
+    }
+    if (dh0)
+        for (size_t b = 0; b < B; b++)
+            for (size_t j = 0; j < H; j++) dh0[b * H + j] += dh[j * B + b];
+    if (dx) {
+        RFN(dd_nn_gemm)(1, 0, TB, D, 2 * H, 1, dG, TB, w_ih, D, 0, w.dxtm, D);
+        RFN(dd_nn_gemm)(1, 0, TB, D, H, 1, dG + 3 * H * TB, TB, w_ih + 2 * H * D, D, 1, w.dxtm, D);
+        for (size_t b = 0; b < B; b++)
+            for (size_t t = 0; t < T; t++) {
+                const dd_real *src = w.dxtm + (t * B + b) * D;
+                dd_real *dst = dx + (b * T + t) * D;
+                for (size_t k = 0; k < D; k++) dst[k] += src[k];
+            }
+    }
+    if (dw_ih) {
+        RFN(dd_nn_gemm)(0, 0, 2 * H, D, TB, 1, dG, TB, w.xtm, D, 1, dw_ih, D);
+        RFN(dd_nn_gemm)(0, 0, H, D, TB, 1, dG + 3 * H * TB, TB, w.xtm, D, 1, dw_ih + 2 * H * D, D);
+    }
+    if (dw_hh) RFN(dd_nn_gemm)(0, 1, 3 * H, H, TB, 1, dG, TB, hprev, TB, 1, dw_hh, H);
+    if (db_ih) {
+        RFN(dd_nn_rowsum_add)(db_ih, dG, 2 * H, TB, TB);
+        RFN(dd_nn_rowsum_add)(db_ih + 2 * H, dG + 3 * H * TB, H, TB, TB);
+    }
+    if (db_hh) RFN(dd_nn_rowsum_add)(db_hh, dG, 3 * H, TB, TB);
+}
