@@ -1,9 +1,21 @@
 /* Shared declarations of the distdpd command: the command table and small helpers for
- * option parsing and error reporting. Only src/cli may print to the terminal or exit. */
+ * option parsing and error reporting. Only src/cli may print to the terminal or exit.
+ *
+ * Exit statuses: 0 success, 1 runtime error (bad file, numerical failure, ...),
+ * 2 usage error (unknown option, missing or malformed option value). Messages go to
+ * stderr and start with "distdpd COMMAND: ". */
 #ifndef DD_CLI_H
 #define DD_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
 #include "distdpd/core.h"
+
+#define DD_EXIT_OK 0
+#define DD_EXIT_RUNTIME 1
+#define DD_EXIT_USAGE 2
 
 /* One sub-command: `distdpd NAME ...`. run() gets argv with argv[0] = NAME and returns
  * the process exit status (0 ok, 1 runtime error, 2 usage error). */
@@ -13,7 +25,60 @@ typedef struct {
     int (*run)(int argc, char **argv);
 } dd_cli_cmd;
 
-/* Prints "distdpd NAME: <dd_last_error()>" to stderr and returns 1. */
+/* The sub-commands (one file each: cmd_<name>.c). */
+int dd_cmd_metrics(int argc, char **argv);
+int dd_cmd_inspect(int argc, char **argv);
+int dd_cmd_simulate(int argc, char **argv);
+int dd_cmd_report(int argc, char **argv);
+int dd_cmd_demo(int argc, char **argv);
+
+/* Prints "distdpd NAME: error: <dd_last_error()> (STATUS)" to stderr and returns 1. */
 int dd_cli_fail(const char *cmd, dd_status s);
+
+/* Prints "distdpd CMD: <message>" and "Try 'distdpd CMD --help'." to stderr and
+ * returns 2. */
+int dd_cli_usage(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Reports a getopt_long() failure (return value c = '?' or ':'; optstrings start with
+ * ':') as "unknown option '--x'" or "option '--x' needs a value"; returns 2. */
+int dd_cli_getopt_error(const char *cmd, int c, char **argv);
+
+/* Value parsers. Each returns 0 and stores the value, or prints
+ *   distdpd CMD: OPT: expected a positive integer, got 'abc'
+ * (or "... must be in [lo, hi], got X") and returns 2. */
+int dd_cli_parse_size(const char *cmd, const char *opt, const char *val, size_t lo, size_t hi,
+                      size_t *out); /* integer in [lo, hi]; lo >= 1 -> "positive integer" */
+int dd_cli_parse_u64(const char *cmd, const char *opt, const char *val, uint64_t *out);
+int dd_cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi,
+                        double *out); /* finite number in [lo, hi] */
+/* One of the NULL-terminated choices; *out = its index. */
+int dd_cli_parse_choice(const char *cmd, const char *opt, const char *val,
+                        const char *const *choices, int *out);
+
+/* Logging: installs a handler that prints the library's dd_log messages to stderr
+ * ("distdpd: warning: ..."). verbosity: -1 errors only, 0 warnings (default), 1 info,
+ * 2 debug. The environment variable DISTDPD_LOG (error|warn|info|debug) overrides. */
+void dd_cli_log_init(int verbosity);
+
+/* Progress lines for long commands ("[ 1.23 s] message") on stderr, unless quiet. */
+void dd_cli_progress_quiet(int quiet);
+void dd_cli_progress(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* mkdir -p for an output directory; returns DD_OK or DD_ERR_IO naming the path. */
+dd_status dd_cli_mkdirs(const char *path);
+
+/* Writes text to path atomically (temporary file, fsync, rename). */
+dd_status dd_cli_write_text(const char *path, const char *text);
+
+/* Formats a number for tables ("%.2f"; "n/a" if not finite) into buf. */
+const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals);
 
 #endif

@@ -1,4 +1,5 @@
-/* The distdpd command: dispatches `distdpd COMMAND [options]` to the sub-commands. */
+/* The distdpd command: dispatches `distdpd COMMAND [options]` to the sub-commands
+ * (one file each, cmd_*.c) and handles --version / --help / help. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,21 +8,23 @@
 static int cmd_help(int argc, char **argv);
 
 static const dd_cli_cmd commands[] = {
-    {"help", "list the commands, or show one command's help", cmd_help},
+    {"help", "list the commands, or show one command's help (distdpd help COMMAND)", cmd_help},
+    {"metrics", "NMSE, ACLR and EVM of a test signal against a reference (OpenDPD metrics)", dd_cmd_metrics},
+    {"inspect", "what a data set holds: splits, rates, PAPR, ACLR, gain-only NMSE", dd_cmd_inspect},
+    {"simulate", "generate an OFDM test signal, pass it through a simulated PA, save a data set", dd_cmd_simulate},
+    {"report", "HTML report of a data set: spectra, AM/AM, AM/PM, metric table", dd_cmd_report},
+    {"demo", "simulate the default PA campaign, measure it and write an HTML report", dd_cmd_demo},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
-
-int dd_cli_fail(const char *cmd, dd_status s) {
-    fprintf(stderr, "distdpd %s: error: %s (%s)\n", cmd, dd_last_error(), dd_status_str(s));
-    return 1;
-}
 
 static void usage(FILE *f) {
     fprintf(f, "distdpd %s: neural PA modelling and DPD training, one core to MPI clusters\n\n"
                "usage: distdpd COMMAND [options]    (distdpd COMMAND --help for details)\n\n"
                "commands:\n", DD_VERSION_STRING);
-    for (size_t i = 0; i < n_commands; i++) fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\noptions: --version, --help\n");
+    for (size_t i = 0; i < n_commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\noptions: --version, --help\n"
+               "exit status: 0 success, 1 runtime error, 2 usage error\n"
+               "environment: DISTDPD_LOG=error|warn|info|debug sets the library log level\n");
 }
 
 static const dd_cli_cmd *find(const char *name) {
@@ -31,36 +34,53 @@ static const dd_cli_cmd *find(const char *name) {
 }
 
 static int cmd_help(int argc, char **argv) {
-    if (argc >= 2) {
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: distdpd help [COMMAND]\n\n"
+               "Without COMMAND, lists the commands; with one, shows its help (as COMMAND --help).\n\n"
+               "options:\n  -h, --help          this help\n\n"
+               "exit status: 0 ok, 2 unknown command\n");
+        return DD_EXIT_OK;
+    }
+    if (argc > 2) {
+        fprintf(stderr, "distdpd help: expected at most one command name, got %d arguments\n", argc - 1);
+        return DD_EXIT_USAGE;
+    }
+    if (argc == 2) {
         const dd_cli_cmd *c = find(argv[1]);
         if (!c) {
-            fprintf(stderr, "distdpd help: unknown command '%s'\n", argv[1]);
-            return 2;
+            fprintf(stderr, "distdpd help: unknown command '%s' (see 'distdpd help')\n", argv[1]);
+            return DD_EXIT_USAGE;
         }
-        char *sub[] = {(char *)c->name, "--help", NULL};
+        char name[32], opt[8] = "--help";
+        snprintf(name, sizeof name, "%s", c->name);
+        char *sub[] = {name, opt, NULL};
         return c->run(2, sub);
     }
     usage(stdout);
-    return 0;
+    return DD_EXIT_OK;
 }
 
 int main(int argc, char **argv) {
+    dd_cli_log_init(0);
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return DD_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "version") == 0) {
         printf("distdpd %s\n", DD_VERSION_STRING);
-        return 0;
+        return DD_EXIT_OK;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         usage(stdout);
-        return 0;
+        return DD_EXIT_OK;
     }
     const dd_cli_cmd *c = find(argv[1]);
     if (!c) {
-        fprintf(stderr, "distdpd: unknown command '%s' (see 'distdpd help')\n", argv[1]);
-        return 2;
+        if (argv[1][0] == '-')
+            fprintf(stderr, "distdpd: unknown option '%s' (see 'distdpd help')\n", argv[1]);
+        else
+            fprintf(stderr, "distdpd: unknown command '%s' (see 'distdpd help')\n", argv[1]);
+        return DD_EXIT_USAGE;
     }
     return c->run(argc - 1, argv + 1);
 }

@@ -1,0 +1,203 @@
+/* Helpers of the distdpd command: option value parsing with exact messages, usage and
+ * runtime error reporting, the stderr log handler, progress lines, mkdir -p. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int dd_cli_fail(const char *cmd, dd_status s) {
+    const char *msg = dd_last_error();
+    if (!msg || !*msg) msg = "failed";
+    fprintf(stderr, "distdpd %s: error: %s (%s)\n", cmd, msg, dd_status_str(s));
+    return DD_EXIT_RUNTIME;
+}
+
+int dd_cli_usage(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "distdpd %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'distdpd %s --help'.\n", cmd);
+    va_end(ap);
+    return DD_EXIT_USAGE;
+}
+
+int dd_cli_getopt_error(const char *cmd, int c, char **argv) {
+    const char *word = (optind > 0) ? argv[optind - 1] : "?";
+    if (c == ':') return dd_cli_usage(cmd, "option '%s' needs a value", word);
+    if (strncmp(word, "--", 2) == 0) {
+        const char *eq = strchr(word, '=');
+        if (eq && optopt != 0) /* a known long option that takes no value */
+            return dd_cli_usage(cmd, "option '%.*s' takes no value", (int)(eq - word), word);
+        return dd_cli_usage(cmd, "unknown option '%s'", word);
+    }
+    if (optopt > 0 && optopt < 128) return dd_cli_usage(cmd, "unknown option '-%c'", optopt);
+    return dd_cli_usage(cmd, "unknown option '%s'", word);
+}
+
+static int is_blank(const char *s) {
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t') return 0;
+    return 1;
+}
+
+int dd_cli_parse_size(const char *cmd, const char *opt, const char *val, size_t lo, size_t hi,
+                      size_t *out) {
+    const char *what = lo >= 1 ? "a positive integer" : "a non-negative integer";
+    const char *p = val;
+    while (*p == ' ') p++;
+    if (*p == '\0' || *p == '-' || *p == '+') goto bad;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p || !is_blank(end)) goto bad;
+    if (errno == ERANGE || v < lo || v > hi) {
+        fprintf(stderr, "distdpd %s: %s: must be in [%zu, %zu], got '%s'\n", cmd, opt, lo, hi, val);
+        return DD_EXIT_USAGE;
+    }
+    *out = (size_t)v;
+    return 0;
+bad:
+    fprintf(stderr, "distdpd %s: %s: expected %s, got '%s'\n", cmd, opt, what, val);
+    return DD_EXIT_USAGE;
+}
+
+int dd_cli_parse_u64(const char *cmd, const char *opt, const char *val, uint64_t *out) {
+    const char *p = val;
+    while (*p == ' ') p++;
+    errno = 0;
+    char *end;
+    unsigned long long v = (*p == '-' || *p == '+') ? 0 : strtoull(p, &end, 0);
+    if (*p == '\0' || *p == '-' || *p == '+' || end == p || !is_blank(end) || errno == ERANGE) {
+        fprintf(stderr, "distdpd %s: %s: expected a non-negative integer, got '%s'\n", cmd, opt, val);
+        return DD_EXIT_USAGE;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int dd_cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi,
+                        double *out) {
+    errno = 0;
+    char *end;
+    double v = strtod(val, &end);
+    if (end == val || !is_blank(end) || is_blank(val)) {
+        fprintf(stderr, "distdpd %s: %s: expected a number, got '%s'\n", cmd, opt, val);
+        return DD_EXIT_USAGE;
+    }
+    if (!isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "distdpd %s: %s: must be in [%g, %g], got '%s'\n", cmd, opt, lo, hi, val);
+        return DD_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+int dd_cli_parse_choice(const char *cmd, const char *opt, const char *val,
+                        const char *const *choices, int *out) {
+    for (int i = 0; choices[i]; i++)
+        if (strcmp(choices[i], val) == 0) {
+            *out = i;
+            return 0;
+        }
+    fprintf(stderr, "distdpd %s: %s: expected one of ", cmd, opt);
+    for (int i = 0; choices[i]; i++) fprintf(stderr, "%s%s", i ? ", " : "", choices[i]);
+    fprintf(stderr, "; got '%s'\n", val);
+    return DD_EXIT_USAGE;
+}
+
+static void log_handler(dd_log_level level, const char *msg, void *user) {
+    (void)user;
+    static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
+    int l = (int)level;
+    if (l < 0 || l > 3) l = 3;
+    fprintf(stderr, "distdpd: %s%s\n", prefix[l], msg);
+}
+
+void dd_cli_log_init(int verbosity) {
+    dd_log_level lvl = verbosity < 0 ? DD_LOG_ERROR : verbosity == 0 ? DD_LOG_WARN
+                                                  : verbosity == 1 ? DD_LOG_INFO
+                                                                   : DD_LOG_DEBUG;
+    const char *env = getenv("DISTDPD_LOG");
+    if (env) {
+        if (strcasecmp(env, "error") == 0) lvl = DD_LOG_ERROR;
+        else if (strcasecmp(env, "warn") == 0 || strcasecmp(env, "warning") == 0) lvl = DD_LOG_WARN;
+        else if (strcasecmp(env, "info") == 0) lvl = DD_LOG_INFO;
+        else if (strcasecmp(env, "debug") == 0) lvl = DD_LOG_DEBUG;
+    }
+    dd_log_set(log_handler, NULL, lvl);
+}
+
+static int progress_quiet;
+static double progress_t0 = -1.0;
+
+void dd_cli_progress_quiet(int quiet) { progress_quiet = quiet; }
+
+void dd_cli_progress(const char *fmt, ...) {
+    if (progress_t0 < 0) progress_t0 = dd_now();
+    if (progress_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%6.2f s] ", dd_now() - progress_t0);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+dd_status dd_cli_mkdirs(const char *path) {
+    size_t n = strlen(path);
+    if (n == 0) return dd_error(DD_ERR_ARG, "empty output directory name");
+    char *tmp = malloc(n + 1);
+    if (!tmp) return dd_error(DD_ERR_NOMEM, "out of memory");
+    memcpy(tmp, path, n + 1);
+    dd_status st = DD_OK;
+    for (size_t i = 1; i <= n && st == DD_OK; i++) {
+        if (tmp[i] != '/' && tmp[i] != '\0') continue;
+        char save = tmp[i];
+        tmp[i] = '\0';
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+            st = dd_error(DD_ERR_IO, "%s: cannot create directory: %s", tmp, strerror(errno));
+        tmp[i] = save;
+    }
+    struct stat sb;
+    if (st == DD_OK && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        st = dd_error(DD_ERR_IO, "%s: not a directory", path);
+    free(tmp);
+    return st;
+}
+
+const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals) {
+    if (!isfinite(v))
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, "%.*f", decimals, v);
+    return buf;
+}
+
+/* Writes text to path through a temporary file and a rename. */
+dd_status dd_cli_write_text(const char *path, const char *text) {
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return dd_error(DD_ERR_ARG, "%s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return dd_error(DD_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+    size_t len = strlen(text);
+    int ok = fwrite(text, 1, len, f) == len;
+    ok = (fflush(f) == 0) && ok;
+    ok = (fsync(fileno(f)) == 0) && ok;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return dd_error(DD_ERR_IO, "%s: write failed: %s", path, strerror(e));
+    }
+    return DD_OK;
+}
+

@@ -1,0 +1,83 @@
+# Shared helpers of the command-line tests (tests/cli/*.sh). Sourced, not run: the
+# .bash extension keeps it out of ctest's tests/cli/*.sh glob.
+#
+#   run ARGS...          runs "$DD_CLI" ARGS, sets RC, OUT (stdout), ERR (stderr)
+#   expect_rc N DESC     checks RC == N
+#   has TEXT NEEDLE DESC checks that TEXT contains NEEDLE (fixed string)
+#   near A B TOL DESC    checks |A - B| <= TOL (numbers as text)
+#   json_num TEXT KEY    prints the number of "KEY": in a JSON text (flat or pretty)
+#   ref_num CASE PATH    prints a number from tests/data/metrics_ref.json
+#   finish               prints "NAME: N passed, M failed" and sets the exit status
+
+: "${DD_CLI:?set DD_CLI to the distdpd command (ctest does)}"
+cd "${DD_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}"
+
+T_NAME=${T_NAME:-cli_$(basename "$0" .sh)}
+T_PASS=0
+T_FAIL=0
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ddcli.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+pass() { T_PASS=$((T_PASS + 1)); }
+fail() {
+    T_FAIL=$((T_FAIL + 1))
+    echo "FAIL: $*" >&2
+}
+
+run() {
+    set +e
+    "$DD_CLI" "$@" >"$TMP/.out" 2>"$TMP/.err"
+    RC=$?
+    set -e
+    OUT=$(cat "$TMP/.out")
+    ERR=$(cat "$TMP/.err")
+    # under AddressSanitizer a leak or memory error on an error path would otherwise
+    # hide behind the expected non-zero exit status
+    if grep -q "Sanitizer" <<<"$ERR"; then fail "sanitizer report from distdpd $*: $(head -c 2000 <<<"$ERR")"; fi
+}
+
+expect_rc() {
+    if [ "$RC" -eq "$1" ]; then pass; else fail "$2: exit status $RC, want $1; stderr: $ERR"; fi
+}
+
+has() {
+    if grep -qF -- "$2" <<<"$1"; then pass; else fail "$3: output lacks '$2'; got: $(head -c 600 <<<"$1")"; fi
+}
+
+hasnot() {
+    if grep -qF -- "$2" <<<"$1"; then fail "$3: output contains '$2'"; else pass; fi
+}
+
+near() {
+    if [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; then
+        pass
+    else
+        fail "$4: '$1' vs '$2' (tolerance $3)"
+    fi
+}
+
+# "KEY": NUMBER anywhere in the text (first occurrence).
+json_num() {
+    tr -d '\n\t ' <<<"$1" | { grep -o "\"$2\":-\{0,1\}[0-9][0-9.eE+-]*" || true; } | head -n 1 | sed 's/^[^:]*://'
+}
+
+# A number from the metrics reference file (written by tools/make_metric_refs.py):
+# CASE = nl200 | lte20 | dataset; PATH = key or section.key (e.g. aclr_3gpp.left_db).
+ref_num() {
+    awk -v want_case="$1" -v want="$2" '
+        /^ *"name": *"/ { c = $0; sub(/.*"name": *"/, "", c); sub(/".*/, "", c); cur = c; sec = ""; next }
+        /^ "dataset": *\{/ { cur = "dataset"; sec = ""; next }
+        cur != want_case { next }
+        /^ *"[A-Za-z0-9_]+": *\{/ { s = $0; sub(/^ *"/, "", s); sub(/".*/, "", s); sec = s; next }
+        /^ *\}/ { sec = ""; next }
+        /^ *"[A-Za-z0-9_]+": *-?[0-9]/ {
+            k = $0; sub(/^ *"/, "", k); sub(/".*/, "", k)
+            v = $0; sub(/^[^:]*: */, "", v); sub(/,$/, "", v)
+            if ((sec == "" ? k : sec "." k) == want) { print v; exit }
+        }' tests/data/metrics_ref.json
+}
+
+finish() {
+    echo "$T_NAME: $T_PASS passed, $T_FAIL failed"
+    [ "$T_FAIL" -eq 0 ]
+}
