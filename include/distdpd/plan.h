@@ -1,0 +1,173 @@
+/* distdpd planning at scale: an alpha-beta-gamma cost model of the allreduce algorithms
+ * of comm.h, link presets, a data-parallel step model with bucketed overlap, the
+ * scaling table at 8..4096 ranks with a recommendation, and the calibration of alpha,
+ * beta and gamma by measurement on the machine it runs on (stored as JSON).
+ * Formulas and preset sources: docs/comm.md.
+ *
+ * Units: seconds, bytes. alpha = seconds per message, beta = seconds per byte on the
+ * link, gamma = seconds per byte of float32 summed locally. */
+#ifndef DISTDPD_PLAN_H
+#define DISTDPD_PLAN_H
+
+#include <stddef.h>
+
+#include "distdpd/comm.h"
+#include "distdpd/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One link (or the calibrated machine). Two kinds of steps: an exchange, where every
+ * active rank sends and receives at once (ring, rhd), and a one-way transfer, where a
+ * rank only sends or only receives (binomial tree, broadcast, rhd's fold-in). On a
+ * full-duplex network both cost the same; through shared memory an exchange makes two
+ * copies compete for the same cores and memory, and costs about twice as much per byte
+ * (measured here: docs/comm.md). */
+typedef struct {
+    double alpha;  /* s per message of an exchange step, >= 0 */
+    double beta;   /* s per byte of an exchange step, >= 0 */
+    double gamma;  /* s per byte reduced (float32 add), >= 0 */
+    double alpha1; /* s per message of a one-way transfer, >= 0 */
+    double beta1;  /* s per byte of a one-way transfer, >= 0 */
+} dd_link;
+
+/* Link presets: "ethernet-10g", "ethernet-100g", "infiniband-hdr", "nvlink", "shm"
+ * (shared memory inside a node). DD_ERR_ARG naming the choices for another name. */
+dd_status dd_plan_link_preset(const char *name, dd_link *out);
+/* The preset names, NULL-terminated. */
+const char *const *dd_plan_link_names(void);
+/* One line: where a preset's numbers come from ("" for an unknown name). */
+const char *dd_plan_link_source(const char *name);
+
+/* Modelled time of one allreduce of `bytes` bytes over p >= 1 ranks.
+ * inter: the link between ranks (between nodes for HIER). intra and ranks_per_node
+ * (>= 1) are used by HIER only: reduce and broadcast inside each node of ranks_per_node
+ * ranks on `intra`, ring across ceil(p / ranks_per_node) leaders on `inter`; intra may
+ * be NULL for other algorithms. MPI is modelled as the fastest of ring, tree and rhd
+ * (the MPI library's tuned choice, assumed near-optimal). Returns 0 for p == 1 or
+ * bytes == 0; a negative value for invalid input. */
+double dd_plan_allreduce_time(dd_allreduce_algo a, const dd_link *inter, const dd_link *intra,
+                              int ranks_per_node, int p, double bytes);
+
+/* ---- data-parallel step model ------------------------------------------------------ */
+
+typedef struct {
+    double params;         /* parameters (float32 gradient elements), >= 1 */
+    int ranks;             /* target rank count for the recommendation, >= 1 */
+    dd_link link;          /* link between nodes */
+    dd_link intra;         /* link inside a node (HIER) */
+    int ranks_per_node;    /* ranks per node, >= 1 (HIER; default 8) */
+    double compute_s;      /* forward + backward time per step and rank, > 0 */
+    double backward_frac;  /* part of compute_s in the backward pass (overlap window),
+                              in [0, 1]; default 2/3 */
+    double bucket_bytes;   /* gradient bucket size; 0: choose the best of a candidate
+                              list (64 KB .. 64 MB and "one bucket") */
+    int overlap;           /* 1: bucket reductions overlap the backward pass; 0: one
+                              allreduce after backward */
+} dd_plan_cfg;
+
+/* Defaults: ranks 64, ethernet-10g between nodes, shm inside, 8 ranks per node,
+ * backward_frac 2/3, bucket 0 (auto), overlap 1; params and compute_s 0 (must be set). */
+void dd_plan_cfg_default(dd_plan_cfg *cfg);
+
+/* Exposed (non-hidden) communication time of one step with algorithm a at p ranks and
+ * bucket size bucket_bytes (> 0): gradients become final uniformly during the
+ * backward pass in buckets, bucket k's reduction starts when it is final and the link
+ * is free; what runs past the end of backward is exposed. Without overlap the whole
+ * allreduce is exposed. */
+double dd_plan_exposed_comm(const dd_plan_cfg *cfg, dd_allreduce_algo a, int p,
+                            double bucket_bytes);
+
+#define DD_PLAN_MAX_ROWS 16
+
+/* One rank count of the scaling table. */
+typedef struct {
+    int ranks;                                  /* p */
+    double allreduce_s[DD_ALLREDUCE_COUNT];     /* one allreduce of all gradients */
+    double efficiency[DD_ALLREDUCE_COUNT];      /* compute / (compute + exposed comm), at
+                                                   each algorithm's best bucket size */
+    double bucket_bytes[DD_ALLREDUCE_COUNT];    /* that bucket size */
+    int best;                                   /* algorithm with the highest efficiency */
+} dd_plan_row;
+
+typedef struct {
+    dd_plan_cfg cfg;             /* the inputs (bucket_bytes as given) */
+    double grad_bytes;           /* 4 * params */
+    int nrows;                   /* rows: 8, 16, ..., 4096, plus cfg.ranks if not among them */
+    dd_plan_row rows[DD_PLAN_MAX_ROWS];
+    int target_row;              /* index of the row with cfg.ranks */
+    /* recommendation at cfg.ranks */
+    int algo;                    /* best algorithm */
+    double bucket_bytes;         /* its bucket size */
+    double efficiency;           /* its efficiency */
+    double step_s;               /* compute + exposed comm */
+    int latency_bound;           /* 1 if the alpha terms are most of its allreduce time */
+    double compression_ratio;    /* smallest ratio in 2, 4, ..., 1024 that lifts
+                                    efficiency to >= 0.9 (gradient bytes / ratio); 1 if
+                                    already >= 0.9; 0 if no ratio reaches 0.9 */
+    int max_ranks_90;            /* largest table rank count with efficiency >= 0.9 (0: none) */
+    int max_ranks_50;            /* likewise >= 0.5 */
+} dd_plan_result;
+
+/* Fills the table and the recommendation. DD_ERR_ARG naming the field for invalid
+ * inputs (params < 1, compute_s <= 0 or not finite, ranks < 1, negative link values...). */
+dd_status dd_plan_run(const dd_plan_cfg *cfg, dd_plan_result *out);
+
+/* The result as a JSON document (with link names given by the caller, may be NULL).
+ * *json is allocated; caller frees with free(). */
+dd_status dd_plan_json(const dd_plan_result *r, const char *link_name, const char *intra_name,
+                       char **json);
+
+/* ---- calibration ------------------------------------------------------------------- */
+
+#define DD_CALIB_MAX_POINTS 16
+
+typedef struct {
+    dd_link link;       /* fitted alpha, beta, alpha1, beta1 and measured gamma */
+    double latency_s;   /* time of an 8-byte exchange step (small-message latency) */
+    int ranks;          /* ranks the measurement ran on (>= 2) */
+    double fit_rel_rms; /* relative RMS error of the alpha-beta fit over the points */
+    double fit1_rel_rms; /* likewise for the one-way fit */
+    double fit_min_bytes; /* the fits use the points of at least this size */
+    int npoints;        /* measured message sizes */
+    double bytes[DD_CALIB_MAX_POINTS];    /* message size of each point */
+    double seconds[DD_CALIB_MAX_POINTS];  /* time of one exchange step */
+    double seconds1[DD_CALIB_MAX_POINTS]; /* time of one one-way transfer */
+    char host[64];      /* host name of rank 0 */
+    char date[32];      /* UTC time of the measurement, ISO 8601 */
+} dd_plan_calib;
+
+/* Measures on c (collective, size >= 2), at 8 B .. 4 MB: steps chained 4 at a time
+ * after a barrier, repeats interleaved over sizes, the maximum over ranks of each repeat,
+ * then the lower quartile over repeats (timing noise from other jobs is one-sided).
+ *  - exchange step: every rank sends n bytes to its right neighbour while receiving n
+ *    from its left, then sums the received float32 data into another buffer (as every
+ *    ring and rhd step does): alpha, beta, and gamma from the timed sums;
+ *  - one-way transfer: ranks paired (0,1), (2,3), ... ping-pong n bytes (as the steps of
+ *    a binomial tree): alpha1, beta1.
+ * Fits t = alpha + n beta by least squares on relative error over the points >= 16 KB
+ * (smaller messages go eagerly, with another latency, reported as latency_s) and
+ * gamma n through the origin likewise. reps_scale (> 0, default 1) scales the repeat
+ * counts. Every rank gets the same result. DD_ERR_ARG if size < 2 ("needs at least 2
+ * ranks: run under mpirun -np 2 or more"). */
+dd_status dd_plan_calibrate(dd_comm *c, double reps_scale, dd_plan_calib *out);
+
+/* Writes / reads the calibration JSON file (docs/comm.md). Load: DD_ERR_IO if the file
+ * cannot be read, DD_ERR_FORMAT naming the file and field if it is malformed. */
+dd_status dd_plan_calib_save(const dd_plan_calib *cal, const char *path);
+dd_status dd_plan_calib_load(const char *path, dd_plan_calib *out);
+
+/* Measured time of blocking float32 allreduces: for every algorithm algos[a] (nalgo of
+ * them) and size bytes[i] (nsizes), the lower quartile over `reps` repeats (>= 1, after one
+ * warm-up) of the maximum over ranks, each repeat started together (barrier) on a
+ * buffer refilled before it (as fresh gradients are). Repeats are interleaved over
+ * algorithms and sizes, so that a burst of background load does not hit one entry
+ * only. seconds[a * nsizes + i] receives the result on every rank. Collective. */
+dd_status dd_plan_measure(dd_comm *c, const dd_allreduce_algo *algos, int nalgo,
+                          const size_t *bytes, int nsizes, int reps, double *seconds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
