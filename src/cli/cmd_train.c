@@ -1,0 +1,856 @@
+/* The training commands of distdpd (a fixed interface that other tools call):
+ *   train-pa   train a PA behavioural model into a run directory
+ *   train-dpd  train a DPD through a PA run's model (direct learning, or --ila)
+ *   run        run the best model of a run over an I/Q file as one continuous stream
+ *   eval       re-evaluate a run on a data set
+ * Option parsing, the progress display (a bar on a terminal, plain lines otherwise) and
+ * the summaries live here; the work is done by the library (train.h). */
+#include <complex.h>
+#include <getopt.h>
+#include <signal.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "cmd_train.h"
+#include "distdpd/dataset.h"
+#include "distdpd/model.h"
+#include "distdpd/train.h"
+#include "rf.h"
+
+/* ================================================================ interruption */
+
+/* SIGINT / SIGTERM during training: finish the step, write last.ckpt, exit 1 with a
+ * message saying how to resume. A second signal kills the process as usual. */
+static volatile int stop_flag;
+static void on_signal(int sig) {
+    stop_flag = 1;
+    signal(sig, SIG_DFL);
+}
+
+/* ================================================================ progress */
+
+typedef struct {
+    int mode;          /* 0 none, 1 lines, 2 bar */
+    double last;       /* time of the last bar update */
+    int bar_shown;     /* a bar line is on the terminal */
+    int is_dpd;
+} progress_state;
+
+static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int is_dpd) {
+    char a[32], b[32], c[32];
+    fprintf(f, "epoch %3d/%d  loss %.4e  val NMSE %s dB  test NMSE %s dB  %s ACLR %s dBc", r->epoch, epochs,
+            r->train_loss, dd_cli_fmt(a, sizeof a, r->val.nmse_db, 2), dd_cli_fmt(b, sizeof b, r->test.nmse_db, 2),
+            is_dpd ? "val" : "test", dd_cli_fmt(c, sizeof c, is_dpd ? r->val.aclr.avg_db : r->test.aclr.avg_db, 2));
+    if (r->has_true) fprintf(f, "  true PA ACLR %s dBc", dd_cli_fmt(a, sizeof a, r->true_test.aclr.avg_db, 2));
+    fprintf(f, "  %.2f s + %.2f s eval  lr %.3g%s\n", r->time_s, r->eval_time_s, r->lr, r->best ? "  *best*" : "");
+}
+
+static void on_progress(void *user, const dd_train_progress *p) {
+    progress_state *s = user;
+    if (s->mode == 0) return;
+    if (p->phase == 2 && p->rec) {
+        if (s->bar_shown) fprintf(stderr, "\r\033[K");
+        s->bar_shown = 0;
+        print_epoch_line(stderr, p->rec, p->epochs, s->is_dpd);
+        fflush(stderr);
+        return;
+    }
+    if (s->mode != 2) return;
+    double now = dd_now();
+    if (p->phase == 0 && now - s->last < 0.1 && p->batch < p->nbatches) return;
+    s->last = now;
+    const int W = 30;
+    int fill = p->nbatches ? (int)((double)W * (double)p->batch / (double)p->nbatches) : 0;
+    char bar[64];
+    for (int i = 0; i < W; i++) bar[i] = i < fill ? '#' : '.';
+    bar[W] = '\0';
+    double eta = p->batch ? p->epoch_elapsed * (double)(p->nbatches - p->batch) / (double)p->batch : 0.0;
+    fprintf(stderr, "\r\033[Kepoch %d/%d [%s] %llu/%llu  loss %.4e  %.1f s%s", p->epoch, p->epochs, bar,
+            (unsigned long long)p->batch, (unsigned long long)p->nbatches, p->loss, p->epoch_elapsed,
+            p->phase == 1 ? "  evaluating..." : "");
+    if (p->phase == 0 && eta > 0) fprintf(stderr, "  eta %.1f s", eta);
+    fflush(stderr);
+    s->bar_shown = 1;
+}
+
+/* ================================================================ shared helpers */
+
+/* The directory of a data set path (the path itself when it is a directory). */
+static void data_dir(const char *data, char *buf, size_t cap) {
+    struct stat sb;
+    snprintf(buf, cap, "%s", data);
+    if (stat(data, &sb) == 0 && S_ISDIR(sb.st_mode)) return;
+    char *slash = strrchr(buf, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(buf, cap, ".");
+}
+
+/* The command line as one string (for config.json). */
+static void join_argv(char *buf, size_t cap, int argc, char **argv) {
+    size_t n = (size_t)snprintf(buf, cap, "distdpd");
+    for (int i = 0; i < argc && n < cap; i++) n += (size_t)snprintf(buf + n, cap - n, " %s", argv[i]);
+}
+
+/* The best epoch's record from RUN/metrics.jsonl (the line with "best": true). */
+static int read_best(const char *run, dd_epoch_record *r) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", run);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char line[8192];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        cJSON *j = cJSON_Parse(line);
+        if (!j) continue;
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "best"))) {
+#define NUM(k) (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(j, k)) ? cJSON_GetObjectItemCaseSensitive(j, k)->valuedouble : NAN)
+            memset(r, 0, sizeof *r);
+            r->epoch = (int)NUM("epoch");
+            r->train_loss = NUM("train_loss");
+            r->val.nmse_db = NUM("val_nmse_db");
+            r->test.nmse_db = NUM("test_nmse_db");
+            r->val.aclr.avg_db = NUM("val_aclr_avg_db");
+            r->test.aclr.avg_db = NUM("test_aclr_avg_db");
+            r->test.aclr.left_db = NUM("test_aclr_l_db");
+            r->test.aclr.right_db = NUM("test_aclr_r_db");
+            r->val.evm_db = NUM("val_evm_db");
+            r->test.evm_db = NUM("test_evm_db");
+            r->true_test.aclr.avg_db = NUM("true_test_aclr_avg_db");
+            r->true_test.evm_db = NUM("true_test_evm_db");
+            r->has_true = !isnan(r->true_test.aclr.avg_db);
+#undef NUM
+            found = 1;
+        }
+        cJSON_Delete(j);
+    }
+    fclose(f);
+    return found;
+}
+
+/* ================================================================ train-pa / train-dpd */
+
+static void help_train(int dpd) {
+    if (!dpd)
+        printf("usage: distdpd train-pa --data DIR --model NAME [options] --out RUN\n"
+               "       distdpd train-pa --resume RUN [--epochs E]\n"
+               "\n"
+               "Trains a PA behavioural model x -> y on the training split of DIR: frames of\n"
+               "length F cut with stride S (by index, never copied), shuffled each epoch by\n"
+               "a sampler keyed by (seed, epoch), MSE loss, zero initial state per frame.\n"
+               "After every epoch the validation and test splits are evaluated on nperseg\n"
+               "segments with OpenDPD's metrics (NMSE, ACLR, spectral EVM); the best epoch\n"
+               "is the one with the lowest validation NMSE.\n");
+    else
+        printf("usage: distdpd train-dpd --pa-run RUN_PA --model NAME [--data DIR] [options] --out RUN\n"
+               "       distdpd train-dpd --resume RUN [--epochs E]\n"
+               "\n"
+               "Trains a DPD d so that PA(d(x)) = G x, with PA the best model of the PA run\n"
+               "RUN_PA (frozen). Direct learning (default) back-propagates through the PA\n"
+               "model; --ila trains a post-inverse on (y/G -> x) and copies it in front.\n"
+               "G = max|y|/max|x| on the training split (OpenDPD), or --gain. The best epoch\n"
+               "has the lowest validation ACLR of PA_model(d(x)). When DIR holds a simulated\n"
+               "data set (pa.json or simulation.json from distdpd simulate), the DPD is also\n"
+               "measured on the true noiseless PA (reported as true_* metrics).\n");
+    printf("\n"
+           "run directory RUN: config.json, metrics.jsonl (one JSON object per epoch),\n"
+           "history.csv (OpenDPD columns), best.ckpt, last.ckpt, report.html\n"
+           "\n"
+           "data and model:\n"
+           "  --data DIR          data set (OpenDPD directory with spec.json, SigMF, .ddb)%s\n"
+           "  --model NAME        model (default gru); distdpd train-pa --model list shows them\n"
+           "  --hidden H          hidden units / channels / width (default: the model's; gru 23)\n"
+           "  --layers L, --memory M, --order K, --kernel K, --cross C\n"
+           "                      other model hyper-parameters (default: the model's)\n"
+           "  --out RUN           run directory (created; must not hold a run yet)\n"
+           "  --resume RUN        continue RUN from last.ckpt exactly (only --epochs, --data and\n"
+           "                      display options may be given)\n",
+           dpd ? " (default: the PA run's)" : "");
+    if (dpd)
+        printf("  --pa-run RUN_PA     the PA model run (its best.ckpt is frozen)\n"
+               "  --ila               indirect learning instead of direct learning\n"
+               "  --gain G            target gain G > 0 (default: from the training split)\n"
+               "  --gain-mode M       max (default: max|y|/max|x|) or ls (|least-squares gain|)\n"
+               "  --select S          best epoch by the PA model's validation ACLR (model,\n"
+               "                      default) or by the true PA's (true; simulated data only)\n");
+    printf("\n"
+           "training (defaults: the OpenDPD reference recipe):\n"
+           "  --frame F           frame length (default 200)\n"
+           "  --stride S          frame stride (default 1)\n"
+           "  --batch B           frames per batch (default 64; the last partial batch is kept)\n"
+           "  --epochs E          epochs (default 20)\n"
+           "  --lr LR             learning rate (default 5e-3)\n"
+           "  --opt O             adamw (default; betas 0.9/0.999, eps 1e-8, weight decay 0.01),\n"
+           "                      adam or sgd\n"
+           "  --weight-decay WD   weight decay (default: the optimiser's)\n"
+           "  --momentum M        SGD momentum (default 0)\n"
+           "  --lr-schedule S     plateau (default: x0.5 after 5 epochs without improvement of\n"
+           "                      the selection metric, down to 5e-5), constant, step, cosine\n"
+           "  --patience P, --factor F, --min-lr LR   plateau settings\n"
+           "  --step-size N, --gamma G                 step schedule (N in steps)\n"
+           "  --warmup N          linear warm-up over N steps (default 0)\n"
+           "  --clip C            gradient-norm clipping (default 200; 0 = off)\n"
+           "  --seed S            seed of the initialisation and the shuffling (default 0)\n"
+           "  --no-shuffle        frames in order\n"
+           "  --eval-batch N      evaluation segments per forward pass (default 16)\n"
+           "  --ckpt-every N      also write last.ckpt every N steps (default: each epoch)\n"
+           "  --no-test           do not evaluate the test split each epoch\n"
+           "  --no-report         do not write report.html\n"
+           "\n"
+           "display:\n"
+           "  --progress P        auto (default: a bar on a terminal, lines otherwise), bar,\n"
+           "                      lines or none\n"
+           "  -q, --quiet         no progress and no summary;  -v, --verbose: more log output\n"
+           "  -h, --help          this help\n"
+           "\n"
+           "exit status: 0 ok, 1 runtime error, 2 usage error\n");
+}
+
+static void list_models(void) {
+    size_t n = 0;
+    const dd_model_info *m = dd_model_registry(&n);
+    printf("models (--model NAME):\n");
+    for (size_t i = 0; i < n; i++) printf("  %-12s %s\n", m[i].name, m[i].summary);
+}
+
+static int cmd_train(int argc, char **argv, int dpd) {
+    const char *NAME = dpd ? "train-dpd" : "train-pa";
+    enum {
+        O_DATA = 256, O_MODEL, O_HIDDEN, O_LAYERS, O_MEMORY, O_ORDER, O_KERNEL, O_CROSS, O_FRAME, O_STRIDE, O_BATCH,
+        O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
+        O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS
+    };
+    static const struct option longopts[] = {
+        {"data", required_argument, NULL, O_DATA},          {"model", required_argument, NULL, O_MODEL},
+        {"hidden", required_argument, NULL, O_HIDDEN},      {"layers", required_argument, NULL, O_LAYERS},
+        {"memory", required_argument, NULL, O_MEMORY},      {"order", required_argument, NULL, O_ORDER},
+        {"kernel", required_argument, NULL, O_KERNEL},      {"cross", required_argument, NULL, O_CROSS},
+        {"frame", required_argument, NULL, O_FRAME},        {"stride", required_argument, NULL, O_STRIDE},
+        {"batch", required_argument, NULL, O_BATCH},        {"epochs", required_argument, NULL, O_EPOCHS},
+        {"lr", required_argument, NULL, O_LR},              {"opt", required_argument, NULL, O_OPT},
+        {"weight-decay", required_argument, NULL, O_WD},    {"momentum", required_argument, NULL, O_MOMENTUM},
+        {"lr-schedule", required_argument, NULL, O_SCHED},  {"patience", required_argument, NULL, O_PATIENCE},
+        {"factor", required_argument, NULL, O_FACTOR},      {"min-lr", required_argument, NULL, O_MINLR},
+        {"step-size", required_argument, NULL, O_STEPSIZE}, {"gamma", required_argument, NULL, O_GAMMA},
+        {"warmup", required_argument, NULL, O_WARMUP},      {"clip", required_argument, NULL, O_CLIP},
+        {"seed", required_argument, NULL, O_SEED},          {"no-shuffle", no_argument, NULL, O_NOSHUFFLE},
+        {"eval-batch", required_argument, NULL, O_EVALBATCH}, {"ckpt-every", required_argument, NULL, O_CKPTEVERY},
+        {"no-test", no_argument, NULL, O_NOTEST},           {"no-report", no_argument, NULL, O_NOREPORT},
+        {"out", required_argument, NULL, O_OUT},            {"resume", required_argument, NULL, O_RESUME},
+        {"pa-run", required_argument, NULL, O_PARUN},       {"ila", no_argument, NULL, O_ILA},
+        {"gain", required_argument, NULL, O_GAIN},          {"gain-mode", required_argument, NULL, O_GAINMODE},
+        {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
+        {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
+    static const char *const opts_opt[] = {"sgd", "adam", "adamw", NULL};
+    static const char *const opts_sched[] = {"constant", "step", "cosine", "plateau", NULL};
+    static const char *const opts_gain[] = {"max", "ls", NULL};
+    static const char *const opts_select[] = {"model", "true", NULL};
+    static const char *const opts_progress[] = {"auto", "bar", "lines", "none", NULL};
+
+    dd_train_cfg cfg;
+    dd_train_cfg_default(&cfg, dpd ? DD_TRAIN_DLA : DD_TRAIN_PA);
+    const char *data = NULL, *out = NULL, *resume = NULL, *pa_run = NULL, *cfg_opt = NULL;
+    int opt_kind = DD_OPTIM_ADAMW, sched_kind = DD_LR_PLATEAU, verbosity = 0, progress = 0, report = 1, c, rc, ila = 0;
+    int epochs_given = 0;
+    double wd = NAN, momentum = NAN, patience = NAN, factor = NAN, min_lr = NAN, gamma = NAN;
+    size_t v, step_size = 0, warmup = 0;
+    uint64_t u;
+    char model_buf[DD_TRAIN_NAME_MAX] = "gru";
+    int want_list = 0;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
+        const char *oname = NULL; /* a configuration option (refused with --resume) */
+        switch (c) {
+        case O_DATA: data = optarg; break;
+        case O_MODEL:
+            oname = "--model";
+            if (strcmp(optarg, "list") == 0) want_list = 1;
+            if (strlen(optarg) >= sizeof cfg.model) return dd_cli_usage(NAME, "--model: name too long: '%s'", optarg);
+            snprintf(model_buf, sizeof model_buf, "%s", optarg);
+            break;
+#define SIZE_OPT(CASE, NM, LO, HI, DST)                                                   \
+    case CASE:                                                                           \
+        oname = NM;                                                                      \
+        if ((rc = dd_cli_parse_size(NAME, NM, optarg, LO, HI, &v))) return rc;           \
+        DST;                                                                             \
+        break;
+            SIZE_OPT(O_HIDDEN, "--hidden", 1, 4096, cfg.model_cfg.hidden = (int)v)
+            SIZE_OPT(O_LAYERS, "--layers", 1, 64, cfg.model_cfg.layers = (int)v)
+            SIZE_OPT(O_MEMORY, "--memory", 1, 1024, cfg.model_cfg.memory = (int)v)
+            SIZE_OPT(O_ORDER, "--order", 1, 16, cfg.model_cfg.order = (int)v)
+            SIZE_OPT(O_KERNEL, "--kernel", 1, 64, cfg.model_cfg.kernel = (int)v)
+            SIZE_OPT(O_CROSS, "--cross", 1, 64, cfg.model_cfg.cross = (int)v)
+            SIZE_OPT(O_FRAME, "--frame", 1, (size_t)1 << 20, cfg.frame = v)
+            SIZE_OPT(O_STRIDE, "--stride", 1, (size_t)1 << 20, cfg.stride = v)
+            SIZE_OPT(O_BATCH, "--batch", 1, (size_t)1 << 20, cfg.batch = v)
+            SIZE_OPT(O_EVALBATCH, "--eval-batch", 1, 4096, cfg.eval_batch = v)
+            SIZE_OPT(O_STEPSIZE, "--step-size", 1, (size_t)1 << 40, step_size = v)
+            SIZE_OPT(O_WARMUP, "--warmup", 0, (size_t)1 << 40, warmup = v)
+#undef SIZE_OPT
+        case O_EPOCHS:
+            if ((rc = dd_cli_parse_size(NAME, "--epochs", optarg, 1, 100000, &v))) return rc;
+            cfg.epochs = (int)v;
+            epochs_given = 1;
+            break;
+        case O_PATIENCE:
+            oname = "--patience";
+            if ((rc = dd_cli_parse_size(NAME, "--patience", optarg, 0, 1000000, &v))) return rc;
+            patience = (double)v;
+            break;
+#define DBL_OPT(CASE, NM, LO, HI, DST)                                                      \
+    case CASE:                                                                             \
+        oname = NM;                                                                        \
+        if ((rc = dd_cli_parse_double(NAME, NM, optarg, LO, HI, &DST))) return rc;         \
+        break;
+            DBL_OPT(O_LR, "--lr", 0.0, 10.0, cfg.lr)
+            DBL_OPT(O_WD, "--weight-decay", 0.0, 10.0, wd)
+            DBL_OPT(O_MOMENTUM, "--momentum", 0.0, 0.999999, momentum)
+            DBL_OPT(O_FACTOR, "--factor", 0.0, 1.0, factor)
+            DBL_OPT(O_MINLR, "--min-lr", 0.0, 10.0, min_lr)
+            DBL_OPT(O_GAMMA, "--gamma", 0.0, 1e6, gamma)
+            DBL_OPT(O_CLIP, "--clip", 0.0, 1e12, cfg.clip)
+            DBL_OPT(O_GAIN, "--gain", 0.0, 1e6, cfg.gain)
+#undef DBL_OPT
+        case O_OPT:
+            oname = "--opt";
+            if ((rc = dd_cli_parse_choice(NAME, "--opt", optarg, opts_opt, &opt_kind))) return rc;
+            break;
+        case O_SCHED:
+            oname = "--lr-schedule";
+            if ((rc = dd_cli_parse_choice(NAME, "--lr-schedule", optarg, opts_sched, &sched_kind))) return rc;
+            break;
+        case O_SEED:
+            oname = "--seed";
+            if ((rc = dd_cli_parse_u64(NAME, "--seed", optarg, &cfg.seed))) return rc;
+            break;
+        case O_NOSHUFFLE: oname = "--no-shuffle"; cfg.shuffle = 0; break;
+        case O_CKPTEVERY:
+            oname = "--ckpt-every";
+            if ((rc = dd_cli_parse_u64(NAME, "--ckpt-every", optarg, &u))) return rc;
+            cfg.ckpt_every = u;
+            break;
+        case O_NOTEST: oname = "--no-test"; cfg.eval_test = 0; break;
+        case O_NOREPORT: report = 0; break;
+        case O_OUT: out = optarg; break;
+        case O_RESUME: resume = optarg; break;
+        case O_PROGRESS:
+            if ((rc = dd_cli_parse_choice(NAME, "--progress", optarg, opts_progress, &progress))) return rc;
+            break;
+        case 'v': verbosity++; break;
+        case 'q': verbosity = -1; break;
+        case 'h': help_train(dpd); return DD_EXIT_OK;
+        default:
+            if (dpd && c == O_PARUN) {
+                pa_run = optarg;
+                break;
+            }
+            if (dpd && c == O_ILA) {
+                oname = "--ila";
+                ila = 1;
+                break;
+            }
+            if (dpd && c == O_GAINMODE) {
+                oname = "--gain-mode";
+                if ((rc = dd_cli_parse_choice(NAME, "--gain-mode", optarg, opts_gain, &cfg.gain_mode))) return rc;
+                break;
+            }
+            if (dpd && c == O_SELECT) {
+                oname = "--select";
+                if ((rc = dd_cli_parse_choice(NAME, "--select", optarg, opts_select, &cfg.select_true))) return rc;
+                break;
+            }
+            if (c == O_PARUN || c == O_ILA || c == O_GAINMODE || c == O_SELECT)
+                return dd_cli_usage(NAME, "option '%s' belongs to train-dpd", argv[optind - 1]);
+            return dd_cli_getopt_error(NAME, c, argv);
+        }
+        if (c == O_GAIN && !dpd) return dd_cli_usage(NAME, "option '--gain' belongs to train-dpd");
+        if (c == O_GAIN) oname = "--gain";
+        if (oname && !cfg_opt) cfg_opt = oname;
+    }
+    if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
+    if (want_list) {
+        list_models();
+        return DD_EXIT_OK;
+    }
+    if (resume) {
+        if (cfg_opt)
+            return dd_cli_usage(NAME, "%s cannot be given with --resume: the run keeps its configuration (only --epochs "
+                                      "and --data may change)",
+                                cfg_opt);
+        if (out && strcmp(out, resume) != 0) return dd_cli_usage(NAME, "--out and --resume name different runs");
+        if (pa_run) return dd_cli_usage(NAME, "--pa-run cannot be given with --resume (the run holds its PA model)");
+        out = resume;
+    } else {
+        if (!out) return dd_cli_usage(NAME, "missing --out RUN");
+        if (!dpd && !data) return dd_cli_usage(NAME, "missing --data DIR");
+        if (dpd && !pa_run) return dd_cli_usage(NAME, "missing --pa-run RUN_PA");
+        if (cfg.lr <= 0) return dd_cli_usage(NAME, "--lr: must be > 0, got %g", cfg.lr);
+        if (!isnan(factor) && (factor <= 0 || factor >= 1))
+            return dd_cli_usage(NAME, "--factor: must be in (0, 1), got %g", factor);
+        if (!isnan(gamma) && gamma <= 0) return dd_cli_usage(NAME, "--gamma: must be > 0, got %g", gamma);
+        snprintf(cfg.model, sizeof cfg.model, "%s", model_buf);
+        if (ila) cfg.task = DD_TRAIN_ILA;
+        snprintf(cfg.opt, sizeof cfg.opt, "%s", opts_opt[opt_kind]);
+        cfg.optim = dd_optim_cfg_default((dd_optim_kind)opt_kind);
+        if (!isnan(wd)) cfg.optim.weight_decay = wd;
+        if (!isnan(momentum)) {
+            if (opt_kind != DD_OPTIM_SGD) return dd_cli_usage(NAME, "--momentum applies to --opt sgd only");
+            cfg.optim.momentum = momentum;
+        }
+        dd_lr_cfg base = cfg.sched; /* keeps the OpenDPD plateau settings */
+        if (sched_kind != DD_LR_PLATEAU) {
+            cfg.sched = dd_lr_cfg_default((dd_lr_kind)sched_kind, cfg.lr);
+            cfg.sched.t_max = 0;
+            cfg.sched.factor = base.factor;
+            cfg.sched.patience = base.patience;
+            cfg.sched.min_lr = base.min_lr;
+        }
+        if (!isnan(patience)) cfg.sched.patience = (int64_t)patience;
+        if (!isnan(factor)) cfg.sched.factor = factor;
+        if (!isnan(min_lr)) cfg.sched.min_lr = min_lr;
+        if (!isnan(gamma)) cfg.sched.gamma = gamma;
+        if (step_size) cfg.sched.step_size = (int64_t)step_size;
+        cfg.sched.warmup = (int64_t)warmup;
+        cfg.sched.base_lr = cfg.lr;
+        if (dd_train_cfg_check(&cfg) != DD_OK) return dd_cli_usage(NAME, "%s", dd_last_error());
+        {
+            size_t nm = 0;
+            const dd_model_info *mi = dd_model_registry(&nm);
+            int known = 0;
+            for (size_t i = 0; i < nm; i++) known |= strcmp(mi[i].name, cfg.model) == 0;
+            if (!known) return dd_cli_usage(NAME, "--model: unknown model '%s' (--model list shows them)", cfg.model);
+            dd_model *m = NULL;
+            if (dd_model_create(cfg.model, &cfg.model_cfg, &m) != DD_OK) return dd_cli_usage(NAME, "%s", dd_last_error());
+            dd_model_destroy(&m);
+        }
+    }
+    dd_cli_log_init(verbosity);
+
+    char databuf[4200];
+    if (data) data = dd_rf_resolve_dataset(data, databuf, sizeof databuf);
+    char command[8192];
+    join_argv(command, sizeof command, argc, argv);
+    progress_state ps;
+    memset(&ps, 0, sizeof ps);
+    ps.is_dpd = dpd;
+    ps.mode = progress == 0 ? (isatty(STDERR_FILENO) ? 2 : 1) : progress == 1 ? 2 : progress == 2 ? 1 : 0;
+    if (verbosity < 0) ps.mode = 0;
+
+    dd_train_run_opts o;
+    memset(&o, 0, sizeof o);
+    o.data = data;
+    o.out = out;
+    o.pa_run = pa_run;
+    o.resume = resume != NULL;
+    o.epochs_override = resume && epochs_given ? cfg.epochs : 0;
+    o.command = command;
+    o.write_report = report;
+    o.progress = on_progress;
+    o.progress_user = &ps;
+    int interrupted = 0;
+    o.stop = &stop_flag;
+    o.interrupted = &interrupted;
+    stop_flag = 0;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    double t0 = dd_now();
+    dd_status st = dd_train_run(resume ? NULL : &cfg, &o);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (ps.bar_shown) fprintf(stderr, "\n");
+    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    if (interrupted) {
+        fprintf(stderr, "distdpd %s: interrupted; %s/last.ckpt holds the state: continue with 'distdpd %s --resume %s'\n",
+                NAME, out, NAME, out);
+        return DD_EXIT_RUNTIME;
+    }
+    if (verbosity >= 0) {
+        dd_run_model rm;
+        if (dd_run_model_load(out, "best", &rm) == DD_OK) {
+            char desc[256];
+            dd_model_describe(rm.model, desc, sizeof desc);
+            printf("run:        %s (%s %s)\n", out, dd_train_task_name(rm.cfg.task), desc);
+            dd_epoch_record b;
+            if (read_best(out, &b)) {
+                char a1[32], a2[32], a3[32], a4[32];
+                printf("best epoch: %d: val NMSE %s dB, test NMSE %s dB, test ACLR %s dBc, test EVM %s dB\n", b.epoch,
+                       dd_cli_fmt(a1, sizeof a1, b.val.nmse_db, 2), dd_cli_fmt(a2, sizeof a2, b.test.nmse_db, 2),
+                       dd_cli_fmt(a3, sizeof a3, b.test.aclr.avg_db, 2), dd_cli_fmt(a4, sizeof a4, b.test.evm_db, 2));
+                if (b.has_true)
+                    printf("true PA:    with the DPD, test ACLR %s dBc, EVM %s dB (see config.json for the PA without it)\n",
+                           dd_cli_fmt(a1, sizeof a1, b.true_test.aclr.avg_db, 2),
+                           dd_cli_fmt(a2, sizeof a2, b.true_test.evm_db, 2));
+            }
+            dd_run_model_free(&rm);
+        }
+        printf("done in %.2f s\n", dd_now() - t0);
+    }
+    return DD_EXIT_OK;
+}
+
+int dd_cmd_train_pa(int argc, char **argv) { return cmd_train(argc, argv, 0); }
+int dd_cmd_train_dpd(int argc, char **argv) { return cmd_train(argc, argv, 1); }
+
+/* ================================================================ I/Q files */
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+typedef enum { IQ_CSV, IQ_SIGMF, IQ_RAW } iq_kind;
+
+static iq_kind iq_kind_of(const char *path) {
+    if (ends_with(path, ".sigmf-meta") || ends_with(path, ".sigmf-data") || ends_with(path, ".sigmf")) return IQ_SIGMF;
+    if (ends_with(path, ".cf32") || ends_with(path, ".bin") || ends_with(path, ".raw") || ends_with(path, ".iq"))
+        return IQ_RAW;
+    return IQ_CSV;
+}
+
+static dd_status read_iq(const char *path, dd_cf32 **x, size_t *n, double *fs) {
+    *fs = 0;
+    switch (iq_kind_of(path)) {
+    case IQ_SIGMF: {
+        char prefix[4200];
+        snprintf(prefix, sizeof prefix, "%s", path);
+        if (ends_with(prefix, ".sigmf")) prefix[strlen(prefix) - 6] = '\0';
+        return dd_sigmf_read(prefix, x, n, fs);
+    }
+    case IQ_RAW: {
+        FILE *f = fopen(path, "rb");
+        if (!f) return dd_error(DD_ERR_IO, "%s: cannot open", path);
+        fseek(f, 0, SEEK_END);
+        long sz = ftell(f);
+        fseek(f, 0, SEEK_SET);
+        if (sz < 0 || sz % 8 != 0) {
+            fclose(f);
+            return dd_error(DD_ERR_FORMAT, "%s: %ld bytes is not a whole number of float32 I/Q pairs (8 bytes each)", path, sz);
+        }
+        *n = (size_t)sz / 8;
+        *x = dd_calloc(*n ? *n : 1, sizeof(dd_cf32));
+        if (!*x) {
+            fclose(f);
+            return DD_ERR_NOMEM;
+        }
+        size_t got = fread(*x, sizeof(dd_cf32), *n, f);
+        fclose(f);
+        if (got != *n) {
+            dd_free(*x);
+            *x = NULL;
+            return dd_error(DD_ERR_IO, "%s: read error", path);
+        }
+        for (size_t i = 0; i < *n; i++)
+            if (!isfinite(crealf((*x)[i])) || !isfinite(cimagf((*x)[i]))) {
+                dd_free(*x);
+                *x = NULL;
+                return dd_error(DD_ERR_RANGE, "%s: sample %zu is not finite", path, i);
+            }
+        return DD_OK;
+    }
+    default: return dd_csv_read_iq(path, x, n);
+    }
+}
+
+static dd_status write_iq(const char *path, const dd_cf32 *y, size_t n, double fs, const char *desc) {
+    switch (iq_kind_of(path)) {
+    case IQ_SIGMF: {
+        char prefix[4200];
+        snprintf(prefix, sizeof prefix, "%s", path);
+        size_t l = strlen(prefix);
+        if (ends_with(prefix, ".sigmf-meta") || ends_with(prefix, ".sigmf-data"))
+            prefix[l - 11] = '\0';
+        else if (ends_with(prefix, ".sigmf"))
+            prefix[l - 6] = '\0';
+        if (!(fs > 0)) return dd_error(DD_ERR_ARG, "%s: SigMF output needs the sample rate (give --fs)", path);
+        return dd_sigmf_write(prefix, y, n, fs, DD_SIGMF_CF32_LE, desc);
+    }
+    case IQ_RAW: {
+        char tmp[4300];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (!f) return dd_error(DD_ERR_IO, "%s: cannot write", tmp);
+        int ok = fwrite(y, sizeof(dd_cf32), n, f) == n;
+        ok = (fflush(f) == 0) && ok;
+        ok = (fsync(fileno(f)) == 0) && ok;
+        ok = (fclose(f) == 0) && ok;
+        if (!ok || rename(tmp, path) != 0) {
+            unlink(tmp);
+            return dd_error(DD_ERR_IO, "%s: write failed", path);
+        }
+        return DD_OK;
+    }
+    default: return dd_csv_write_iq(path, y, n);
+    }
+}
+
+/* ================================================================ run */
+
+static void help_run(void) {
+    printf("usage: distdpd run --run RUN --in X --out Y [options]\n"
+           "\n"
+           "Runs the best model of a training run (a PA model, or a DPD) over the I/Q file X\n"
+           "of any length as one continuous stream (zero initial state, bounded memory) and\n"
+           "writes the result to Y. Formats by extension: .csv (header I,Q), .sigmf-meta /\n"
+           ".sigmf-data / .sigmf (SigMF cf32_le), .cf32 / .bin / .raw / .iq (interleaved\n"
+           "float32 I,Q, little-endian). Samples are used as they are (no normalisation):\n"
+           "feed the model the same scale as its training data.\n"
+           "\n"
+           "options:\n"
+           "  --run RUN           run directory (or a checkpoint file)\n"
+           "  --in X              input I/Q file\n"
+           "  --out Y             output I/Q file\n"
+           "  --ckpt C            best (default) or last\n"
+           "  --through-pa        DPD runs: also pass the DPD output through the run's PA model\n"
+           "                      (writes PA_model(DPD(x)))\n"
+           "  --fs HZ             sample rate for SigMF output (default: the input's, else the\n"
+           "                      run's data set)\n"
+           "  -q, --quiet         no summary;  -v, --verbose: more log output\n"
+           "  -h, --help          this help\n"
+           "\n"
+           "exit status: 0 ok, 1 runtime error, 2 usage error\n");
+}
+
+int dd_cmd_run(int argc, char **argv) {
+    static const char *const NAME = "run";
+    enum { O_RUN = 256, O_IN, O_OUT, O_CKPT, O_THROUGH, O_FS };
+    static const struct option longopts[] = {
+        {"run", required_argument, NULL, O_RUN},       {"in", required_argument, NULL, O_IN},
+        {"out", required_argument, NULL, O_OUT},       {"ckpt", required_argument, NULL, O_CKPT},
+        {"through-pa", no_argument, NULL, O_THROUGH},  {"fs", required_argument, NULL, O_FS},
+        {"verbose", no_argument, NULL, 'v'},           {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
+    static const char *const ckpts[] = {"best", "last", NULL};
+    const char *run = NULL, *in = NULL, *out = NULL;
+    int ck = 0, through = 0, verbosity = 0, c, rc;
+    double fs = 0;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_RUN: run = optarg; break;
+        case O_IN: in = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_CKPT:
+            if ((rc = dd_cli_parse_choice(NAME, "--ckpt", optarg, ckpts, &ck))) return rc;
+            break;
+        case O_THROUGH: through = 1; break;
+        case O_FS:
+            if ((rc = dd_cli_parse_double(NAME, "--fs", optarg, 1.0, 1e13, &fs))) return rc;
+            break;
+        case 'v': verbosity++; break;
+        case 'q': verbosity = -1; break;
+        case 'h': help_run(); return DD_EXIT_OK;
+        default: return dd_cli_getopt_error(NAME, c, argv);
+        }
+    }
+    if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
+    if (!run) return dd_cli_usage(NAME, "missing --run RUN");
+    if (!in) return dd_cli_usage(NAME, "missing --in X");
+    if (!out) return dd_cli_usage(NAME, "missing --out Y");
+    dd_cli_log_init(verbosity);
+    dd_run_model rm;
+    dd_cf32 *x = NULL, *y = NULL, *z = NULL;
+    size_t n = 0;
+    double fs_in = 0;
+    int ret = DD_EXIT_OK;
+    dd_status st = dd_run_model_load(run, ckpts[ck], &rm);
+    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    if (through && !rm.pa_model) {
+        dd_run_model_free(&rm);
+        return dd_cli_usage(NAME, "--through-pa needs a DPD run; %s is a PA model run", run);
+    }
+    double t0 = dd_now();
+    if ((st = read_iq(in, &x, &n, &fs_in)) != DD_OK) goto fail;
+    if (n == 0) {
+        st = dd_error(DD_ERR_FORMAT, "%s: no samples", in);
+        goto fail;
+    }
+    y = dd_calloc(n, sizeof *y);
+    if (!y) {
+        st = DD_ERR_NOMEM;
+        goto fail;
+    }
+    if ((st = dd_model_run_stream(rm.model, rm.params, x, y, n)) != DD_OK) goto fail;
+    const dd_cf32 *res = y;
+    if (through) {
+        z = dd_calloc(n, sizeof *z);
+        if (!z) {
+            st = DD_ERR_NOMEM;
+            goto fail;
+        }
+        if ((st = dd_model_run_stream(rm.pa_model, rm.pa_params, y, z, n)) != DD_OK) goto fail;
+        res = z;
+    }
+    if (!(fs > 0)) fs = fs_in > 0 ? fs_in : rm.has_spec ? rm.spec.fs : 0;
+    char desc[512];
+    snprintf(desc, sizeof desc, "distdpd run: %s %s of %s, epoch %d%s", dd_train_task_name(rm.cfg.task),
+             dd_model_name(rm.model), run, rm.epoch, through ? ", through its PA model" : "");
+    if ((st = write_iq(out, res, n, fs, desc)) != DD_OK) goto fail;
+    if (verbosity >= 0)
+        printf("%s: %zu samples through %s (%s, epoch %d%s) in %.3f s\n", out, n, dd_model_name(rm.model),
+               rm.cfg.task == DD_TRAIN_PA ? "PA model" : "DPD", rm.epoch, through ? ", then its PA model" : "",
+               dd_now() - t0);
+    goto cleanup;
+fail:
+    ret = dd_cli_fail(NAME, st);
+cleanup:
+    dd_free(x);
+    dd_free(y);
+    dd_free(z);
+    dd_run_model_free(&rm);
+    return ret;
+}
+
+/* ================================================================ eval */
+
+static void help_eval(void) {
+    printf("usage: distdpd eval --run RUN [--data DIR] [options]\n"
+           "\n"
+           "Re-evaluates a run's best (or last) model on the validation and test splits of\n"
+           "DIR (default: the data set the run was trained on) with the OpenDPD metrics:\n"
+           "NMSE (segmented), ACLR (left, right, average) and spectral EVM. A PA run compares\n"
+           "the model with the measured output; a DPD run compares PA_model(DPD(x)) with G x\n"
+           "and, on simulated data (pa.json / simulation.json), also measures the true PA\n"
+           "without and with the DPD.\n"
+           "\n"
+           "options:\n"
+           "  --run RUN           run directory (or a checkpoint file)\n"
+           "  --data DIR          data set (default: the run's)\n"
+           "  --ckpt C            best (default) or last\n"
+           "  --json              print one JSON object with every number\n"
+           "  --no-true-pa        skip the true-PA measurement\n"
+           "  -q, --quiet         errors only;  -v, --verbose: more log output\n"
+           "  -h, --help          this help\n"
+           "\n"
+           "exit status: 0 ok, 1 runtime error, 2 usage error\n");
+}
+
+static void json_metrics(cJSON *o, const char *p, const dd_eval_metrics *m) {
+    char k[64];
+    const char *names[6] = {"loss", "nmse_db", "aclr_l_db", "aclr_r_db", "aclr_avg_db", "evm_db"};
+    double v[6] = {m->loss, m->nmse_db, m->aclr.left_db, m->aclr.right_db, m->aclr.avg_db, m->evm_db};
+    for (int i = 0; i < 6; i++) {
+        snprintf(k, sizeof k, "%s_%s", p, names[i]);
+        if (isfinite(v[i]))
+            cJSON_AddNumberToObject(o, k, v[i]);
+        else
+            cJSON_AddNullToObject(o, k);
+    }
+}
+
+static void print_row(const char *what, const dd_eval_metrics *m) {
+    char a[32], b[32], c[32], d[32], e[32];
+    printf("%-26s %9s %9s %9s %9s %9s\n", what, dd_cli_fmt(a, sizeof a, m->nmse_db, 2),
+           dd_cli_fmt(b, sizeof b, m->aclr.left_db, 2), dd_cli_fmt(c, sizeof c, m->aclr.right_db, 2),
+           dd_cli_fmt(d, sizeof d, m->aclr.avg_db, 2), dd_cli_fmt(e, sizeof e, m->evm_db, 2));
+}
+
+int dd_cmd_eval(int argc, char **argv) {
+    static const char *const NAME = "eval";
+    enum { O_RUN = 256, O_DATA, O_CKPT, O_JSON, O_NOTRUE };
+    static const struct option longopts[] = {
+        {"run", required_argument, NULL, O_RUN},   {"data", required_argument, NULL, O_DATA},
+        {"ckpt", required_argument, NULL, O_CKPT}, {"json", no_argument, NULL, O_JSON},
+        {"no-true-pa", no_argument, NULL, O_NOTRUE}, {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},         {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    static const char *const ckpts[] = {"best", "last", NULL};
+    const char *run = NULL, *data = NULL;
+    int ck = 0, json = 0, notrue = 0, verbosity = 0, c, rc;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_RUN: run = optarg; break;
+        case O_DATA: data = optarg; break;
+        case O_CKPT:
+            if ((rc = dd_cli_parse_choice(NAME, "--ckpt", optarg, ckpts, &ck))) return rc;
+            break;
+        case O_JSON: json = 1; break;
+        case O_NOTRUE: notrue = 1; break;
+        case 'v': verbosity++; break;
+        case 'q': verbosity = -1; break;
+        case 'h': help_eval(); return DD_EXIT_OK;
+        default: return dd_cli_getopt_error(NAME, c, argv);
+        }
+    }
+    if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
+    if (!run) return dd_cli_usage(NAME, "missing --run RUN");
+    dd_cli_log_init(verbosity);
+    dd_run_model rm;
+    dd_dataset *ds = NULL;
+    dd_pa *pa = NULL;
+    int ret = DD_EXIT_OK;
+    dd_status st = dd_run_model_load(run, ckpts[ck], &rm);
+    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    char databuf[4200], dir[4200];
+    if (!data) data = rm.data;
+    data = dd_rf_resolve_dataset(data, databuf, sizeof databuf);
+    dd_epoch_record rec;
+    dd_eval_metrics base[2];
+    int found = 0;
+    if ((st = dd_dataset_load(data, &ds)) != DD_OK) goto fail;
+    if (rm.cfg.task != DD_TRAIN_PA && !notrue) {
+        data_dir(data, dir, sizeof dir);
+        if ((st = dd_sim_pa_load(dir, ds, &pa, &found)) != DD_OK) goto fail;
+    }
+    if ((st = dd_run_evaluate(run, ckpts[ck], ds, pa, &rec, base)) != DD_OK) goto fail;
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "run", run);
+        cJSON_AddStringToObject(o, "data", data);
+        cJSON_AddStringToObject(o, "task", dd_train_task_name(rm.cfg.task));
+        cJSON_AddStringToObject(o, "model", dd_model_name(rm.model));
+        cJSON_AddNumberToObject(o, "epoch", rec.epoch);
+        json_metrics(o, "val", &rec.val);
+        json_metrics(o, "test", &rec.test);
+        if (rec.has_true) {
+            json_metrics(o, "true_val", &rec.true_val);
+            json_metrics(o, "true_test", &rec.true_test);
+            json_metrics(o, "no_dpd_val", &base[0]);
+            json_metrics(o, "no_dpd_test", &base[1]);
+        }
+        cJSON_AddNumberToObject(o, "eval_time_s", rec.eval_time_s);
+        char *txt = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (txt) printf("%s\n", txt);
+        cJSON_free(txt);
+    } else if (verbosity >= 0) {
+        char desc[256];
+        dd_model_describe(rm.model, desc, sizeof desc);
+        printf("run %s (%s %s), %s checkpoint of epoch %d, data %s\n", run, dd_train_task_name(rm.cfg.task), desc,
+               ckpts[ck], rec.epoch, data);
+        printf("%-26s %9s %9s %9s %9s %9s\n", "", "NMSE dB", "ACLR L", "ACLR R", "ACLR avg", "EVM dB");
+        const char *what = rm.cfg.task == DD_TRAIN_PA ? "model" : "PA model + DPD";
+        char lab[64];
+        snprintf(lab, sizeof lab, "val: %s", what);
+        print_row(lab, &rec.val);
+        snprintf(lab, sizeof lab, "test: %s", what);
+        print_row(lab, &rec.test);
+        if (rec.has_true) {
+            print_row("val: true PA, no DPD", &base[0]);
+            print_row("val: true PA + DPD", &rec.true_val);
+            print_row("test: true PA, no DPD", &base[1]);
+            print_row("test: true PA + DPD", &rec.true_test);
+        }
+    }
+    goto cleanup;
+fail:
+    ret = dd_cli_fail(NAME, st);
+cleanup:
+    dd_pa_destroy(&pa);
+    dd_dataset_free(&ds);
+    dd_run_model_free(&rm);
+    return ret;
+}

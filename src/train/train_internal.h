@@ -1,0 +1,146 @@
+/* Internals of the training engine shared by the files of src/train: the trainer struct, the
+ * checkpoint section names and helpers for the run directory. Not installed. */
+#ifndef DD_TRAIN_INTERNAL_H
+#define DD_TRAIN_INTERNAL_H
+
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "distdpd/param.h"
+#include "distdpd/train.h"
+
+#define DD_TRAIN_CKPT_VERSION 1u /* layout of the trainer's sections (section "trainer") */
+#define DD_TRAIN_PATH_MAX 4096
+
+/* One evaluation split cut into padded segments. */
+typedef struct {
+    size_t n;        /* samples in the split (0 = not evaluated) */
+    size_t nseg;     /* ceil(n / nperseg) */
+    size_t npad;     /* nseg * nperseg */
+    dd_cf32 *in;     /* model input, padded (owned) */
+    dd_cf32 *ref;    /* reference output, padded (owned) */
+    dd_cf32 *pred;   /* last prediction (owned) */
+    /* true PA evaluation (DPD with a simulated PA) */
+    dd_cf32 *tref;   /* G x, unpadded (n) */
+    dd_cf32 *tu;     /* DPD output stream (n) */
+    dd_cf32 *ty;     /* true PA output (n) */
+    dd_eval_metrics base; /* true PA without DPD */
+} dd_eval_split;
+
+struct dd_trainer {
+    dd_train_cfg cfg;      /* resolved configuration */
+    const dd_dataset *ds;  /* borrowed */
+    dd_train_hooks hooks;  /* copy; rank/nranks normalised */
+    int rank, nranks;
+    char data_path[DD_TRAIN_PATH_MAX]; /* recorded in checkpoints (may be empty) */
+
+    dd_model *m;           /* trained model */
+    dd_param_arena ar;     /* its params and grads */
+    size_t n;              /* arena floats */
+    dd_optim *opt;
+    dd_lr_sched sched;
+    dd_rng rng;            /* trainer RNG (checkpointed; reserved for stochastic features) */
+
+    dd_model *pa;          /* frozen PA model (DLA/ILA), else NULL */
+    float *pa_params;      /* owned */
+    size_t pa_n;
+
+    /* training data */
+    dd_framing fr;
+    dd_sampler smp;
+    uint64_t nbatches;
+    const dd_cf32 *src, *dst; /* model input / target arrays of the train split */
+    dd_cf32 *src_own, *dst_own; /* scaled copies when needed (owned) */
+
+    /* per-step buffers, sized for the largest local slice */
+    size_t bmax;
+    uint64_t *idx;
+    float *xin, *tgt, *out1, *out2, *dout, *du;
+    float *ws_m, *ws_p;
+
+    /* evaluation */
+    size_t eb;             /* segments per forward */
+    float *ews_m, *ews_p, *eout1;
+    dd_eval_split ev[2];   /* [0] val, [1] test */
+    dd_pa *true_pa;        /* noiseless clone (owned) or NULL */
+
+    /* cursor and accumulators */
+    int epoch;             /* completed epochs */
+    uint64_t batch;        /* batches done in the current epoch */
+    uint64_t step;         /* optimiser steps */
+    double ep_loss_sum;    /* sum of batch losses in the current epoch */
+    double ep_time;        /* seconds of steps in the current epoch */
+    double last_lr;        /* lr of the last step */
+    double ep_gnorm_max;   /* largest gradient norm in the current epoch */
+
+    int best_epoch;        /* 0 = none */
+    double best_metric;
+
+    dd_epoch_record *hist;
+    size_t nhist, caphist;
+};
+
+/* dd_model_cfg <-> int64 array (checkpoint section "model_cfg"), in this order. */
+#define DD_MCFG_N 6
+static const char *const dd_mcfg_names[DD_MCFG_N] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
+static inline void dd_mcfg_pack(const dd_model_cfg *c, int64_t v[DD_MCFG_N]) {
+    v[0] = c->hidden;
+    v[1] = c->layers;
+    v[2] = c->memory;
+    v[3] = c->order;
+    v[4] = c->kernel;
+    v[5] = c->cross;
+}
+static inline void dd_mcfg_unpack(const int64_t v[DD_MCFG_N], dd_model_cfg *c) {
+    memset(c, 0, sizeof *c);
+    c->hidden = (int)v[0];
+    c->layers = (int)v[1];
+    c->memory = (int)v[2];
+    c->order = (int)v[3];
+    c->kernel = (int)v[4];
+    c->cross = (int)v[5];
+}
+
+/* Fields of one serialised epoch record (doubles). */
+#define DD_REC_FIELDS 48
+void dd_rec_pack(const dd_epoch_record *r, double *v);
+void dd_rec_unpack(const double *v, dd_epoch_record *r);
+
+/* The selection metric of a record (lower is better) under cfg. */
+double dd_rec_select_metric(const dd_train_cfg *cfg, const dd_epoch_record *r);
+
+/* Configuration as a cJSON object (caller cJSON_Delete) / from one. */
+cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c);
+dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg *c);
+
+/* Records the data set path stored in checkpoints. */
+void dd_trainer_set_data_path(dd_trainer *tr, const char *path);
+
+/* Spec <-> 9 doubles. */
+void dd_spec_pack(const dd_spec *s, double v[9]);
+void dd_spec_unpack(const double v[9], dd_spec *s);
+
+/* Reads a whole text file into a new NUL-terminated buffer (caller free()s). */
+dd_status dd_train_read_text(const char *path, char **text, size_t *len);
+/* Writes text atomically (tmp, fsync, rename). */
+dd_status dd_train_write_text(const char *path, const char *text, size_t len);
+
+/* HTML report of a finished run (src/train/train_report.c). */
+dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *title_extra);
+
+/* Checks that the model sections under prefix ("" or "pa.") of a checkpoint describe m
+ * exactly; *params points into the reader. */
+dd_status dd_train_ckpt_check_model(const dd_ckpt_reader *r, const char *path, const char *prefix,
+                                    const dd_model *m, const float **params);
+/* Creates the model described by the sections under prefix and copies its parameters
+ * into a new arena (*params, dd_free). */
+dd_status dd_train_ckpt_read_model(const dd_ckpt_reader *r, const char *path, const char *prefix,
+                                   dd_model **m, float **params);
+/* mkdir -p. */
+dd_status dd_train_mkdirs(const char *path);
+
+/* Signal helpers. */
+dd_status dd_train_target_gain(const dd_cf32 *x, const dd_cf32 *y, size_t n, int mode, double *g);
+
+#endif

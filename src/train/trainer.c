@@ -1,0 +1,603 @@
+/* The model-agnostic trainer (train.h): batch gathering by frame index, forward, MSE
+ * loss, backward (through a frozen PA model for direct-learning DPD), the parallel
+ * hooks, clipping, the optimiser step and the learning-rate schedule; per-epoch
+ * evaluation on padded nperseg segments with the OpenDPD metrics, and on the true
+ * simulated PA for DPDs; best-epoch selection and the epoch history.
+ *
+ * No allocation happens per step: every buffer is sized at create for the largest
+ * local slice of a global batch. */
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distdpd/train.h"
+#include "train_internal.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+dd_status dd_train_target_gain(const dd_cf32 *x, const dd_cf32 *y, size_t n, int mode, double *g) {
+    if (n == 0) return dd_error(DD_ERR_ARG, "target gain: the training split is empty");
+    if (mode == 0) {
+        double mx = 0.0, my = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double ax = (double)crealf(x[i]) * crealf(x[i]) + (double)cimagf(x[i]) * cimagf(x[i]);
+            double ay = (double)crealf(y[i]) * crealf(y[i]) + (double)cimagf(y[i]) * cimagf(y[i]);
+            if (ax > mx) mx = ax;
+            if (ay > my) my = ay;
+        }
+        if (!(mx > 0) || !(my > 0))
+            return dd_error(DD_ERR_RANGE, "target gain: max|x| or max|y| of the training split is zero");
+        *g = sqrt(my) / sqrt(mx);
+    } else {
+        double re = 0.0, im = 0.0, px = 0.0;
+        for (size_t i = 0; i < n; i++) {
+            double xr = crealf(x[i]), xi = cimagf(x[i]), yr = crealf(y[i]), yi = cimagf(y[i]);
+            re += yr * xr + yi * xi; /* y x* */
+            im += yi * xr - yr * xi;
+            px += xr * xr + xi * xi;
+        }
+        if (!(px > 0)) return dd_error(DD_ERR_RANGE, "target gain: the training input has no energy");
+        *g = sqrt(re * re + im * im) / px;
+        if (!(*g > 0)) return dd_error(DD_ERR_RANGE, "target gain: the least-squares gain is zero");
+    }
+    return DD_OK;
+}
+
+static void metrics_nan(dd_eval_metrics *m) {
+    m->loss = m->nmse_db = m->evm_db = NAN;
+    m->aclr.left_db = m->aclr.right_db = m->aclr.avg_db = NAN;
+}
+
+double dd_rec_select_metric(const dd_train_cfg *cfg, const dd_epoch_record *r) {
+    double v;
+    if (cfg->task == DD_TRAIN_PA) {
+        v = r->val.nmse_db;
+        if (isnan(v)) v = r->test.nmse_db;
+    } else {
+        v = (cfg->select_true && r->has_true) ? r->true_val.aclr.avg_db : r->val.aclr.avg_db;
+        if (isnan(v)) v = r->test.aclr.avg_db;
+    }
+    if (isnan(v)) v = r->train_loss;
+    return v;
+}
+
+void dd_trainer_set_data_path(dd_trainer *tr, const char *path) {
+    snprintf(tr->data_path, sizeof tr->data_path, "%s", path ? path : "");
+}
+
+/* ---------------------------------------------------------------- create / destroy */
+
+static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s) {
+    const dd_dataset *ds = tr->ds;
+    const size_t T = ds->spec.nperseg;
+    ev->n = ds->n[s];
+    metrics_nan(&ev->base);
+    if (ev->n == 0) return DD_OK;
+    ev->nseg = (ev->n + T - 1) / T;
+    ev->npad = ev->nseg * T;
+    ev->in = dd_calloc(ev->npad, sizeof(dd_cf32));
+    ev->ref = dd_calloc(ev->npad, sizeof(dd_cf32));
+    ev->pred = dd_calloc(ev->npad, sizeof(dd_cf32));
+    if (!ev->in || !ev->ref || !ev->pred) return dd_error(DD_ERR_NOMEM, "out of memory for the %s split", dd_split_name(s));
+    memcpy(ev->in, ds->in[s], ev->n * sizeof(dd_cf32));
+    if (tr->cfg.task == DD_TRAIN_PA) {
+        memcpy(ev->ref, ds->out[s], ev->n * sizeof(dd_cf32));
+    } else {
+        const float g = (float)tr->cfg.gain;
+        for (size_t i = 0; i < ev->n; i++) ev->ref[i] = ds->in[s][i] * g;
+    }
+    return DD_OK;
+}
+
+dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const dd_model_ref *pa,
+                            const dd_train_hooks *hooks, dd_trainer **out) {
+    if (!out) return dd_error(DD_ERR_ARG, "dd_trainer_create: NULL output");
+    *out = NULL;
+    if (!cfg || !ds) return dd_error(DD_ERR_ARG, "dd_trainer_create: NULL configuration or data set");
+    DD_TRY(dd_train_cfg_check(cfg));
+    if (cfg->task == DD_TRAIN_PA && pa)
+        return dd_error(DD_ERR_ARG, "PA model training takes no frozen PA model");
+    if (cfg->task != DD_TRAIN_PA && (!pa || !pa->name || !pa->params))
+        return dd_error(DD_ERR_ARG, "DPD training (%s) needs the frozen PA model (a PA run)", dd_train_task_name(cfg->task));
+    dd_status st = DD_OK;
+    dd_trainer *tr = dd_calloc(1, sizeof *tr);
+    if (!tr) return DD_ERR_NOMEM;
+    tr->cfg = *cfg;
+    tr->ds = ds;
+    if (hooks) tr->hooks = *hooks;
+    tr->nranks = tr->hooks.nranks > 1 ? tr->hooks.nranks : 1;
+    tr->rank = tr->hooks.rank;
+    if (tr->rank < 0 || tr->rank >= tr->nranks) {
+        st = dd_error(DD_ERR_ARG, "hooks: rank %d is out of range [0, %d)", tr->rank, tr->nranks);
+        goto fail;
+    }
+    tr->best_metric = INFINITY;
+    dd_rng_seed(&tr->rng, dd_hash64(cfg->seed, 0x747261696E6572ull));
+
+    /* the model and its arenas */
+    if ((st = dd_model_create(cfg->model, &cfg->model_cfg, &tr->m)) != DD_OK) goto fail;
+    tr->cfg.model_cfg = *dd_model_config(tr->m);
+    if ((st = dd_param_arena_create(&tr->ar, dd_model_params(tr->m))) != DD_OK) goto fail;
+    tr->n = tr->ar.n;
+    dd_model_init(tr->m, tr->ar.params, cfg->seed);
+    {
+        dd_optim_cfg oc = cfg->optim;
+        oc.lr = cfg->lr;
+        if ((st = dd_optim_create(cfg->opt, &oc, tr->n, &tr->opt)) != DD_OK) goto fail;
+    }
+
+    /* the frozen PA model */
+    if (pa) {
+        if ((st = dd_model_create(pa->name, &pa->cfg, &tr->pa)) != DD_OK) {
+            dd_error_prefix(st, "frozen PA model: ");
+            goto fail;
+        }
+        tr->pa_n = dd_model_params(tr->pa)->total;
+        if (pa->n != tr->pa_n) {
+            st = dd_error(DD_ERR_MISMATCH, "frozen PA model '%s': %zu parameter floats given, the model has %zu",
+                          pa->name, pa->n, tr->pa_n);
+            goto fail;
+        }
+        tr->pa_params = dd_calloc(tr->pa_n, sizeof(float));
+        if (!tr->pa_params) {
+            st = DD_ERR_NOMEM;
+            goto fail;
+        }
+        memcpy(tr->pa_params, pa->params, tr->pa_n * sizeof(float));
+    }
+
+    /* training data */
+    const size_t ntr = ds->n[DD_SPLIT_TRAIN];
+    if ((st = dd_framing_init(&tr->fr, ntr, cfg->frame, cfg->stride)) != DD_OK) goto fail;
+    if (tr->fr.count == 0) {
+        st = dd_error(DD_ERR_ARG, "the training split has %zu samples, fewer than one frame of %zu", ntr, cfg->frame);
+        goto fail;
+    }
+    if (cfg->task != DD_TRAIN_PA && tr->cfg.gain == 0.0) {
+        if ((st = dd_train_target_gain(ds->in[0], ds->out[0], ntr, cfg->gain_mode, &tr->cfg.gain)) != DD_OK) goto fail;
+    }
+    if (cfg->task == DD_TRAIN_PA) {
+        tr->src = ds->in[0];
+        tr->dst = ds->out[0];
+    } else if (cfg->task == DD_TRAIN_DLA) {
+        tr->src = ds->in[0];
+        tr->dst_own = dd_calloc(ntr, sizeof(dd_cf32));
+        if (!tr->dst_own) {
+            st = DD_ERR_NOMEM;
+            goto fail;
+        }
+        const float g = (float)tr->cfg.gain;
+        for (size_t i = 0; i < ntr; i++) tr->dst_own[i] = ds->in[0][i] * g;
+        tr->dst = tr->dst_own;
+    } else { /* ILA: post-inverse y/G -> x */
+        tr->src_own = dd_calloc(ntr, sizeof(dd_cf32));
+        if (!tr->src_own) {
+            st = DD_ERR_NOMEM;
+            goto fail;
+        }
+        const float ig = (float)(1.0 / tr->cfg.gain);
+        for (size_t i = 0; i < ntr; i++) tr->src_own[i] = ds->out[0][i] * ig;
+        tr->src = tr->src_own;
+        tr->dst = ds->in[0];
+    }
+    if ((st = dd_sampler_init(&tr->smp, tr->fr.count, cfg->seed, cfg->shuffle)) != DD_OK) goto fail;
+    tr->nbatches = dd_sampler_num_batches(tr->fr.count, cfg->batch);
+
+    /* schedule (indexed by global step) */
+    tr->cfg.sched.base_lr = cfg->lr;
+    if (tr->cfg.sched.t_max == 0) tr->cfg.sched.t_max = (int64_t)(tr->nbatches * (uint64_t)cfg->epochs);
+    if ((st = dd_lr_sched_init(&tr->sched, &tr->cfg.sched)) != DD_OK) goto fail;
+    tr->last_lr = dd_lr_sched_lr(&tr->sched, 0);
+
+    /* step buffers */
+    tr->bmax = (cfg->batch + (size_t)tr->nranks - 1) / (size_t)tr->nranks;
+    {
+        const size_t fl = tr->bmax * cfg->frame * 2;
+        tr->idx = dd_calloc(tr->bmax, sizeof(uint64_t));
+        tr->xin = dd_calloc(fl, sizeof(float));
+        tr->tgt = dd_calloc(fl, sizeof(float));
+        tr->out1 = dd_calloc(fl, sizeof(float));
+        tr->dout = dd_calloc(fl, sizeof(float));
+        tr->ws_m = dd_calloc(dd_model_workspace_size(tr->m, (int)tr->bmax, (int)cfg->frame) + 16, sizeof(float));
+        int ok = tr->idx && tr->xin && tr->tgt && tr->out1 && tr->dout && tr->ws_m;
+        if (cfg->task == DD_TRAIN_DLA) {
+            tr->out2 = dd_calloc(fl, sizeof(float));
+            tr->du = dd_calloc(fl, sizeof(float));
+            tr->ws_p = dd_calloc(dd_model_workspace_size(tr->pa, (int)tr->bmax, (int)cfg->frame) + 16, sizeof(float));
+            ok = ok && tr->out2 && tr->du && tr->ws_p;
+        }
+        if (!ok) {
+            st = dd_error(DD_ERR_NOMEM, "out of memory for the batch buffers (batch %zu, frame %zu)", cfg->batch, cfg->frame);
+            goto fail;
+        }
+    }
+
+    /* evaluation: metrics must accept the spec; padded segments of val and test */
+    if ((st = dd_spec_check(&ds->spec, "data set spec")) != DD_OK) goto fail;
+    if ((st = setup_eval_split(tr, &tr->ev[0], DD_SPLIT_VAL)) != DD_OK) goto fail;
+    if (cfg->eval_test) {
+        if ((st = setup_eval_split(tr, &tr->ev[1], DD_SPLIT_TEST)) != DD_OK) goto fail;
+    } else {
+        metrics_nan(&tr->ev[1].base);
+    }
+    {
+        size_t maxseg = tr->ev[0].nseg > tr->ev[1].nseg ? tr->ev[0].nseg : tr->ev[1].nseg;
+        tr->eb = cfg->eval_batch < maxseg ? cfg->eval_batch : maxseg;
+        if (tr->eb > 0) {
+            const int T = (int)ds->spec.nperseg;
+            tr->ews_m = dd_calloc(dd_model_workspace_size(tr->m, (int)tr->eb, T) + 16, sizeof(float));
+            int ok = tr->ews_m != NULL;
+            if (tr->pa) {
+                tr->ews_p = dd_calloc(dd_model_workspace_size(tr->pa, (int)tr->eb, T) + 16, sizeof(float));
+                tr->eout1 = dd_calloc(tr->eb * (size_t)T * 2, sizeof(float));
+                ok = ok && tr->ews_p && tr->eout1;
+            }
+            if (!ok) {
+                st = dd_error(DD_ERR_NOMEM, "out of memory for the evaluation buffers");
+                goto fail;
+            }
+        }
+    }
+
+    if (tr->hooks.setup && (st = tr->hooks.setup(tr->hooks.user, tr->ar.params, tr->n)) != DD_OK) goto fail;
+    *out = tr;
+    return DD_OK;
+fail:
+    dd_trainer_destroy(&tr);
+    return st;
+}
+
+static void free_split(dd_eval_split *ev) {
+    dd_free(ev->in);
+    dd_free(ev->ref);
+    dd_free(ev->pred);
+    dd_free(ev->tref);
+    dd_free(ev->tu);
+    dd_free(ev->ty);
+    memset(ev, 0, sizeof *ev);
+}
+
+void dd_trainer_destroy(dd_trainer **trp) {
+    if (!trp || !*trp) return;
+    dd_trainer *tr = *trp;
+    dd_model_destroy(&tr->m);
+    dd_param_arena_destroy(&tr->ar);
+    dd_optim_destroy(&tr->opt);
+    dd_model_destroy(&tr->pa);
+    dd_free(tr->pa_params);
+    dd_free(tr->src_own);
+    dd_free(tr->dst_own);
+    dd_free(tr->idx);
+    dd_free(tr->xin);
+    dd_free(tr->tgt);
+    dd_free(tr->out1);
+    dd_free(tr->out2);
+    dd_free(tr->dout);
+    dd_free(tr->du);
+    dd_free(tr->ws_m);
+    dd_free(tr->ws_p);
+    dd_free(tr->ews_m);
+    dd_free(tr->ews_p);
+    dd_free(tr->eout1);
+    free_split(&tr->ev[0]);
+    free_split(&tr->ev[1]);
+    dd_pa_destroy(&tr->true_pa);
+    free(tr->hist);
+    dd_free(tr);
+    *trp = NULL;
+}
+
+/* ---------------------------------------------------------------- training step */
+
+/* Loss and gradients of global batch `batch` of `epoch` at the current parameters: the
+ * gradient arena holds the (allreduced) gradient afterwards. */
+static dd_status forward_backward(dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
+    const size_t F = tr->cfg.frame;
+    uint64_t lo, hi, bg;
+    dd_batch_slice(tr->fr.count, tr->cfg.batch, batch, tr->rank, tr->nranks, &lo, &hi, &bg);
+    const size_t bl = (size_t)(hi - lo);
+    for (size_t j = 0; j < bl; j++) tr->idx[j] = dd_sampler_index(&tr->smp, epoch, lo + j);
+    dd_param_arena_zero_grads(&tr->ar);
+    double sum = 0.0;
+    const double inv = 1.0 / ((double)bg * (double)F * 2.0);
+    if (bl > 0) {
+        dd_framing_gather(&tr->fr, tr->src, tr->idx, bl, 1.0f, tr->xin); /* (bl, F, 2) */
+        dd_framing_gather(&tr->fr, tr->dst, tr->idx, bl, 1.0f, tr->tgt); /* (bl, F, 2) */
+        const float *params = tr->ar.params;
+        DD_TRY(dd_model_forward(tr->m, params, tr->xin, tr->out1, (int)bl, (int)F, tr->ws_m));
+        const float *pred = tr->out1;
+        if (tr->cfg.task == DD_TRAIN_DLA) {
+            DD_TRY(dd_model_forward(tr->pa, tr->pa_params, tr->out1, tr->out2, (int)bl, (int)F, tr->ws_p));
+            pred = tr->out2;
+        }
+        const size_t nv = bl * F * 2;
+        const float finv2 = (float)(2.0 * inv);
+        for (size_t k = 0; k < nv; k++) {
+            float e = pred[k] - tr->tgt[k];
+            sum += (double)e * (double)e;
+            tr->dout[k] = e * finv2; /* dL/dpred of mean((pred - tgt)^2) over the global batch */
+        }
+        if (tr->cfg.task == DD_TRAIN_DLA) {
+            memset(tr->du, 0, nv * sizeof(float));
+            DD_TRY(dd_model_backward(tr->pa, tr->pa_params, NULL, tr->out1, tr->dout, tr->du, (int)bl, (int)F, tr->ws_p));
+            DD_TRY(dd_model_backward(tr->m, params, tr->ar.grads, tr->xin, tr->du, NULL, (int)bl, (int)F, tr->ws_m));
+        } else {
+            DD_TRY(dd_model_backward(tr->m, params, tr->ar.grads, tr->xin, tr->dout, NULL, (int)bl, (int)F, tr->ws_m));
+        }
+    }
+    if (tr->hooks.after_backward) DD_TRY(tr->hooks.after_backward(tr->hooks.user, tr->ar.grads, 0, tr->n));
+    double vals[1] = {sum};
+    if (tr->hooks.allreduce) DD_TRY(tr->hooks.allreduce(tr->hooks.user, tr->ar.grads, tr->n, vals, 1));
+    *loss = vals[0] * inv;
+    return DD_OK;
+}
+
+dd_status dd_trainer_loss_grad(dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
+    if (!tr || !loss) return dd_error(DD_ERR_ARG, "dd_trainer_loss_grad: NULL argument");
+    if (batch >= tr->nbatches)
+        return dd_error(DD_ERR_ARG, "batch %llu is out of range [0, %llu)", (unsigned long long)batch,
+                        (unsigned long long)tr->nbatches);
+    return forward_backward(tr, epoch, batch, loss);
+}
+
+int dd_trainer_epoch_done(const dd_trainer *tr) { return tr->batch >= tr->nbatches; }
+
+dd_status dd_trainer_step(dd_trainer *tr, double *loss_out) {
+    if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_step: NULL trainer");
+    if (tr->epoch >= tr->cfg.epochs) return dd_error(DD_ERR_ARG, "all %d epochs are done", tr->cfg.epochs);
+    if (tr->batch >= tr->nbatches)
+        return dd_error(DD_ERR_ARG, "epoch %d is complete: end it before the next step", tr->epoch + 1);
+    if (tr->nranks > 1 && !tr->hooks.allreduce)
+        return dd_error(DD_ERR_ARG, "hooks: %d ranks share each batch but there is no allreduce hook", tr->nranks);
+    double t0 = dd_now(), loss = 0.0;
+    DD_TRY(forward_backward(tr, (uint64_t)tr->epoch, tr->batch, &loss));
+    if (!isfinite(loss))
+        return dd_error(DD_ERR_NUMERIC,
+                        "training diverged: the loss is %g at epoch %d, batch %llu (step %llu); try a lower "
+                        "learning rate",
+                        loss, tr->epoch + 1, (unsigned long long)tr->batch + 1, (unsigned long long)tr->step + 1);
+    double gnorm;
+    if (tr->cfg.clip > 0) {
+        dd_status st = dd_clip_grad_norm(tr->ar.grads, tr->n, tr->cfg.clip, &gnorm);
+        if (st == DD_ERR_RANGE) gnorm = NAN;
+        else DD_TRY(st);
+    } else {
+        gnorm = sqrt(dd_grad_sumsq(tr->ar.grads, tr->n));
+    }
+    if (!isfinite(gnorm))
+        return dd_error(DD_ERR_NUMERIC, "training diverged: the gradient is not finite at epoch %d, batch %llu",
+                        tr->epoch + 1, (unsigned long long)tr->batch + 1);
+    if (gnorm > tr->ep_gnorm_max) tr->ep_gnorm_max = gnorm;
+    double lr = dd_lr_sched_lr(&tr->sched, (int64_t)tr->step);
+    DD_TRY(dd_optim_step(tr->opt, tr->ar.params, tr->ar.grads, lr));
+    tr->last_lr = lr;
+    tr->step++;
+    tr->batch++;
+    tr->ep_loss_sum += loss;
+    tr->ep_time += dd_now() - t0;
+    if (loss_out) *loss_out = loss;
+    return DD_OK;
+}
+
+/* ---------------------------------------------------------------- evaluation */
+
+static dd_status compute_metrics(const dd_trainer *tr, const dd_cf32 *ref, const dd_cf32 *pred, size_t n,
+                                 dd_eval_metrics *m) {
+    double se = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double er = (double)crealf(pred[i]) - crealf(ref[i]), ei = (double)cimagf(pred[i]) - cimagf(ref[i]);
+        se += er * er + ei * ei;
+    }
+    m->loss = se / (2.0 * (double)n);
+    dd_metric_set ms;
+    DD_TRY(dd_metrics_compute(ref, pred, n, &tr->ds->spec, DD_ACLR_OPENDPD, 0, &ms));
+    m->nmse_db = ms.nmse_db;
+    m->aclr = ms.aclr;
+    m->evm_db = ms.evm_db;
+    return DD_OK;
+}
+
+dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, const dd_cf32 **pred, size_t *npred) {
+    if (!tr || !m) return dd_error(DD_ERR_ARG, "dd_trainer_evaluate: NULL argument");
+    if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
+    dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
+    metrics_nan(m);
+    if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
+    const size_t T = tr->ds->spec.nperseg;
+    for (size_t c = 0; c < ev->nseg; c += tr->eb) {
+        size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
+        const float *in = (const float *)(ev->in + c * T); /* (k, T, 2) */
+        float *out = (float *)(ev->pred + c * T);
+        if (tr->pa) {
+            DD_TRY(dd_model_forward(tr->m, tr->ar.params, in, tr->eout1, (int)k, (int)T, tr->ews_m));
+            DD_TRY(dd_model_forward(tr->pa, tr->pa_params, tr->eout1, out, (int)k, (int)T, tr->ews_p));
+        } else {
+            DD_TRY(dd_model_forward(tr->m, tr->ar.params, in, out, (int)k, (int)T, tr->ews_m));
+        }
+    }
+    dd_status st = compute_metrics(tr, ev->ref, ev->pred, ev->npad, m);
+    if (st != DD_OK) return dd_error_prefix(st, "%s split: ", dd_split_name(s));
+    if (pred) *pred = ev->pred;
+    if (npred) *npred = ev->npad;
+    return DD_OK;
+}
+
+dd_status dd_trainer_set_true_pa(dd_trainer *tr, const dd_pa *pa) {
+    if (!tr || !pa) return dd_error(DD_ERR_ARG, "dd_trainer_set_true_pa: NULL argument");
+    if (tr->cfg.task == DD_TRAIN_PA) return dd_error(DD_ERR_ARG, "a true PA is only used to measure DPDs");
+    dd_pa_destroy(&tr->true_pa);
+    DD_TRY(dd_pa_clone(pa, 0, &tr->true_pa));
+    dd_status st = DD_OK;
+    for (int k = 0; k < 2 && st == DD_OK; k++) {
+        dd_eval_split *ev = &tr->ev[k];
+        if (ev->n == 0) continue;
+        dd_split s = k == 0 ? DD_SPLIT_VAL : DD_SPLIT_TEST;
+        dd_free(ev->tref);
+        dd_free(ev->tu);
+        dd_free(ev->ty);
+        ev->tref = dd_calloc(ev->n, sizeof(dd_cf32));
+        ev->tu = dd_calloc(ev->n, sizeof(dd_cf32));
+        ev->ty = dd_calloc(ev->n, sizeof(dd_cf32));
+        if (!ev->tref || !ev->tu || !ev->ty) {
+            st = DD_ERR_NOMEM;
+            break;
+        }
+        const float g = (float)tr->cfg.gain;
+        for (size_t i = 0; i < ev->n; i++) ev->tref[i] = tr->ds->in[s][i] * g;
+        /* baseline: the true PA without DPD */
+        dd_pa_reset(tr->true_pa);
+        if ((st = dd_pa_apply(tr->true_pa, tr->ds->in[s], ev->ty, ev->n)) != DD_OK) break;
+        if ((st = compute_metrics(tr, ev->tref, ev->ty, ev->n, &ev->base)) != DD_OK) break;
+    }
+    if (st != DD_OK) dd_pa_destroy(&tr->true_pa);
+    return st;
+}
+
+dd_status dd_trainer_true_baseline(const dd_trainer *tr, dd_split s, dd_eval_metrics *m) {
+    if (!tr || !m || !tr->true_pa) return dd_error(DD_ERR_ARG, "no true PA is set");
+    if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
+    *m = tr->ev[s == DD_SPLIT_VAL ? 0 : 1].base;
+    return DD_OK;
+}
+
+dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *m, const dd_cf32 **pred,
+                                   size_t *npred) {
+    if (!tr || !m) return dd_error(DD_ERR_ARG, "dd_trainer_evaluate_true: NULL argument");
+    metrics_nan(m);
+    if (!tr->true_pa) return dd_error(DD_ERR_ARG, "no true PA is set");
+    if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
+    dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
+    if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
+    DD_TRY(dd_model_run_stream(tr->m, tr->ar.params, tr->ds->in[s], ev->tu, ev->n));
+    dd_pa_reset(tr->true_pa);
+    DD_TRY(dd_pa_apply(tr->true_pa, ev->tu, ev->ty, ev->n));
+    dd_status st = compute_metrics(tr, ev->tref, ev->ty, ev->n, m);
+    if (st != DD_OK) return dd_error_prefix(st, "true PA, %s split: ", dd_split_name(s));
+    if (pred) *pred = ev->ty;
+    if (npred) *npred = ev->n;
+    return DD_OK;
+}
+
+/* Metrics of a record as a flat array, for the broadcast hook. */
+#define EVAL_VALS 24
+static void pack_eval(const dd_epoch_record *r, double *v) {
+    const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
+    for (int k = 0; k < 4; k++) {
+        v[6 * k + 0] = ms[k]->loss;
+        v[6 * k + 1] = ms[k]->nmse_db;
+        v[6 * k + 2] = ms[k]->aclr.left_db;
+        v[6 * k + 3] = ms[k]->aclr.right_db;
+        v[6 * k + 4] = ms[k]->aclr.avg_db;
+        v[6 * k + 5] = ms[k]->evm_db;
+    }
+}
+static void unpack_eval(const double *v, dd_epoch_record *r) {
+    dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
+    for (int k = 0; k < 4; k++) {
+        ms[k]->loss = v[6 * k + 0];
+        ms[k]->nmse_db = v[6 * k + 1];
+        ms[k]->aclr.left_db = v[6 * k + 2];
+        ms[k]->aclr.right_db = v[6 * k + 3];
+        ms[k]->aclr.avg_db = v[6 * k + 4];
+        ms[k]->evm_db = v[6 * k + 5];
+    }
+}
+
+static dd_status evaluate_all(dd_trainer *tr, dd_epoch_record *r) {
+    metrics_nan(&r->val);
+    metrics_nan(&r->test);
+    metrics_nan(&r->true_val);
+    metrics_nan(&r->true_test);
+    r->has_true = tr->true_pa != NULL;
+    if (tr->rank == 0) {
+        if (tr->ev[0].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_VAL, &r->val, NULL, NULL));
+        if (tr->ev[1].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_TEST, &r->test, NULL, NULL));
+        if (tr->true_pa) {
+            if (tr->ev[0].n) DD_TRY(dd_trainer_evaluate_true(tr, DD_SPLIT_VAL, &r->true_val, NULL, NULL));
+            if (tr->ev[1].n) DD_TRY(dd_trainer_evaluate_true(tr, DD_SPLIT_TEST, &r->true_test, NULL, NULL));
+        }
+    }
+    if (tr->nranks > 1 && tr->hooks.bcast) {
+        double v[EVAL_VALS];
+        pack_eval(r, v);
+        DD_TRY(tr->hooks.bcast(tr->hooks.user, v, EVAL_VALS));
+        unpack_eval(v, r);
+    }
+    return DD_OK;
+}
+
+static dd_status hist_append(dd_trainer *tr, const dd_epoch_record *r) {
+    if (tr->nhist == tr->caphist) {
+        size_t cap = tr->caphist ? 2 * tr->caphist : 32;
+        dd_epoch_record *h = realloc(tr->hist, cap * sizeof *h);
+        if (!h) return dd_error(DD_ERR_NOMEM, "out of memory for the epoch history");
+        tr->hist = h;
+        tr->caphist = cap;
+    }
+    tr->hist[tr->nhist++] = *r;
+    return DD_OK;
+}
+
+dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
+    if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_end_epoch: NULL trainer");
+    if (tr->epoch >= tr->cfg.epochs) return dd_error(DD_ERR_ARG, "all %d epochs are done", tr->cfg.epochs);
+    if (tr->batch < tr->nbatches)
+        return dd_error(DD_ERR_ARG, "epoch %d is not complete: %llu of %llu batches done", tr->epoch + 1,
+                        (unsigned long long)tr->batch, (unsigned long long)tr->nbatches);
+    if (tr->nranks > 1 && !tr->hooks.bcast)
+        return dd_error(DD_ERR_ARG, "hooks: %d ranks but no bcast hook for the evaluation metrics", tr->nranks);
+    dd_epoch_record r;
+    memset(&r, 0, sizeof r);
+    r.epoch = tr->epoch + 1;
+    r.step = tr->step;
+    r.time_s = tr->ep_time;
+    r.lr = tr->last_lr;
+    r.train_loss = tr->ep_loss_sum / (double)tr->nbatches;
+    r.grad_norm_max = tr->ep_gnorm_max;
+    double t0 = dd_now();
+    DD_TRY(evaluate_all(tr, &r));
+    r.eval_time_s = dd_now() - t0;
+    double metric = dd_rec_select_metric(&tr->cfg, &r);
+    if (!isnan(metric) && (tr->best_epoch == 0 || metric < tr->best_metric)) {
+        tr->best_metric = metric;
+        tr->best_epoch = r.epoch;
+        r.best = 1;
+    }
+    dd_lr_sched_plateau(&tr->sched, metric, NULL);
+    DD_TRY(hist_append(tr, &r));
+    tr->epoch++;
+    tr->batch = 0;
+    tr->ep_loss_sum = 0.0;
+    tr->ep_time = 0.0;
+    tr->ep_gnorm_max = 0.0;
+    if (rec) *rec = r;
+    return DD_OK;
+}
+
+/* ---------------------------------------------------------------- accessors */
+
+const dd_train_cfg *dd_trainer_cfg(const dd_trainer *tr) { return &tr->cfg; }
+const dd_model *dd_trainer_model(const dd_trainer *tr) { return tr->m; }
+float *dd_trainer_params(dd_trainer *tr) { return tr->ar.params; }
+float *dd_trainer_grads(dd_trainer *tr) { return tr->ar.grads; }
+size_t dd_trainer_num_floats(const dd_trainer *tr) { return tr->n; }
+int dd_trainer_epoch(const dd_trainer *tr) { return tr->epoch; }
+uint64_t dd_trainer_batch(const dd_trainer *tr) { return tr->batch; }
+uint64_t dd_trainer_num_batches(const dd_trainer *tr) { return tr->nbatches; }
+uint64_t dd_trainer_num_frames(const dd_trainer *tr) { return tr->fr.count; }
+uint64_t dd_trainer_steps(const dd_trainer *tr) { return tr->step; }
+double dd_trainer_lr(const dd_trainer *tr) { return dd_lr_sched_lr(&tr->sched, (int64_t)tr->step); }
+int dd_trainer_best_epoch(const dd_trainer *tr, double *metric) {
+    if (metric) *metric = tr->best_metric;
+    return tr->best_epoch;
+}
+const dd_epoch_record *dd_trainer_history(const dd_trainer *tr, size_t *n) {
+    if (n) *n = tr->nhist;
+    return tr->hist;
+}
+const dd_model *dd_trainer_pa_model(const dd_trainer *tr, const float **params) {
+    if (params) *params = tr->pa_params;
+    return tr->pa;
+}

@@ -1,0 +1,161 @@
+#!/bin/bash
+# distdpd train-pa / train-dpd / run / eval on a tiny simulated data set (distdpd simulate):
+# the run directory's files and their contents, exact resume (1 epoch + --resume to 2
+# epochs re-evaluates to the same numbers as 2 epochs straight), eval reproducing the best
+# epoch of metrics.jsonl, run writing CSV / raw / SigMF of the right length, DLA and ILA
+# DPD runs measured on the true simulated PA, and the documented errors and exit statuses
+# for bad options and bad checkpoints.
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+
+D=$TMP/sim
+run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
+expect_rc 0 "simulate"
+SMALL=(--model gru --hidden 6 --frame 32 --stride 4 --batch 32)
+
+# ---- train-pa
+run train-pa --data "$D" "${SMALL[@]}" --epochs 2 --out "$TMP/pa" --progress lines
+expect_rc 0 "train-pa"
+has "$OUT" "best epoch" "summary on stdout"
+has "$ERR" "epoch   1/2" "progress lines on stderr"
+for f in config.json metrics.jsonl history.csv best.ckpt last.ckpt report.html; do
+    if [ -s "$TMP/pa/$f" ]; then pass; else fail "train-pa: $f missing"; fi
+done
+M=$(cat "$TMP/pa/metrics.jsonl")
+lines=$(wc -l <<<"$M")
+if [ "$lines" -eq 2 ]; then pass; else fail "metrics.jsonl has $lines lines, want 2"; fi
+nbest=$(grep -c '"best":true' <<<"$M" || true)
+if [ "$nbest" -eq 1 ]; then pass; else fail "metrics.jsonl: $nbest best lines, want 1"; fi
+for k in epoch time_s eval_time_s lr train_loss val_nmse_db test_nmse_db val_aclr_avg_db test_aclr_avg_db val_evm_db test_evm_db; do
+    has "$(head -n 1 <<<"$M")" "\"$k\":" "metrics.jsonl key $k"
+done
+has "$(head -n 1 "$TMP/pa/history.csv")" "EPOCH,N_EPOCH,TIME,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS" "history.csv header"
+has "$(cat "$TMP/pa/config.json")" '"hidden":	6' "config.json holds the resolved configuration"
+has "$(cat "$TMP/pa/report.html")" "<svg" "report.html has plots"
+
+# ---- exact resume: 1 epoch, then --resume to 2 epochs == 2 epochs straight
+run train-pa --data "$D" "${SMALL[@]}" --epochs 1 --out "$TMP/pa_b" -q
+expect_rc 0 "train-pa 1 epoch"
+run train-pa --resume "$TMP/pa_b" --epochs 2 -q
+expect_rc 0 "train-pa --resume"
+run eval --run "$TMP/pa" --ckpt last --json
+A=$(sed 's/,"eval_time_s":[^,}]*//; s/"run":"[^"]*",//' <<<"$OUT")
+run eval --run "$TMP/pa_b" --ckpt last --json
+B=$(sed 's/,"eval_time_s":[^,}]*//; s/"run":"[^"]*",//' <<<"$OUT")
+if [ -n "$A" ] && [ "$A" = "$B" ]; then pass; else fail "resumed run differs: $A vs $B"; fi
+run train-pa --resume "$TMP/pa_b" --lr 1e-3
+expect_rc 2 "--lr with --resume"
+has "$ERR" "cannot be given with --resume" "resume keeps the configuration"
+run train-pa --data "$D" "${SMALL[@]}" --epochs 1 --out "$TMP/pa"
+expect_rc 1 "training into an existing run"
+has "$ERR" "already holds a run" "existing run refused"
+
+# ---- eval reproduces the best epoch
+run eval --run "$TMP/pa" --json
+expect_rc 0 "eval --json"
+best_line=$(grep '"best":true' "$TMP/pa/metrics.jsonl")
+near "$(json_num "$OUT" test_nmse_db)" "$(json_num "$best_line" test_nmse_db)" 1e-6 "eval test NMSE = best epoch's"
+near "$(json_num "$OUT" val_aclr_avg_db)" "$(json_num "$best_line" val_aclr_avg_db)" 1e-6 "eval val ACLR = best epoch's"
+run eval --run "$TMP/pa"
+expect_rc 0 "eval (text)"
+has "$OUT" "test: model" "eval table"
+
+# ---- run: any length, as one stream, CSV / raw / SigMF
+run run --run "$TMP/pa" --in "$D/test_input.csv" --out "$TMP/y.csv"
+expect_rc 0 "run"
+n_in=$(wc -l <"$D/test_input.csv")
+n_out=$(wc -l <"$TMP/y.csv")
+if [ "$n_in" -eq "$n_out" ]; then pass; else fail "run wrote $n_out lines for $n_in"; fi
+run metrics --ref "$D/test_output.csv" --test "$TMP/y.csv" --spec "$D/spec.json" --json --nmse pooled
+expect_rc 0 "metrics of the run output"
+nmse=$(json_num "$OUT" nmse_db)
+if awk -v v="$nmse" 'BEGIN { exit !(v < -15) }'; then pass; else fail "run output NMSE $nmse dB"; fi
+run run --run "$TMP/pa" --in "$D/test_input.csv" --out "$TMP/y.cf32"
+expect_rc 0 "run to raw float32"
+sz=$(stat -c %s "$TMP/y.cf32")
+if [ "$sz" -eq $(((n_in - 1) * 8)) ]; then pass; else fail "raw output has $sz bytes"; fi
+run run --run "$TMP/pa" --in "$TMP/y.cf32" --out "$TMP/z.sigmf-meta"
+expect_rc 0 "run raw -> SigMF"
+if [ -s "$TMP/z.sigmf-data" ]; then pass; else fail "SigMF data missing"; fi
+run run --run "$TMP/pa" --in "$D/test_input.csv" --out "$TMP/y2.csv" --through-pa
+expect_rc 2 "--through-pa on a PA run"
+
+# ---- DPD: direct and indirect learning, measured on the true PA (simulation.json)
+run train-dpd --pa-run "$TMP/pa" "${SMALL[@]}" --epochs 2 --out "$TMP/dpd" -q
+expect_rc 0 "train-dpd"
+has "$(cat "$TMP/dpd/metrics.jsonl")" '"true_test_aclr_avg_db":-' "true PA metrics"
+has "$(cat "$TMP/dpd/config.json")" '"target_gain"' "target gain recorded"
+run eval --run "$TMP/dpd"
+expect_rc 0 "eval of a DPD run"
+has "$OUT" "test: true PA, no DPD" "true PA baseline"
+run run --run "$TMP/dpd" --in "$D/test_input.csv" --out "$TMP/u.csv" --through-pa
+expect_rc 0 "run --through-pa"
+run train-dpd --pa-run "$TMP/pa" "${SMALL[@]}" --epochs 1 --ila --out "$TMP/ila" -q
+expect_rc 0 "train-dpd --ila"
+has "$(cat "$TMP/ila/config.json")" '"task":	"ila"' "ILA run"
+run train-dpd --pa-run "$TMP/dpd" "${SMALL[@]}" --epochs 1 --out "$TMP/dpd2" -q
+expect_rc 1 "a DPD run as --pa-run"
+has "$ERR" "not a PA model run" "DPD run refused as PA run"
+
+# ---- usage errors (exit 2) with exact messages
+run train-pa --data "$D" --out "$TMP/x" --frame abc
+expect_rc 2 "--frame abc"
+has "$ERR" "--frame: expected a positive integer, got 'abc'" "--frame message"
+run train-pa --data "$D" --out "$TMP/x" --batch 0
+expect_rc 2 "--batch 0"
+run train-pa --data "$D" --out "$TMP/x" --opt lion
+expect_rc 2 "--opt lion"
+has "$ERR" "--opt: expected one of sgd, adam, adamw; got 'lion'" "--opt message"
+run train-pa --data "$D" --out "$TMP/x" --lr 0
+expect_rc 2 "--lr 0"
+run train-pa --out "$TMP/x"
+expect_rc 2 "missing --data"
+has "$ERR" "missing --data" "missing --data message"
+run train-pa --data "$D"
+expect_rc 2 "missing --out"
+run train-dpd --out "$TMP/x"
+expect_rc 2 "missing --pa-run"
+run train-pa --data "$D" --out "$TMP/x" --ila
+expect_rc 2 "--ila on train-pa"
+run train-pa --data "$D" --out "$TMP/x" --bogus
+expect_rc 2 "unknown option"
+run train-pa --data "$D" --out "$TMP/x" --model nosuchmodel
+expect_rc 2 "unknown model"
+has "$ERR" "--model: unknown model 'nosuchmodel'" "unknown model message"
+run eval --run "$TMP/pa" --ckpt worst
+expect_rc 2 "--ckpt worst"
+run run --run "$TMP/pa" --in "$D/test_input.csv"
+expect_rc 2 "run without --out"
+for c in train-pa train-dpd run eval; do
+    run "$c" --help
+    expect_rc 0 "$c --help"
+    has "$OUT" "usage: distdpd $c" "$c --help text"
+done
+run train-pa --model list
+expect_rc 0 "--model list"
+has "$OUT" "gru" "model list"
+
+# ---- runtime errors (exit 1): missing data, missing run, bad checkpoints
+run train-pa --data "$TMP/nonexistent" --out "$TMP/x2" --epochs 1
+expect_rc 1 "missing data set"
+run eval --run "$TMP/nonexistent"
+expect_rc 1 "missing run"
+has "$ERR" "no such run" "missing run message"
+mkdir -p "$TMP/bad"
+cp "$TMP/pa/config.json" "$TMP/bad/"
+head -c 1000 "$TMP/pa/best.ckpt" >"$TMP/bad/best.ckpt"
+run eval --run "$TMP/bad" --data "$D"
+expect_rc 1 "truncated checkpoint"
+has "$ERR" "truncated" "truncated checkpoint message"
+cp "$TMP/pa/best.ckpt" "$TMP/bad/best.ckpt"
+size=$(stat -c %s "$TMP/bad/best.ckpt")
+printf '\x5a' | dd of="$TMP/bad/best.ckpt" bs=1 seek=$((size - 40)) conv=notrunc status=none
+run eval --run "$TMP/bad" --data "$D"
+expect_rc 1 "bit-flipped checkpoint"
+has "$ERR" "CRC mismatch" "bit-flip message"
+echo "not a checkpoint" >"$TMP/bad/best.ckpt"
+run run --run "$TMP/bad" --in "$D/test_input.csv" --out "$TMP/q.csv"
+expect_rc 1 "not a checkpoint"
+has "$ERR" "not a distdpd checkpoint" "foreign file message"
+
+finish
