@@ -110,6 +110,15 @@ double dd_param_bound(size_t fan_in);
 dd_status dd_param_init_uniform(const dd_param_table *t, float *arena, const char *name, double k,
                                 dd_rng *rng);
 
+/* Xavier/Glorot uniform for a (rows, cols) weight: uniform(-k, k), k = sqrt(6/(rows+cols))
+ * (torch.nn.init.xavier_uniform_ with gain 1: fan_in = cols, fan_out = rows). */
+void dd_param_xavier_uniform(float *p, size_t rows, size_t cols, dd_rng *rng);
+/* A (rows, cols) row-major matrix with orthonormal rows (rows <= cols) or columns
+ * (rows >= cols), from the QR factorisation of a Gaussian draw with R's diagonal made
+ * positive: torch.nn.init.orthogonal_ with gain 1 (same distribution, not the same numbers).
+ * Errors: DD_ERR_ARG (empty), DD_ERR_NOMEM. */
+dd_status dd_param_orthogonal(float *p, size_t rows, size_t cols, dd_rng *rng);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,8 @@
  * Parameter names follow OpenDPD's backbone state_dict ("rnn.weight_ih_l0", ...,
  * "fc_out.weight", "fc_out.bias"); 3H^2 + 14H + 2 parameters (1,911 at H = 23, 2,746 at
  * H = 28). */
+#include <string.h>
+
 #include "models/model_impl.h"
 
 #define GRU_DEFAULT_HIDDEN 23
@@ -34,10 +36,31 @@ static size_t gru_workspace(const dd_model *m, int B, int T) {
     return layout(m->impl, B, T, NULL, &w);
 }
 
+/* OpenDPD's GRU.reset_parameters(): biases zero; each gate block (H x H) of weight_hh
+ * orthogonal; each gate block (H x 2) of weight_ih Xavier-uniform; fc_out Xavier-uniform
+ * with zero bias. With it the reference recipe follows OpenDPD's learning curve (PyTorch's
+ * default uniform init starts about 0.6 dB worse after one epoch). */
 static void gru_init(const dd_model *m, float *params, dd_rng *rng) {
     const gru_impl *g = m->impl;
-    dd_gru_layer_init(&g->rnn, params, rng);
-    dd_dense_layer_init(&g->fc, params, rng);
+    size_t H = (size_t)g->H;
+    for (int gate = 0; gate < 3; gate++) {
+        float *whh = params + g->rnn.w_hh + (size_t)gate * H * H;
+        if (dd_param_orthogonal(whh, H, H, rng) != DD_OK) {
+            /* Only an allocation failure gets here: keep PyTorch's default instead. */
+            dd_log(DD_LOG_WARN, "gru: orthogonal init failed (%s); using uniform init", dd_last_error());
+            dd_gru_layer_init(&g->rnn, params, rng);
+            dd_dense_layer_init(&g->fc, params, rng);
+            return;
+        }
+    }
+    for (int gate = 0; gate < 3; gate++)
+        dd_param_xavier_uniform(params + g->rnn.w_ih + (size_t)gate * H * 2, H, 2, rng);
+    if (g->rnn.bias) {
+        memset(params + g->rnn.b_ih, 0, 3 * H * sizeof(float));
+        memset(params + g->rnn.b_hh, 0, 3 * H * sizeof(float));
+    }
+    dd_param_xavier_uniform(params + g->fc.w, 2, H, rng);
+    if (g->fc.bias) memset(params + g->fc.b, 0, 2 * sizeof(float));
 }
 
 /* Forward of B frames from initial states h0 (B, H) or zeros (h0 == NULL). */

@@ -144,3 +144,45 @@ dd_status dd_param_init_uniform(const dd_param_table *t, float *arena, const cha
     dd_param_uniform(arena + e->offset, e->size, k, rng);
     return DD_OK;
 }
+
+void dd_param_xavier_uniform(float *p, size_t rows, size_t cols, dd_rng *rng) {
+    dd_param_uniform(p, rows * cols, sqrt(6.0 / (double)(rows + cols)), rng);
+}
+
+dd_status dd_param_orthogonal(float *p, size_t rows, size_t cols, dd_rng *rng) {
+    if (rows == 0 || cols == 0) return dd_error(DD_ERR_ARG, "orthogonal init: empty %zux%zu matrix", rows, cols);
+    /* Work on the tall orientation n x m (n >= m): columns are orthonormalised by
+     * modified Gram-Schmidt, which yields the QR factor whose R has a positive diagonal,
+     * i.e. torch.nn.init.orthogonal_'s Q after its sign correction. */
+    int tall = rows >= cols;
+    size_t n = tall ? rows : cols, m = tall ? cols : rows;
+    double *a = dd_calloc(n * m, sizeof(double));
+    if (!a) return DD_ERR_NOMEM;
+    for (size_t i = 0; i < n * m; i++) a[i] = dd_rng_normal(rng); /* a[j*n + i]: column j */
+    for (size_t j = 0; j < m; j++) {
+        double *q = a + j * n;
+        for (size_t k = 0; k < j; k++) {
+            const double *qk = a + k * n;
+            double d = 0.0;
+            for (size_t i = 0; i < n; i++) d += qk[i] * q[i];
+            for (size_t i = 0; i < n; i++) q[i] -= d * qk[i];
+        }
+        double s = 0.0;
+        for (size_t i = 0; i < n; i++) s += q[i] * q[i];
+        s = sqrt(s);
+        if (s < 1e-12) { /* practically impossible with Gaussian draws */
+            dd_free(a);
+            return dd_error(DD_ERR_NUMERIC, "orthogonal init: rank-deficient draw");
+        }
+        for (size_t i = 0; i < n; i++) q[i] /= s;
+    }
+    /* Tall: p (rows x cols) row-major, p[i*cols + j] = column j entry i.
+     * Wide: p = Q^T, p[j*cols + i] = column j entry i (rows = m, cols = n). */
+    for (size_t j = 0; j < m; j++)
+        for (size_t i = 0; i < n; i++) {
+            if (tall) p[i * cols + j] = (float)a[j * n + i];
+            else p[j * cols + i] = (float)a[j * n + i];
+        }
+    dd_free(a);
+    return DD_OK;
+}
