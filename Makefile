@@ -43,8 +43,11 @@ test: deps
 	$(MAKE) check
 	$(MAKE) asan-test
 
-install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+# Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
+install: $(BUILD)/CMakeCache.txt
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --build $(BUILD) -j $(JOBS)
+	cmake --install $(BUILD)
 
 bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make install` payload: installs the build into a temporary prefix (cmake --install
+# --prefix), then checks that the installed command runs and that a separate C program
+# compiles and links against libdistdpd through the installed distdpd.pc.
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+: "${DD_BINARY_DIR:?set by ctest}"
+
+P=$TMP/prefix
+if cmake --install "$DD_BINARY_DIR" --prefix "$P" >"$TMP/install.log" 2>&1; then pass; else fail "cmake --install: $(cat "$TMP/install.log")"; fi
+LIBDIR=$(ls -d "$P"/lib*/ | head -1)
+[ -x "$P/bin/distdpd" ] && pass || fail "no $P/bin/distdpd"
+[ -f "$P/include/distdpd/core.h" ] && [ -f "$P/include/distdpd/train.h" ] && pass || fail "headers not installed"
+PC=$(find "$P" -name distdpd.pc | head -1)
+[ -n "$PC" ] && pass || fail "distdpd.pc not installed"
+export PKG_CONFIG_PATH=$(dirname "$PC")
+FLAGS=$(pkg-config --define-variable=prefix="$P" --cflags --libs distdpd)
+has "$FLAGS" "-ldistdpd" "pkg-config --libs names the library"
+cat >"$TMP/use.c" <<'C'
+#include <distdpd/core.h>
+#include <distdpd/metrics.h>
+#include <stdio.h>
+int main(void) {
+    dd_cf32 x[4] = {1, 1, 1, 1};
+    double papr = -1;
+    if (dd_papr_db(x, 4, &papr) != DD_OK) return 1;
+    printf("%s %.3f %08x\n", DD_VERSION_STRING, papr, (unsigned)dd_crc32c(0, "123456789", 9));
+    return 0;
+}
+C
+if cc -std=c11 "$TMP/use.c" $FLAGS -Wl,-rpath,"$LIBDIR" -o "$TMP/use" 2>"$TMP/cc.log"; then pass; else fail "compile against the installed library: $(cat "$TMP/cc.log")"; fi
+if [ -x "$TMP/use" ]; then
+    got=$("$TMP/use")
+    ver=$(LD_LIBRARY_PATH="$LIBDIR" "$P/bin/distdpd" --version)
+    has "$got" "0.000 e3069283" "installed library computes (PAPR of a constant = 0, CRC32C check value)"
+    has "$ver" "distdpd " "installed command runs"
+fi
+finish
