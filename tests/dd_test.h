@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 static int dd_t_pass, dd_t_fail;
 
@@ -65,7 +67,42 @@ static inline const char *dd_test_srcdir(void) {
     return s ? s : ".";
 }
 
-/* A fresh temporary directory (under $TMPDIR or /tmp); the path is static storage. */
+/* Temporary directories made by dd_test_tmpdir(), removed at exit unless DD_KEEP_TMP is
+ * set (then their paths are printed, for debugging a failure). */
+static char dd_t_tmp[16][512];
+static int dd_t_ntmp;
+
+/* Removes path and, for a directory, everything below it (no symlinks followed). */
+static void dd_t_rm(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+                char child[1024];
+                snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+                dd_t_rm(child);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+static void dd_t_cleanup(void) {
+    for (int i = 0; i < dd_t_ntmp; i++) {
+        if (getenv("DD_KEEP_TMP")) printf("kept %s\n", dd_t_tmp[i]);
+        else dd_t_rm(dd_t_tmp[i]);
+    }
+}
+
+/* A fresh temporary directory (under $TMPDIR or /tmp), removed with its contents when
+ * the test exits. The returned path stays valid until exit (at most 16 per test). */
 static inline const char *dd_test_tmpdir(void) {
     static char buf[512];
     const char *base = getenv("TMPDIR");
@@ -73,6 +110,10 @@ static inline const char *dd_test_tmpdir(void) {
     if (!mkdtemp(buf)) {
         perror("mkdtemp");
         exit(2);
+    }
+    if (dd_t_ntmp < 16) {
+        if (dd_t_ntmp == 0) atexit(dd_t_cleanup);
+        memcpy(dd_t_tmp[dd_t_ntmp++], buf, sizeof buf);
     }
     return buf;
 }
