@@ -1,6 +1,6 @@
 /* `distdpd simulate`: generates the OFDM test signal (ofdm.h), passes it through a
  * simulated PA (pa.h) and writes the pair as a data set (OpenDPD layout, binary or
- * SigMF) plus simulation.json, then prints a short measurement summary. */
+ * SigMF) plus simulation.json and pa.json, then prints a short measurement summary. */
 #include <getopt.h>
 #include <math.h>
 #include <string.h>
@@ -19,8 +19,10 @@ static void help(void) {
            "and writes PA input and output as a data set in DIR, split in time order\n"
            "0.6/0.2/0.2 into train/val/test, with DIR/simulation.json describing the run\n"
            "(the transmitted symbols can be regenerated from it, so `distdpd report` can\n"
-           "demodulate the EVM). The PA is calibrated on the frame and run over one frame\n"
-           "first, so the data start in the steady state.\n"
+           "demodulate the EVM) and DIR/pa.json holding the PA's parameters and calibration\n"
+           "(train-dpd rebuilds the noiseless PA from it to measure a DPD on the true PA).\n"
+           "The PA is calibrated on the frame and run over one frame first, so the data\n"
+           "start in the steady state.\n"
            "\n"
            "options:\n"
            "  --out DIR           output directory (created if needed)\n"

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_plan.h"
 #include "cmd_train.h"
 
 static int cmd_help(int argc, char **argv);
@@ -14,11 +15,13 @@ static const dd_cli_cmd commands[] = {
     {"inspect", "what a data set holds: splits, rates, PAPR, ACLR, gain-only NMSE", dd_cmd_inspect},
     {"simulate", "generate an OFDM test signal, pass it through a simulated PA, save a data set", dd_cmd_simulate},
     {"report", "HTML report of a data set: spectra, AM/AM, AM/PM, metric table", dd_cmd_report},
-    {"demo", "simulate the default PA campaign, measure it and write an HTML report", dd_cmd_demo},
+    {"demo", "the whole loop on the embedded default: simulate a PA, train a PA model and a DPD, report", dd_cmd_demo},
     {"train-pa", "train a PA behavioural model (run directory with metrics, checkpoints, report)", dd_cmd_train_pa},
     {"train-dpd", "train a DPD through a PA run's model (direct learning, or --ila)", dd_cmd_train_dpd},
     {"run", "run a trained model (PA model or DPD) over an I/Q file as one stream", dd_cmd_run},
     {"eval", "re-evaluate a training run on a data set (NMSE, ACLR, EVM)", dd_cmd_eval},
+    {"models", "list the PA / DPD models with their default sizes (parameters, FLOPs)", dd_cmd_models},
+    {"plan", "predict allreduce time and data-parallel scaling (alpha-beta model); --calibrate measures this machine", dd_cmd_plan},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

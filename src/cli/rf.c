@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "distdpd/fit.h"
 #include "distdpd/report.h"
+#include "distdpd/train.h"
 #include "rf.h"
 
 #define PI 3.14159265358979323846
@@ -141,6 +142,12 @@ dd_status dd_sim_save(const dd_sim_cfg *c, const dd_sim *s, const dd_dataset *ds
         snprintf(path, sizeof path, "%s", dir);
     }
     if (data_path) *data_path = path;
+
+    /* the PA that produced the data, with its calibration: train-dpd rebuilds it
+     * (noiseless) from DIR/pa.json to measure a DPD on the true PA */
+    char pj[4200];
+    snprintf(pj, sizeof pj, "%s/%s", dir, DD_SIM_PA_FILE);
+    DD_TRY(dd_sim_pa_save(s->pa, pj));
 
     dd_ofdm_info info;
     DD_TRY(dd_ofdm_get_info(s->frame, &info));
@@ -379,6 +386,25 @@ static dd_status psd_rel(const dd_rf_analysis *a, const dd_cf32 *x, size_t nper,
     return DD_OK;
 }
 
+dd_status dd_rf_psd_rel(const dd_spec *sp, const dd_cf32 *x, size_t n, size_t nper, double *freq_mhz,
+                        double *out_db) {
+    DD_TRY(dd_welch(x, n, sp->fs, nper, DD_PSD_DENSITY, 0, out_db, freq_mhz));
+    double bw = sp->bw_occupied > 0 ? sp->bw_occupied : sp->bw_main;
+    double sum = 0;
+    size_t cnt = 0;
+    for (size_t i = 0; i < nper; i++)
+        if (fabs(freq_mhz[i]) < 0.45 * bw) {
+            sum += out_db[i];
+            cnt++;
+        }
+    double ref = cnt && sum > 0 ? sum / (double)cnt : 1.0;
+    for (size_t i = 0; i < nper; i++) {
+        out_db[i] = dd_db10(out_db[i] / ref);
+        freq_mhz[i] /= 1e6;
+    }
+    return DD_OK;
+}
+
 /* ACLR of the data set: per split (splits need not be contiguous in time), combined
  * as the sample-weighted mean of the dB values. Splits the definition cannot measure
  * (too short) are skipped; NaN if none can be measured. */
@@ -561,24 +587,23 @@ fail:
 
 /* ================================================================ report */
 
-#define AM_XMIN (-30.0) /* AM/AM and AM/PM plots start this far below the input peak, dB */
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* y limits for an AM/AM or AM/PM plot: the central 99 % of the dots with x >= AM_XMIN
+/* y limits for an AM/AM or AM/PM plot: the central 99 % of the dots with x >= DD_RF_AM_XMIN
  * and every finite point of the median curve there, padded by 10 %. Falls back to
  * automatic limits (NaN) when there is nothing to go by. */
-static void am_limits(const double *sx, const double *sy, size_t ns, const double *cx, const double *cy,
-                      size_t nc, double *lo, double *hi) {
+void dd_rf_am_limits(const double *sx, const double *sy, size_t ns, const double *cx, const double *cy,
+                     size_t nc, double *lo, double *hi) {
     *lo = *hi = NAN;
     double *tmp = dd_calloc(ns ? ns : 1, sizeof *tmp);
     if (!tmp) return;
     size_t m = 0;
     for (size_t i = 0; i < ns; i++)
-        if (sx[i] >= AM_XMIN && isfinite(sy[i])) tmp[m++] = sy[i];
+        if (sx[i] >= DD_RF_AM_XMIN && isfinite(sy[i])) tmp[m++] = sy[i];
     double a = INFINITY, b = -INFINITY;
     if (m > 0) {
         qsort(tmp, m, sizeof *tmp, cmp_double);
@@ -587,7 +612,7 @@ static void am_limits(const double *sx, const double *sy, size_t ns, const doubl
     }
     dd_free(tmp);
     for (size_t i = 0; i < nc; i++)
-        if (cx[i] >= AM_XMIN && isfinite(cy[i])) {
+        if (cx[i] >= DD_RF_AM_XMIN && isfinite(cy[i])) {
             a = fmin(a, cy[i]);
             b = fmax(b, cy[i]);
         }
@@ -609,13 +634,11 @@ static dd_status row4(dd_report *r, const char *a, const char *b, const char *c,
     return dd_report_table_row(r, cells);
 }
 
-dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const char *source,
-                             const char *format, const char *const *details,
-                             const char *path) {
-    dd_report *r = NULL;
-    dd_status st;
-    char b1[64], b2[64], b3[64], txt[1024];
-    DD_TRY(dd_report_create(title, &r));
+dd_status dd_rf_report_sections(dd_report *r, const dd_rf_analysis *a, const char *source, const char *format,
+                                const char *const *details, const char *plot_tag) {
+    dd_status st = DD_OK;
+    char b1[64], b2[64], b3[64], txt[1024], head[256];
+    if (!plot_tag) plot_tag = "";
     const dd_spec *sp = &a->spec;
     double occ = sp->bw_occupied > 0 ? sp->bw_occupied : sp->bw_main;
 
@@ -703,7 +726,8 @@ dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const c
     /* plots */
     dd_plot_opts po;
     if (a->npsd) {
-        TRY_R(dd_report_heading(r, "Spectrum"));
+        snprintf(head, sizeof head, "Spectrum%s", plot_tag);
+        TRY_R(dd_report_heading(r, head));
         dd_series s[2] = {{"PA input", a->freq_mhz, a->psd_in_db, a->npsd, DD_SERIES_LINE, "#1f77b4"},
                           {"PA output", a->freq_mhz, a->psd_out_db, a->npsd, DD_SERIES_LINE, "#d62728"}};
         dd_plot_opts_default(&po);
@@ -723,7 +747,8 @@ dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const c
         TRY_R(dd_report_plot(r, &po, s, 2));
     }
     if (a->curve.nbins) {
-        TRY_R(dd_report_heading(r, "AM/AM and AM/PM"));
+        snprintf(head, sizeof head, "AM/AM and AM/PM%s", plot_tag);
+        TRY_R(dd_report_heading(r, head));
         dd_series s[2] = {{"samples", a->sc_in_db, a->sc_gain_db, a->nscatter, DD_SERIES_POINTS, "rgba(31,119,180,0.35)"},
                           {"binned median", a->curve.in_db, a->curve.gain_db, a->curve.nbins, DD_SERIES_LINE, "#d62728"}};
         dd_plot_opts_default(&po);
@@ -731,9 +756,9 @@ dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const c
         po.xlabel = "Input power (dB rel. peak)";
         po.ylabel = "Gain (dB rel. linear fit)";
         po.width = 900;
-        po.xmin = AM_XMIN;
+        po.xmin = DD_RF_AM_XMIN;
         po.xmax = 0.0;
-        am_limits(a->sc_in_db, a->sc_gain_db, a->nscatter, a->curve.in_db, a->curve.gain_db, a->curve.nbins, &po.ymin,
+        dd_rf_am_limits(a->sc_in_db, a->sc_gain_db, a->nscatter, a->curve.in_db, a->curve.gain_db, a->curve.nbins, &po.ymin,
                   &po.ymax);
         snprintf(txt, sizeof txt,
                  "Instantaneous gain |y| / (|g| |x|) against input level, g the least-squares complex gain "
@@ -744,13 +769,20 @@ dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const c
         s[0].y = a->sc_phase_deg;
         s[1].y = a->curve.phase_deg;
         po.title = "AM/PM";
-        am_limits(a->sc_in_db, a->sc_phase_deg, a->nscatter, a->curve.in_db, a->curve.phase_deg, a->curve.nbins,
+        dd_rf_am_limits(a->sc_in_db, a->sc_phase_deg, a->nscatter, a->curve.in_db, a->curve.phase_deg, a->curve.nbins,
                   &po.ymin, &po.ymax);
         po.ylabel = "Phase (degrees)";
         po.caption = "Phase of y x* / g against input level: dots per sample, line the binned median.";
         TRY_R(dd_report_plot(r, &po, s, 2));
     }
 
+done:
+    return st;
+}
+
+dd_status dd_rf_report_definitions(dd_report *r, const dd_rf_analysis *a) {
+    dd_status st = DD_OK;
+    char txt[256];
     TRY_R(dd_report_heading(r, "Definitions"));
     TRY_R(dd_report_paragraph(r,
                               "ACLR (OpenDPD): the main channel [-BW/2, BW/2] is split into n_sub sub-channels; each "
@@ -765,6 +797,18 @@ dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const c
                               "zero-forcing equaliser per sub-carrier, EVM = sqrt(sum|Y/H - X|^2 / sum|X|^2)."));
     snprintf(txt, sizeof txt, "Measured in %.2f s by distdpd %s.", a->seconds, DD_VERSION_STRING);
     TRY_R(dd_report_paragraph(r, txt));
+done:
+    return st;
+}
+
+dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const char *source,
+                             const char *format, const char *const *details,
+                             const char *path) {
+    dd_report *r = NULL;
+    dd_status st;
+    DD_TRY(dd_report_create(title, &r));
+    TRY_R(dd_rf_report_sections(r, a, source, format, details, NULL));
+    TRY_R(dd_rf_report_definitions(r, a));
     TRY_R(dd_report_write(r, path));
 done:
     dd_report_free(&r);

@@ -13,6 +13,7 @@
 #include "distdpd/metrics.h"
 #include "distdpd/ofdm.h"
 #include "distdpd/pa.h"
+#include "distdpd/report.h"
 
 /* ---------------------------------------------------------------- simulation */
 
@@ -51,8 +52,9 @@ void dd_sim_free(dd_sim *s);
 /* Splits the simulation in time order by s->spec.split into a new data set. */
 dd_status dd_sim_dataset(const dd_sim *s, dd_dataset **ds);
 
-/* Writes the data set under dir in the given format (0 opendpd, 1 bin, 2 sigmf) and
- * the simulation.json sidecar; *data_path (static storage) receives the path that
+/* Writes the data set under dir in the given format (0 opendpd, 1 bin, 2 sigmf), the
+ * simulation.json sidecar and dir/pa.json (train.h dd_sim_pa_save: the PA that produced
+ * the data, with its calibration, so the true PA can be rebuilt); *data_path (static storage) receives the path that
  * `distdpd inspect` / `report --data` take. */
 dd_status dd_sim_save(const dd_sim_cfg *c, const dd_sim *s, const dd_dataset *ds, const char *dir,
                       int format, const char **data_path);
@@ -109,6 +111,29 @@ void dd_rf_free(dd_rf_analysis *a);
 dd_status dd_rf_write_report(const dd_rf_analysis *a, const char *title, const char *source,
                              const char *format, const char *const *details,
                              const char *path);
+
+/* The same in two parts, for reports that add their own sections (the demo): the
+ * sections of the analysis (summary paragraph, data set table, metrics, fits, spectrum,
+ * AM/AM and AM/PM; plot_tag (may be NULL) is appended to the plot headings), and the
+ * closing "Definitions" section. */
+dd_status dd_rf_report_sections(dd_report *r, const dd_rf_analysis *a, const char *source,
+                                const char *format, const char *const *details, const char *plot_tag);
+dd_status dd_rf_report_definitions(dd_report *r, const dd_rf_analysis *a);
+
+/* Welch PSD of x (n >= nper samples, Hann, nper-sample segments, 50 % overlap) in dB
+ * relative to its mean level inside 0.9 x the occupied band; freq_mhz and out_db hold
+ * nper values (fftshifted, MHz). */
+dd_status dd_rf_psd_rel(const dd_spec *sp, const dd_cf32 *x, size_t n, size_t nper, double *freq_mhz,
+                        double *out_db);
+
+/* AM/AM and AM/PM plots start this far below the input peak, dB. */
+#define DD_RF_AM_XMIN (-30.0)
+
+/* y limits for an AM/AM or AM/PM plot: the central 99 % of the dots (sx, sy; ns) with
+ * x >= DD_RF_AM_XMIN and every finite point of the median curve (cx, cy; nc) there,
+ * padded by 10 %; NaN (automatic limits) when there is nothing to go by. */
+void dd_rf_am_limits(const double *sx, const double *sy, size_t ns, const double *cx, const double *cy,
+                     size_t nc, double *lo, double *hi);
 
 /* Resolves a data set argument: a directory holding data.ddb (and no spec.json) means
  * that file. Returns path itself otherwise. buf holds the result. */

@@ -3,8 +3,10 @@
 # count in every format (OpenDPD CSV, binary, SigMF), the same samples in CSV and binary,
 # bit-identical output for the same seed, a spec.json and simulation.json describing
 # the run, physically ordered results (more drive -> more spectral regrowth, worse
-# gain-only fit; the PA output has a larger EVM than its input), model and preset
-# lists, and exact messages / exit statuses for bad option values.
+# gain-only fit; the PA output has a larger EVM than its input), pa.json recording the
+# PA that made the data (model, drive, SNR, calibration) so that train-dpd measures the
+# DPD on it, model and preset lists, and exact messages / exit statuses for bad option
+# values.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -88,6 +90,39 @@ has "$OUT" "train 55296, val 18432, test 18432" "one frame = 92160 samples"
 ein=$(sed -n 's/^EVM (demodulated): *input \([0-9.]*\) %.*/\1/p' <<<"$OUT")
 eout=$(sed -n 's/^EVM (demodulated):.*output \([0-9.]*\) %.*/\1/p' <<<"$OUT")
 if awk -v a="$ein" -v b="$eout" 'BEGIN { exit !(a != "" && b != "" && a < 1 && b > 2 * a) }'; then pass; else fail "EVM input '$ein' %, output '$eout' %"; fi
+
+# pa.json: the PA that made the data, with its calibration (train-dpd rebuilds the true PA
+# from it); non-default model, drive and SNR must be the ones recorded
+run simulate --out "$TMP/p" --samples 20000 --pa wiener --drive 2 --snr 30 --seed 5 -q
+expect_rc 0 "simulate --pa wiener --drive 2 --snr 30"
+if [ -s "$TMP/p/pa.json" ]; then pass; else fail "simulate did not write pa.json"; fi
+pj=$(tr -d ' \t\n' <"$TMP/p/pa.json")
+sj=$(tr -d ' \t\n' <"$TMP/p/simulation.json")
+has "$pj" '"model":"wiener"' "pa.json model"
+has "$pj" '"seed":"6"' "pa.json noise seed = seed + 1"
+near "$(json_num "$pj" snr_db)" 30 0 "pa.json SNR"
+near "$(json_num "$pj" drive_db)" "$(json_num "${sj#*\"pa\":\{}" drive_db)" 0 "pa.json drive = simulation.json drive"
+near "$(json_num "$pj" fs)" 92160000 0 "pa.json sample rate = the signal's"
+for k in in_gain out_power noise_var; do
+    near "$(json_num "$pj" $k)" "$(json_num "${sj#*\"pa\":\{}" $k)" 1e-12 "pa.json calibration $k = simulation.json's"
+done
+in_range_p() { if awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v != "" && v >= lo && v <= hi) }'; then pass; else fail "$4 = '$1' not in [$2, $3]"; fi; }
+in_range_p "$(json_num "$pj" in_gain)" 1e-3 1e3 "pa.json in_gain calibrated"
+# train-dpd on the simulated set measures the DPD on that true PA (rebuilt from pa.json)
+run train-pa --data "$TMP/p" --model gru --hidden 4 --epochs 1 --stride 16 --out "$TMP/p/run-pa" --progress none
+expect_rc 0 "train-pa on the simulated set"
+run train-dpd --pa-run "$TMP/p/run-pa" --model gru --hidden 4 --epochs 1 --stride 16 --out "$TMP/p/run-dpd" --progress none
+expect_rc 0 "train-dpd on the simulated set"
+has "$OUT" "true PA:" "train-dpd reports the true PA"
+cj=$(tr -d ' \t\n' <"$TMP/p/run-dpd/config.json")
+has "$cj" '"true_pa":{"available":true,"name":"wiener"' "config.json: true PA rebuilt from pa.json"
+# without pa.json the same set falls back to simulation.json (the model's defaults):
+# both rebuild the same wiener PA here, so the no-DPD numbers agree
+a_pj=$(json_num "${cj#*\"no_dpd_test\":\{}" aclr_avg_db)
+rm "$TMP/p/pa.json"
+run eval --run "$TMP/p/run-dpd" --json
+expect_rc 0 "eval without pa.json"
+near "$(json_num "$OUT" no_dpd_test_aclr_avg_db)" "$a_pj" 0.05 "simulation.json fallback rebuilds the same PA"
 
 # other models and presets
 run simulate --out "$TMP/g" --samples 5000 --pa saleh --snr 0 -q
