@@ -2,6 +2,9 @@
  * dd_real (see nn_real.h); included by act.c for float and double. */
 
 void RFN(dd_act_forward)(dd_act a, dd_real *out, const dd_real *in, size_t n) {
+#if !DD_NN_DOUBLE
+    if (dd_nn_act_fwd(dd_nn_simd_level(), (int)a, out, in, n)) return; /* ReLU, Hardswish */
+#endif
     switch (a) {
     case DD_ACT_TANH:
         if (out != in) memmove(out, in, n * sizeof(dd_real));
@@ -30,6 +33,9 @@ void RFN(dd_act_forward)(dd_act a, dd_real *out, const dd_real *in, size_t n) {
 void RFN(dd_act_backward)(dd_act a, dd_real *din, const dd_real *dout, const dd_real *in,
                           const dd_real *out, size_t n) {
     if (!din) return;
+#if !DD_NN_DOUBLE
+    if (dd_nn_act_bwd(dd_nn_simd_level(), (int)a, din, dout, in, n)) return; /* ReLU, Hardswish */
+#endif
     switch (a) {
     case DD_ACT_TANH:
         for (size_t i = 0; i < n; i++) din[i] += dout[i] * (1 - out[i] * out[i]);

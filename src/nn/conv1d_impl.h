@@ -8,6 +8,10 @@
 #define DD_CONV_DW_MAX 1024 /* floats or doubles: at most 16 KB of stack */
 #endif
 
+/* Float32 with SIMD (simd.h, conv_fast_impl.h): depthwise convolutions with C*K <=
+ * DD_CONV_DW_MAX and small full ones (groups 1) run in vectorised kernels over whole rows
+ * (dd_nn_conv_fast_forward / _backward in simd_kernels.c). */
+
 /* Depthwise forward: out[bt, c] = b[c] + sum_k w[c, k] in[bt - s_k, c]. */
 static void RFN(dd_conv1d_dw_forward)(dd_real *out, const dd_real *in, const dd_real *w,
                                       const dd_real *b, size_t BT, size_t T, size_t C, size_t K,
@@ -61,6 +65,9 @@ void RFN(dd_conv1d_forward)(dd_real *out, const dd_real *in, const dd_real *w, c
         RFN(dd_dense_forward)(out, in, w, b, BT, c_in, c_out);
         return;
     }
+#if !DD_NN_DOUBLE
+    if (dd_nn_conv_fast_forward(out, in, w, b, (size_t)B_, T, Ci, Co, K, d, G)) return;
+#endif
     if (cig == 1 && cog == 1 && Ci * K <= DD_CONV_DW_MAX) {
         RFN(dd_conv1d_dw_forward)(out, in, w, b, BT, T, Ci, K, d);
         return;
@@ -94,6 +101,10 @@ void RFN(dd_conv1d_backward)(dd_real *din, dd_real *dw, dd_real *db, const dd_re
         RFN(dd_dense_backward)(din, dw, db, dout, in, w, BT, c_in, c_out);
         return;
     }
+#if !DD_NN_DOUBLE
+    if ((din || dw || db) && dd_nn_conv_fast_backward(din, dw, db, dout, in, w, (size_t)B_, T, Ci, Co, K, d, G))
+        return;
+#endif
     if (db) RFN(dd_nn_colsum_add)(db, dout, BT, Co, Co);
     if (!din && !dw) return;
     if (cig == 1 && cog == 1 && Ci * K <= DD_CONV_DW_MAX) {

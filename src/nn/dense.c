@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nn_private.h"
+#include "simd.h"
 
 #define DD_NN_DOUBLE 0
 #include "nn_real.h"

@@ -5,7 +5,7 @@
  * (TB = T*B columns), so that the elementwise work of one step is B contiguous values per
  * hidden unit (vectorisable) and the weight gradients are single GEMMs over all TB
  * columns. Workspace layout, in elements:
- *   xtm    TB x D    the input in time-major row order (row c)             saved
+ *   xfm    D x TB    the input, feature-major (row d, column c)            saved
  *   hprev  H x TB    h_{t-1} seen by step t (h0 or zeros at t = 0)         saved
  *   gates  4H x TB   rows [r, z, n, hn], hn = W_hn h_{t-1} + b_hn           saved
  *   dG     4H x TB   rows [da_r, da_z, da_n * r, da_n] (pre-activation)    backward
@@ -13,17 +13,21 @@
  *   S      3H x B    W_hh h_{t-1} + b_hh of the current step, then h_t     forward scratch
  *   dh     H x B     running dL/dh_{t-1}                                   backward scratch
  * With this dG layout the recurrent gradient is rows [0, 3H) (one GEMM against W_hh) and
- * the input gradient rows [0, 2H) + [3H, 4H) (two GEMMs against W_ih). */
+ * the input gradient rows [0, 2H) + [3H, 4H) (two GEMMs against W_ih).
+ *
+ * Float32 on x86-64 with AVX2 or AVX-512 (simd.h): the recurrence (forward steps, and
+ * the backward steps up to dG and dL/dh0) runs in the fused kernels of gru_fast_impl.h,
+ * same layout; the input projection, the weight gradients and dx stay as below. */
 
 typedef struct {
-    dd_real *xtm, *hprev, *gates, *dG, *dxtm, *S, *dh;
+    dd_real *xfm, *hprev, *gates, *dG, *dxtm, *S, *dh;
 } RFN(dd_gru_ws);
 
 static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t T, size_t D, size_t H) {
     RFN(dd_gru_ws) w;
     const size_t TB = T * B;
-    w.xtm = ws;
-    w.hprev = w.xtm + TB * D;
+    w.xfm = ws;
+    w.hprev = w.xfm + TB * D;
     w.gates = w.hprev + H * TB;
     w.dG = w.gates + 4 * H * TB;
     w.dxtm = w.dG + 4 * H * TB;
@@ -41,14 +45,23 @@ void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_r
 
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < T; t++)
-            memcpy(w.xtm + (t * B + b) * D, x + (b * T + t) * D, D * sizeof(dd_real));
-    /* Input projection of every step at once: gates[0:3H, :] = b_ih + W_ih xtm^T. */
+            for (size_t d = 0; d < D; d++) w.xfm[d * TB + t * B + b] = x[(b * T + t) * D + d];
+    for (size_t j = 0; j < H; j++)
+        for (size_t b = 0; b < B; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0;
+#if !DD_NN_DOUBLE
+    {
+        const int level = dd_nn_simd_level();
+        if (level > DD_SIMD_GENERIC) {
+            dd_nn_gru_fwd_fast(level, out, hprev, gates, S, w.xfm, w_ih, w_hh, b_ih, b_hh, B, T, D, H);
+            return;
+        }
+    }
+#endif
+    /* Input projection of every step at once: gates[0:3H, :] = b_ih + W_ih xfm. */
     if (b_ih)
         for (size_t j = 0; j < 3 * H; j++)
             for (size_t c = 0; c < TB; c++) gates[j * TB + c] = b_ih[j];
-    RFN(dd_nn_gemm)(0, 1, 3 * H, TB, D, 1, w_ih, D, w.xtm, D, b_ih ? 1 : 0, gates, TB);
-    for (size_t j = 0; j < H; j++)
-        for (size_t b = 0; b < B; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0;
+    RFN(dd_nn_gemm)(0, 0, 3 * H, TB, D, 1, w_ih, D, w.xfm, TB, b_ih ? 1 : 0, gates, TB);
 
     for (size_t t = 0; t < T; t++) {
         const size_t c0 = t * B;
@@ -81,10 +94,20 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
     const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H);
     const dd_real *const gates = w.gates, *const hprev = w.hprev;
     dd_real *const dG = w.dG, *const dh = w.dh;
-    (void)x; /* the forward's time-major copy w.xtm is used instead */
+    (void)x; /* the forward's feature-major copy w.xfm is used instead */
 
     memset(dh, 0, H * B * sizeof(dd_real));
-    for (size_t t = T; t-- > 0;) {
+    int fast = 0;
+#if !DD_NN_DOUBLE
+    {
+        const int level = dd_nn_simd_level();
+        if (level > DD_SIMD_GENERIC) {
+            dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL);
+            fast = 1;
+        }
+    }
+#endif
+    for (size_t t = T; !fast && t-- > 0;) {
         const size_t c0 = t * B;
         for (size_t j = 0; j < H; j++) {
             dd_real *d = dh + j * B;
@@ -111,9 +134,23 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
                 for (size_t k = 0; k < D; k++) dst[k] += src[k];
             }
     }
+#if !DD_NN_DOUBLE
+    if (fast) {
+        /* weight and bias gradients in one pass each over dG */
+        const int level = dd_nn_simd_level();
+        if (dw_hh || db_hh)
+            dd_nn_gemm_nt_acc(level, 3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh);
+        if (dw_ih || db_ih) {
+            dd_nn_gemm_nt_acc(level, 2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih);
+            dd_nn_gemm_nt_acc(level, H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
+                              dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL);
+        }
+        return;
+    }
+#endif
     if (dw_ih) {
-        RFN(dd_nn_gemm)(0, 0, 2 * H, D, TB, 1, dG, TB, w.xtm, D, 1, dw_ih, D);
-        RFN(dd_nn_gemm)(0, 0, H, D, TB, 1, dG + 3 * H * TB, TB, w.xtm, D, 1, dw_ih + 2 * H * D, D);
+        RFN(dd_nn_gemm)(0, 1, 2 * H, D, TB, 1, dG, TB, w.xfm, TB, 1, dw_ih, D);
+        RFN(dd_nn_gemm)(0, 1, H, D, TB, 1, dG + 3 * H * TB, TB, w.xfm, TB, 1, dw_ih + 2 * H * D, D);
     }
     if (dw_hh) RFN(dd_nn_gemm)(0, 1, 3 * H, H, TB, 1, dG, TB, hprev, TB, 1, dw_hh, H);
     if (db_ih) {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark of distdpd, by hand (never a ctest test: timings are
+# noisy). Prints ratios and tables, not just times; see docs/performance.md.
+#
+#   bash bench/run.sh [BUILD_DIR]        (default build; the library and command built there)
+#
+# 1. bench/recipe_bench.sh: the reference recipe, distdpd against PyTorch on this machine
+#    (median epoch time and speed-up, FLOPs, GFLOP/s against the sgemm peak, test NMSE
+#    after the same epochs, peak RSS against data size), and throughput by model;
+#    results and summary.md in BUILD_DIR/bench-results.
+# 2. bench/allreduce.sh: allreduce latency and bus bandwidth at 2 and 4 ranks
+#    (up to BENCH_ALLREDUCE_MAX bytes, default 16 MB). BENCH_ALLREDUCE=0 skips it.
+# Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
+# BENCH_RSS, BENCH_PYTHON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+bash bench/recipe_bench.sh "$BUILD" "$BUILD/bench-results"
+if [ "${BENCH_ALLREDUCE:-1}" != 0 ]; then
+    echo
+    echo "## Allreduce (bench/allreduce.sh)"
+    echo
+    if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1; then
+        bash bench/allreduce.sh "$BUILD" "${BENCH_ALLREDUCE_MAX:-16777216}"
+    else
+        echo "mpicc/mpirun not found: allreduce benchmark skipped"
+    fi
+fi

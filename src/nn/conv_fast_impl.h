@@ -1,0 +1,385 @@
+/* Causal conv1d kernels and elementwise activations, written once over the vector
+ * vocabulary of simd_vec.h and included by simd_kernels.c once per instruction set.
+ * Tensors are (B, T, C) with rows r = b*T + t; tap k reads row r - s_k, s_k = (K-1-k) d,
+ * when t >= s_k (zero history before each frame). All loops run over rows in order
+ * (sequential memory streams) with channel vectors inside.
+ *
+ * Depthwise (one channel per group), weights transposed to wt[k][c] on the stack:
+ *   forward   out[r, c] = b[c] + sum_k wt[k][c] in[r - s_k, c]              (k ascending)
+ *   backward  din[r, c] += sum_k wt[k][c] dout[r + s_k, c]  (t + s_k < T; gather form,
+ *             each din row written once); dw[c, k] += sum_r in[r - s_k, c] dout[r, c]
+ *             (accumulated in a stack array over all rows, in row order)
+ * Full (groups == 1, C_out and C_in <= 6 VW; also the K = 1 dense layers), weights re-laid on the stack, zero-padded to whole
+ * vectors:
+ *   forward   wf[k][ci][:] = w[:, ci, k]: out[r, :] = b + sum_k sum_ci in[r - s_k, ci] wf[k][ci]
+ *   backward  wb[k][co][:] = w[co, :, k]: din[r, :] += sum_k sum_co dout[r + s_k, co] wb[k][co];
+ *             dw: for each tap, register accumulators acc[co][:] += dout[r, co] in[r - s_k, :]
+ *             over all rows; db: vector sums of dout rows.
+ * Activations (float32, same operations as act_impl.h, so bit-identical to the generic
+ * path for ReLU and Hardswish): forward and backward of ReLU and Hardswish. */
+
+/* ---------------------------------------------------------------- depthwise */
+
+void VSUF(dd_nn_conv_dw_fwd_fast)(float *out, const float *in, const float *wt, const float *b,
+                                  size_t B, size_t T, size_t C, size_t K, size_t d) {
+    const size_t nf = C / VW, rem = C % VW;
+    const VM tail = VMASK(rem ? (int)rem : VW);
+    for (size_t bb = 0; bb < B; bb++)
+        for (size_t t = 0; t < T; t++) {
+            const size_t r = bb * T + t;
+            /* taps k >= k0 are inside the frame (s_k <= t) */
+            const size_t kmin = (K - 1) * d <= t ? 0 : K - 1 - t / d;
+            for (size_t v = 0; v <= nf; v++) {
+                if (v == nf && !rem) break;
+                const size_t c = v * VW;
+                const int m = v == nf;
+                VF acc = b ? (m ? VLOADM(b + c, tail) : VLOAD(b + c)) : VZERO();
+                for (size_t k = kmin; k < K; k++) {
+                    const float *x = in + (r - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
+                    acc = m ? VFMA(VLOADM(w, tail), VLOADM(x, tail), acc) : VFMA(VLOAD(w), VLOAD(x), acc);
+                }
+                if (m) VSTOREM(out + r * C + c, acc, tail);
+                else VSTORE(out + r * C + c, acc);
+            }
+        }
+}
+
+/* dwt (K x C, zero on entry) receives the weight gradient in the transposed layout. */
+void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, const float *in,
+                                  const float *wt, size_t B, size_t T, size_t C, size_t K,
+                                  size_t d) {
+    const size_t nf = C / VW, rem = C % VW;
+    const VM tail = VMASK(rem ? (int)rem : VW);
+    for (size_t bb = 0; bb < B; bb++)
+        for (size_t t = 0; t < T; t++) {
+            const size_t r = bb * T + t;
+            const size_t kmin = (K - 1) * d <= t ? 0 : K - 1 - t / d;
+            /* din: taps with t + s_k < T, i.e. s_k <= T-1-t */
+            const size_t up = T - 1 - t;
+            const size_t kmin_in = (K - 1) * d <= up ? 0 : K - 1 - up / d;
+            for (size_t v = 0; v <= nf; v++) {
+                if (v == nf && !rem) break;
+                const size_t c = v * VW;
+                const int m = v == nf;
+                if (din) {
+                    float *p = din + r * C + c;
+                    VF acc = m ? VLOADM(p, tail) : VLOAD(p);
+                    for (size_t k = kmin_in; k < K; k++) {
+                        const float *g = dout + (r + (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
+                        acc = m ? VFMA(VLOADM(w, tail), VLOADM(g, tail), acc) : VFMA(VLOAD(w), VLOAD(g), acc);
+                    }
+                    if (m) VSTOREM(p, acc, tail);
+                    else VSTORE(p, acc);
+                }
+                if (dwt) {
+                    const VF g = m ? VLOADM(dout + r * C + c, tail) : VLOAD(dout + r * C + c);
+                    for (size_t k = kmin; k < K; k++) {
+                        const float *x = in + (r - (K - 1 - k) * d) * C + c;
+                        float *a = dwt + k * C + c;
+                        if (m) VSTOREM(a, VFMA(VLOADM(x, tail), g, VLOADM(a, tail)), tail);
+                        else VSTORE(a, VFMA(VLOAD(x), g, VLOAD(a)));
+                    }
+                }
+            }
+        }
+}
+
+/* ---------------------------------------------------------------- full (groups == 1) */
+
+#define CNV 6 /* output (forward) / input (backward) channel vectors at most */
+
+/* Rows r0 .. r0+R-1 of one frame (R independent accumulator chains), taps kmin..K-1. */
+static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_rows)(
+    const int NV, const int R, float *out, const float *in, const float *wf, const VF *bias,
+    size_t r0, size_t kmin, size_t Ci, size_t Co, size_t K, size_t d, VM tail) {
+    const size_t ld = (size_t)NV * VW; /* floats per wf row */
+    VF acc[4][CNV];
+#pragma GCC unroll 4
+    for (int q = 0; q < R; q++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[q][v] = bias[v];
+    for (size_t k = kmin; k < K; k++) {
+        const float *x = in + (r0 - (K - 1 - k) * d) * Ci;
+        const float *w = wf + k * Ci * ld;
+        for (size_t ci = 0; ci < Ci; ci++, w += ld) {
+            VF wv[CNV];
+#pragma GCC unroll 6
+            for (int v = 0; v < NV; v++) wv[v] = VLOAD(w + (size_t)v * VW);
+#pragma GCC unroll 4
+            for (int q = 0; q < R; q++) {
+                const VF xb = VSET1(x[(size_t)q * Ci + ci]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) acc[q][v] = VFMA(xb, wv[v], acc[q][v]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < R; q++) {
+        float *o = out + (r0 + (size_t)q) * Co;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            if (v == NV - 1) VSTOREM(o + (size_t)v * VW, acc[q][v], tail);
+            else VSTORE(o + (size_t)v * VW, acc[q][v]);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_nv)(
+    const int NV, float *out, const float *in, const float *wf, const float *bp, size_t B,
+    size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
+    const VM tail = VMASK((int)(Co - (size_t)(NV - 1) * VW));
+    const size_t full = (K - 1) * d; /* rows with t >= full see every tap */
+    VF bias[CNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) bias[v] = VLOAD(bp + (size_t)v * VW);
+    for (size_t bb = 0; bb < B; bb++) {
+        size_t t = 0;
+        for (; t < T && t < full; t++) /* the frame's first rows: taps kmin..K-1 */
+            VSUF(conv_full_fwd_rows)(NV, 1, out, in, wf, bias, bb * T + t, K - 1 - t / d, Ci, Co, K, d, tail);
+        for (; t + 4 <= T; t += 4)
+            VSUF(conv_full_fwd_rows)(NV, 4, out, in, wf, bias, bb * T + t, 0, Ci, Co, K, d, tail);
+        for (; t < T; t++)
+            VSUF(conv_full_fwd_rows)(NV, 1, out, in, wf, bias, bb * T + t, 0, Ci, Co, K, d, tail);
+    }
+}
+
+/* wf: K x Ci rows of NV*VW floats (w[:, ci, k], zero-padded); bp: NV*VW floats (bias or 0). */
+void VSUF(dd_nn_conv_full_fwd_fast)(float *out, const float *in, const float *wf, const float *bp,
+                                    size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
+    switch ((Co + VW - 1) / VW) {
+    case 1: VSUF(conv_full_fwd_nv)(1, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 2: VSUF(conv_full_fwd_nv)(2, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 3: VSUF(conv_full_fwd_nv)(3, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 4: VSUF(conv_full_fwd_nv)(4, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 5: VSUF(conv_full_fwd_nv)(5, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    default: VSUF(conv_full_fwd_nv)(6, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    }
+}
+
+/* din rows r0 .. r0+R-1 of one frame += taps kmin..K-1 (gather form). */
+static inline __attribute__((always_inline)) void VSUF(conv_full_din_rows)(
+    const int NV, const int R, float *din, const float *dout, const float *wb, size_t r0,
+    size_t kmin, size_t Ci, size_t Co, size_t K, size_t d, VM tail) {
+    const size_t ld = (size_t)NV * VW;
+    VF acc[4][CNV];
+#pragma GCC unroll 4
+    for (int q = 0; q < R; q++) {
+        const float *p = din + (r0 + (size_t)q) * Ci;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[q][v] = v == NV - 1 ? VLOADM(p + (size_t)v * VW, tail) : VLOAD(p + (size_t)v * VW);
+    }
+    for (size_t k = kmin; k < K; k++) {
+        const float *g = dout + (r0 + (K - 1 - k) * d) * Co;
+        const float *w = wb + k * Co * ld;
+        for (size_t co = 0; co < Co; co++, w += ld) {
+            VF wv[CNV];
+#pragma GCC unroll 6
+            for (int v = 0; v < NV; v++) wv[v] = VLOAD(w + (size_t)v * VW);
+#pragma GCC unroll 4
+            for (int q = 0; q < R; q++) {
+                const VF gb = VSET1(g[(size_t)q * Co + co]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) acc[q][v] = VFMA(gb, wv[v], acc[q][v]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int q = 0; q < R; q++) {
+        float *p = din + (r0 + (size_t)q) * Ci;
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            if (v == NV - 1) VSTOREM(p + (size_t)v * VW, acc[q][v], tail);
+            else VSTORE(p + (size_t)v * VW, acc[q][v]);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void VSUF(conv_full_din_nv)(
+    const int NV, float *din, const float *dout, const float *wb, size_t B, size_t T, size_t Ci,
+    size_t Co, size_t K, size_t d) {
+    const VM tail = VMASK((int)(Ci - (size_t)(NV - 1) * VW));
+    const size_t full = (K - 1) * d; /* rows with T-1-t >= full receive every tap */
+    for (size_t bb = 0; bb < B; bb++) {
+        const size_t tend = T > full ? T - full : 0; /* t < tend: all taps */
+        size_t t = 0;
+        for (; t + 4 <= tend; t += 4)
+            VSUF(conv_full_din_rows)(NV, 4, din, dout, wb, bb * T + t, 0, Ci, Co, K, d, tail);
+        for (; t < tend; t++)
+            VSUF(conv_full_din_rows)(NV, 1, din, dout, wb, bb * T + t, 0, Ci, Co, K, d, tail);
+        for (; t < T; t++)
+            VSUF(conv_full_din_rows)(NV, 1, din, dout, wb, bb * T + t, K - 1 - (T - 1 - t) / d, Ci,
+                                     Co, K, d, tail);
+    }
+}
+
+/* dW of tap k for output channels co0 .. co0+NCO-1, input vectors NV: acc[j][v] +=
+ * dout[r, co0+j] in[r - s_k, v] over the rows with t >= s_k; added into dwk (Co x ld,
+ * row co = dw[co, :, k] zero-padded). */
+static inline __attribute__((always_inline)) void VSUF(conv_full_dw_blk)(
+    const int NCO, const int NV, float *dwk, const float *dout, const float *in, size_t B,
+    size_t T, size_t Ci, size_t Co, size_t s, size_t co0) {
+    const VM tail = VMASK((int)(Ci - (size_t)(NV - 1) * VW));
+    const size_t ld = (size_t)NV * VW;
+    VF acc[6][CNV];
+#pragma GCC unroll 6
+    for (int j = 0; j < NCO; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[j][v] = VZERO();
+    for (size_t bb = 0; bb < B; bb++)
+        for (size_t t = s; t < T; t++) {
+            const size_t r = bb * T + t;
+            const float *x = in + (r - s) * Ci, *g = dout + r * Co + co0;
+            VF xv[CNV];
+#pragma GCC unroll 6
+            for (int v = 0; v < NV; v++)
+                xv[v] = v == NV - 1 ? VLOADM(x + (size_t)v * VW, tail) : VLOAD(x + (size_t)v * VW);
+#pragma GCC unroll 6
+            for (int j = 0; j < NCO; j++) {
+                const VF gb = VSET1(g[j]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) acc[j][v] = VFMA(gb, xv[v], acc[j][v]);
+            }
+        }
+#pragma GCC unroll 6
+    for (int j = 0; j < NCO; j++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            float *p = dwk + (co0 + (size_t)j) * ld + (size_t)v * VW;
+            VSTORE(p, VADD(VLOAD(p), acc[j][v]));
+        }
+}
+
+#define CFD_CASE(NCO, NV)                                                                  \
+    case (NCO) * 8 + (NV):                                                                 \
+        VSUF(conv_full_dw_blk)((NCO), (NV), dwk, dout, in, B, T, Ci, Co, s, co0);          \
+        break;
+#define CFD_CASES(NCO) CFD_CASE(NCO, 1) CFD_CASE(NCO, 2) CFD_CASE(NCO, 3) CFD_CASE(NCO, 4) \
+    CFD_CASE(NCO, 5) CFD_CASE(NCO, 6)
+/* din (may be NULL) += ...; dwb (K x Co x NV*VW, zero on entry; may be NULL) receives dW
+ * re-laid as wb; db (may be NULL) += column sums of dout. */
+void VSUF(dd_nn_conv_full_bwd_fast)(float *din, float *dwb, float *db, const float *dout,
+                                    const float *in, const float *wb, size_t B, size_t T,
+                                    size_t Ci, size_t Co, size_t K, size_t d) {
+    const int NV = (int)((Ci + VW - 1) / VW);
+    if (din) switch (NV) {
+        case 1: VSUF(conv_full_din_nv)(1, din, dout, wb, B, T, Ci, Co, K, d); break;
+        case 2: VSUF(conv_full_din_nv)(2, din, dout, wb, B, T, Ci, Co, K, d); break;
+        case 3: VSUF(conv_full_din_nv)(3, din, dout, wb, B, T, Ci, Co, K, d); break;
+        case 4: VSUF(conv_full_din_nv)(4, din, dout, wb, B, T, Ci, Co, K, d); break;
+        case 5: VSUF(conv_full_din_nv)(5, din, dout, wb, B, T, Ci, Co, K, d); break;
+        default: VSUF(conv_full_din_nv)(6, din, dout, wb, B, T, Ci, Co, K, d); break;
+        }
+    if (dwb) {
+        /* register budget: ncob * NV accumulators, 10..15 */
+        const int ncob = NV == 1 ? 6 : NV == 2 ? 5 : NV <= 4 ? 3 : 2;
+        for (size_t k = 0; k < K; k++) {
+            const size_t s = (K - 1 - k) * d;
+            if (s >= T) continue;
+            float *dwk = dwb + k * Co * (size_t)NV * VW;
+            for (size_t co0 = 0; co0 < Co; co0 += (size_t)ncob) {
+                const int nco = Co - co0 < (size_t)ncob ? (int)(Co - co0) : ncob;
+                switch (nco * 8 + NV) {
+                    CFD_CASES(1)
+                    CFD_CASES(2)
+                    CFD_CASES(3)
+                    CFD_CASES(4)
+                    CFD_CASES(5)
+                    CFD_CASES(6)
+                default: break;
+                }
+            }
+        }
+    }
+    if (db) {
+        const size_t nf = Co / VW, rem = Co % VW;
+        const VM tail = VMASK(rem ? (int)rem : VW);
+        for (size_t v = 0; v <= nf; v++) {
+            if (v == nf && !rem) break;
+            const int m = v == nf;
+            VF acc = VZERO();
+            for (size_t r = 0; r < B * T; r++) {
+                const float *g = dout + r * Co + v * VW;
+                acc = VADD(acc, m ? VLOADM(g, tail) : VLOAD(g));
+            }
+            float lanes[VW];
+            VSTORE(lanes, acc);
+            const size_t nl = m ? rem : VW;
+            for (size_t l = 0; l < nl; l++) db[v * VW + l] += lanes[l];
+        }
+    }
+}
+#undef CFD_CASE
+#undef CFD_CASES
+#undef CNV
+
+/* ---------------------------------------------------------------- activations */
+
+/* a: 3 = ReLU, 4 = Hardswish (dd_act values). out may alias in. */
+void VSUF(dd_nn_act_fwd_fast)(int a, float *out, const float *in, size_t n) {
+    const size_t nf = n / VW * VW;
+    const VF zero = VZERO(), three = VSET1(3.0f), mthree = VSET1(-3.0f), six = VSET1(6.0f);
+    size_t i = 0;
+    if (a == 3) {
+        for (; i < nf; i += VW) VSTORE(out + i, VMAX(VLOAD(in + i), zero));
+        for (; i < n; i++) out[i] = in[i] > 0 ? in[i] : 0;
+    } else {
+        for (; i < nf; i += VW) {
+            const VF x = VLOAD(in + i);
+            VF y = VDIV(VMUL(x, VADD(x, three)), six);
+#if defined(DD_VEC_AVX512)
+            y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GE_OQ), x);
+            y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, mthree, _CMP_LE_OQ), zero);
+#else
+            y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, three, _CMP_GE_OQ));
+            y = _mm256_blendv_ps(y, zero, _mm256_cmp_ps(x, mthree, _CMP_LE_OQ));
+#endif
+            VSTORE(out + i, y);
+        }
+        for (; i < n; i++) {
+            const float x = in[i];
+            out[i] = x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+        }
+    }
+}
+
+/* din += dout f'(in); a as above. */
+void VSUF(dd_nn_act_bwd_fast)(int a, float *din, const float *dout, const float *in, size_t n) {
+    const size_t nf = n / VW * VW;
+    const VF zero = VZERO(), three = VSET1(3.0f), mthree = VSET1(-3.0f);
+    const VF third = VSET1(3.0f), half = VSET1(0.5f);
+    size_t i = 0;
+    if (a == 3) {
+        for (; i < nf; i += VW) {
+            const VF x = VLOAD(in + i), g = VLOAD(dout + i), p = VLOAD(din + i);
+#if defined(DD_VEC_AVX512)
+            VSTORE(din + i, _mm512_mask_add_ps(p, _mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), p, g));
+#else
+            VSTORE(din + i, _mm256_blendv_ps(p, VADD(p, g), _mm256_cmp_ps(x, zero, _CMP_GT_OQ)));
+#endif
+        }
+        for (; i < n; i++)
+            if (in[i] > 0) din[i] += dout[i];
+    } else {
+        for (; i < nf; i += VW) {
+            const VF x = VLOAD(in + i), g = VLOAD(dout + i), p = VLOAD(din + i);
+            /* x > 3: p + g;  -3 <= x <= 3: p + g (x/3 + 1/2);  else p */
+            const VF mid = VADD(p, VMUL(g, VADD(VDIV(x, third), half)));
+#if defined(DD_VEC_AVX512)
+            VF y = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask(x, mthree, _CMP_GE_OQ), mid);
+            y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GT_OQ), p, g);
+#else
+            VF y = _mm256_blendv_ps(p, mid, _mm256_cmp_ps(x, mthree, _CMP_GE_OQ));
+            y = _mm256_blendv_ps(y, VADD(p, g), _mm256_cmp_ps(x, three, _CMP_GT_OQ));
+#endif
+            VSTORE(din + i, y);
+        }
+        for (; i < n; i++) {
+            const float x = in[i];
+            if (x > 3)
+                din[i] += dout[i];
+            else if (x >= -3)
+                din[i] += dout[i] * (x / 3 + 0.5f);
+        }
+    }
+}

@@ -1,0 +1,144 @@
+/* Dense layers with few outputs (O <= DD_NN_DENSE_SMALL_MAX), written once over the vector
+ * vocabulary of simd_vec.h and included by simd_kernels.c once per instruction set.
+ * Rows are contiguous (N x I input, N x O output), so the kernels vectorise over the I
+ * inputs of a row:
+ *   forward   out[n, o] = b[o] + sum_i in[n, i] w[o, i]: vector partial sums over i in
+ *             order, then a fixed lane reduction;
+ *   backward  din[n, :] += sum_o dout[n, o] w[o, :]; dw[o, :] += sum_n dout[n, o] in[n, :]
+ *             (register accumulators over all rows, per chunk of 4 vectors of inputs);
+ *             db[o] += sum_n dout[n, o] (vector sums over the flat N x O array when O
+ *             divides VW, lane l belonging to output l mod O). */
+
+#if defined(DD_VEC_AVX512)
+#define DHSUM(v) _mm512_reduce_add_ps(v)
+#else
+#define DHSUM(v) dd_nn_hsum_avx2(v)
+#endif
+#define DNV 4 /* input vectors per backward chunk */
+
+static inline __attribute__((always_inline)) void VSUF(dense_small_fwd_o)(
+    const int O, float *out, const float *in, const float *w, const float *b, size_t N, size_t NI) {
+    const size_t nf = NI / VW, rem = NI % VW;
+    const VM tail = VMASK(rem ? (int)rem : VW);
+    for (size_t n = 0; n < N; n++) {
+        const float *x = in + n * NI;
+        VF acc[DD_NN_DENSE_SMALL_MAX];
+#pragma GCC unroll 4
+        for (int o = 0; o < O; o++) acc[o] = VZERO();
+        for (size_t v = 0; v < nf; v++) {
+            const VF xv = VLOAD(x + v * VW);
+#pragma GCC unroll 4
+            for (int o = 0; o < O; o++) acc[o] = VFMA(xv, VLOAD(w + (size_t)o * NI + v * VW), acc[o]);
+        }
+        if (rem) {
+            const VF xv = VLOADM(x + nf * VW, tail);
+#pragma GCC unroll 4
+            for (int o = 0; o < O; o++)
+                acc[o] = VFMA(xv, VLOADM(w + (size_t)o * NI + nf * VW, tail), acc[o]);
+        }
+#pragma GCC unroll 4
+        for (int o = 0; o < O; o++) out[n * (size_t)O + (size_t)o] = (b ? b[o] : 0.0f) + DHSUM(acc[o]);
+    }
+}
+
+void VSUF(dd_nn_dense_small_fwd)(float *out, const float *in, const float *w, const float *b,
+                                 size_t N, size_t NI, size_t O) {
+    switch (O) {
+    case 1: VSUF(dense_small_fwd_o)(1, out, in, w, b, N, NI); break;
+    case 2: VSUF(dense_small_fwd_o)(2, out, in, w, b, N, NI); break;
+    case 3: VSUF(dense_small_fwd_o)(3, out, in, w, b, N, NI); break;
+    default: VSUF(dense_small_fwd_o)(4, out, in, w, b, N, NI); break;
+    }
+}
+
+/* Inputs [i0, i0 + NV*VW) (the last vector masked by tail) of every row. */
+static inline __attribute__((always_inline)) void VSUF(dense_small_bwd_chunk)(
+    const int O, const int NV, float *din, float *dw, const float *dout, const float *in,
+    const float *w, size_t N, size_t NI, size_t i0, VM tail) {
+    VF wv[DD_NN_DENSE_SMALL_MAX][DNV], acc[DD_NN_DENSE_SMALL_MAX][DNV];
+#pragma GCC unroll 4
+    for (int o = 0; o < O; o++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            const float *p = w + (size_t)o * NI + i0 + (size_t)v * VW;
+            wv[o][v] = v == NV - 1 ? VLOADM(p, tail) : VLOAD(p);
+            acc[o][v] = VZERO();
+        }
+    for (size_t n = 0; n < N; n++) {
+        const float *g = dout + n * (size_t)O;
+        const float *x = in + n * NI + i0;
+        float *dx = din ? din + n * NI + i0 : NULL;
+        VF xv[DNV], dv[DNV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            const size_t off = (size_t)v * VW;
+            xv[v] = !dw ? VZERO() : v == NV - 1 ? VLOADM(x + off, tail) : VLOAD(x + off);
+            dv[v] = !dx ? VZERO() : v == NV - 1 ? VLOADM(dx + off, tail) : VLOAD(dx + off);
+        }
+#pragma GCC unroll 4
+        for (int o = 0; o < O; o++) {
+            const VF gv = VSET1(g[o]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                if (dx) dv[v] = VFMA(gv, wv[o][v], dv[v]);
+                if (dw) acc[o][v] = VFMA(gv, xv[v], acc[o][v]);
+            }
+        }
+        if (dx) {
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                const size_t off = (size_t)v * VW;
+                if (v == NV - 1) VSTOREM(dx + off, dv[v], tail);
+                else VSTORE(dx + off, dv[v]);
+            }
+        }
+    }
+    if (dw) {
+#pragma GCC unroll 4
+        for (int o = 0; o < O; o++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                float *p = dw + (size_t)o * NI + i0 + (size_t)v * VW;
+                if (v == NV - 1) VSTOREM(p, VADD(VLOADM(p, tail), acc[o][v]), tail);
+                else VSTORE(p, VADD(VLOAD(p), acc[o][v]));
+            }
+    }
+}
+
+#define DSB_CASE(O, NV)                                                                  \
+    case (O) * 8 + (NV):                                                                 \
+        VSUF(dense_small_bwd_chunk)((O), (NV), din, dw, dout, in, w, N, NI, i0, tail);    \
+        break;
+#define DSB_CASES(O) DSB_CASE(O, 1) DSB_CASE(O, 2) DSB_CASE(O, 3) DSB_CASE(O, 4)
+void VSUF(dd_nn_dense_small_bwd)(float *din, float *dw, float *db, const float *dout,
+                                 const float *in, const float *w, size_t N, size_t NI, size_t O) {
+    if (din || dw)
+        for (size_t i0 = 0; i0 < NI; i0 += (size_t)DNV * VW) {
+            const size_t r = NI - i0;
+            const int NV = r >= (size_t)DNV * VW ? DNV : (int)((r + VW - 1) / VW);
+            const VM tail = VMASK((int)(r - (size_t)(NV - 1) * VW));
+            switch ((int)O * 8 + NV) {
+                DSB_CASES(1)
+                DSB_CASES(2)
+                DSB_CASES(3)
+                DSB_CASES(4)
+            default: break;
+            }
+        }
+    if (db) {
+        const size_t len = N * O;
+        size_t k = 0;
+        if (VW % O == 0) {
+            VF s = VZERO();
+            for (; k + VW <= len; k += VW) s = VADD(s, VLOAD(dout + k));
+            float lanes[VW];
+            VSTORE(lanes, s);
+            for (int l = 0; l < VW; l++) db[(size_t)l % O] += lanes[l];
+        }
+        for (; k < len; k++) db[k % O] += dout[k];
+    }
+}
+#undef DSB_CASE
+#undef DSB_CASES
+#undef DHSUM
+#undef DNV

@@ -1,0 +1,119 @@
+/* "Long and thin" matrix products of the backward passes, written once over the vector
+ * vocabulary of simd_vec.h and included by gemm_fast.c once per instruction set:
+ *   C (M x N) += A (M x K) B (N x K)^T,   rowsum[i] += sum_k A[i, k]  (rowsum may be NULL)
+ * with small M and N and a long K (the B*T columns of a batch): the weight and bias
+ * gradients of a recurrent layer, dW = dG hprev^T and db = dG 1. Blocks of 4 rows of A x
+ * NB rows of B (NB <= 5; plus 4 row-sum accumulators) stay in registers over a chunk of
+ * KC columns (L1-resident), then are reduced across lanes and added to C. The order of
+ * every sum is fixed by (K, KC, VW), so results are reproducible. */
+
+#define GM 4       /* rows of A per block */
+#define GN 5       /* rows of B per block, at most */
+#define GKC 1024   /* columns per chunk */
+
+#if defined(DD_VEC_AVX512)
+#define VHSUM(v) _mm512_reduce_add_ps(v)
+#else
+static inline float dd_nn_hsum_avx2(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+    return _mm_cvtss_f32(s);
+}
+#define VHSUM(v) dd_nn_hsum_avx2(v)
+#endif
+
+/* One block over columns [k0, k0 + kn): rows a[0..GM-1] (pointers at column k0; rows past
+ * M repeat the last one and are not stored), b[0..NBc-1]. */
+static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
+    const int NBc, const int SUM, const float *const *a, const float *const *b, size_t kn, int mrows,
+    float *C, size_t ldc, float *rowsum) {
+    VF acc[GM][GN], sacc[GM];
+#pragma GCC unroll 8
+    for (int i = 0; i < GM; i++) {
+        sacc[i] = VZERO();
+#pragma GCC unroll 8
+        for (int j = 0; j < NBc; j++) acc[i][j] = VZERO();
+    }
+    const size_t kf = kn / VW * VW;
+    size_t k = 0;
+    for (; k < kf; k += VW) {
+        VF av[GM], bv[GN];
+#pragma GCC unroll 8
+        for (int i = 0; i < GM; i++) av[i] = VLOAD(a[i] + k);
+#pragma GCC unroll 8
+        for (int j = 0; j < NBc; j++) bv[j] = VLOAD(b[j] + k);
+#pragma GCC unroll 8
+        for (int i = 0; i < GM; i++) {
+#pragma GCC unroll 8
+            for (int j = 0; j < NBc; j++) acc[i][j] = VFMA(av[i], bv[j], acc[i][j]);
+            if (SUM) sacc[i] = VADD(sacc[i], av[i]);
+        }
+    }
+    if (k < kn) {
+        const VM m = VMASK((int)(kn - k));
+        VF av[GM], bv[GN];
+#pragma GCC unroll 8
+        for (int i = 0; i < GM; i++) av[i] = VLOADM(a[i] + k, m);
+#pragma GCC unroll 8
+        for (int j = 0; j < NBc; j++) bv[j] = VLOADM(b[j] + k, m);
+#pragma GCC unroll 8
+        for (int i = 0; i < GM; i++) {
+#pragma GCC unroll 8
+            for (int j = 0; j < NBc; j++) acc[i][j] = VFMA(av[i], bv[j], acc[i][j]);
+            if (SUM) sacc[i] = VADD(sacc[i], av[i]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < GM; i++) {
+        if (i >= mrows) break;
+#pragma GCC unroll 8
+        for (int j = 0; j < NBc; j++) C[(size_t)i * ldc + (size_t)j] += VHSUM(acc[i][j]);
+        if (SUM) rowsum[i] += VHSUM(sacc[i]);
+    }
+}
+
+#define NT_CASE(NB, S)                                                              \
+    case (NB) * 2 + (S):                                                            \
+        VSUF(gemm_nt_block)((NB), (S), a, b, kn, mrows, C ? C + i0 * ldc + j0 : C, ldc, \
+                            rowsum ? rowsum + i0 : NULL);                           \
+        break;
+void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size_t lda,
+                              const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum) {
+    if (M == 0) return;
+    for (size_t k0 = 0; k0 < K; k0 += GKC) {
+        const size_t kn = K - k0 < GKC ? K - k0 : GKC;
+        for (size_t i0 = 0; i0 < M; i0 += GM) {
+            const int mrows = M - i0 < GM ? (int)(M - i0) : GM;
+            const float *a[GM];
+            for (int i = 0; i < GM; i++) a[i] = A + (i0 + (size_t)(i < mrows ? i : mrows - 1)) * lda + k0;
+            /* the row sums ride along with the first block of B rows (or alone if N == 0) */
+            for (size_t j0 = 0; j0 < N || (j0 == 0 && rowsum); j0 += GN) {
+                const int nb = N - j0 < GN ? (int)(N - j0) : GN;
+                const int s = j0 == 0 && rowsum;
+                const float *b[GN];
+                for (int j = 0; j < nb; j++) b[j] = Bm + (j0 + (size_t)j) * ldb + k0;
+                switch (nb * 2 + s) {
+                    NT_CASE(0, 1)
+                    NT_CASE(1, 0)
+                    NT_CASE(1, 1)
+                    NT_CASE(2, 0)
+                    NT_CASE(2, 1)
+                    NT_CASE(3, 0)
+                    NT_CASE(3, 1)
+                    NT_CASE(4, 0)
+                    NT_CASE(4, 1)
+                    NT_CASE(5, 0)
+                    NT_CASE(5, 1)
+                default: break;
+                }
+                if (N == 0) break;
+            }
+        }
+    }
+}
+#undef NT_CASE
+#undef VHSUM
+#undef GM
+#undef GN
+#undef GKC

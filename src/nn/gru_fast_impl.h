@@ -1,0 +1,396 @@
+/* Fused GRU recurrence kernels, written once over the vector vocabulary of simd_vec.h and
+ * included by gru_fast.c once per instruction set (AVX-512, AVX2). Layout and contract:
+ * simd.h (dd_nn_gru_fwd_fast / dd_nn_gru_bwd_fast) and gru_impl.h.
+ *
+ * Forward, per step t (columns c0 = tB .. c0+B), for blocks of FJ hidden units x FNV
+ * vectors of columns, in registers: a_g = (b_hh[g] + b_ih[g]) + W_ih[g] x_t + W_hh[g] h_{t-1}
+ * for g = r, z (d = 0..D-1 then k = 0..H-1, in order), hn = b_hn + W_hn h_{t-1}, then the
+ * cell: r = sigmoid(a_r), z = sigmoid(a_z), gx_n = b_in + W_in x_t, n = tanh(gx_n + r hn),
+ * h = n + z (h_{t-1} - n); stores r, z, n, hn (saved for backward) and h (the next
+ * step's input); at the end the outputs h_1..h_T go to (B, T, H) by tile transposes.
+ * Backward, per step t from T-1 down:
+ *   1. d = dh + dout_t; the cell backward into dG rows [da_r, da_z, da_n r, da_n] and
+ *      dh = d z (elementwise);
+ *   2. dh += W_hh^T [da_r, da_z, da_n r] for blocks of BK output rows x FNV vectors in
+ *      registers, m = 0..3H-1 in order (skipped at t = 0 unless dL/dh0 is wanted).
+ * Each dot product runs in the same order for every column, so results do not depend on
+ * B, on the column's position or on the vector width. */
+
+#if defined(DD_VEC_AVX512)
+#define FNV 4 /* column vectors per register block (64 columns) */
+#define FJ 2  /* hidden units per forward block: 3 FJ FNV = 24 accumulators */
+#define BK 6  /* output rows per backward block: BK FNV = 24 accumulators */
+#else
+#define FNV 2 /* 16 columns; 16 ymm registers */
+#define FJ 2  /* 12 accumulators */
+#define BK 4  /* 8 accumulators */
+#endif
+
+#if defined(DD_VEC_AVX512)
+/* In-register transpose of a 16 x 16 tile: r[i] lane j <-> r[j] lane i. Four butterfly
+ * levels; at level b the off-diagonal b x b blocks of each 2b x 2b block swap. */
+static const int dd_nn_tr16_idx[4][2][16] = {
+    /* level b: lo[j] = j & b ? 16 + j - b : j;  hi[j] = j & b ? 16 + j : j + b */
+    {{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30},
+     {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}},
+    {{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+     {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}},
+    {{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+     {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}},
+    {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+     {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}}};
+static inline __attribute__((always_inline)) void dd_nn_tr16_avx512(__m512 r[16]) {
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; l++) {
+        const int b = 1 << l;
+        const __m512i ilo = _mm512_loadu_si512(dd_nn_tr16_idx[l][0]);
+        const __m512i ihi = _mm512_loadu_si512(dd_nn_tr16_idx[l][1]);
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) {
+            if (i & b) continue;
+            const __m512 a = r[i], c = r[i + b];
+            r[i] = _mm512_permutex2var_ps(a, ilo, c);
+            r[i + b] = _mm512_permutex2var_ps(a, ihi, c);
+        }
+    }
+}
+
+/* dd_nn_bth_to_fm / dd_nn_fm_to_bth (simd.h) by 16 x 16 tiles in registers. */
+static void dd_nn_bth_to_fm_avx512(float *dst, size_t ld, const float *src, size_t B, size_t T,
+                                   size_t C) {
+    __m512 r[16];
+    for (size_t b0 = 0; b0 < B; b0 += 16) {
+        const size_t nb = B - b0 < 16 ? B - b0 : 16;
+        const __mmask16 bm = VMASK((int)nb);
+        for (size_t t = 0; t < T; t++)
+            for (size_t c0 = 0; c0 < C; c0 += 16) {
+                const size_t nc = C - c0 < 16 ? C - c0 : 16;
+                const __mmask16 cm = VMASK((int)nc);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < 16; i++)
+                    r[i] = i < nb ? _mm512_maskz_loadu_ps(cm, src + ((b0 + i) * T + t) * C + c0)
+                                  : _mm512_setzero_ps();
+                dd_nn_tr16_avx512(r);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < 16; i++)
+                    if (i < nc) _mm512_mask_storeu_ps(dst + (c0 + i) * ld + t * B + b0, bm, r[i]);
+            }
+    }
+}
+
+static void dd_nn_fm_to_bth_avx512(float *dst, const float *src, size_t ld, size_t B, size_t nt,
+                                   size_t Ts, size_t C) {
+    __m512 r[16];
+    for (size_t b0 = 0; b0 < B; b0 += 16) {
+        const size_t nb = B - b0 < 16 ? B - b0 : 16;
+        const __mmask16 bm = VMASK((int)nb);
+        for (size_t t = 0; t < nt; t++)
+            for (size_t c0 = 0; c0 < C; c0 += 16) {
+                const size_t nc = C - c0 < 16 ? C - c0 : 16;
+                const __mmask16 cm = VMASK((int)nc);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < 16; i++)
+                    r[i] = i < nc ? _mm512_maskz_loadu_ps(bm, src + (c0 + i) * ld + t * B + b0)
+                                  : _mm512_setzero_ps();
+                dd_nn_tr16_avx512(r);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < 16; i++)
+                    if (i < nb) _mm512_mask_storeu_ps(dst + ((b0 + i) * Ts + t) * C + c0, cm, r[i]);
+            }
+    }
+}
+#define VBTH_TO_FM dd_nn_bth_to_fm_avx512
+#define VFM_TO_BTH dd_nn_fm_to_bth_avx512
+#else
+#define VBTH_TO_FM dd_nn_bth_to_fm
+#define VFM_TO_BTH dd_nn_fm_to_bth
+#endif
+
+typedef struct {
+    size_t B, T, TB, D, H, c0;
+    float *hprev, *gates, *S;
+    const float *xfm, *w_ih, *w_hh, *b_ih, *b_hh;
+    int last; /* t == T - 1: h_t is not stored into hprev */
+} VSUF(gru_fctx);
+
+/* One forward block: hidden units j0 .. j0+J-1, columns col .. col + NV*VW (the last
+ * vector masked by tail). J and NV are compile-time constants after inlining. */
+static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF(gru_fctx) *x,
+                                                                      const int J, const int NV,
+                                                                      size_t j0, size_t col,
+                                                                      VM tail) {
+    const size_t H = x->H, TB = x->TB, D = x->D, c = x->c0 + col;
+    VF acc[3 * FJ][FNV];
+    /* r, z: (b_hh + b_ih) + W_i x_t + W_h h_{t-1};  hn: b_hn + W_hn h_{t-1} */
+#pragma GCC unroll 8
+    for (int g = 0; g < 3; g++)
+#pragma GCC unroll 8
+        for (int jj = 0; jj < J; jj++) {
+            const size_t row = (size_t)g * H + j0 + (size_t)jj;
+            float b = x->b_hh ? x->b_hh[row] : 0.0f;
+            if (g < 2 && x->b_ih) b += x->b_ih[row];
+            const VF b0 = VSET1(b);
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; v++) acc[g * J + jj][v] = b0;
+        }
+    for (size_t d = 0; d < D; d++) {
+        const float *xd = x->xfm + d * TB + c;
+        VF xv[FNV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++)
+            xv[v] = v == NV - 1 ? VLOADM(xd + (size_t)v * VW, tail) : VLOAD(xd + (size_t)v * VW);
+#pragma GCC unroll 8
+        for (int g = 0; g < 2; g++)
+#pragma GCC unroll 8
+            for (int jj = 0; jj < J; jj++) {
+                const VF w = VSET1(x->w_ih[((size_t)g * H + j0 + (size_t)jj) * D + d]);
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; v++) acc[g * J + jj][v] = VFMA(w, xv[v], acc[g * J + jj][v]);
+            }
+    }
+    for (size_t k = 0; k < H; k++) {
+        const float *hk = x->hprev + k * TB + c;
+        VF hv[FNV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++)
+            hv[v] = v == NV - 1 ? VLOADM(hk + (size_t)v * VW, tail) : VLOAD(hk + (size_t)v * VW);
+#pragma GCC unroll 8
+        for (int g = 0; g < 3; g++)
+#pragma GCC unroll 8
+            for (int jj = 0; jj < J; jj++) {
+                const VF w = VSET1(x->w_hh[((size_t)g * H + j0 + (size_t)jj) * H + k]);
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; v++) acc[g * J + jj][v] = VFMA(w, hv[v], acc[g * J + jj][v]);
+            }
+    }
+#pragma GCC unroll 8
+    for (int jj = 0; jj < J; jj++) {
+        const size_t j = j0 + (size_t)jj;
+        float *gr = x->gates + j * TB + c, *gz = x->gates + (H + j) * TB + c;
+        float *gn = x->gates + (2 * H + j) * TB + c, *ghn = x->gates + (3 * H + j) * TB + c;
+        const float *hp = x->hprev + j * TB + c;
+        /* h_t: the next step's h_{t-1} (hprev column block t+1), or S after the last step */
+        float *hd = x->last ? x->S + j * x->B + col : x->hprev + j * TB + c + x->B;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            const size_t o = (size_t)v * VW;
+            const int m = v == NV - 1;
+            /* gx_n = b_in + W_in x_t */
+            VF gxn = VSET1(x->b_ih ? x->b_ih[2 * H + j] : 0.0f);
+            for (size_t d = 0; d < D; d++) {
+                const float *xd = x->xfm + d * TB + c + o;
+                gxn = VFMA(VSET1(x->w_ih[(2 * H + j) * D + d]), m ? VLOADM(xd, tail) : VLOAD(xd), gxn);
+            }
+            VF r = VSUF(v_sigmoid)(acc[jj][v]);
+            VF z = VSUF(v_sigmoid)(acc[J + jj][v]);
+            VF hn = acc[2 * J + jj][v];
+            VF n = VSUF(v_tanh)(VFMA(r, hn, gxn));
+            VF hpv = m ? VLOADM(hp + o, tail) : VLOAD(hp + o);
+            VF h = VFMA(z, VSUB(hpv, n), n);
+            if (m) {
+                VSTOREM(gr + o, r, tail);
+                VSTOREM(gz + o, z, tail);
+                VSTOREM(gn + o, n, tail);
+                VSTOREM(ghn + o, hn, tail);
+                VSTOREM(hd + o, h, tail);
+            } else {
+                VSTORE(gr + o, r);
+                VSTORE(gz + o, z);
+                VSTORE(gn + o, n);
+                VSTORE(ghn + o, hn);
+                VSTORE(hd + o, h);
+            }
+        }
+    }
+}
+
+#define FWD_CASE(J, NV)                                            \
+    case (J) * 8 + (NV):                                           \
+        VSUF(gru_fwd_block)(x, (J), (NV), j0, col, tail);           \
+        break;
+static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
+    const size_t B = x->B, H = x->H;
+    for (size_t j0 = 0; j0 < H; j0 += FJ) {
+        const int J = H - j0 >= FJ ? FJ : (int)(H - j0);
+        for (size_t col = 0; col < B; col += (size_t)FNV * VW) {
+            const size_t rem = B - col;
+            const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
+            const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+            switch (J * 8 + NV) {
+                FWD_CASE(1, 1)
+                FWD_CASE(1, 2)
+                FWD_CASE(2, 1)
+                FWD_CASE(2, 2)
+#if FNV > 2
+                FWD_CASE(1, 3)
+                FWD_CASE(1, 4)
+                FWD_CASE(2, 3)
+                FWD_CASE(2, 4)
+#endif
+            default: break;
+            }
+        }
+    }
+}
+#undef FWD_CASE
+
+void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, const float *xfm,
+                              const float *w_ih, const float *w_hh, const float *b_ih,
+                              const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
+    const size_t TB = T * B;
+    VSUF(gru_fctx) x = {B, T, TB, D, H, 0, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
+    for (size_t t = 0; t < T; t++) {
+        const size_t c0 = t * B;
+        /* input and recurrent products and the cell, in registers */
+        x.c0 = c0;
+        x.last = t + 1 == T;
+        VSUF(gru_fwd_blocks)(&x);
+    }
+    /* 3. h_1..h_T to out (B, T, H): h_t is hprev column block t+1 (t < T-1), S (t = T-1) */
+    if (T > 1) VFM_TO_BTH(out, hprev + B, TB, B, T - 1, T, H);
+    VFM_TO_BTH(out + (T - 1) * H, S, B, B, 1, T, H);
+}
+
+typedef struct {
+    size_t B, TB, H, c0;
+    float *dG, *dh;
+    const float *w_hh;
+} VSUF(gru_bctx);
+
+/* dh[k0 .. k0+K-1, col .. col + NV*VW] += sum_m W_hh[m, k] dG[m, c0 + col ...], m < 3H. */
+static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF(gru_bctx) *x,
+                                                                      const int K, const int NV,
+                                                                      size_t k0, size_t col,
+                                                                      VM tail) {
+    const size_t B = x->B, TB = x->TB, H = x->H, M = 3 * H;
+    VF acc[BK][FNV];
+#pragma GCC unroll 8
+    for (int kk = 0; kk < K; kk++) {
+        const float *d = x->dh + (k0 + (size_t)kk) * B + col;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++)
+            acc[kk][v] = v == NV - 1 ? VLOADM(d + (size_t)v * VW, tail) : VLOAD(d + (size_t)v * VW);
+    }
+    const float *g = x->dG + x->c0 + col;
+    const float *w = x->w_hh + k0;
+    for (size_t m = 0; m < M; m++, g += TB, w += H) {
+        VF gv[FNV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++)
+            gv[v] = v == NV - 1 ? VLOADM(g + (size_t)v * VW, tail) : VLOAD(g + (size_t)v * VW);
+#pragma GCC unroll 8
+        for (int kk = 0; kk < K; kk++) {
+            const VF wv = VSET1(w[kk]);
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; v++) acc[kk][v] = VFMA(wv, gv[v], acc[kk][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int kk = 0; kk < K; kk++) {
+        float *d = x->dh + (k0 + (size_t)kk) * B + col;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            if (v == NV - 1) VSTOREM(d + (size_t)v * VW, acc[kk][v], tail);
+            else VSTORE(d + (size_t)v * VW, acc[kk][v]);
+        }
+    }
+}
+
+#define BWD_CASE(K, NV)                                            \
+    case (K) * 8 + (NV):                                           \
+        VSUF(gru_bwd_block)(x, (K), (NV), k0, col, tail);           \
+        break;
+#define BWD_CASES(K) BWD_CASE(K, 1) BWD_CASE(K, 2)
+#define BWD_CASES4(K) BWD_CASE(K, 1) BWD_CASE(K, 2) BWD_CASE(K, 3) BWD_CASE(K, 4)
+static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
+    const size_t B = x->B, H = x->H;
+    for (size_t k0 = 0; k0 < H; k0 += BK) {
+        const int K = H - k0 >= BK ? BK : (int)(H - k0);
+        for (size_t col = 0; col < B; col += (size_t)FNV * VW) {
+            const size_t rem = B - col;
+            const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
+            const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+            switch (K * 8 + NV) {
+#if FNV > 2
+                BWD_CASES4(1)
+                BWD_CASES4(2)
+                BWD_CASES4(3)
+                BWD_CASES4(4)
+                BWD_CASES4(5)
+                BWD_CASES4(6)
+#else
+                BWD_CASES(1)
+                BWD_CASES(2)
+                BWD_CASES(3)
+                BWD_CASES(4)
+#endif
+            default: break;
+            }
+        }
+    }
+}
+#undef BWD_CASE
+#undef BWD_CASES
+#undef BWD_CASES4
+
+void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const float *gates,
+                              const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
+                              int want_dh0) {
+    const size_t TB = T * B, nfull = B / VW, rem = B % VW;
+    const VM tail = VMASK(rem ? (int)rem : VW);
+    const VF one = VSET1(1.0f);
+    VSUF(gru_bctx) x = {B, TB, H, 0, dG, dh, w_hh};
+    /* dout (B, T, H) feature-major into dG rows [3H, 4H) (step t reads its columns there
+     * before it overwrites them with da_n); blocks of 16 frames, whole cache lines */
+    VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, T, H);
+    for (size_t t = T; t-- > 0;) {
+        const size_t c0 = t * B;
+        /* 1. cell backward, d = dh + dout_t */
+        for (size_t j = 0; j < H; j++) {
+            const size_t cr = j * TB + c0, cz = (H + j) * TB + c0, cn = (2 * H + j) * TB + c0;
+            const size_t ch = (3 * H + j) * TB + c0;
+            float *d = dh + j * B;
+            for (size_t v = 0; v <= nfull; v++) {
+                if (v == nfull && !rem) break;
+                const size_t o = v * VW;
+                const int m = v == nfull;
+                VF dd = VADD(m ? VLOADM(d + o, tail) : VLOAD(d + o),
+                             m ? VLOADM(dG + ch + o, tail) : VLOAD(dG + ch + o));
+                VF r = m ? VLOADM(gates + cr + o, tail) : VLOAD(gates + cr + o);
+                VF z = m ? VLOADM(gates + cz + o, tail) : VLOAD(gates + cz + o);
+                VF nv = m ? VLOADM(gates + cn + o, tail) : VLOAD(gates + cn + o);
+                VF hn = m ? VLOADM(gates + ch + o, tail) : VLOAD(gates + ch + o);
+                VF hp = m ? VLOADM(hprev + j * TB + c0 + o, tail) : VLOAD(hprev + j * TB + c0 + o);
+                VF an = VMUL(VMUL(dd, VSUB(one, z)), VFNMA(nv, nv, one));
+                VF dar = VMUL(VMUL(VMUL(an, hn), r), VSUB(one, r));
+                VF daz = VMUL(VMUL(VMUL(dd, VSUB(hp, nv)), z), VSUB(one, z));
+                VF danr = VMUL(an, r);
+                VF dz = VMUL(dd, z);
+                if (m) {
+                    VSTOREM(dG + cr + o, dar, tail);
+                    VSTOREM(dG + cz + o, daz, tail);
+                    VSTOREM(dG + cn + o, danr, tail);
+                    VSTOREM(dG + ch + o, an, tail);
+                    VSTOREM(d + o, dz, tail);
+                } else {
+                    VSTORE(dG + cr + o, dar);
+                    VSTORE(dG + cz + o, daz);
+                    VSTORE(dG + cn + o, danr);
+                    VSTORE(dG + ch + o, an);
+                    VSTORE(d + o, dz);
+                }
+            }
+        }
+        /* 2. dh_{t-1} = d z + W_hh^T [da_r, da_z, da_n r] */
+        if (t > 0 || want_dh0) {
+            x.c0 = c0;
+            VSUF(gru_bwd_blocks)(&x);
+        }
+    }
+}
+
+#undef FNV
+#undef FJ
+#undef BK
+#undef VBTH_TO_FM
+#undef VFM_TO_BTH

@@ -1,0 +1,84 @@
+/* Runtime selection of the SIMD level of the float32 fast paths (see simd.h): the CPU's
+ * features (GCC's __builtin_cpu_supports, which also checks that the OS saves the vector
+ * state), lowered by the environment variable DD_SIMD. */
+#include "simd.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Atomic int simd_level = -1;
+
+int dd_nn_simd_supported(void) {
+#if DD_NN_HAVE_X86_SIMD
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) return DD_SIMD_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return DD_SIMD_AVX2;
+#endif
+    return DD_SIMD_GENERIC;
+}
+
+const char *dd_nn_simd_name(int level) {
+    switch (level) {
+    case DD_SIMD_AVX2: return "avx2";
+    case DD_SIMD_AVX512: return "avx512";
+    default: return "generic";
+    }
+}
+
+int dd_nn_simd_set(int level) {
+    int sup = dd_nn_simd_supported();
+    if (level < 0) level = 0;
+    if (level > sup) level = sup;
+    atomic_store_explicit(&simd_level, level, memory_order_relaxed);
+    return level;
+}
+
+int dd_nn_simd_level(void) {
+    int l = atomic_load_explicit(&simd_level, memory_order_relaxed);
+    if (l >= 0) return l;
+    l = dd_nn_simd_supported();
+    const char *env = getenv("DD_SIMD");
+    if (env && *env) {
+        int want = l;
+        if (strcmp(env, "generic") == 0 || strcmp(env, "0") == 0) want = DD_SIMD_GENERIC;
+        else if (strcmp(env, "avx2") == 0) want = DD_SIMD_AVX2;
+        else if (strcmp(env, "avx512") == 0) want = DD_SIMD_AVX512;
+        if (want < l) l = want;
+    }
+    atomic_store_explicit(&simd_level, l, memory_order_relaxed);
+    return l;
+}
+
+#define DD_TILE 16
+
+void dd_nn_bth_to_fm(float *dst, size_t ld, const float *src, size_t B, size_t T, size_t C) {
+    for (size_t b0 = 0; b0 < B; b0 += DD_TILE) {
+        const size_t nb = B - b0 < DD_TILE ? B - b0 : DD_TILE;
+        for (size_t t0 = 0; t0 < T; t0 += DD_TILE) {
+            const size_t nt = T - t0 < DD_TILE ? T - t0 : DD_TILE;
+            for (size_t c = 0; c < C; c++)
+                for (size_t t = t0; t < t0 + nt; t++) {
+                    float *d = dst + c * ld + t * B + b0;
+                    const float *s = src + (b0 * T + t) * C + c;
+                    for (size_t bb = 0; bb < nb; bb++) d[bb] = s[bb * T * C];
+                }
+        }
+    }
+}
+
+void dd_nn_fm_to_bth(float *dst, const float *src, size_t ld, size_t B, size_t nt, size_t Ts,
+                     size_t C) {
+    for (size_t b0 = 0; b0 < B; b0 += DD_TILE) {
+        const size_t nb = B - b0 < DD_TILE ? B - b0 : DD_TILE;
+        for (size_t t0 = 0; t0 < nt; t0 += DD_TILE) {
+            const size_t n = nt - t0 < DD_TILE ? nt - t0 : DD_TILE;
+            for (size_t bb = 0; bb < nb; bb++)
+                for (size_t t = t0; t < t0 + n; t++) {
+                    float *d = dst + ((b0 + bb) * Ts + t) * C;
+                    const float *s = src + t * B + b0 + bb;
+                    for (size_t c = 0; c < C; c++) d[c] = s[c * ld];
+                }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+/* Runtime SIMD dispatch for the float32 fast paths of src/nn (private).
+ *
+ * The library is compiled for the baseline x86-64 ISA (SSE2) so that one binary runs
+ * everywhere; the hot kernels (fused GRU recurrence, weight-gradient products, small
+ * dense layers, depthwise and small full convolutions, ReLU/Hardswish) also exist in
+ * AVX2+FMA and AVX-512 versions, compiled with `#pragma GCC target` in simd_kernels.c
+ * and selected once per process from the CPU's features:
+ *   DD_SIMD_GENERIC  0  portable C + OpenBLAS (the only path off x86-64 or without GCC)
+ *   DD_SIMD_AVX2     1  AVX2 + FMA, 8 floats per vector
+ *   DD_SIMD_AVX512   2  AVX-512F, 16 floats per vector
+ * The environment variable DD_SIMD=generic|avx2|avx512 lowers the level (never above
+ * what the CPU supports), for benchmarks and for testing every path on one machine.
+ * Forward and backward of one layer must run at the same level (the GRU's workspace is
+ * shared between them).
+ *
+ * Numerics: every fast kernel computes each output with a fixed sequence of operations,
+ * so results are reproducible. The GRU recurrence and the convolutions accumulate each
+ * dot product in a fixed order (bias first, then the terms in index order, one fused
+ * multiply-add each), the same for every column, batch size and vector width: AVX2 and
+ * AVX-512 give bit-identical outputs and a frame's GRU output does not depend on the
+ * batch it is in. The gradient reductions (gemm_nt, small dense layers) use lane-parallel
+ * partial sums and differ in the last bits between the two widths; the generic path
+ * rounds differently again (OpenBLAS blocking, separate multiply and add). All paths agree
+ * to float rounding (tests/test_nn_simd.c; details in docs/performance.md). */
+#ifndef DD_NN_SIMD_H
+#define DD_NN_SIMD_H
+
+#include <stddef.h>
+
+#define DD_SIMD_GENERIC 0
+#define DD_SIMD_AVX2 1
+#define DD_SIMD_AVX512 2
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define DD_NN_HAVE_X86_SIMD 1
+#else
+#define DD_NN_HAVE_X86_SIMD 0
+#endif
+
+/* The level in use: min(CPU support, DD_SIMD); computed once, thread-safe. */
+int dd_nn_simd_level(void);
+/* The highest level this CPU and build support (ignores DD_SIMD). */
+int dd_nn_simd_supported(void);
+/* Sets the level for this process (clamped to [0, dd_nn_simd_supported()]); returns the
+ * level now in use. For tests and benchmarks; not thread-safe against running kernels. */
+int dd_nn_simd_set(int level);
+/* "generic", "avx2", "avx512". */
+const char *dd_nn_simd_name(int level);
+
+/* ---- layout changes between (B, T, C) tensors and feature-major rows over time-major
+ * columns (row c, column t*B + b; rows ld apart), in tiles of 16 frames x 16 steps so that
+ * whole cache lines are read and written (simd.c; plain C).
+ * dst[c*ld + t*B + b] = src[(b*T + t)*C + c] for b < B, t < T, c < C: */
+void dd_nn_bth_to_fm(float *dst, size_t ld, const float *src, size_t B, size_t T, size_t C);
+/* dst[(b*Ts + t)*C + c] = src[c*ld + t*B + b] for b < B, t < nt, c < C (dst frames have Ts
+ * steps; t counts from dst's first step): */
+void dd_nn_fm_to_bth(float *dst, const float *src, size_t ld, size_t B, size_t nt, size_t Ts,
+                     size_t C);
+
+/* ---- fused GRU recurrence (gru_fast.c), float32, level >= DD_SIMD_AVX2 only.
+ * Layout as gru_impl.h: feature-major rows over time-major columns c = t*B + b, TB = T*B.
+ * Forward: hprev (H x TB) holds h0 in columns [0, B); for every step t the function
+ * computes gates rows [r, z, n, hn] (4H x TB) of columns [tB, tB+B), h_t into
+ * hprev columns [(t+1)B, ...) (t < T-1) and into out (B, T, H). xfm (D x TB) is the
+ * input, feature-major. S (>= H x B floats) is scratch. */
+void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S,
+                        const float *xfm, const float *w_ih, const float *w_hh, const float *b_ih,
+                        const float *b_hh, size_t B, size_t T, size_t D, size_t H);
+/* Backward through time: dG (4H x TB) receives rows [da_r, da_z, da_n * r, da_n] of every
+ * column; dh (H x B) must be zero on entry and holds dL/dh0 on return when want_dh0 (else
+ * garbage). dout (B, T, H) is dL/dh_t. */
+void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, const float *gates,
+                        const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
+                        int want_dh0);
+
+/* ---- C (M x N, ldc) += A (M x K, lda) B (N x K, ldb)^T and, when rowsum != NULL,
+ * rowsum[i] += sum_k A[i, k] (gemm_fast.c). Any level (generic: OpenBLAS). N may be 0. */
+void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                       const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum);
+
+/* ---- dense layers with few outputs (O <= DD_NN_DENSE_SMALL_MAX), e.g. the models' output
+ * heads H -> 2, where GEMM libraries are slow: same contract as dd_dense_forward /
+ * dd_dense_backward (backward adds; any of din, dw, db may be NULL). They return 0, doing
+ * nothing, when the level is generic or O is out of range; then use OpenBLAS. Each output
+ * is a fixed-order sum (vector partial sums over the inputs, a fixed lane reduction). */
+#define DD_NN_DENSE_SMALL_MAX 4
+int dd_nn_dense_small_fwd(int level, float *out, const float *in, const float *w, const float *b,
+                          size_t N, size_t NI, size_t O);
+int dd_nn_dense_small_bwd(int level, float *din, float *dw, float *db, const float *dout,
+                          const float *in, const float *w, size_t N, size_t NI, size_t O);
+
+/* ---- causal conv1d (conv_fast_impl.h), level > generic only. Floats per vector: */
+int dd_nn_simd_width(int level);
+/* Depthwise, wt = weights transposed to (K, C). dwt (K x C, zeroed by the caller) receives
+ * dW in the same layout; din and dwt may be NULL. */
+void dd_nn_conv_dw_fwd(int level, float *out, const float *in, const float *wt, const float *b,
+                       size_t B, size_t T, size_t C, size_t K, size_t d);
+void dd_nn_conv_dw_bwd(int level, float *din, float *dwt, const float *dout, const float *in,
+                       const float *wt, size_t B, size_t T, size_t C, size_t K, size_t d);
+/* groups == 1, Co (forward) / Ci (backward) <= 6 vectors. With L(n) = n rounded up to dd_nn_simd_width(level):
+ * wf = K x Ci rows of L(Co) floats, row (k, ci) = w[:, ci, k] zero-padded; bp = L(Co)
+ * floats (bias or zeros). wb = K x Co rows of L(Ci) floats, row (k, co) = w[co, :, k];
+ * dwb (same layout, zeroed by the caller) receives dW; din, dwb, db may be NULL. */
+void dd_nn_conv_full_fwd(int level, float *out, const float *in, const float *wf, const float *bp,
+                         size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d);
+void dd_nn_conv_full_bwd(int level, float *din, float *dwb, float *db, const float *dout,
+                         const float *in, const float *wb, size_t B, size_t T, size_t Ci,
+                         size_t Co, size_t K, size_t d);
+/* Causal conv1d (contract of dd_conv1d_forward / _backward, float32, G groups) through the
+ * kernels above when the level is not generic and the layer fits: depthwise with
+ * C*K <= DD_NN_CONV_DW_MAX, or groups == 1 with the re-laid weights (K x Ci x L(Co) forward,
+ * K x Co x L(Ci) backward) <= DD_NN_CONV_FULL_MAX floats and L(Co) (forward) / L(Ci)
+ * (backward) <= 6 vectors. K == 1, B == 1, T == N makes it a dense layer. Return 1 if done,
+ * 0 (nothing done) otherwise. Weights are re-laid on the stack (<= 32 KB). */
+#define DD_NN_CONV_DW_MAX 1024
+#define DD_NN_CONV_FULL_MAX 4096
+int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b, size_t B,
+                            size_t T, size_t Ci, size_t Co, size_t K, size_t d, size_t G);
+int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                             const float *w, size_t B, size_t T, size_t Ci, size_t Co, size_t K,
+                             size_t d, size_t G);
+
+/* ReLU (a = 3) and Hardswish (a = 4) forward / backward (dd_act contract; bit-identical to
+ * the generic loops). Return 0, doing nothing, for other activations or the generic level. */
+int dd_nn_act_fwd(int level, int a, float *out, const float *in, size_t n);
+int dd_nn_act_bwd(int level, int a, float *din, const float *dout, const float *in, size_t n);
+
+#endif

@@ -1,0 +1,280 @@
+/* The float32 SIMD kernels of src/nn for x86-64 (see simd.h): each template
+ * (gru_fast_impl.h: fused GRU recurrence; gemm_fast_impl.h: long-and-thin products for
+ * weight gradients; dense_fast_impl.h: dense layers with few outputs; conv_fast_impl.h:
+ * depthwise and small full causal convolutions, ReLU and Hardswish) is compiled once
+ * for AVX-512 and once for AVX2+FMA inside a `#pragma GCC target` region, and the
+ * dispatchers below pick one by the level of dd_nn_simd_level(). Without GCC on x86-64
+ * only the dispatchers remain (the level is then always generic and they fall back to
+ * OpenBLAS / plain C, or are never called). */
+#include <stddef.h>
+#include <string.h>
+
+#include "simd.h"
+
+#define DD_NN_DOUBLE 0
+#include "nn_real.h"
+
+/* Prototypes of one instruction set's kernels (suffix _avx512 / _avx2). */
+#define DD_FAST_DECLS(S)                                                                      \
+    void dd_nn_gru_fwd_fast##S(float *out, float *hprev, float *gates, float *Sc,             \
+                               const float *xfm, const float *w_ih, const float *w_hh,        \
+                               const float *b_ih, const float *b_hh, size_t B, size_t T,      \
+                               size_t D, size_t H);                                           \
+    void dd_nn_gru_bwd_fast##S(float *dG, float *dh, const float *dout, const float *gates,   \
+                               const float *hprev, const float *w_hh, size_t B, size_t T,     \
+                               size_t H, int want_dh0);                                       \
+    void dd_nn_gemm_nt_fast##S(size_t M, size_t N, size_t K, const float *A, size_t lda,      \
+                               const float *Bm, size_t ldb, float *C, size_t ldc,             \
+                               float *rowsum);                                                \
+    void dd_nn_dense_small_fwd##S(float *out, const float *in, const float *w, const float *b, \
+                                  size_t N, size_t NI, size_t O);                              \
+    void dd_nn_dense_small_bwd##S(float *din, float *dw, float *db, const float *dout,        \
+                                  const float *in, const float *w, size_t N, size_t NI,        \
+                                  size_t O);                                                   \
+    void dd_nn_conv_dw_fwd_fast##S(float *out, const float *in, const float *wt,              \
+                                   const float *b, size_t B, size_t T, size_t C, size_t K,    \
+                                   size_t d);                                                 \
+    void dd_nn_conv_dw_bwd_fast##S(float *din, float *dwt, const float *dout, const float *in, \
+                                   const float *wt, size_t B, size_t T, size_t C, size_t K,   \
+                                   size_t d);                                                 \
+    void dd_nn_conv_full_fwd_fast##S(float *out, const float *in, const float *wf,            \
+                                     const float *bp, size_t B, size_t T, size_t Ci,          \
+                                     size_t Co, size_t K, size_t d);                          \
+    void dd_nn_conv_full_bwd_fast##S(float *din, float *dwb, float *db, const float *dout,    \
+                                     const float *in, const float *wb, size_t B, size_t T,    \
+                                     size_t Ci, size_t Co, size_t K, size_t d);               \
+    void dd_nn_act_fwd_fast##S(int a, float *out, const float *in, size_t n);                 \
+    void dd_nn_act_bwd_fast##S(int a, float *din, const float *dout, const float *in, size_t n);
+
+#if DD_NN_HAVE_X86_SIMD
+#include <immintrin.h>
+DD_FAST_DECLS(_avx512)
+DD_FAST_DECLS(_avx2)
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+#define DD_VEC_AVX512
+#include "simd_vec.h"
+#include "gru_fast_impl.h"
+#include "gemm_fast_impl.h"
+#include "dense_fast_impl.h"
+#include "conv_fast_impl.h"
+#undef DD_VEC_AVX512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define DD_VEC_AVX2
+#include "simd_vec.h"
+#include "gru_fast_impl.h"
+#include "gemm_fast_impl.h"
+#include "dense_fast_impl.h"
+#include "conv_fast_impl.h"
+#undef DD_VEC_AVX2
+#pragma GCC pop_options
+
+/* Calls name_avx512(args) or name_avx2(args) by level. */
+#define DD_DISPATCH(level, name, args)      \
+    do {                                    \
+        if ((level) >= DD_SIMD_AVX512)      \
+            name##_avx512 args;             \
+        else                                \
+            name##_avx2 args;               \
+    } while (0)
+#endif
+
+void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S,
+                        const float *xfm, const float *w_ih, const float *w_hh, const float *b_ih,
+                        const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_gru_fwd_fast,
+                (out, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, B, T, D, H));
+#else
+    (void)level, (void)out, (void)hprev, (void)gates, (void)S, (void)xfm, (void)w_ih;
+    (void)w_hh, (void)b_ih, (void)b_hh, (void)B, (void)T, (void)D, (void)H;
+#endif
+}
+
+void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, const float *gates,
+                        const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
+                        int want_dh0) {
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_gru_bwd_fast, (dG, dh, dout, gates, hprev, w_hh, B, T, H, want_dh0));
+#else
+    (void)level, (void)dG, (void)dh, (void)dout, (void)gates, (void)hprev, (void)w_hh;
+    (void)B, (void)T, (void)H, (void)want_dh0;
+#endif
+}
+
+void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                       const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum) {
+#if DD_NN_HAVE_X86_SIMD
+    if (level > DD_SIMD_GENERIC) {
+        DD_DISPATCH(level, dd_nn_gemm_nt_fast, (M, N, K, A, lda, Bm, ldb, C, ldc, rowsum));
+        return;
+    }
+#else
+    (void)level;
+#endif
+    if (N > 0) dd_nn_gemm(0, 1, M, N, K, 1, A, lda, Bm, ldb, 1, C, ldc);
+    if (rowsum) dd_nn_rowsum_add(rowsum, A, M, K, lda);
+}
+
+int dd_nn_dense_small_fwd(int level, float *out, const float *in, const float *w, const float *b,
+                          size_t N, size_t NI, size_t O) {
+#if DD_NN_HAVE_X86_SIMD
+    if (level > DD_SIMD_GENERIC && O >= 1 && O <= DD_NN_DENSE_SMALL_MAX) {
+        DD_DISPATCH(level, dd_nn_dense_small_fwd, (out, in, w, b, N, NI, O));
+        return 1;
+    }
+#endif
+    (void)level, (void)out, (void)in, (void)w, (void)b, (void)N, (void)NI, (void)O;
+    return 0;
+}
+
+int dd_nn_dense_small_bwd(int level, float *din, float *dw, float *db, const float *dout,
+                          const float *in, const float *w, size_t N, size_t NI, size_t O) {
+#if DD_NN_HAVE_X86_SIMD
+    if (level > DD_SIMD_GENERIC && O >= 1 && O <= DD_NN_DENSE_SMALL_MAX) {
+        DD_DISPATCH(level, dd_nn_dense_small_bwd, (din, dw, db, dout, in, w, N, NI, O));
+        return 1;
+    }
+#endif
+    (void)level, (void)din, (void)dw, (void)db, (void)dout, (void)in, (void)w, (void)N;
+    (void)NI, (void)O;
+    return 0;
+}
+
+int dd_nn_simd_width(int level) {
+    return level >= DD_SIMD_AVX512 ? 16 : level >= DD_SIMD_AVX2 ? 8 : 1;
+}
+
+void dd_nn_conv_dw_fwd(int level, float *out, const float *in, const float *wt, const float *b,
+                       size_t B, size_t T, size_t C, size_t K, size_t d) {
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_conv_dw_fwd_fast, (out, in, wt, b, B, T, C, K, d));
+#else
+    (void)level, (void)out, (void)in, (void)wt, (void)b, (void)B, (void)T, (void)C, (void)K, (void)d;
+#endif
+}
+
+void dd_nn_conv_dw_bwd(int level, float *din, float *dwt, const float *dout, const float *in,
+                       const float *wt, size_t B, size_t T, size_t C, size_t K, size_t d) {
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_conv_dw_bwd_fast, (din, dwt, dout, in, wt, B, T, C, K, d));
+#else
+    (void)level, (void)din, (void)dwt, (void)dout, (void)in, (void)wt, (void)B, (void)T;
+    (void)C, (void)K, (void)d;
+#endif
+}
+
+void dd_nn_conv_full_fwd(int level, float *out, const float *in, const float *wf, const float *bp,
+                         size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_conv_full_fwd_fast, (out, in, wf, bp, B, T, Ci, Co, K, d));
+#else
+    (void)level, (void)out, (void)in, (void)wf, (void)bp, (void)B, (void)T, (void)Ci, (void)Co;
+    (void)K, (void)d;
+#endif
+}
+
+void dd_nn_conv_full_bwd(int level, float *din, float *dwb, float *db, const float *dout,
+                         const float *in, const float *wb, size_t B, size_t T, size_t Ci,
+                         size_t Co, size_t K, size_t d) {
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_conv_full_bwd_fast, (din, dwb, db, dout, in, wb, B, T, Ci, Co, K, d));
+#else
+    (void)level, (void)din, (void)dwb, (void)db, (void)dout, (void)in, (void)wb, (void)B;
+    (void)T, (void)Ci, (void)Co, (void)K, (void)d;
+#endif
+}
+
+int dd_nn_act_fwd(int level, int a, float *out, const float *in, size_t n) {
+#if DD_NN_HAVE_X86_SIMD
+    if (level > DD_SIMD_GENERIC && (a == 3 || a == 4)) {
+        DD_DISPATCH(level, dd_nn_act_fwd_fast, (a, out, in, n));
+        return 1;
+    }
+#endif
+    (void)level, (void)a, (void)out, (void)in, (void)n;
+    return 0;
+}
+
+int dd_nn_act_bwd(int level, int a, float *din, const float *dout, const float *in, size_t n) {
+#if DD_NN_HAVE_X86_SIMD
+    if (level > DD_SIMD_GENERIC && (a == 3 || a == 4)) {
+        DD_DISPATCH(level, dd_nn_act_bwd_fast, (a, din, dout, in, n));
+        return 1;
+    }
+#endif
+    (void)level, (void)a, (void)din, (void)dout, (void)in, (void)n;
+    return 0;
+}
+
+/* ---- causal conv1d and small dense layers: weights re-laid on the stack for the kernels */
+
+static size_t dd_conv_roundup(size_t n, size_t w) { return (n + w - 1) / w * w; }
+
+int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b,
+                            size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d,
+                            size_t G) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC) return 0;
+    const size_t vw = (size_t)dd_nn_simd_width(level);
+    if (G == Ci && G == Co && Ci * K <= DD_NN_CONV_DW_MAX) {
+        float wt[DD_NN_CONV_DW_MAX];
+        for (size_t c = 0; c < Ci; c++)
+            for (size_t k = 0; k < K; k++) wt[k * Ci + c] = w[c * K + k];
+        dd_nn_conv_dw_fwd(level, out, in, wt, b, B, T, Ci, K, d);
+        return 1;
+    }
+    const size_t lo = dd_conv_roundup(Co, vw);
+    if (G == 1 && lo <= 6 * vw && K * Ci * lo <= DD_NN_CONV_FULL_MAX) {
+        float wf[DD_NN_CONV_FULL_MAX], bp[96];
+        memset(wf, 0, K * Ci * lo * sizeof(float));
+        memset(bp, 0, lo * sizeof(float));
+        for (size_t co = 0; co < Co; co++)
+            for (size_t ci = 0; ci < Ci; ci++)
+                for (size_t k = 0; k < K; k++) wf[(k * Ci + ci) * lo + co] = w[(co * Ci + ci) * K + k];
+        if (b) memcpy(bp, b, Co * sizeof(float));
+        dd_nn_conv_full_fwd(level, out, in, wf, bp, B, T, Ci, Co, K, d);
+        return 1;
+    }
+    return 0;
+}
+
+int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout,
+                                 const float *in, const float *w, size_t B, size_t T, size_t Ci,
+                                 size_t Co, size_t K, size_t d, size_t G) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC) return 0;
+    const size_t vw = (size_t)dd_nn_simd_width(level);
+    if (G == Ci && G == Co && Ci * K <= DD_NN_CONV_DW_MAX) {
+        float wt[DD_NN_CONV_DW_MAX], dwt[DD_NN_CONV_DW_MAX];
+        for (size_t c = 0; c < Ci; c++)
+            for (size_t k = 0; k < K; k++) wt[k * Ci + c] = w[c * K + k];
+        if (dw) memset(dwt, 0, Ci * K * sizeof(float));
+        if (db) dd_nn_colsum_add(db, dout, B * T, Co, Co);
+        dd_nn_conv_dw_bwd(level, din, dw ? dwt : NULL, dout, in, wt, B, T, Ci, K, d);
+        if (dw)
+            for (size_t c = 0; c < Ci; c++)
+                for (size_t k = 0; k < K; k++) dw[c * K + k] += dwt[k * Ci + c];
+        return 1;
+    }
+    const size_t li = dd_conv_roundup(Ci, vw);
+    if (G == 1 && li <= 6 * vw && K * Co * li <= DD_NN_CONV_FULL_MAX) {
+        float wb[DD_NN_CONV_FULL_MAX], dwb[DD_NN_CONV_FULL_MAX];
+        memset(wb, 0, K * Co * li * sizeof(float));
+        for (size_t co = 0; co < Co; co++)
+            for (size_t ci = 0; ci < Ci; ci++)
+                for (size_t k = 0; k < K; k++) wb[(k * Co + co) * li + ci] = w[(co * Ci + ci) * K + k];
+        if (dw) memset(dwb, 0, K * Co * li * sizeof(float));
+        dd_nn_conv_full_bwd(level, din, dw ? dwb : NULL, db, dout, in, wb, B, T, Ci, Co, K, d);
+        if (dw)
+            for (size_t co = 0; co < Co; co++)
+                for (size_t ci = 0; ci < Ci; ci++)
+                    for (size_t k = 0; k < K; k++) dw[(co * Ci + ci) * K + k] += dwb[(k * Co + co) * li + ci];
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,331 @@
+/* The float32 fast paths of src/nn (simd.h: fused GRU recurrence, long-and-thin gradient
+ * products, small dense layers, depthwise and small full causal convolutions, ReLU and
+ * Hardswish) at every SIMD level this CPU supports, against the float64 instantiation of
+ * the same layers (the path test_nn_grad verifies by finite differences):
+ * - every output and gradient within 2e-5 of the float64 result, relative to the
+ *   tensor's largest magnitude, over shapes that exercise whole vectors, masked tails,
+ *   register-block remainders, frame edges of dilated taps and the OpenBLAS fallbacks;
+ * - backward adds into its outputs (a second call doubles them);
+ * - invariants the kernels promise: the GRU output of a frame is bit-identical whether it
+ *   runs alone or inside a batch, and AVX2 and AVX-512 give bit-identical GRU outputs and
+ *   convolution outputs; ReLU and Hardswish are bit-identical to the generic loops
+ *   (including -3, 3, infinities and NaN);
+ * - dd_nn_simd_set clamps to the supported level.
+ * On a CPU without AVX2 only the generic level runs (the checks still apply). */
+#include <stdint.h>
+
+#include "distdpd/nn.h"
+#include "dd_test.h"
+#include "nn/simd.h"
+
+static dd_rng rng;
+
+static double *dvec(size_t n, double s) {
+    double *p = dd_calloc(n ? n : 1, sizeof(double));
+    for (size_t i = 0; i < n; i++) p[i] = (2 * dd_rng_uniform(&rng) - 1) * s;
+    return p;
+}
+static float *tof(const double *x, size_t n) {
+    float *f = dd_calloc(n ? n : 1, sizeof(float));
+    for (size_t i = 0; i < n; i++) f[i] = (float)x[i];
+    return f;
+}
+static float *fzero(size_t n) { return dd_calloc(n ? n : 1, sizeof(float)); }
+static double *dzero(size_t n) { return dd_calloc(n ? n : 1, sizeof(double)); }
+
+static double worst;
+/* max |a - b| / max |b| */
+static double relerr(const float *a, const double *b, size_t n) {
+    double e = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs(b[i]));
+    }
+    return e / fmax(m, 1e-30);
+}
+/* ctx: the case and level, for the message */
+#define CHECK_CLOSE(what, a, b, n, ctx)                                              \
+    do {                                                                             \
+        double r_ = relerr((a), (b), (n));                                           \
+        if (r_ > worst) worst = r_;                                                  \
+        CHECK(r_ < 2e-5, "%s: float32 vs float64 rel err %.3g (%s)", what, r_, ctx); \
+    } while (0)
+/* b == 2 a within float rounding */
+static double doubled(const float *a, const float *b, size_t n) {
+    double e = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)b[i] - 2.0 * a[i]));
+        m = fmax(m, fabs((double)a[i]));
+    }
+    return e / fmax(m, 1e-30);
+}
+
+static int levels[3], nlevels;
+
+/* ------------------------------------------------------------------ GRU */
+
+typedef struct {
+    int B, T, D, H, bias, h0;
+} gru_case;
+
+/* Runs the float layer at the current level; results in the caller's arrays. */
+static void gru_run_f(const gru_case *c, const float *x, const float *h0, const float *wi,
+                      const float *wh, const float *bi, const float *bh, const float *G, float *y,
+                      float *dx, float *dh0, float *dwi, float *dwh, float *dbi, float *dbh) {
+    float *ws = fzero(dd_gru_workspace_size(c->B, c->T, c->D, c->H));
+    dd_gru_forward(y, ws, x, c->h0 ? h0 : NULL, wi, wh, c->bias ? bi : NULL, c->bias ? bh : NULL,
+                   c->B, c->T, c->D, c->H);
+    dd_gru_backward(dx, c->h0 ? dh0 : NULL, dwi, dwh, c->bias ? dbi : NULL, c->bias ? dbh : NULL, G,
+                    ws, x, wi, wh, c->B, c->T, c->D, c->H);
+    dd_free(ws);
+}
+
+static void test_gru(gru_case c) {
+    const size_t B = (size_t)c.B, T = (size_t)c.T, D = (size_t)c.D, H = (size_t)c.H;
+    const size_t nx = B * T * D, ny = B * T * H, G3 = 3 * H;
+    const double k = 1 / sqrt((double)H);
+    double *x = dvec(nx, 1), *h0 = dvec(B * H, 0.5), *wi = dvec(G3 * D, k), *wh = dvec(G3 * H, k);
+    double *bi = dvec(G3, k), *bh = dvec(G3, k), *G = dvec(ny, 1);
+    /* float64 reference */
+    double *y = dzero(ny), *dx = dzero(nx), *dh0 = dzero(B * H), *dwi = dzero(G3 * D);
+    double *dwh = dzero(G3 * H), *dbi = dzero(G3), *dbh = dzero(G3);
+    double *ws = dzero(dd_gru_workspace_size(c.B, c.T, c.D, c.H));
+    dd_gru_forward_f64(y, ws, x, c.h0 ? h0 : NULL, wi, wh, c.bias ? bi : NULL, c.bias ? bh : NULL,
+                       c.B, c.T, c.D, c.H);
+    dd_gru_backward_f64(dx, c.h0 ? dh0 : NULL, dwi, dwh, c.bias ? dbi : NULL, c.bias ? dbh : NULL, G,
+                        ws, x, wi, wh, c.B, c.T, c.D, c.H);
+    float *fx = tof(x, nx), *fh0 = tof(h0, B * H), *fwi = tof(wi, G3 * D), *fwh = tof(wh, G3 * H);
+    float *fbi = tof(bi, G3), *fbh = tof(bh, G3), *fG = tof(G, ny);
+    float *yl[3] = {0};
+    char name[96];
+    snprintf(name, sizeof name, "gru B=%d T=%d D=%d H=%d bias=%d h0=%d", c.B, c.T, c.D, c.H, c.bias, c.h0);
+    for (int li = 0; li < nlevels; li++) {
+        dd_nn_simd_set(levels[li]);
+        float *fy = fzero(ny), *fdx = fzero(nx), *fdh0 = fzero(B * H), *fdwi = fzero(G3 * D);
+        float *fdwh = fzero(G3 * H), *fdbi = fzero(G3), *fdbh = fzero(G3);
+        gru_run_f(&c, fx, fh0, fwi, fwh, fbi, fbh, fG, fy, fdx, fdh0, fdwi, fdwh, fdbi, fdbh);
+        const char *lv = dd_nn_simd_name(levels[li]);
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "%s, %s", name, lv);
+        CHECK_CLOSE("gru out", fy, y, ny, ctx);
+        CHECK_CLOSE("gru dx", fdx, dx, nx, ctx);
+        CHECK_CLOSE("gru dW_ih", fdwi, dwi, G3 * D, ctx);
+        CHECK_CLOSE("gru dW_hh", fdwh, dwh, G3 * H, ctx);
+        if (c.h0) CHECK_CLOSE("gru dh0", fdh0, dh0, B * H, ctx);
+        if (c.bias) {
+            CHECK_CLOSE("gru db_ih", fdbi, dbi, G3, ctx);
+            CHECK_CLOSE("gru db_hh", fdbh, dbh, G3, ctx);
+        }
+        /* backward adds: a second run doubles every gradient */
+        float *y2 = fzero(ny), *dx2 = fzero(nx), *dh02 = fzero(B * H);
+        float *dwi2 = fzero(G3 * D), *dwh2 = fzero(G3 * H), *dbi2 = fzero(G3), *dbh2 = fzero(G3);
+        memcpy(dx2, fdx, nx * sizeof(float));
+        memcpy(dh02, fdh0, B * H * sizeof(float));
+        memcpy(dwi2, fdwi, G3 * D * sizeof(float));
+        memcpy(dwh2, fdwh, G3 * H * sizeof(float));
+        memcpy(dbi2, fdbi, G3 * sizeof(float));
+        memcpy(dbh2, fdbh, G3 * sizeof(float));
+        gru_run_f(&c, fx, fh0, fwi, fwh, fbi, fbh, fG, y2, dx2, dh02, dwi2, dwh2, dbi2, dbh2);
+        double e = fmax(fmax(doubled(fdx, dx2, nx), doubled(fdwi, dwi2, G3 * D)), doubled(fdwh, dwh2, G3 * H));
+        if (c.h0) e = fmax(e, doubled(fdh0, dh02, B * H));
+        if (c.bias) e = fmax(e, fmax(doubled(fdbi, dbi2, G3), doubled(fdbh, dbh2, G3)));
+        CHECK(e < 1e-5, "%s, %s: backward does not add (err %.3g)", name, lv, e);
+        CHECK(memcmp(fy, y2, ny * sizeof(float)) == 0, "%s, %s: forward not deterministic", name, lv);
+        yl[li] = fy;
+        dd_free(y2), dd_free(dx2), dd_free(dh02), dd_free(dwi2), dd_free(dwh2);
+        dd_free(dbi2), dd_free(dbh2);
+        dd_free(fdx), dd_free(fdh0), dd_free(fdwi), dd_free(fdwh), dd_free(fdbi), dd_free(fdbh);
+        /* one frame alone gives the same bits as inside the batch (fast levels) */
+        if (levels[li] > DD_SIMD_GENERIC && B > 1) {
+            const size_t b = B / 2;
+            float *y1 = fzero(T * H), *ws1 = fzero(dd_gru_workspace_size(1, c.T, c.D, c.H));
+            dd_gru_forward(y1, ws1, fx + b * T * D, c.h0 ? fh0 + b * H : NULL, fwi, fwh,
+                           c.bias ? fbi : NULL, c.bias ? fbh : NULL, 1, c.T, c.D, c.H);
+            CHECK(memcmp(y1, fy + b * T * H, T * H * sizeof(float)) == 0,
+                  "%s, %s: frame %zu alone differs from the batch", name, lv, b);
+            dd_free(y1), dd_free(ws1);
+        }
+    }
+    /* AVX2 and AVX-512 agree bit for bit on the recurrence */
+    for (int a = 0; a < nlevels; a++)
+        for (int b = a + 1; b < nlevels; b++)
+            if (levels[a] > DD_SIMD_GENERIC && levels[b] > DD_SIMD_GENERIC)
+                CHECK(memcmp(yl[a], yl[b], ny * sizeof(float)) == 0, "%s: %s and %s outputs differ", name,
+                      dd_nn_simd_name(levels[a]), dd_nn_simd_name(levels[b]));
+    for (int li = 0; li < nlevels; li++) dd_free(yl[li]);
+    dd_free(x), dd_free(h0), dd_free(wi), dd_free(wh), dd_free(bi), dd_free(bh), dd_free(G);
+    dd_free(y), dd_free(dx), dd_free(dh0), dd_free(dwi), dd_free(dwh), dd_free(dbi), dd_free(dbh);
+    dd_free(ws), dd_free(fx), dd_free(fh0), dd_free(fwi), dd_free(fwh), dd_free(fbi), dd_free(fbh);
+    dd_free(fG);
+}
+
+/* ------------------------------------------------------------------ conv1d and dense */
+
+static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, int bias) {
+    const size_t BT = (size_t)B * (size_t)T, nw = (size_t)co * (size_t)(ci / groups) * (size_t)K;
+    const size_t nin = BT * (size_t)ci, nout = BT * (size_t)co;
+    double *x = dvec(nin, 1), *w = dvec(nw, 0.5), *b = dvec((size_t)co, 0.5), *G = dvec(nout, 1);
+    double *y = dzero(nout), *dx = dzero(nin), *dw = dzero(nw), *db = dzero((size_t)co);
+    dd_conv1d_forward_f64(y, x, w, bias ? b : NULL, B, T, ci, co, K, dil, groups);
+    dd_conv1d_backward_f64(dx, dw, bias ? db : NULL, G, x, w, B, T, ci, co, K, dil, groups);
+    float *fx = tof(x, nin), *fw = tof(w, nw), *fb = tof(b, (size_t)co), *fG = tof(G, nout);
+    float *yl[3] = {0};
+    char name[96];
+    snprintf(name, sizeof name, "conv B=%d T=%d ci=%d co=%d K=%d d=%d g=%d bias=%d", B, T, ci, co, K,
+             dil, groups, bias);
+    for (int li = 0; li < nlevels; li++) {
+        dd_nn_simd_set(levels[li]);
+        const char *lv = dd_nn_simd_name(levels[li]);
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "%s, %s", name, lv);
+        float *fy = fzero(nout), *fdx = fzero(nin), *fdw = fzero(nw), *fdb = fzero((size_t)co);
+        dd_conv1d_forward(fy, fx, fw, bias ? fb : NULL, B, T, ci, co, K, dil, groups);
+        dd_conv1d_backward(fdx, fdw, bias ? fdb : NULL, fG, fx, fw, B, T, ci, co, K, dil, groups);
+        CHECK_CLOSE("conv out", fy, y, nout, ctx);
+        CHECK_CLOSE("conv din", fdx, dx, nin, ctx);
+        CHECK_CLOSE("conv dW", fdw, dw, nw, ctx);
+        if (bias) CHECK_CLOSE("conv db", fdb, db, (size_t)co, ctx);
+        /* adds; each gradient may be skipped alone */
+        float *dx2 = fzero(nin), *dw2 = fzero(nw), *db2 = fzero((size_t)co);
+        memcpy(dx2, fdx, nin * sizeof(float));
+        memcpy(dw2, fdw, nw * sizeof(float));
+        memcpy(db2, fdb, (size_t)co * sizeof(float));
+        dd_conv1d_backward(dx2, NULL, NULL, fG, fx, fw, B, T, ci, co, K, dil, groups);
+        dd_conv1d_backward(NULL, dw2, bias ? db2 : NULL, fG, fx, fw, B, T, ci, co, K, dil, groups);
+        double e = fmax(doubled(fdx, dx2, nin), doubled(fdw, dw2, nw));
+        if (bias) e = fmax(e, doubled(fdb, db2, (size_t)co));
+        CHECK(e < 1e-5, "%s, %s: backward does not add (err %.3g)", name, lv, e);
+        yl[li] = fy;
+        dd_free(fdx), dd_free(fdw), dd_free(fdb), dd_free(dx2), dd_free(dw2), dd_free(db2);
+    }
+    for (int a = 0; a < nlevels; a++)
+        for (int c = a + 1; c < nlevels; c++)
+            if (levels[a] > DD_SIMD_GENERIC && levels[c] > DD_SIMD_GENERIC && K > 1)
+                CHECK(memcmp(yl[a], yl[c], nout * sizeof(float)) == 0, "%s: %s and %s outputs differ",
+                      name, dd_nn_simd_name(levels[a]), dd_nn_simd_name(levels[c]));
+    for (int li = 0; li < nlevels; li++) dd_free(yl[li]);
+    dd_free(x), dd_free(w), dd_free(b), dd_free(G), dd_free(y), dd_free(dx), dd_free(dw);
+    dd_free(db), dd_free(fx), dd_free(fw), dd_free(fb), dd_free(fG);
+}
+
+static void test_dense(size_t N, int in, int out, int bias) {
+    const size_t nw = (size_t)in * (size_t)out;
+    double *x = dvec(N * (size_t)in, 1), *w = dvec(nw, 0.5), *b = dvec((size_t)out, 0.5);
+    double *G = dvec(N * (size_t)out, 1), *y = dzero(N * (size_t)out), *dx = dzero(N * (size_t)in);
+    double *dw = dzero(nw), *db = dzero((size_t)out);
+    dd_dense_forward_f64(y, x, w, bias ? b : NULL, N, in, out);
+    dd_dense_backward_f64(dx, dw, bias ? db : NULL, G, x, w, N, in, out);
+    float *fx = tof(x, N * (size_t)in), *fw = tof(w, nw), *fb = tof(b, (size_t)out);
+    float *fG = tof(G, N * (size_t)out);
+    char name[64];
+    snprintf(name, sizeof name, "dense N=%zu in=%d out=%d bias=%d", N, in, out, bias);
+    for (int li = 0; li < nlevels; li++) {
+        dd_nn_simd_set(levels[li]);
+        const char *lv = dd_nn_simd_name(levels[li]);
+        char ctx[160];
+        snprintf(ctx, sizeof ctx, "%s, %s", name, lv);
+        float *fy = fzero(N * (size_t)out), *fdx = fzero(N * (size_t)in), *fdw = fzero(nw);
+        float *fdb = fzero((size_t)out);
+        dd_dense_forward(fy, fx, fw, bias ? fb : NULL, N, in, out);
+        dd_dense_backward(fdx, fdw, bias ? fdb : NULL, fG, fx, fw, N, in, out);
+        CHECK_CLOSE("dense out", fy, y, N * (size_t)out, ctx);
+        CHECK_CLOSE("dense din", fdx, dx, N * (size_t)in, ctx);
+        CHECK_CLOSE("dense dW", fdw, dw, nw, ctx);
+        if (bias) CHECK_CLOSE("dense db", fdb, db, (size_t)out, ctx);
+        /* din only, then dW only: each adds */
+        dd_dense_backward(fdx, NULL, NULL, fG, fx, fw, N, in, out);
+        dd_dense_backward(NULL, fdw, NULL, fG, fx, fw, N, in, out);
+        double *dx2 = dzero(N * (size_t)in), *dw2 = dzero(nw);
+        for (size_t i = 0; i < N * (size_t)in; i++) dx2[i] = 2 * dx[i];
+        for (size_t i = 0; i < nw; i++) dw2[i] = 2 * dw[i];
+        CHECK_CLOSE("dense din x2", fdx, dx2, N * (size_t)in, ctx);
+        CHECK_CLOSE("dense dW x2", fdw, dw2, nw, ctx);
+        dd_free(dx2), dd_free(dw2), dd_free(fy), dd_free(fdx), dd_free(fdw), dd_free(fdb);
+    }
+    dd_free(x), dd_free(w), dd_free(b), dd_free(G), dd_free(y), dd_free(dx), dd_free(dw), dd_free(db);
+    dd_free(fx), dd_free(fw), dd_free(fb), dd_free(fG);
+}
+
+/* ------------------------------------------------------------------ activations */
+
+static void test_act(void) {
+    const size_t n = 1000 + 13; /* whole vectors plus a tail */
+    float *x = fzero(n), *g = fzero(n);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)((2 * dd_rng_uniform(&rng) - 1) * 5);
+        g[i] = (float)(2 * dd_rng_uniform(&rng) - 1);
+    }
+    const float sp[] = {-3.0f, 3.0f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 2.9999998f, -3.0000002f};
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) x[5 + i] = x[n - 1 - i] = sp[i];
+    const dd_act acts[2] = {DD_ACT_RELU, DD_ACT_HARDSWISH};
+    for (int a = 0; a < 2; a++) {
+        float *ref = fzero(n), *dref = fzero(n);
+        dd_nn_simd_set(DD_SIMD_GENERIC);
+        dd_act_forward(acts[a], ref, x, n);
+        for (size_t i = 0; i < n; i++) dref[i] = 0.25f;
+        dd_act_backward(acts[a], dref, g, x, ref, n);
+        for (int li = 0; li < nlevels; li++) {
+            dd_nn_simd_set(levels[li]);
+            float *y = fzero(n), *d = fzero(n);
+            memcpy(y, x, n * sizeof(float));
+            dd_act_forward(acts[a], y, y, n); /* in place */
+            for (size_t i = 0; i < n; i++) d[i] = 0.25f;
+            dd_act_backward(acts[a], d, g, x, y, n);
+            CHECK(memcmp(y, ref, n * sizeof(float)) == 0, "%s forward at %s differs from generic",
+                  dd_act_name(acts[a]), dd_nn_simd_name(levels[li]));
+            CHECK(memcmp(d, dref, n * sizeof(float)) == 0, "%s backward at %s differs from generic",
+                  dd_act_name(acts[a]), dd_nn_simd_name(levels[li]));
+            dd_free(y), dd_free(d);
+        }
+        /* and the generic loops themselves against the definition */
+        CHECK(ref[5] == 0 && ref[6] == 3 && isnan(ref[11]) == (acts[a] == DD_ACT_HARDSWISH),
+              "%s specials: %g %g %g", dd_act_name(acts[a]), ref[5], ref[6], ref[11]);
+        dd_free(ref), dd_free(dref);
+    }
+    dd_free(x), dd_free(g);
+}
+
+int main(void) {
+    dd_rng_seed(&rng, 20250101);
+    const int sup = dd_nn_simd_supported();
+    for (int l = DD_SIMD_GENERIC; l <= sup; l++) levels[nlevels++] = l;
+    printf("SIMD levels: supported %s, in use by default %s; testing", dd_nn_simd_name(sup),
+           dd_nn_simd_name(dd_nn_simd_level()));
+    for (int i = 0; i < nlevels; i++) printf(" %s", dd_nn_simd_name(levels[i]));
+    printf("\n");
+    CHECK(dd_nn_simd_set(99) == sup && dd_nn_simd_set(-1) == DD_SIMD_GENERIC, "dd_nn_simd_set clamps");
+    CHECK(dd_nn_simd_level() == DD_SIMD_GENERIC, "the set level is in use");
+
+    const gru_case gc[] = {
+        {64, 12, 2, 23, 1, 0}, /* the recipe's shape (shorter): whole 64-column blocks */
+        {37, 9, 2, 23, 1, 1},  /* masked tail vector, odd H, h0 */
+        {1, 20, 2, 5, 1, 1},   /* one frame (the streaming case) */
+        {17, 6, 6, 28, 1, 0},  /* dgru's input width, H = 28 */
+        {80, 5, 1, 7, 0, 1},   /* two column blocks, no bias */
+        {9, 4, 3, 64, 1, 1},   /* H = 64: several register blocks of rows */
+        {3, 3, 2, 1, 1, 1},    /* H = 1 */
+    };
+    for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++) test_gru(gc[i]);
+
+    test_conv(3, 40, 96, 96, 5, 8, 96, 0); /* tcn layer: depthwise, dilation 8 */
+    test_conv(2, 9, 21, 21, 3, 4, 21, 1);  /* depthwise, taps reaching before the frame */
+    test_conv(2, 7, 1, 1, 2, 1, 1, 1);     /* one channel */
+    test_conv(3, 30, 12, 12, 3, 1, 1, 1);  /* resnet block conv */
+    test_conv(2, 11, 5, 40, 4, 2, 1, 1);   /* full, 3 output vectors (AVX-512) */
+    test_conv(2, 13, 33, 7, 2, 3, 1, 0);   /* full, 3 input vectors in backward */
+    test_conv(1, 3, 4, 6, 4, 2, 1, 1);     /* receptive field longer than the frame */
+    test_conv(2, 8, 200, 8, 3, 1, 1, 1);   /* too wide: generic path */
+    test_conv(2, 10, 4, 6, 2, 3, 2, 1);    /* grouped: generic path */
+    test_conv(2, 6, 6, 96, 1, 1, 1, 1);    /* 1x1 (tcn stem): dense through the conv kernels */
+
+    test_dense(203, 23, 2, 1);  /* output head: small-output kernel */
+    test_dense(50, 29, 3, 0);
+    test_dense(77, 23, 23, 1);  /* dgru fc_hid: conv kernel with K = 1 */
+    test_dense(31, 70, 90, 1);  /* too wide: OpenBLAS */
+    test_dense(1, 1, 1, 1);
+
+    test_act();
+    dd_nn_simd_set(sup);
+    printf("worst float32-vs-float64 rel err %.2e\n", worst);
+    return dd_test_done("test_nn_simd");
+}
