@@ -78,6 +78,10 @@ dd_status dd_cli_mkdirs(const char *path);
 
 /* Writes text to path atomically (temporary file, fsync, rename). */
 dd_status dd_cli_write_text(const char *path, const char *text);
+/* Writes the JSON object o (indented, final newline) the same way and deletes o, also on
+ * error. */
+struct cJSON;
+dd_status dd_cli_write_json(const char *path, struct cJSON *o);
 
 /* Formats a number for tables ("%.2f"; "n/a" if not finite) into buf. */
 const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals);

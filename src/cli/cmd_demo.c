@@ -705,23 +705,7 @@ static dd_status write_summary(const char *path, const demo_result *d, const cha
         cJSON_AddNumberToObject(t, "total_s", d->t_total);
     }
     cJSON_AddNumberToObject(o, "seconds", d->t_total);
-    char *txt = cJSON_Print(o);
-    cJSON_Delete(o);
-    if (!txt) return dd_error(DD_ERR_NOMEM, "out of memory writing %s", path);
-    size_t l = strlen(txt);
-    char *t2 = cJSON_malloc(l + 2);
-    dd_status st;
-    if (!t2) {
-        st = dd_error(DD_ERR_NOMEM, "out of memory");
-    } else {
-        memcpy(t2, txt, l);
-        t2[l] = '\n';
-        t2[l + 1] = '\0';
-        st = dd_cli_write_text(path, t2);
-        cJSON_free(t2);
-    }
-    cJSON_free(txt);
-    return st;
+    return dd_cli_write_json(path, o);
 }
 
 /* ================================================================ the command */

@@ -184,24 +184,8 @@ dd_status dd_sim_save(const dd_sim_cfg *c, const dd_sim *s, const dd_dataset *ds
         cJSON_AddNumberToObject(pa, "out_power", cal.out_power);
         cJSON_AddNumberToObject(pa, "noise_var", cal.noise_var);
     }
-    char *txt = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!txt) return dd_error(DD_ERR_NOMEM, "out of memory writing simulation.json");
     snprintf(side, sizeof side, "%s/simulation.json", dir);
-    size_t l = strlen(txt);
-    char *txt2 = malloc(l + 2);
-    dd_status st;
-    if (!txt2) {
-        st = dd_error(DD_ERR_NOMEM, "out of memory");
-    } else {
-        memcpy(txt2, txt, l);
-        txt2[l] = '\n';
-        txt2[l + 1] = '\0';
-        st = dd_cli_write_text(side, txt2);
-    }
-    free(txt2);
-    cJSON_free(txt);
-    return st;
+    return dd_cli_write_json(side, root);
 }
 
 static dd_status json_num(const char *path, const cJSON *o, const char *name, double *v) {

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 
 int dd_cli_fail(const char *cmd, dd_status s) {
@@ -179,6 +181,28 @@ const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals) {
     else
         snprintf(buf, n, "%.*f", decimals, v);
     return buf;
+}
+
+/* Prints o as indented JSON with a final newline and writes it like dd_cli_write_text;
+ * deletes o in every case. */
+dd_status dd_cli_write_json(const char *path, cJSON *o) {
+    char *txt = o ? cJSON_Print(o) : NULL;
+    cJSON_Delete(o);
+    if (!txt) return dd_error(DD_ERR_NOMEM, "out of memory writing %s", path);
+    size_t l = strlen(txt);
+    char *t2 = malloc(l + 2);
+    dd_status st;
+    if (!t2) {
+        st = dd_error(DD_ERR_NOMEM, "out of memory writing %s", path);
+    } else {
+        memcpy(t2, txt, l);
+        t2[l] = '\n';
+        t2[l + 1] = '\0';
+        st = dd_cli_write_text(path, t2);
+    }
+    free(t2);
+    cJSON_free(txt);
+    return st;
 }
 
 /* Writes text to path through a temporary file and a rename. */
