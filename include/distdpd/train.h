@@ -163,16 +163,22 @@ typedef struct {
     void *user;  /* passed to every hook */
     int rank;    /* this process's rank, [0, nranks) */
     int nranks;  /* processes sharing each global batch; 0 or 1 = one process */
-    /* After parameters are initialised or loaded (before the first step): e.g. broadcast
-     * params[0..n) from rank 0 so that every rank starts equal. */
+    /* After parameters are initialised (end of dd_trainer_create) or fully loaded
+     * (dd_trainer_load with params_only = 0), before the first step: e.g. broadcast
+     * params[0..n) from rank 0 so that every rank starts equal. A collective: every rank
+     * creates and loads in the same order. */
     dd_status (*setup)(void *user, float *params, size_t n);
     /* After backward: gradients [lo, hi) of the arena are final on this rank (bucketed
-     * strategies start their reductions here). */
+     * strategies start their reductions here). Called once per parameter-table entry (its
+     * range including the padding after it), in reverse layer order: the ranges descend,
+     * hi of the first call is n, lo of the last is 0, each call's hi is the previous lo.
+     * Every rank makes the same calls (also a rank whose slice of the batch is empty). */
     dd_status (*after_backward)(void *user, float *grads, size_t lo, size_t hi);
     /* Sums grads[0..n) and vals[0..nv) over all ranks, in place (vals: loss sum). Must
      * leave the same values on every rank. */
     dd_status (*allreduce)(void *user, float *grads, size_t n, double *vals, int nv);
-    /* Broadcasts vals[0..nv) from rank 0 (evaluation metrics: only rank 0 evaluates). */
+    /* Broadcasts vals[0..nv) from rank 0 (evaluation metrics: only rank 0 evaluates;
+     * the DPD target gain: only rank 0 reads the whole training split for it). */
     dd_status (*bcast)(void *user, double *vals, int nv);
     /* Extra checkpoint sections (e.g. per-rank state) and their restoration. */
     dd_status (*on_save)(void *user, dd_ckpt_writer *w);
@@ -263,7 +269,9 @@ int dd_trainer_epoch_done(const dd_trainer *tr);
 dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec);
 /* Evaluates the current parameters on split s (val or test), as dd_trainer_end_epoch
  * does. pred (may be NULL) receives a pointer to the prediction (owned by the trainer,
- * valid until the next evaluation) and *npred its length (the padded segments). */
+ * valid until the next evaluation) and *npred its length (the padded segments).
+ * A trainer whose hooks give it a rank other than 0 keeps no validation/test data and
+ * answers DD_ERR_ARG ("... not evaluated"): rank 0 evaluates for all ranks. */
 dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m,
                               const dd_cf32 **pred, size_t *npred);
 /* The same for the true PA driven by the DPD (as one stream over the split). */

@@ -4,8 +4,16 @@
  *   run        run the best model of a run over an I/Q file as one continuous stream
  *   eval       re-evaluate a run on a data set
  * Option parsing, the progress display (a bar on a terminal, plain lines otherwise) and
- * the summaries live here; the work is done by the library (train.h). */
+ * the summaries live here; the work is done by the library (train.h).
+ *
+ * Under mpirun / srun (N > 1 processes) train-pa and train-dpd train data-parallel
+ * (parallel.h): --batch is the global batch, every rank takes its slice, gradients are
+ * averaged with --allreduce in buckets of --bucket-mb. Only rank 0 prints and writes
+ * (the run directory, RUN/dp_steps.csv with the per-step communication times,
+ * RUN/parallel.json); an error on any rank is printed with its rank and aborts all ranks
+ * (MPI_Abort), so a failing run never hangs. See docs/parallel.md. */
 #include <complex.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <math.h>
@@ -16,17 +24,20 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <mpi.h>
 
 #include "cli.h"
 #include "cmd_train.h"
+#include "distdpd/comm.h"
 #include "distdpd/dataset.h"
 #include "distdpd/model.h"
+#include "distdpd/parallel.h"
 #include "distdpd/train.h"
 #include "rf.h"
 
 /* ================================================================ interruption */
 
-/* SIGINT / SIGTERM during training: finish the step, write last.ckpt, exit 1 with a
+/* SIGINT / SIGTERM / SIGUSR1 during training: finish the step, write last.ckpt, exit 1 with a
  * message saying how to resume. A second signal kills the process as usual. */
 static volatile int stop_flag;
 static void on_signal(int sig) {
@@ -41,7 +52,51 @@ typedef struct {
     double last;       /* time of the last bar update */
     int bar_shown;     /* a bar line is on the terminal */
     int is_dpd;
+    /* data parallel (NULL / unused on one process) */
+    dd_dp *dp;         /* the strategy */
+    int root;          /* this process writes (rank 0) */
+    const char *out;   /* run directory */
+    FILE *steps;       /* RUN/dp_steps.csv, opened at the first step (rank 0) */
+    int steps_failed;  /* could not open it (reported once) */
+    double prev_elapsed; /* epoch_elapsed at the previous step */
+    uint64_t ep_steps; /* steps of this epoch seen here */
+    int seen;          /* a step of this epoch was seen (prev_elapsed is valid) */
+    double ep_comm, ep_exposed, ep_step; /* their sums */
 } progress_state;
+
+/* One line per step of a data-parallel run into RUN/dp_steps.csv (rank 0): the step's
+ * wall time, the time in communication calls, the part not hidden by backward (the wait
+ * after it), the part hidden, and the previous step's exposed time averaged over ranks. */
+static void dp_step_line(progress_state *s, const dd_train_progress *p) {
+    dd_dp_stats st;
+    dd_dp_stats_get(s->dp, &st);
+    /* the first step after a resume in the middle of an epoch has no previous time here */
+    double step_s = p->batch == 1 ? p->epoch_elapsed : s->seen ? p->epoch_elapsed - s->prev_elapsed : NAN;
+    s->prev_elapsed = p->epoch_elapsed;
+    s->seen = 1;
+    if (!isnan(step_s)) {
+        s->ep_steps++;
+        s->ep_comm += st.last_comm_s;
+        s->ep_exposed += st.last_exposed_s;
+        s->ep_step += step_s;
+    }
+    if (!s->root || s->steps_failed) return;
+    if (!s->steps) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/dp_steps.csv", s->out);
+        struct stat sb;
+        int fresh = stat(path, &sb) != 0 || sb.st_size == 0;
+        s->steps = fopen(path, "a");
+        if (!s->steps) {
+            s->steps_failed = 1;
+            fprintf(stderr, "distdpd: warning: cannot write %s; per-step times are not recorded\n", path);
+            return;
+        }
+        if (fresh) fprintf(s->steps, "epoch,batch,step_s,comm_s,exposed_s,hidden_s,prev_exposed_mean_s\n");
+    }
+    fprintf(s->steps, "%d,%llu,%.6e,%.6e,%.6e,%.6e,%.6e\n", p->epoch, (unsigned long long)p->batch, step_s,
+            st.last_comm_s, st.last_exposed_s, st.last_hidden_s, st.prev_exposed_mean_s);
+}
 
 static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int is_dpd) {
     char a[32], b[32], c[32];
@@ -54,6 +109,25 @@ static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int 
 
 static void on_progress(void *user, const dd_train_progress *p) {
     progress_state *s = user;
+    if (s->dp && p->phase == 0) dp_step_line(s, p);
+    if (s->dp && p->phase == 2) {
+        if (s->steps) fflush(s->steps);
+        if (s->mode && p->rec && s->ep_steps) {
+            if (s->bar_shown) fprintf(stderr, "\r\033[K");
+            s->bar_shown = 0;
+            print_epoch_line(stderr, p->rec, p->epochs, s->is_dpd);
+            double n = (double)s->ep_steps;
+            fprintf(stderr, "           %d ranks: step %.3f ms, communication %.3f ms/step, not hidden %.3f ms/step "
+                            "(%.1f %% of the step)\n",
+                    dd_dp_size(s->dp), 1e3 * s->ep_step / n, 1e3 * s->ep_comm / n, 1e3 * s->ep_exposed / n,
+                    s->ep_step > 0 ? 100.0 * s->ep_exposed / s->ep_step : 0.0);
+            fflush(stderr);
+        }
+        s->ep_steps = 0;
+        s->seen = 0;
+        s->ep_comm = s->ep_exposed = s->ep_step = 0;
+        return;
+    }
     if (s->mode == 0) return;
     if (p->phase == 2 && p->rec) {
         if (s->bar_shown) fprintf(stderr, "\r\033[K");
@@ -136,6 +210,137 @@ static int read_best(const char *run, dd_epoch_record *r) {
     return found;
 }
 
+/* ================================================================ data parallel helpers */
+
+/* This process's rank as the launcher tells it (before MPI is initialised): Open MPI,
+ * PMIx, MPICH/PMI, Slurm; 0 when not launched by one. */
+static int launcher_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return atoi(v);
+    }
+    return 0;
+}
+
+/* stdout and stderr sent to /dev/null for a while (ranks other than 0 while parsing the
+ * options, which every rank parses alike). */
+typedef struct {
+    int saved_out, saved_err; /* -1: not redirected */
+} quiet_streams;
+
+static void quiet_begin(quiet_streams *q, int on) {
+    q->saved_out = q->saved_err = -1;
+    if (!on) return;
+    int nul = open("/dev/null", O_WRONLY);
+    if (nul < 0) return;
+    fflush(stdout);
+    fflush(stderr);
+    q->saved_out = dup(STDOUT_FILENO);
+    q->saved_err = dup(STDERR_FILENO);
+    if (q->saved_out >= 0) dup2(nul, STDOUT_FILENO);
+    if (q->saved_err >= 0) dup2(nul, STDERR_FILENO);
+    close(nul);
+}
+
+static void quiet_end(quiet_streams *q) {
+    fflush(stdout);
+    fflush(stderr);
+    if (q->saved_out >= 0) {
+        dup2(q->saved_out, STDOUT_FILENO);
+        close(q->saved_out);
+    }
+    if (q->saved_err >= 0) {
+        dup2(q->saved_err, STDERR_FILENO);
+        close(q->saved_err);
+    }
+    q->saved_out = q->saved_err = -1;
+}
+
+/* Where each rank runs: host name and network namespace (emulated hosts share a host
+ * name), gathered from every rank. */
+#define HOST_INFO 128
+static dd_status gather_hosts(dd_comm *w, char **all) {
+    char me[HOST_INFO];
+    memset(me, 0, sizeof me);
+    char host[64] = "?", ns[48] = "?";
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = '\0';
+    ssize_t k = readlink("/proc/self/ns/net", ns, sizeof ns - 1);
+    ns[k > 0 ? k : 1] = '\0';
+    snprintf(me, sizeof me, "%s|%s", host, ns);
+    *all = calloc((size_t)dd_comm_size(w), HOST_INFO);
+    if (!*all) return dd_error(DD_ERR_NOMEM, "out of memory");
+    return dd_comm_allgather(w, me, HOST_INFO, *all);
+}
+
+/* RUN/parallel.json (rank 0): ranks, where they ran, the strategy and its timing. */
+static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cfg *dc, const dd_dp *dp,
+                                     const char *hosts) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return DD_ERR_NOMEM;
+    cJSON_AddStringToObject(o, "strategy", "data-parallel (synchronous)");
+    cJSON_AddNumberToObject(o, "ranks", nranks);
+    cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(dc->algo));
+    cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
+    cJSON_AddNumberToObject(o, "buckets", (double)dd_dp_num_buckets(dp));
+    cJSON *b = cJSON_AddArrayToObject(o, "bucket_ranges");
+    for (size_t i = 0; b && i < dd_dp_num_buckets(dp); i++) {
+        size_t lo = 0, hi = 0;
+        dd_dp_bucket(dp, i, &lo, &hi);
+        cJSON *r = cJSON_CreateArray();
+        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)lo));
+        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)hi));
+        cJSON_AddItemToArray(b, r);
+    }
+    cJSON *h = cJSON_AddArrayToObject(o, "hosts");
+    int nhosts = 0;
+    for (int r = 0; h && r < nranks; r++) {
+        const char *e = hosts + (size_t)r * HOST_INFO, *bar = strchr(e, '|');
+        int fresh = 1;
+        for (int q = 0; q < r; q++)
+            if (strncmp(hosts + (size_t)q * HOST_INFO, e, HOST_INFO) == 0) fresh = 0;
+        nhosts += fresh;
+        cJSON *x = cJSON_CreateObject();
+        char hn[HOST_INFO];
+        snprintf(hn, sizeof hn, "%.*s", bar ? (int)(bar - e) : (int)strlen(e), e);
+        cJSON_AddNumberToObject(x, "rank", r);
+        cJSON_AddStringToObject(x, "host", hn);
+        cJSON_AddStringToObject(x, "netns", bar ? bar + 1 : "?");
+        cJSON_AddItemToArray(h, x);
+    }
+    cJSON_AddNumberToObject(o, "distinct_hosts", nhosts);
+    dd_dp_stats st;
+    dd_dp_stats_get(dp, &st);
+    double n = st.steps ? (double)st.steps : 1.0;
+    cJSON *t = cJSON_AddObjectToObject(o, "rank0_timing");
+    if (t) {
+        cJSON_AddNumberToObject(t, "steps", (double)st.steps);
+        cJSON_AddNumberToObject(t, "comm_s_per_step", st.comm_s / n);
+        cJSON_AddNumberToObject(t, "exposed_s_per_step", st.exposed_s / n);
+        cJSON_AddNumberToObject(t, "hidden_s_per_step", st.hidden_s / n);
+        cJSON_AddNumberToObject(t, "max_exposed_s", st.max_exposed_s);
+        cJSON_AddNumberToObject(t, "gradient_bytes_per_step", (double)st.bytes / n);
+    }
+    char *txt = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!txt) return DD_ERR_NOMEM;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/parallel.json", out);
+    size_t l = strlen(txt);
+    char *t2 = malloc(l + 2);
+    dd_status s2 = DD_ERR_NOMEM;
+    if (t2) {
+        memcpy(t2, txt, l);
+        t2[l] = '\n';
+        t2[l + 1] = '\0';
+        s2 = dd_cli_write_text(path, t2);
+        free(t2);
+    }
+    cJSON_free(txt);
+    return s2;
+}
+
 /* ================================================================ train-pa / train-dpd */
 
 static void help_train(int dpd) {
@@ -205,6 +410,17 @@ static void help_train(int dpd) {
            "  --no-test           do not evaluate the test split each epoch\n"
            "  --no-report         do not write report.html\n"
            "\n"
+           "data parallel (when started by mpirun -np N / srun with N > 1 processes):\n"
+           "  --allreduce A       gradient allreduce: ring (default), tree, rhd, hier or mpi\n"
+           "  --bucket-mb X       gradient bucket size in MiB, last layer first; each bucket's\n"
+           "                      reduction starts when its gradients are final (default 4;\n"
+           "                      0: one blocking allreduce after backward)\n"
+           "                      --batch is the GLOBAL batch: rank r of N trains on its slice\n"
+           "                      of every batch, so N ranks give one process's result (up to\n"
+           "                      float rounding); only rank 0 prints and writes RUN (plus\n"
+           "                      dp_steps.csv: per-step communication time not hidden, and\n"
+           "                      parallel.json); a checkpoint resumes on any number of ranks\n"
+           "\n"
            "display:\n"
            "  --progress P        auto (default: a bar on a terminal, lines otherwise), bar,\n"
            "                      lines or none\n"
@@ -227,7 +443,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         O_DATA = 256, O_MODEL, O_HIDDEN, O_LAYERS, O_MEMORY, O_ORDER, O_KERNEL, O_CROSS, O_FRAME, O_STRIDE, O_BATCH,
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
-        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET
     };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},          {"model", required_argument, NULL, O_MODEL},
@@ -249,6 +465,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"pa-run", required_argument, NULL, O_PARUN},       {"ila", no_argument, NULL, O_ILA},
         {"gain", required_argument, NULL, O_GAIN},          {"gain-mode", required_argument, NULL, O_GAINMODE},
         {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
+        {"allreduce", required_argument, NULL, O_ALLREDUCE}, {"bucket-mb", required_argument, NULL, O_BUCKET},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
     static const char *const opts_opt[] = {"sgd", "adam", "adamw", NULL};
@@ -267,6 +484,11 @@ static int cmd_train(int argc, char **argv, int dpd) {
     uint64_t u;
     char model_buf[DD_TRAIN_NAME_MAX] = "gru";
     int want_list = 0;
+    dd_dp_cfg dpc;
+    dd_dp_cfg_default(&dpc);
+    /* every rank parses the same options: only rank 0 prints usage errors and help */
+    quiet_streams q;
+    quiet_begin(&q, launcher_rank() > 0);
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
@@ -346,6 +568,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
         case O_RESUME: resume = optarg; break;
         case O_PROGRESS:
             if ((rc = dd_cli_parse_choice(NAME, "--progress", optarg, opts_progress, &progress))) return rc;
+            break;
+        case O_ALLREDUCE:
+            if (dd_allreduce_parse(optarg, &dpc.algo) != DD_OK) return dd_cli_usage(NAME, "--allreduce: %s", dd_last_error());
+            break;
+        case O_BUCKET:
+            if ((rc = dd_cli_parse_double(NAME, "--bucket-mb", optarg, 0.0, 4096.0, &dpc.bucket_mb))) return rc;
             break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
@@ -435,7 +663,35 @@ static int cmd_train(int argc, char **argv, int dpd) {
             dd_model_destroy(&m);
         }
     }
+    quiet_end(&q);
     dd_cli_log_init(verbosity);
+
+    /* MPI when started by mpirun / srun (nothing otherwise) */
+    dd_comm *world = NULL;
+    dd_dp *dp = NULL;
+    dd_train_hooks hooks;
+    char *hosts = NULL;
+    int rank = 0, nranks = 1, ret = DD_EXIT_OK, interrupted = 0;
+    dd_status st = dd_comm_init(NULL, NULL);
+    if (st == DD_OK) st = dd_comm_world(&world);
+    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    rank = dd_comm_rank(world);
+    nranks = dd_comm_size(world);
+    if (nranks > 1) {
+        const char *inj = getenv("DD_DP_FAIL"); /* fault injection for tests: "RANK:STEP" */
+        if (inj) {
+            int fr = -1;
+            unsigned long long fs = 0;
+            if (sscanf(inj, "%d:%llu", &fr, &fs) == 2 && fr >= 0 && fs >= 1) {
+                dpc.fail_rank = fr;
+                dpc.fail_step = fs;
+            }
+        }
+        if ((st = dd_dp_create(world, &dpc, &dp)) != DD_OK) goto fail;
+        dd_dp_hooks(dp, &hooks);
+        dd_dp_set_stop_source(dp, &stop_flag);
+        if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
+    }
 
     char databuf[4200];
     if (data) data = dd_rf_resolve_dataset(data, databuf, sizeof databuf);
@@ -445,7 +701,10 @@ static int cmd_train(int argc, char **argv, int dpd) {
     memset(&ps, 0, sizeof ps);
     ps.is_dpd = dpd;
     ps.mode = progress == 0 ? (isatty(STDERR_FILENO) ? 2 : 1) : progress == 1 ? 2 : progress == 2 ? 1 : 0;
-    if (verbosity < 0) ps.mode = 0;
+    if (verbosity < 0 || rank != 0) ps.mode = 0;
+    ps.dp = dp;
+    ps.root = rank == 0;
+    ps.out = out;
 
     dd_train_run_opts o;
     memset(&o, 0, sizeof o);
@@ -458,24 +717,31 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.write_report = report;
     o.progress = on_progress;
     o.progress_user = &ps;
-    int interrupted = 0;
-    o.stop = &stop_flag;
+    o.hooks = dp ? &hooks : NULL;
+    o.stop = dp ? dd_dp_stop_flag(dp) : &stop_flag; /* with ranks: the stop all ranks agreed on */
     o.interrupted = &interrupted;
     stop_flag = 0;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    signal(SIGUSR1, on_signal); /* mpirun forwards SIGUSR1 to the ranks (SIGTERM kills the job) */
     double t0 = dd_now();
-    dd_status st = dd_train_run(resume ? NULL : &cfg, &o);
+    st = dd_train_run(resume ? NULL : &cfg, &o);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    if (ps.steps) fclose(ps.steps);
+    ps.steps = NULL;
     if (ps.bar_shown) fprintf(stderr, "\n");
-    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    if (st != DD_OK) goto fail;
+    if (dp && rank == 0 && (st = write_parallel_json(out, nranks, &dpc, dp, hosts)) != DD_OK) goto fail;
     if (interrupted) {
-        fprintf(stderr, "distdpd %s: interrupted; %s/last.ckpt holds the state: continue with 'distdpd %s --resume %s'\n",
-                NAME, out, NAME, out);
-        return DD_EXIT_RUNTIME;
+        if (rank == 0)
+            fprintf(stderr, "distdpd %s: interrupted; %s/last.ckpt holds the state: continue with 'distdpd %s --resume %s'\n",
+                    NAME, out, NAME, out);
+        ret = DD_EXIT_RUNTIME;
+        goto done;
     }
-    if (verbosity >= 0) {
+    if (verbosity >= 0 && rank == 0) {
         dd_run_model rm;
         if (dd_run_model_load(out, "best", &rm) == DD_OK) {
             char desc[256];
@@ -494,9 +760,35 @@ static int cmd_train(int argc, char **argv, int dpd) {
             }
             dd_run_model_free(&rm);
         }
+        if (dp) {
+            dd_dp_stats ds;
+            dd_dp_stats_get(dp, &ds);
+            double n = ds.steps ? (double)ds.steps : 1.0;
+            printf("parallel:   %d ranks, allreduce %s, %zu bucket%s: communication %.3f ms/step, not hidden %.3f "
+                   "ms/step (rank 0)\n",
+                   nranks, dd_allreduce_name(dpc.algo), dd_dp_num_buckets(dp), dd_dp_num_buckets(dp) == 1 ? "" : "s",
+                   1e3 * ds.comm_s / n, 1e3 * ds.exposed_s / n);
+        }
         printf("done in %.2f s\n", dd_now() - t0);
     }
-    return DD_EXIT_OK;
+    goto done;
+fail:
+    if (nranks > 1) {
+        /* an error on one rank: say which, then take every rank down (the others may be
+         * waiting in a collective: never leave them hanging) */
+        dd_error_prefix(st, "rank %d of %d: ", rank, nranks);
+        dd_cli_fail(NAME, st);
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, DD_EXIT_RUNTIME);
+    }
+    ret = dd_cli_fail(NAME, st);
+done:
+    free(hosts);
+    dd_dp_destroy(&dp);
+    dd_comm_free(&world);
+    dd_comm_finalize();
+    return ret;
 }
 
 int dd_cmd_train_pa(int argc, char **argv) { return cmd_train(argc, argv, 0); }

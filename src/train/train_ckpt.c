@@ -440,7 +440,10 @@ dd_status dd_trainer_load(dd_trainer *tr, const char *path, int params_only) {
     DD_TRY(dd_ckpt_open(path, &r));
     dd_status st = load_checked(tr, r, path, params_only);
     if (st == DD_OK && !params_only && tr->hooks.on_load) st = tr->hooks.on_load(tr->hooks.user, r);
-    if (st == DD_OK && tr->hooks.setup) st = tr->hooks.setup(tr->hooks.user, tr->ar.params, tr->n);
+    /* the setup hook (a collective: every rank loads the same checkpoint) runs after a full
+     * load only; a parameters-only load may be made by one rank alone (rank 0 loading
+     * best.ckpt for the report) */
+    if (st == DD_OK && !params_only && tr->hooks.setup) st = tr->hooks.setup(tr->hooks.user, tr->ar.params, tr->n);
     dd_ckpt_close(&r);
     return st;
 }

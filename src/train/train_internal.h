@@ -50,8 +50,8 @@ struct dd_trainer {
     dd_framing fr;
     dd_sampler smp;
     uint64_t nbatches;
-    const dd_cf32 *src, *dst; /* model input / target arrays of the train split */
-    dd_cf32 *src_own, *dst_own; /* scaled copies when needed (owned) */
+    const dd_cf32 *src, *dst; /* model input / target arrays of the train split (borrowed) */
+    float src_scale, dst_scale; /* applied while gathering (DLA target G x, ILA input y/G) */
 
     /* per-step buffers, sized for the largest local slice */
     size_t bmax;

@@ -156,30 +156,27 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
         goto fail;
     }
     if (cfg->task != DD_TRAIN_PA && tr->cfg.gain == 0.0) {
-        if ((st = dd_train_target_gain(ds->in[0], ds->out[0], ntr, cfg->gain_mode, &tr->cfg.gain)) != DD_OK) goto fail;
+        /* one pass over the whole training split: with several ranks only rank 0 reads it
+         * and broadcasts the gain (a rank maps but never reads frames it does not train on) */
+        const int many = tr->nranks > 1 && tr->hooks.bcast;
+        if (!many || tr->rank == 0)
+            if ((st = dd_train_target_gain(ds->in[0], ds->out[0], ntr, cfg->gain_mode, &tr->cfg.gain)) != DD_OK) goto fail;
+        if (many && (st = tr->hooks.bcast(tr->hooks.user, &tr->cfg.gain, 1)) != DD_OK) goto fail;
     }
+    /* the split arrays are used in place (a memory-mapped binary data set is only read
+     * where a frame of this rank's slices lies); DPD targets and ILA inputs are scaled
+     * while gathering (the same float product as a scaled copy of the split) */
+    tr->src_scale = tr->dst_scale = 1.0f;
     if (cfg->task == DD_TRAIN_PA) {
         tr->src = ds->in[0];
         tr->dst = ds->out[0];
     } else if (cfg->task == DD_TRAIN_DLA) {
         tr->src = ds->in[0];
-        tr->dst_own = dd_calloc(ntr, sizeof(dd_cf32));
-        if (!tr->dst_own) {
-            st = DD_ERR_NOMEM;
-            goto fail;
-        }
-        const float g = (float)tr->cfg.gain;
-        for (size_t i = 0; i < ntr; i++) tr->dst_own[i] = ds->in[0][i] * g;
-        tr->dst = tr->dst_own;
+        tr->dst = ds->in[0];
+        tr->dst_scale = (float)tr->cfg.gain;
     } else { /* ILA: post-inverse y/G -> x */
-        tr->src_own = dd_calloc(ntr, sizeof(dd_cf32));
-        if (!tr->src_own) {
-            st = DD_ERR_NOMEM;
-            goto fail;
-        }
-        const float ig = (float)(1.0 / tr->cfg.gain);
-        for (size_t i = 0; i < ntr; i++) tr->src_own[i] = ds->out[0][i] * ig;
-        tr->src = tr->src_own;
+        tr->src = ds->out[0];
+        tr->src_scale = (float)(1.0 / tr->cfg.gain);
         tr->dst = ds->in[0];
     }
     if ((st = dd_sampler_init(&tr->smp, tr->fr.count, cfg->seed, cfg->shuffle)) != DD_OK) goto fail;
@@ -216,8 +213,14 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
 
     /* evaluation: metrics must accept the spec; padded segments of val and test */
     if ((st = dd_spec_check(&ds->spec, "data set spec")) != DD_OK) goto fail;
-    if ((st = setup_eval_split(tr, &tr->ev[0], DD_SPLIT_VAL)) != DD_OK) goto fail;
-    if (cfg->eval_test) {
+    if (tr->rank != 0) {
+        /* only rank 0 evaluates (the metrics reach the others through the bcast hook):
+         * the other ranks keep no copy of the validation and test splits */
+        metrics_nan(&tr->ev[0].base);
+        metrics_nan(&tr->ev[1].base);
+    } else if ((st = setup_eval_split(tr, &tr->ev[0], DD_SPLIT_VAL)) != DD_OK) {
+        goto fail;
+    } else if (cfg->eval_test) {
         if ((st = setup_eval_split(tr, &tr->ev[1], DD_SPLIT_TEST)) != DD_OK) goto fail;
     } else {
         metrics_nan(&tr->ev[1].base);
@@ -267,8 +270,6 @@ void dd_trainer_destroy(dd_trainer **trp) {
     dd_optim_destroy(&tr->opt);
     dd_model_destroy(&tr->pa);
     dd_free(tr->pa_params);
-    dd_free(tr->src_own);
-    dd_free(tr->dst_own);
     dd_free(tr->idx);
     dd_free(tr->xin);
     dd_free(tr->tgt);
@@ -303,8 +304,8 @@ static dd_status forward_backward(dd_trainer *tr, uint64_t epoch, uint64_t batch
     double sum = 0.0;
     const double inv = 1.0 / ((double)bg * (double)F * 2.0);
     if (bl > 0) {
-        dd_framing_gather(&tr->fr, tr->src, tr->idx, bl, 1.0f, tr->xin); /* (bl, F, 2) */
-        dd_framing_gather(&tr->fr, tr->dst, tr->idx, bl, 1.0f, tr->tgt); /* (bl, F, 2) */
+        dd_framing_gather(&tr->fr, tr->src, tr->idx, bl, tr->src_scale, tr->xin); /* (bl, F, 2) */
+        dd_framing_gather(&tr->fr, tr->dst, tr->idx, bl, tr->dst_scale, tr->tgt); /* (bl, F, 2) */
         const float *params = tr->ar.params;
         DD_TRY(dd_model_forward(tr->m, params, tr->xin, tr->out1, (int)bl, (int)F, tr->ws_m));
         const float *pred = tr->out1;
@@ -327,7 +328,19 @@ static dd_status forward_backward(dd_trainer *tr, uint64_t epoch, uint64_t batch
             DD_TRY(dd_model_backward(tr->m, params, tr->ar.grads, tr->xin, tr->dout, NULL, (int)bl, (int)F, tr->ws_m));
         }
     }
-    if (tr->hooks.after_backward) DD_TRY(tr->hooks.after_backward(tr->hooks.user, tr->ar.grads, 0, tr->n));
+    if (tr->hooks.after_backward) {
+        /* one call per parameter-table entry (with the padding after it), in reverse layer
+         * order: [offset_k, offset_{k+1}) for k = count-1 .. 0, the first from 0, so the
+         * ranges descend and cover [0, n) once. A bucketed strategy groups them. */
+        const dd_param_table *t = dd_model_params(tr->m);
+        size_t top = tr->n;
+        for (size_t e = t->count; e-- > 0;) {
+            size_t bot = e == 0 ? 0 : t->entries[e].offset;
+            if (bot > top) bot = top; /* offsets ascend in layer order (param.h); defensive */
+            DD_TRY(tr->hooks.after_backward(tr->hooks.user, tr->ar.grads, bot, top));
+            top = bot;
+        }
+    }
     double vals[1] = {sum};
     if (tr->hooks.allreduce) DD_TRY(tr->hooks.allreduce(tr->hooks.user, tr->ar.grads, tr->n, vals, 1));
     *loss = vals[0] * inv;

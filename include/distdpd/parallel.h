@@ -1,0 +1,125 @@
+/* Synchronous data-parallel training (src/parallel): a strategy that plugs into the trainer
+ * through dd_train_hooks (train.h) on a dd_comm (comm.h). Every rank holds the whole model;
+ * rank 0's initial (or loaded) parameters are broadcast; each rank trains on its disjoint
+ * slice of every global batch (dd_batch_slice); gradients are summed over the ranks in
+ * buckets (non-blocking allreduces in reverse layer order, started as each bucket's
+ * gradients become final and progressed by polling); the loss sum and a stop flag travel
+ * in one small double reduction; every rank then clips and steps identically. With the
+ * global sampler, N ranks with global batch B equal one process with batch B up to float
+ * rounding (tested). See docs/parallel.md.
+ *
+ * Usage (what `mpirun -np N distdpd train-pa ...` does):
+ *   dd_comm_init(&argc, &argv); dd_comm_world(&world);
+ *   dd_dp_cfg dc; dd_dp_cfg_default(&dc); dc.algo = DD_ALLREDUCE_RING;
+ *   dd_dp *dp = NULL; dd_dp_create(world, &dc, &dp);
+ *   dd_train_hooks h; dd_dp_hooks(dp, &h);
+ *   opts.hooks = &h; opts.stop = dd_dp_stop_flag(dp);    // stop agreed by all ranks
+ *   dd_train_run(&cfg, &opts);                            // rank 0 writes the files
+ *   dd_dp_destroy(&dp); dd_comm_free(&world); dd_comm_finalize();
+ *
+ * Not thread-safe (one strategy per trainer, used from one thread). Never includes mpi.h.
+ */
+#ifndef DISTDPD_PARALLEL_H
+#define DISTDPD_PARALLEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distdpd/comm.h"
+#include "distdpd/core.h"
+#include "distdpd/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Configuration. Start from dd_dp_cfg_default(). */
+typedef struct {
+    dd_allreduce_algo algo; /* gradient allreduce: ring (default), tree, rhd, hier, mpi */
+    double bucket_mb;       /* bucket size in MiB (2^20 bytes), [0, 4096]; default 4.
+                               Parameter-table entries are grouped, last layer first, until
+                               a bucket holds at least this much (an entry is never split).
+                               0: no buckets, one blocking allreduce of the whole gradient
+                               arena after backward (the reference for the overlap) */
+    int fail_rank;          /* fault injection for tests: rank that fails (-1 = none, the
+                               default); that rank's allreduce hook returns DD_ERR_INTERNAL
+                               "injected failure" at its fail_step-th step (1-based) */
+    uint64_t fail_step;     /* see fail_rank; >= 1 */
+} dd_dp_cfg;
+
+void dd_dp_cfg_default(dd_dp_cfg *c);
+/* Range checks (message names the field). Errors: DD_ERR_ARG. */
+dd_status dd_dp_cfg_check(const dd_dp_cfg *c);
+
+typedef struct dd_dp dd_dp;
+
+/* A strategy on comm (borrowed: must outlive the strategy; all of comm's ranks train
+ * together). Errors: DD_ERR_ARG (bad configuration), DD_ERR_NOMEM. Caller destroys. Not a
+ * collective: nothing is communicated before the trainer's first hook call. */
+dd_status dd_dp_create(dd_comm *comm, const dd_dp_cfg *cfg, dd_dp **out);
+/* Frees the strategy (finishing any reduction still in flight) and sets *dp = NULL. */
+void dd_dp_destroy(dd_dp **dp);
+
+/* Fills *h (every member) for dd_trainer_create / dd_train_run: rank and nranks of the
+ * comm, and the hooks
+ *   setup          checks that every rank has the same arena length (DD_ERR_MISMATCH on
+ *                  all ranks otherwise), then broadcasts the parameters from rank 0;
+ *   after_backward groups the trainer's per-entry ranges into buckets and starts each
+ *                  bucket's non-blocking allreduce (dd_comm_iallreduce) as soon as it is
+ *                  complete, polling those in flight on every call;
+ *   allreduce      starts the reduction of the loss sum (with the stop flags and the
+ *                  previous step's exposed time), polls everything to completion and
+ *                  records the time spent there (communication not hidden);
+ *   bcast          dd_comm_bcast from rank 0;
+ *   on_save        adds section "dp" (u64 ranks that wrote the checkpoint) (informative:
+ *                  a checkpoint written by N ranks resumes on any M);
+ *   on_load        logs (info) "checkpoint written by N ranks, resuming on M".
+ * The hooks keep pointers to dp: dp must outlive the trainer. */
+void dd_dp_hooks(dd_dp *dp, dd_train_hooks *h);
+
+int dd_dp_rank(const dd_dp *dp);
+int dd_dp_size(const dd_dp *dp);
+
+/* Stopping together (SIGINT/SIGTERM under mpirun reach the ranks at different steps):
+ * *local (e.g. a signal handler's flag; NULL = none) is sampled on every step and summed
+ * over the ranks with the loss; the flag returned by dd_dp_stop_flag() becomes 1 on every
+ * rank after the same step once any rank's *local was non-zero. Pass that flag as
+ * dd_train_run_opts.stop so that all ranks stop after the same step. */
+void dd_dp_set_stop_source(dd_dp *dp, const volatile int *local);
+const volatile int *dd_dp_stop_flag(const dd_dp *dp);
+
+/* Bucket layout (known after the first step; 0 buckets before it, and in the blocking
+ * mode bucket_mb = 0 one bucket [0, n)). Bucket i (0 = the first started: the last layer)
+ * covers gradient floats [*lo, *hi); buckets descend and tile the arena. Errors:
+ * DD_ERR_ARG (i out of range). */
+size_t dd_dp_num_buckets(const dd_dp *dp);
+dd_status dd_dp_bucket(const dd_dp *dp, size_t i, size_t *lo, size_t *hi);
+
+/* Per-step timing, accumulated since create or the last dd_dp_stats_reset. */
+typedef struct {
+    uint64_t steps;          /* allreduce hook calls (optimiser steps) */
+    double comm_s;           /* wall time inside communication calls of the steps (starting,
+                                polling, waiting; setup and bcast excluded) */
+    double exposed_s;        /* wall time from the end of backward (allreduce hook entry)
+                                until every reduction of the step had completed: the
+                                communication the backward pass did not hide */
+    double hidden_s;         /* reduction time that overlapped the backward pass: from the
+                                first bucket's start to the end of backward, capped by
+                                when the last bucket completed */
+    double max_exposed_s;    /* largest exposed time of one step */
+    double last_comm_s;      /* the last step's comm_s */
+    double last_exposed_s;   /* the last step's exposed time on this rank */
+    double last_hidden_s;    /* the last step's hidden time on this rank */
+    double prev_exposed_mean_s; /* the step before the last: exposed time averaged over all
+                                   ranks (carried in the last step's reduction; NaN before
+                                   the second step) */
+    uint64_t bytes;          /* gradient bytes reduced (this rank's buffers) */
+} dd_dp_stats;
+
+void dd_dp_stats_get(const dd_dp *dp, dd_dp_stats *st);
+void dd_dp_stats_reset(dd_dp *dp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

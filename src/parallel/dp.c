@@ -1,0 +1,435 @@
+/* Synchronous data parallelism (parallel.h): the dd_train_hooks of a data-parallel
+ * strategy on a dd_comm. Parameters are broadcast from rank 0 at setup; the trainer's
+ * per-entry gradient ranges (reverse layer order) are grouped into buckets whose
+ * non-blocking allreduces start as soon as the bucket is complete and are polled on every
+ * hook call; the allreduce hook adds one small float64 reduction (loss sum, stop flags,
+ * the previous step's exposed time) and polls everything to completion, timing the part
+ * that was not hidden. See docs/parallel.md. */
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distdpd/parallel.h"
+
+#define DP_MAX_VALS 64 /* values of the trainer's reduction (it passes 1) */
+#define DP_EXTRA 2     /* appended: stop flag, previous step's exposed seconds */
+
+typedef struct {
+    size_t lo, hi; /* gradient floats [lo, hi) */
+} dp_bucket;
+
+struct dd_dp {
+    dd_comm *c;      /* borrowed */
+    dd_dp_cfg cfg;
+    int rank, size;
+    size_t bucket_floats; /* 0: blocking mode */
+
+    /* bucket layout: learnt on the first step, checked on the next ones */
+    dp_bucket *b;
+    size_t nb, capb;
+    int layout_known;
+    size_t layout_n; /* arena length the layout is for */
+
+    /* the step in progress */
+    dd_comm_req **req;    /* per bucket (capb entries); NULL when done */
+    size_t started;       /* buckets started this step */
+    size_t done;          /* buckets completed this step */
+    size_t open_hi;       /* top of the bucket being collected; SIZE_MAX: none */
+    size_t expect_hi;     /* hi the next after_backward call must have */
+    int in_step;          /* after_backward has been called this step */
+    float *grads;         /* arena of the step */
+    double t_first;       /* first bucket started */
+    double t_last_done;   /* when the last completion was seen */
+    double step_comm;     /* seconds in comm calls this step */
+    uint64_t step_bytes;
+
+    /* stop agreement */
+    const volatile int *local_stop;
+    volatile int agreed_stop;
+
+    dd_dp_stats st;
+    double prev_exposed; /* this rank's exposed time of the last step (sent with the next) */
+    uint64_t nsteps;     /* steps since create (for fault injection) */
+};
+
+void dd_dp_cfg_default(dd_dp_cfg *c) {
+    if (!c) return;
+    memset(c, 0, sizeof *c);
+    c->algo = DD_ALLREDUCE_RING;
+    c->bucket_mb = 4.0;
+    c->fail_rank = -1;
+    c->fail_step = 1;
+}
+
+dd_status dd_dp_cfg_check(const dd_dp_cfg *c) {
+    if (!c) return dd_error(DD_ERR_ARG, "data-parallel configuration: NULL");
+    if ((int)c->algo < 0 || (int)c->algo >= DD_ALLREDUCE_COUNT)
+        return dd_error(DD_ERR_ARG, "data-parallel configuration: algo = %d is not an allreduce algorithm", (int)c->algo);
+    if (!(c->bucket_mb >= 0.0 && c->bucket_mb <= 4096.0))
+        return dd_error(DD_ERR_ARG, "data-parallel configuration: bucket_mb = %g is out of range [0, 4096]", c->bucket_mb);
+    if (c->fail_rank < -1) return dd_error(DD_ERR_ARG, "data-parallel configuration: fail_rank = %d (>= -1)", c->fail_rank);
+    if (c->fail_rank >= 0 && c->fail_step < 1)
+        return dd_error(DD_ERR_ARG, "data-parallel configuration: fail_step must be >= 1");
+    return DD_OK;
+}
+
+dd_status dd_dp_create(dd_comm *comm, const dd_dp_cfg *cfg, dd_dp **out) {
+    if (!out) return dd_error(DD_ERR_ARG, "dd_dp_create: NULL output");
+    *out = NULL;
+    if (!comm) return dd_error(DD_ERR_ARG, "dd_dp_create: NULL communicator");
+    dd_dp_cfg def;
+    if (!cfg) {
+        dd_dp_cfg_default(&def);
+        cfg = &def;
+    }
+    DD_TRY(dd_dp_cfg_check(cfg));
+    dd_dp *dp = dd_calloc(1, sizeof *dp);
+    if (!dp) return dd_error(DD_ERR_NOMEM, "out of memory for the data-parallel strategy");
+    dp->c = comm;
+    dp->cfg = *cfg;
+    dp->rank = dd_comm_rank(comm);
+    dp->size = dd_comm_size(comm);
+    double bf = cfg->bucket_mb * 1048576.0 / sizeof(float);
+    dp->bucket_floats = cfg->bucket_mb > 0 ? (bf < 1.0 ? 1 : (size_t)bf) : 0;
+    dp->open_hi = SIZE_MAX;
+    dp->st.prev_exposed_mean_s = NAN;
+    *out = dp;
+    return DD_OK;
+}
+
+static void free_requests(dd_dp *dp) {
+    for (size_t i = 0; dp->req && i < dp->capb; i++) dd_comm_req_free(&dp->req[i]);
+}
+
+static void step_reset(dd_dp *dp) {
+    free_requests(dp);
+    dp->started = dp->done = 0;
+    dp->open_hi = SIZE_MAX;
+    dp->in_step = 0;
+    dp->grads = NULL;
+    dp->step_comm = 0;
+    dp->step_bytes = 0;
+}
+
+void dd_dp_destroy(dd_dp **dpp) {
+    if (!dpp || !*dpp) return;
+    dd_dp *dp = *dpp;
+    free_requests(dp);
+    free(dp->req);
+    free(dp->b);
+    dd_free(dp);
+    *dpp = NULL;
+}
+
+int dd_dp_rank(const dd_dp *dp) { return dp ? dp->rank : 0; }
+int dd_dp_size(const dd_dp *dp) { return dp ? dp->size : 1; }
+
+void dd_dp_set_stop_source(dd_dp *dp, const volatile int *local) {
+    if (dp) dp->local_stop = local;
+}
+const volatile int *dd_dp_stop_flag(const dd_dp *dp) { return dp ? &dp->agreed_stop : NULL; }
+
+size_t dd_dp_num_buckets(const dd_dp *dp) { return dp && dp->layout_known ? dp->nb : 0; }
+
+dd_status dd_dp_bucket(const dd_dp *dp, size_t i, size_t *lo, size_t *hi) {
+    if (!dp || !lo || !hi) return dd_error(DD_ERR_ARG, "dd_dp_bucket: NULL argument");
+    if (!dp->layout_known || i >= dp->nb)
+        return dd_error(DD_ERR_ARG, "dd_dp_bucket: bucket %zu is out of range [0, %zu)", i, dd_dp_num_buckets(dp));
+    *lo = dp->b[i].lo;
+    *hi = dp->b[i].hi;
+    return DD_OK;
+}
+
+void dd_dp_stats_get(const dd_dp *dp, dd_dp_stats *st) {
+    if (!st) return;
+    if (!dp) {
+        memset(st, 0, sizeof *st);
+        st->prev_exposed_mean_s = NAN;
+        return;
+    }
+    *st = dp->st;
+}
+
+void dd_dp_stats_reset(dd_dp *dp) {
+    if (!dp) return;
+    memset(&dp->st, 0, sizeof dp->st);
+    dp->st.prev_exposed_mean_s = NAN;
+}
+
+/* ---------------------------------------------------------------- buckets */
+
+/* Polls every bucket in flight once. */
+static dd_status poll_all(dd_dp *dp) {
+    double t0 = dd_comm_wtime();
+    dd_status s = DD_OK;
+    for (size_t i = 0; i < dp->started && s == DD_OK; i++) {
+        if (!dp->req[i]) continue;
+        int fin = 0;
+        if ((s = dd_comm_test(dp->req[i], &fin)) != DD_OK) break;
+        if (fin) {
+            dd_comm_req_free(&dp->req[i]);
+            dp->done++;
+            dp->t_last_done = dd_comm_wtime();
+        }
+    }
+    dp->step_comm += dd_comm_wtime() - t0;
+    return s;
+}
+
+/* Records bucket k = [lo, hi) of this step (learning the layout on the first step,
+ * checking it afterwards: every rank must start the same buckets in the same order). */
+static dd_status layout_bucket(dd_dp *dp, size_t k, size_t lo, size_t hi) {
+    if (!dp->layout_known) {
+        if (k >= dp->capb) {
+            size_t cap = dp->capb ? 2 * dp->capb : 8;
+            dp_bucket *nb = realloc(dp->b, cap * sizeof *nb);
+            if (!nb) return dd_error(DD_ERR_NOMEM, "out of memory for the gradient buckets");
+            dp->b = nb;
+            dd_comm_req **nr = realloc(dp->req, cap * sizeof *nr);
+            if (!nr) return dd_error(DD_ERR_NOMEM, "out of memory for the gradient buckets");
+            for (size_t i = dp->capb; i < cap; i++) nr[i] = NULL;
+            dp->req = nr;
+            dp->capb = cap;
+        }
+        dp->b[k].lo = lo;
+        dp->b[k].hi = hi;
+        dp->nb = k + 1;
+        return DD_OK;
+    }
+    if (k >= dp->nb || dp->b[k].lo != lo || dp->b[k].hi != hi)
+        return dd_error(DD_ERR_INTERNAL,
+                        "data parallel: bucket %zu of this step is [%zu, %zu), the layout has %s: the trainer's "
+                        "gradient ranges changed between steps",
+                        k, lo, hi, k < dp->nb ? "another range" : "fewer buckets");
+    return DD_OK;
+}
+
+/* Starts the reduction of bucket [lo, hi) of grads. */
+static dd_status start_bucket(dd_dp *dp, float *grads, size_t lo, size_t hi) {
+    size_t k = dp->started;
+    DD_TRY(layout_bucket(dp, k, lo, hi));
+    double t0 = dd_comm_wtime();
+    if (k == 0) dp->t_first = t0;
+    dd_status s = dd_comm_iallreduce(dp->c, dp->cfg.algo, grads + lo, hi - lo, DD_F32, &dp->req[k]);
+    dp->step_comm += dd_comm_wtime() - t0;
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel: gradient bucket %zu [%zu, %zu): ", k, lo, hi);
+    dp->started++;
+    dp->step_bytes += (uint64_t)(hi - lo) * sizeof(float);
+    return DD_OK;
+}
+
+static dd_status h_after_backward(void *user, float *grads, size_t lo, size_t hi) {
+    dd_dp *dp = user;
+    if (dp->bucket_floats == 0 || dp->size == 1) return DD_OK; /* blocking mode / alone */
+    if (!dp->in_step) {
+        step_reset(dp);
+        dp->in_step = 1;
+        dp->grads = grads;
+        dp->expect_hi = hi;
+    }
+    if (grads != dp->grads || hi != dp->expect_hi || lo > hi)
+        return dd_error(DD_ERR_INTERNAL, "data parallel: after_backward ranges must descend contiguously "
+                                         "(got [%zu, %zu), expected hi = %zu)",
+                        lo, hi, dp->expect_hi);
+    if (dp->open_hi == SIZE_MAX) dp->open_hi = hi;
+    dp->expect_hi = lo;
+    if (dp->open_hi - lo >= dp->bucket_floats || lo == 0) {
+        if (dp->open_hi > lo) DD_TRY(start_bucket(dp, grads, lo, dp->open_hi));
+        dp->open_hi = SIZE_MAX;
+    }
+    return poll_all(dp);
+}
+
+static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, int nv) {
+    dd_dp *dp = user;
+    const double t_end_bwd = dd_comm_wtime();
+    dd_status s = DD_OK;
+    dd_comm_req *vreq = NULL;
+    double v[DP_MAX_VALS + DP_EXTRA];
+    if (nv < 0 || nv > DP_MAX_VALS)
+        return dd_error(DD_ERR_ARG, "data parallel: %d values to reduce (at most %d)", nv, DP_MAX_VALS);
+    dp->nsteps++;
+    if (dp->cfg.fail_rank == dp->rank && dp->nsteps == dp->cfg.fail_step) {
+        step_reset(dp);
+        return dd_error(DD_ERR_INTERNAL, "injected failure on rank %d at step %llu (fault injection for tests)",
+                        dp->rank, (unsigned long long)dp->nsteps);
+    }
+    if (nv > 0) memcpy(v, vals, (size_t)nv * sizeof(double));
+    v[nv] = dp->local_stop && *dp->local_stop ? 1.0 : 0.0;
+    v[nv + 1] = dp->prev_exposed;
+    const size_t nvv = (size_t)nv + DP_EXTRA;
+
+    if (dp->size == 1) { /* alone: nothing to reduce, still count steps and honour stop */
+        step_reset(dp);
+    } else if (dp->bucket_floats == 0) { /* blocking mode: one allreduce after backward */
+        step_reset(dp);
+        dp->t_first = t_end_bwd;
+        if ((s = layout_bucket(dp, 0, 0, n)) != DD_OK) goto fail;
+        dp->layout_known = 1;
+        dp->layout_n = n;
+        s = dd_comm_allreduce(dp->c, dp->cfg.algo, grads, n, DD_F32);
+        if (s != DD_OK) {
+            dd_error_prefix(s, "data parallel: gradient allreduce: ");
+            goto fail;
+        }
+        dp->step_bytes = (uint64_t)n * sizeof(float);
+        s = dd_comm_allreduce(dp->c, dp->cfg.algo, v, nvv, DD_F64);
+        if (s != DD_OK) {
+            dd_error_prefix(s, "data parallel: loss allreduce: ");
+            goto fail;
+        }
+        dp->t_last_done = dd_comm_wtime();
+        dp->step_comm = dp->t_last_done - t_end_bwd;
+    } else {
+        if (!dp->in_step) { /* the trainer made no after_backward call: one bucket */
+            step_reset(dp);
+            dp->in_step = 1;
+            dp->grads = grads;
+            dp->expect_hi = 0;
+            if (n > 0 && (s = start_bucket(dp, grads, 0, n)) != DD_OK) goto fail;
+        }
+        if (dp->expect_hi != 0 || grads != dp->grads) {
+            s = dd_error(DD_ERR_INTERNAL, "data parallel: the gradient ranges of this step stop at %zu, not 0",
+                         dp->expect_hi);
+            goto fail;
+        }
+        if (!dp->layout_known) {
+            dp->layout_known = 1;
+            dp->layout_n = n;
+        } else if (dp->started != dp->nb) {
+            s = dd_error(DD_ERR_INTERNAL, "data parallel: %zu buckets this step, the layout has %zu", dp->started,
+                         dp->nb);
+            goto fail;
+        }
+        double t0 = dd_comm_wtime();
+        s = dd_comm_iallreduce(dp->c, dp->cfg.algo, v, nvv, DD_F64, &vreq);
+        dp->step_comm += dd_comm_wtime() - t0;
+        if (s != DD_OK) {
+            dd_error_prefix(s, "data parallel: loss allreduce: ");
+            goto fail;
+        }
+        int vdone = 0;
+        for (int spins = 0; dp->done < dp->started || !vdone; spins++) {
+            /* a rank that waits gives its core away between polls: with more processes
+             * than free cores (oversubscription, other jobs) spinning would slow down the
+             * ranks still computing; on an idle core sched_yield returns at once */
+            if (spins > 0) sched_yield();
+            if ((s = poll_all(dp)) != DD_OK) {
+                dd_error_prefix(s, "data parallel: gradient allreduce: ");
+                goto fail;
+            }
+            if (!vdone) {
+                t0 = dd_comm_wtime();
+                s = dd_comm_test(vreq, &vdone);
+                dp->step_comm += dd_comm_wtime() - t0;
+                if (s != DD_OK) {
+                    dd_error_prefix(s, "data parallel: loss allreduce: ");
+                    goto fail;
+                }
+            }
+        }
+        dd_comm_req_free(&vreq);
+    }
+    {
+        const double t_done = dd_comm_wtime();
+        const double exposed = dp->size == 1 ? 0.0 : t_done - t_end_bwd;
+        double hidden = 0.0;
+        if (dp->size > 1 && dp->bucket_floats > 0 && dp->started > 0) {
+            double until = t_end_bwd < t_done ? t_end_bwd : t_done;
+            hidden = until > dp->t_first ? until - dp->t_first : 0.0;
+        }
+        if (nv > 0) memcpy(vals, v, (size_t)nv * sizeof(double));
+        if (v[nv] > 0) dp->agreed_stop = 1;
+        dp->st.steps++;
+        dp->st.comm_s += dp->step_comm;
+        dp->st.exposed_s += exposed;
+        dp->st.hidden_s += hidden;
+        if (exposed > dp->st.max_exposed_s) dp->st.max_exposed_s = exposed;
+        dp->st.last_comm_s = dp->step_comm;
+        dp->st.last_exposed_s = exposed;
+        dp->st.last_hidden_s = hidden;
+        dp->st.prev_exposed_mean_s = dp->nsteps > 1 ? v[nv + 1] / (double)dp->size : NAN;
+        dp->st.bytes += dp->step_bytes;
+        dp->prev_exposed = exposed;
+    }
+    dp->in_step = 0;
+    dp->grads = NULL;
+    return DD_OK;
+fail:
+    dd_comm_req_free(&vreq);
+    step_reset(dp);
+    return s;
+}
+
+/* ---------------------------------------------------------------- other hooks */
+
+static dd_status h_setup(void *user, float *params, size_t n) {
+    dd_dp *dp = user;
+    step_reset(dp);
+    if (dp->size == 1) return DD_OK;
+    /* every rank must hold the same model: compare the arena lengths first, so that a
+     * mismatch fails on every rank instead of corrupting a broadcast */
+    uint64_t mine = (uint64_t)n, *all = calloc((size_t)dp->size, sizeof *all);
+    if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
+    dd_status s = dd_comm_allgather(dp->c, &mine, sizeof mine, all);
+    if (s == DD_OK) {
+        for (int r = 1; r < dp->size; r++)
+            if (all[r] != all[0]) {
+                s = dd_error(DD_ERR_MISMATCH,
+                             "data parallel: rank %d has %llu parameter floats, rank 0 has %llu: every rank must "
+                             "train the same model",
+                             r, (unsigned long long)all[r], (unsigned long long)all[0]);
+                break;
+            }
+    }
+    free(all);
+    if (s != DD_OK) return s;
+    if (dp->layout_known && dp->layout_n != n) { /* another model: learn the layout again */
+        dp->layout_known = 0;
+        dp->nb = 0;
+    }
+    s = dd_comm_bcast(dp->c, params, n * sizeof(float), 0);
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel: broadcast of the parameters: ");
+    return DD_OK;
+}
+
+static dd_status h_bcast(void *user, double *vals, int nv) {
+    dd_dp *dp = user;
+    if (dp->size == 1 || nv <= 0) return DD_OK;
+    dd_status s = dd_comm_bcast(dp->c, vals, (size_t)nv * sizeof(double), 0);
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel: broadcast from rank 0: ");
+    return DD_OK;
+}
+
+static dd_status h_on_save(void *user, dd_ckpt_writer *w) {
+    dd_dp *dp = user;
+    return dd_ckpt_add_u64(w, "dp", (uint64_t)dp->size);
+}
+
+static dd_status h_on_load(void *user, const dd_ckpt_reader *r) {
+    dd_dp *dp = user;
+    uint64_t n = 1;
+    if (dd_ckpt_has(r, "dp")) {
+        DD_TRY(dd_ckpt_get_u64(r, "dp", &n));
+    }
+    if (dp->rank == 0 && n != (uint64_t)dp->size)
+        dd_log(DD_LOG_INFO, "checkpoint written by %llu rank%s, resuming on %d", (unsigned long long)n, n == 1 ? "" : "s",
+               dp->size);
+    return DD_OK;
+}
+
+void dd_dp_hooks(dd_dp *dp, dd_train_hooks *h) {
+    if (!h) return;
+    memset(h, 0, sizeof *h);
+    if (!dp) return;
+    h->user = dp;
+    h->rank = dp->rank;
+    h->nranks = dp->size;
+    h->setup = h_setup;
+    h->after_backward = h_after_backward;
+    h->allreduce = h_allreduce;
+    h->bcast = h_bcast;
+    h->on_save = h_on_save;
+    h->on_load = h_on_load;
+}
