@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libopenmpi-dev openmpi-bin
       libopenblas-dev liblapacke-dev
-      libfftw3-dev libcjson-dev)
+      libfftw3-dev libcjson-dev
+      iproute2)  # ip netns: the emulated multi-host MPI test
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
