@@ -80,7 +80,8 @@ void dd_dp_hooks(dd_dp *dp, dd_train_hooks *h);
 int dd_dp_rank(const dd_dp *dp);
 int dd_dp_size(const dd_dp *dp);
 
-/* Stopping together (SIGINT/SIGTERM under mpirun reach the ranks at different steps):
+/* Stopping together (a signal forwarded to every rank, e.g. SIGUSR1 by mpirun or SIGTERM
+ * by Slurm, reaches the ranks at different steps):
  * *local (e.g. a signal handler's flag; NULL = none) is sampled on every step and summed
  * over the ranks with the loss; the flag returned by dd_dp_stop_flag() becomes 1 on every
  * rank after the same step once any rank's *local was non-zero. Pass that flag as
