@@ -180,9 +180,21 @@ typedef struct {
     /* Broadcasts vals[0..nv) from rank 0 (evaluation metrics: only rank 0 evaluates;
      * the DPD target gain: only rank 0 reads the whole training split for it). */
     dd_status (*bcast)(void *user, double *vals, int nv);
-    /* Extra checkpoint sections (e.g. per-rank state) and their restoration. */
+    /* Extra checkpoint sections (e.g. per-rank state) and their restoration. on_save runs
+     * on rank 0 only (the writer); on_load on every rank (each reads the checkpoint). */
     dd_status (*on_save)(void *user, dd_ckpt_writer *w);
     dd_status (*on_load)(void *user, const dd_ckpt_reader *r);
+    /* Before each optimiser step, on every rank: the global step about to run (0-based),
+     * its epoch (0-based), its batch in the epoch and the batches per epoch. */
+    dd_status (*begin_step)(void *user, uint64_t step, int epoch, uint64_t batch, uint64_t nbatches);
+    /* On every rank before rank 0 writes a checkpoint (dd_train_run): a collective, e.g.
+     * gathering per-rank state to rank 0 for on_save. */
+    dd_status (*before_save)(void *user);
+    /* At the end of each epoch, on every rank (a collective): the epoch's communication
+     * figures for its record (dd_epoch_record comm_*): out[0] bytes sent per rank per
+     * step, out[1] compression ratio against dense float32, out[2] seconds spent
+     * compressing and decompressing in the epoch (NaN where not applicable). */
+    dd_status (*epoch_comm)(void *user, double out[3]);
 } dd_train_hooks;
 
 /* ------------------------------------------------------------------------------------
@@ -221,6 +233,12 @@ typedef struct {
     dd_eval_metrics true_val, true_test; /* true noiseless PA driven by the DPD (as one
                                             stream over the split) vs G x */
     int best;               /* 1 if this epoch is the best so far (best.ckpt) */
+    double comm_bytes_per_step; /* parallel strategy (hooks.epoch_comm): bytes each rank
+                                   sent per step, mean over ranks; NaN without one */
+    double compression_ratio;   /* dense float32 gradient bytes / compressed payload
+                                   bytes (1 uncompressed); NaN without a strategy */
+    double compress_time_s;     /* seconds compressing + decompressing in the epoch
+                                   (mean over ranks); NaN without a strategy */
 } dd_epoch_record;
 
 /* Progress report, for a progress bar or log lines. */

@@ -198,6 +198,9 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
         tb_num(&j, "lr", r->lr, 1);
         tb_num(&j, "train_loss", r->train_loss, 1);
         tb_num(&j, "grad_norm_max", r->grad_norm_max, 1);
+        if (!isnan(r->comm_bytes_per_step)) tb_num(&j, "comm_bytes_per_step", r->comm_bytes_per_step, 1);
+        if (!isnan(r->compression_ratio)) tb_num(&j, "compression_ratio", r->compression_ratio, 1);
+        if (!isnan(r->compress_time_s)) tb_num(&j, "compress_time_s", r->compress_time_s, 1);
         json_metrics(&j, "val", &r->val);
         json_metrics(&j, "test", &r->test);
         if (r->has_true) {
@@ -486,6 +489,12 @@ static void data_dir(const char *data, char *buf, size_t cap) {
         snprintf(buf, cap, ".");
 }
 
+/* The strategy's collective before rank 0 writes a checkpoint (every rank calls it). */
+static dd_status before_save(const dd_train_run_opts *o) {
+    if (o->hooks && o->hooks->before_save) return o->hooks->before_save(o->hooks->user);
+    return DD_OK;
+}
+
 dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     if (!o || !o->out) return dd_error(DD_ERR_ARG, "dd_train_run: no run directory");
     const int root = !o->hooks || o->hooks->rank == 0;
@@ -594,16 +603,20 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
             if ((st = dd_trainer_step(tr, NULL)) != DD_OK) goto done;
             progress(o, tr, 0, tr->ep_loss_sum / (double)tr->batch, NULL);
             if (o->stop && *o->stop && !dd_trainer_epoch_done(tr)) {
+                if ((st = before_save(o)) != DD_OK) goto done;
                 if (root && (st = dd_trainer_save(tr, last)) != DD_OK) goto done;
                 if (o->interrupted) *o->interrupted = 1;
                 goto done;
             }
-            if (root && tr->cfg.ckpt_every && tr->step % tr->cfg.ckpt_every == 0 && !dd_trainer_epoch_done(tr))
-                if ((st = dd_trainer_save(tr, last)) != DD_OK) goto done;
+            if (tr->cfg.ckpt_every && tr->step % tr->cfg.ckpt_every == 0 && !dd_trainer_epoch_done(tr)) {
+                if ((st = before_save(o)) != DD_OK) goto done;
+                if (root && (st = dd_trainer_save(tr, last)) != DD_OK) goto done;
+            }
         }
         progress(o, tr, 1, tr->ep_loss_sum / (double)tr->nbatches, NULL);
         dd_epoch_record rec;
         if ((st = dd_trainer_end_epoch(tr, &rec)) != DD_OK) goto done;
+        if ((st = before_save(o)) != DD_OK) goto done;
         if (root) {
             if (rec.best && (st = dd_trainer_save(tr, best)) != DD_OK) goto done;
             if ((st = dd_trainer_save(tr, last)) != DD_OK) goto done;

@@ -25,6 +25,9 @@ void dd_rec_pack(const dd_epoch_record *r, double *v) {
     v[6] = r->has_true;
     v[7] = r->best;
     v[32] = r->grad_norm_max;
+    v[33] = r->comm_bytes_per_step;
+    v[34] = r->compression_ratio;
+    v[35] = r->compress_time_s;
     const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
     for (int k = 0; k < 4; k++) {
         double *p = v + 8 + 6 * k;
@@ -48,6 +51,10 @@ void dd_rec_unpack(const double *v, dd_epoch_record *r) {
     r->has_true = (int)v[6];
     r->best = (int)v[7];
     r->grad_norm_max = v[32];
+    /* checkpoints before these fields hold 0 there: read as "not recorded" */
+    r->comm_bytes_per_step = v[33] != 0 ? v[33] : NAN;
+    r->compression_ratio = v[34] != 0 ? v[34] : NAN;
+    r->compress_time_s = v[35] != 0 ? v[35] : NAN;
     dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
     for (int k = 0; k < 4; k++) {
         const double *p = v + 8 + 6 * k;

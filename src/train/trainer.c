@@ -364,6 +364,8 @@ dd_status dd_trainer_step(dd_trainer *tr, double *loss_out) {
         return dd_error(DD_ERR_ARG, "epoch %d is complete: end it before the next step", tr->epoch + 1);
     if (tr->nranks > 1 && !tr->hooks.allreduce)
         return dd_error(DD_ERR_ARG, "hooks: %d ranks share each batch but there is no allreduce hook", tr->nranks);
+    if (tr->hooks.begin_step)
+        DD_TRY(tr->hooks.begin_step(tr->hooks.user, tr->step, tr->epoch, tr->batch, tr->nbatches));
     double t0 = dd_now(), loss = 0.0;
     DD_TRY(forward_backward(tr, (uint64_t)tr->epoch, tr->batch, &loss));
     if (!isfinite(loss))
@@ -569,6 +571,14 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
     r.lr = tr->last_lr;
     r.train_loss = tr->ep_loss_sum / (double)tr->nbatches;
     r.grad_norm_max = tr->ep_gnorm_max;
+    r.comm_bytes_per_step = r.compression_ratio = r.compress_time_s = NAN;
+    if (tr->hooks.epoch_comm) {
+        double cv[3] = {NAN, NAN, NAN};
+        DD_TRY(tr->hooks.epoch_comm(tr->hooks.user, cv));
+        r.comm_bytes_per_step = cv[0];
+        r.compression_ratio = cv[1];
+        r.compress_time_s = cv[2];
+    }
     double t0 = dd_now();
     DD_TRY(evaluate_all(tr, &r));
     r.eval_time_s = dd_now() - t0;
