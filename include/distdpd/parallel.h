@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "distdpd/comm.h"
+#include "distdpd/compress.h"
 #include "distdpd/core.h"
 #include "distdpd/train.h"
 
@@ -45,6 +46,14 @@ typedef struct {
                                default); that rank's allreduce hook returns DD_ERR_INTERNAL
                                "injected failure" at its fail_step-th step (1-based) */
     uint64_t fail_step;     /* see fail_rank; >= 1 */
+    dd_compress_cfg compress; /* gradient compression (compress.h). "none" (the default):
+                               float32 buckets reduced with `algo`, overlapped with the
+                               backward pass. Any other compressor: after backward, each
+                               bucket (last layer first) is compressed, exchanged with the
+                               collective that fits its payload and decompressed, with
+                               error feedback per rank; this also runs with one rank (the
+                               round trip alone), so single-process runs see the same
+                               compression error */
 } dd_dp_cfg;
 
 void dd_dp_cfg_default(dd_dp_cfg *c);
@@ -72,8 +81,17 @@ void dd_dp_destroy(dd_dp **dp);
  *                  records the time spent there (communication not hidden);
  *   bcast          dd_comm_bcast from rank 0;
  *   on_save        adds section "dp" (u64 ranks that wrote the checkpoint) (informative:
- *                  a checkpoint written by N ranks resumes on any M);
- *   on_load        logs (info) "checkpoint written by N ranks, resuming on M".
+ *                  a checkpoint written by N ranks resumes on any M); with compression
+ *                  also "compress.spec", "compress.layout", "compress.state" (every
+ *                  rank's state, gathered by before_save) and "compress.shared";
+ *   on_load        logs (info) "checkpoint written by N ranks, resuming on M"; restores
+ *                  the compression state: each rank its own when N == M, otherwise every
+ *                  rank the mean of the N states (so their sum, the gradient not yet
+ *                  applied, is kept); a checkpoint of another compressor starts it fresh;
+ *   begin_step     tells the compressor the step and epoch (dgc's warm-up);
+ *   before_save    gathers every rank's compression state to rank 0 (collective);
+ *   epoch_comm     bytes sent per rank per step, compression ratio and compression time
+ *                  of the epoch, averaged over the ranks (collective).
  * The hooks keep pointers to dp: dp must outlive the trainer. */
 void dd_dp_hooks(dd_dp *dp, dd_train_hooks *h);
 
@@ -114,11 +132,16 @@ typedef struct {
     double prev_exposed_mean_s; /* the step before the last: exposed time averaged over all
                                    ranks (carried in the last step's reduction; NaN before
                                    the second step) */
-    uint64_t bytes;          /* gradient bytes reduced (this rank's buffers) */
+    uint64_t bytes;          /* gradient bytes reduced (this rank's buffers, float32) */
+    uint64_t bytes_sent;     /* bytes this rank sent for the gradients (the algorithm's
+                                own count, compressed payloads with compression) */
 } dd_dp_stats;
 
 void dd_dp_stats_get(const dd_dp *dp, dd_dp_stats *st);
 void dd_dp_stats_reset(dd_dp *dp);
+
+/* The compressor (NULL for "none"), for its stats and state. Owned by dp. */
+dd_compressor *dd_dp_compressor(const dd_dp *dp);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,18 @@ struct dd_dp {
     dd_dp_stats st;
     double prev_exposed; /* this rank's exposed time of the last step (sent with the next) */
     uint64_t nsteps;     /* steps since create (for fault injection) */
+    uint64_t sent_mark;  /* comm bytes_sent at the end of the last step */
+    uint64_t step_wire;  /* compression: gradient bytes this rank sent this step (the
+                            compressor's wire count: e.g. an allgather's p - 1 copies) */
+
+    /* gradient compression (NULL: none) */
+    dd_compressor *cp;
+    float *cstate;       /* rank 0 after before_save: every rank's state, size * cstate_n */
+    size_t cstate_n;     /* floats per rank in cstate */
+    int cstate_ok;       /* cstate holds the state of the current step */
+    /* epoch accounting: values at the start of the epoch */
+    uint64_t ep_steps0, ep_sent0, ep_elem0, ep_payload0;
+    double ep_ctime0;
 };
 
 void dd_dp_cfg_default(dd_dp_cfg *c) {
@@ -60,6 +72,7 @@ void dd_dp_cfg_default(dd_dp_cfg *c) {
     c->bucket_mb = 4.0;
     c->fail_rank = -1;
     c->fail_step = 1;
+    dd_compress_cfg_default(&c->compress);
 }
 
 dd_status dd_dp_cfg_check(const dd_dp_cfg *c) {
@@ -71,7 +84,7 @@ dd_status dd_dp_cfg_check(const dd_dp_cfg *c) {
     if (c->fail_rank < -1) return dd_error(DD_ERR_ARG, "data-parallel configuration: fail_rank = %d (>= -1)", c->fail_rank);
     if (c->fail_rank >= 0 && c->fail_step < 1)
         return dd_error(DD_ERR_ARG, "data-parallel configuration: fail_step must be >= 1");
-    return DD_OK;
+    return dd_compress_cfg_check(&c->compress);
 }
 
 dd_status dd_dp_create(dd_comm *comm, const dd_dp_cfg *cfg, dd_dp **out) {
@@ -94,9 +107,18 @@ dd_status dd_dp_create(dd_comm *comm, const dd_dp_cfg *cfg, dd_dp **out) {
     dp->bucket_floats = cfg->bucket_mb > 0 ? (bf < 1.0 ? 1 : (size_t)bf) : 0;
     dp->open_hi = SIZE_MAX;
     dp->st.prev_exposed_mean_s = NAN;
+    if (strcmp(cfg->compress.name, "none") != 0) {
+        dd_status s = dd_compress_create(&cfg->compress, &dp->cp);
+        if (s != DD_OK) {
+            dd_free(dp);
+            return s;
+        }
+    }
     *out = dp;
     return DD_OK;
 }
+
+dd_compressor *dd_dp_compressor(const dd_dp *dp) { return dp ? dp->cp : NULL; }
 
 static void free_requests(dd_dp *dp) {
     for (size_t i = 0; dp->req && i < dp->capb; i++) dd_comm_req_free(&dp->req[i]);
@@ -118,6 +140,8 @@ void dd_dp_destroy(dd_dp **dpp) {
     free_requests(dp);
     free(dp->req);
     free(dp->b);
+    dd_compress_destroy(&dp->cp);
+    free(dp->cstate);
     dd_free(dp);
     *dpp = NULL;
 }
@@ -221,7 +245,7 @@ static dd_status start_bucket(dd_dp *dp, float *grads, size_t lo, size_t hi) {
 
 static dd_status h_after_backward(void *user, float *grads, size_t lo, size_t hi) {
     dd_dp *dp = user;
-    if (dp->bucket_floats == 0 || dp->size == 1) return DD_OK; /* blocking mode / alone */
+    if (dp->bucket_floats == 0 || (dp->size == 1 && !dp->cp)) return DD_OK; /* blocking mode / alone */
     if (!dp->in_step) {
         step_reset(dp);
         dp->in_step = 1;
@@ -235,10 +259,53 @@ static dd_status h_after_backward(void *user, float *grads, size_t lo, size_t hi
     if (dp->open_hi == SIZE_MAX) dp->open_hi = hi;
     dp->expect_hi = lo;
     if (dp->open_hi - lo >= dp->bucket_floats || lo == 0) {
-        if (dp->open_hi > lo) DD_TRY(start_bucket(dp, grads, lo, dp->open_hi));
+        if (dp->open_hi > lo) {
+            if (dp->cp) { /* compression: the buckets are exchanged after backward */
+                DD_TRY(layout_bucket(dp, dp->started, lo, dp->open_hi));
+                dp->started++;
+            } else {
+                DD_TRY(start_bucket(dp, grads, lo, dp->open_hi));
+            }
+        }
         dp->open_hi = SIZE_MAX;
     }
-    return poll_all(dp);
+    return dp->cp ? DD_OK : poll_all(dp);
+}
+
+/* Compression: exchanges every bucket of the step (last layer first) through the
+ * compressor, blocking. The layout comes from this step's after_backward calls (one bucket
+ * [0, n) without them or with bucket_mb = 0). */
+static dd_status compressed_step(dd_dp *dp, float *grads, size_t n, double t_end_bwd) {
+    dd_status s = DD_OK;
+    if (dp->bucket_floats == 0 || !dp->in_step) {
+        step_reset(dp);
+        DD_TRY(layout_bucket(dp, 0, 0, n));
+        dp->started = 1;
+        dp->expect_hi = 0;
+        dp->grads = grads;
+    }
+    if (dp->expect_hi != 0 || grads != dp->grads)
+        return dd_error(DD_ERR_INTERNAL, "data parallel: the gradient ranges of this step stop at %zu, not 0",
+                        dp->expect_hi);
+    if (!dp->layout_known) {
+        dp->layout_known = 1;
+        dp->layout_n = n;
+    } else if (dp->started != dp->nb) {
+        return dd_error(DD_ERR_INTERNAL, "data parallel: %zu buckets this step, the layout has %zu", dp->started, dp->nb);
+    }
+    dp->t_first = t_end_bwd;
+    dd_compress_stats a, b;
+    dd_compress_stats_get(dp->cp, &a);
+    for (size_t k = 0; k < dp->nb; k++) {
+        s = dd_compress_exchange(dp->cp, dp->c, dp->cfg.algo, grads, dp->b[k].lo, dp->b[k].hi);
+        if (s != DD_OK)
+            return dd_error_prefix(s, "data parallel: compressed bucket %zu [%zu, %zu): ", k, dp->b[k].lo, dp->b[k].hi);
+        dp->step_bytes += (uint64_t)(dp->b[k].hi - dp->b[k].lo) * sizeof(float);
+    }
+    dd_compress_stats_get(dp->cp, &b);
+    dp->step_wire = b.bytes_sent - a.bytes_sent;
+    dp->done = dp->started;
+    return DD_OK;
 }
 
 static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, int nv) {
@@ -260,7 +327,15 @@ static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, i
     v[nv + 1] = dp->prev_exposed;
     const size_t nvv = (size_t)nv + DP_EXTRA;
 
-    if (dp->size == 1) { /* alone: nothing to reduce, still count steps and honour stop */
+    if (dp->cp) {
+        if ((s = compressed_step(dp, grads, n, t_end_bwd)) != DD_OK) goto fail;
+        if (dp->size > 1 && (s = dd_comm_allreduce(dp->c, dp->cfg.algo, v, nvv, DD_F64)) != DD_OK) {
+            dd_error_prefix(s, "data parallel: loss allreduce: ");
+            goto fail;
+        }
+        dp->t_last_done = dd_comm_wtime();
+        dp->step_comm = dp->t_last_done - t_end_bwd;
+    } else if (dp->size == 1) { /* alone: nothing to reduce, still count steps and honour stop */
         step_reset(dp);
     } else if (dp->bucket_floats == 0) { /* blocking mode: one allreduce after backward */
         step_reset(dp);
@@ -333,9 +408,9 @@ static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, i
     }
     {
         const double t_done = dd_comm_wtime();
-        const double exposed = dp->size == 1 ? 0.0 : t_done - t_end_bwd;
+        const double exposed = dp->size == 1 && !dp->cp ? 0.0 : t_done - t_end_bwd;
         double hidden = 0.0;
-        if (dp->size > 1 && dp->bucket_floats > 0 && dp->started > 0) {
+        if (dp->size > 1 && dp->bucket_floats > 0 && dp->started > 0 && !dp->cp) {
             double until = t_end_bwd < t_done ? t_end_bwd : t_done;
             hidden = until > dp->t_first ? until - dp->t_first : 0.0;
         }
@@ -351,7 +426,14 @@ static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, i
         dp->st.last_hidden_s = hidden;
         dp->st.prev_exposed_mean_s = dp->nsteps > 1 ? v[nv + 1] / (double)dp->size : NAN;
         dp->st.bytes += dp->step_bytes;
+        dd_comm_stats cs;
+        dd_comm_stats_get(dp->c, &cs);
+        /* with compression the compressor's wire count (MPI collectives count only their
+         * buffer in the handle's counters); the small loss reduction is left out then */
+        dp->st.bytes_sent += dp->cp ? dp->step_wire : cs.bytes_sent - dp->sent_mark;
+        dp->sent_mark = cs.bytes_sent;
         dp->prev_exposed = exposed;
+        dp->cstate_ok = 0;
     }
     dp->in_step = 0;
     dp->grads = NULL;
@@ -402,9 +484,150 @@ static dd_status h_bcast(void *user, double *vals, int nv) {
     return DD_OK;
 }
 
+/* The compression configuration as numbers (checkpoint section compress.cfg). */
+#define CCFG_N 12
+static void ccfg_pack(const dd_compressor *cp, double *v) {
+    const dd_compress_cfg *c = dd_compress_config(cp);
+    v[0] = dd_compress_has_ef(cp); /* resolved: -1 (auto) and 1 are the same here */
+    v[1] = c->density;
+    v[2] = (double)c->chunk;
+    v[3] = c->stochastic;
+    v[4] = c->sampled;
+    v[5] = c->sample;
+    v[6] = c->rank;
+    v[7] = c->momentum;
+    v[8] = c->clip;
+    v[9] = c->masking;
+    v[10] = c->warmup;
+    v[11] = (double)c->seed;
+}
+
+static dd_status h_begin_step(void *user, uint64_t step, int epoch, uint64_t batch, uint64_t nbatches) {
+    dd_dp *dp = user;
+    if (dp->cp) dd_compress_begin_step(dp->cp, step, epoch, nbatches ? (double)batch / (double)nbatches : 0.0);
+    return DD_OK;
+}
+
+/* Gathers every rank's compression state to rank 0 (all ranks call it). */
+static dd_status h_before_save(void *user) {
+    dd_dp *dp = user;
+    if (!dp->cp || dp->cstate_ok) return DD_OK;
+    size_t m = 0;
+    DD_TRY(dd_compress_state_export(dp->cp, NULL, &m));
+    float *mine = malloc((m ? m : 1) * sizeof(float));
+    float *all = malloc((m ? m : 1) * (size_t)dp->size * sizeof(float));
+    if (!mine || !all) {
+        free(mine);
+        free(all);
+        return dd_error(DD_ERR_NOMEM, "out of memory for the compression state (%zu floats per rank)", m);
+    }
+    dd_status s = dd_compress_state_export(dp->cp, mine, &m);
+    if (s == DD_OK && dp->size > 1) s = dd_comm_allgather(dp->c, mine, m * sizeof(float), all);
+    else if (s == DD_OK && m) memcpy(all, mine, m * sizeof(float));
+    free(mine);
+    if (s != DD_OK) {
+        free(all);
+        return dd_error_prefix(s, "data parallel: gathering the compression state: ");
+    }
+    free(dp->cstate);
+    dp->cstate = all;
+    dp->cstate_n = m;
+    dp->cstate_ok = 1;
+    return DD_OK;
+}
+
 static dd_status h_on_save(void *user, dd_ckpt_writer *w) {
     dd_dp *dp = user;
-    return dd_ckpt_add_u64(w, "dp", (uint64_t)dp->size);
+    DD_TRY(dd_ckpt_add_u64(w, "dp", (uint64_t)dp->size));
+    if (!dp->cp) return DD_OK;
+    if (!dp->cstate_ok)
+        return dd_error(DD_ERR_INTERNAL, "data parallel: the compression state was not gathered before the checkpoint "
+                                         "(before_save hook not called)");
+    const dd_compress_cfg *cc = dd_compress_config(dp->cp);
+    double cv[CCFG_N];
+    ccfg_pack(dp->cp, cv);
+    DD_TRY(dd_ckpt_add_str(w, "compress.name", cc->name));
+    DD_TRY(dd_ckpt_add(w, "compress.cfg", cv, sizeof cv));
+    size_t nb = 0;
+    DD_TRY(dd_compress_layout_export(dp->cp, NULL, &nb));
+    uint64_t *lay = malloc((2 * nb + 1) * sizeof *lay);
+    if (!lay) return dd_error(DD_ERR_NOMEM, "out of memory");
+    dd_compress_layout_export(dp->cp, lay, &nb);
+    dd_status s = dd_ckpt_add(w, "compress.layout", lay, 2 * nb * sizeof *lay);
+    free(lay);
+    DD_TRY(s);
+    DD_TRY(dd_ckpt_add_u64(w, "compress.ranks", (uint64_t)dp->size));
+    DD_TRY(dd_ckpt_add(w, "compress.state", dp->cstate, dp->cstate_n * (size_t)dp->size * sizeof(float)));
+    size_t ns = 0;
+    DD_TRY(dd_compress_shared_export(dp->cp, NULL, &ns));
+    float *sh = malloc((ns ? ns : 1) * sizeof(float));
+    if (!sh) return dd_error(DD_ERR_NOMEM, "out of memory");
+    dd_compress_shared_export(dp->cp, sh, &ns);
+    s = dd_ckpt_add(w, "compress.shared", sh, ns * sizeof(float));
+    free(sh);
+    return s;
+}
+
+/* Restores the compression state of a checkpoint written by the same compressor. */
+static dd_status load_compress(dd_dp *dp, const dd_ckpt_reader *r) {
+    const dd_compress_cfg *cc = dd_compress_config(dp->cp);
+    const char *name = NULL;
+    if (!dd_ckpt_has(r, "compress.name")) {
+        if (dp->rank == 0)
+            dd_log(DD_LOG_INFO, "the checkpoint has no compression state: %s starts with a zero residual", cc->name);
+        return DD_OK;
+    }
+    DD_TRY(dd_ckpt_get_str(r, "compress.name", &name));
+    const void *d = NULL;
+    size_t bytes = 0;
+    double cv[CCFG_N], mine[CCFG_N];
+    DD_TRY(dd_ckpt_get(r, "compress.cfg", &d, &bytes));
+    if (bytes != sizeof cv) return dd_error(DD_ERR_FORMAT, "checkpoint section compress.cfg: %zu bytes, expected %zu", bytes, sizeof cv);
+    memcpy(cv, d, sizeof cv);
+    ccfg_pack(dp->cp, mine);
+    if (strcmp(name, cc->name) != 0 || memcmp(cv, mine, sizeof cv) != 0) {
+        if (dp->rank == 0)
+            dd_log(DD_LOG_WARN, "the checkpoint's compression state is for %s with other settings: %s starts with a zero "
+                   "residual", name, cc->name);
+        return DD_OK;
+    }
+    DD_TRY(dd_ckpt_get(r, "compress.layout", &d, &bytes));
+    if (bytes % (2 * sizeof(uint64_t)))
+        return dd_error(DD_ERR_FORMAT, "checkpoint section compress.layout: %zu bytes is not a list of (lo, n) pairs", bytes);
+    size_t nb = bytes / (2 * sizeof(uint64_t));
+    uint64_t *lay = malloc((2 * nb + 1) * sizeof *lay);
+    if (!lay) return dd_error(DD_ERR_NOMEM, "out of memory");
+    if (nb) memcpy(lay, d, bytes);
+    size_t arena = nb ? (size_t)(lay[2 * (nb - 1)] + lay[2 * (nb - 1) + 1]) : 0;
+    dd_status s = dd_compress_layout_import(dp->cp, arena, lay, nb);
+    free(lay);
+    DD_TRY(s);
+    uint64_t N = 0;
+    DD_TRY(dd_ckpt_get_u64(r, "compress.ranks", &N));
+    size_t m = 0;
+    DD_TRY(dd_compress_state_export(dp->cp, NULL, &m));
+    DD_TRY(dd_ckpt_get(r, "compress.state", &d, &bytes));
+    if (N < 1 || N > (1u << 24) || bytes != (size_t)N * m * sizeof(float))
+        return dd_error(DD_ERR_FORMAT, "checkpoint section compress.state: %zu bytes for %llu ranks of %zu floats", bytes,
+                        (unsigned long long)N, m);
+    float *st = malloc((m ? m : 1) * sizeof(float));
+    if (!st) return dd_error(DD_ERR_NOMEM, "out of memory");
+    const float *all = d;
+    if (N == (uint64_t)dp->size) {
+        if (m) memcpy(st, all + (size_t)dp->rank * m, m * sizeof(float));
+    } else { /* keep the sum over ranks: every rank gets the mean */
+        for (size_t i = 0; i < m; i++) {
+            double acc = 0.0;
+            for (uint64_t q = 0; q < N; q++) acc += all[q * m + i];
+            st[i] = (float)(acc / (double)dp->size);
+        }
+    }
+    s = dd_compress_state_import(dp->cp, st, m);
+    free(st);
+    DD_TRY(s);
+    DD_TRY(dd_ckpt_get(r, "compress.shared", &d, &bytes));
+    if (bytes % sizeof(float)) return dd_error(DD_ERR_FORMAT, "checkpoint section compress.shared: %zu bytes", bytes);
+    return dd_compress_shared_import(dp->cp, d, bytes / sizeof(float));
 }
 
 static dd_status h_on_load(void *user, const dd_ckpt_reader *r) {
@@ -416,6 +639,36 @@ static dd_status h_on_load(void *user, const dd_ckpt_reader *r) {
     if (dp->rank == 0 && n != (uint64_t)dp->size)
         dd_log(DD_LOG_INFO, "checkpoint written by %llu rank%s, resuming on %d", (unsigned long long)n, n == 1 ? "" : "s",
                dp->size);
+    if (dp->cp) {
+        dd_status s = load_compress(dp, r);
+        if (s != DD_OK) return dd_error_prefix(s, "data parallel: compression state: ");
+    }
+    return DD_OK;
+}
+
+/* The epoch's communication figures, averaged over the ranks (all ranks call it). */
+static dd_status h_epoch_comm(void *user, double out[3]) {
+    dd_dp *dp = user;
+    dd_compress_stats cs;
+    dd_compress_stats_get(dp->cp, &cs);
+    const double steps = (double)(dp->st.steps - dp->ep_steps0);
+    double v[4];
+    v[0] = steps > 0 ? (double)(dp->st.bytes_sent - dp->ep_sent0) / steps : 0.0;
+    v[1] = (double)(cs.elements - dp->ep_elem0);
+    v[2] = (double)(cs.payload_bytes - dp->ep_payload0);
+    v[3] = cs.compress_s + cs.decompress_s - dp->ep_ctime0;
+    dp->ep_steps0 = dp->st.steps;
+    dp->ep_sent0 = dp->st.bytes_sent;
+    dp->ep_elem0 = cs.elements;
+    dp->ep_payload0 = cs.payload_bytes;
+    dp->ep_ctime0 = cs.compress_s + cs.decompress_s;
+    if (dp->size > 1) {
+        dd_status s = dd_comm_allreduce(dp->c, DD_ALLREDUCE_RING, v, 4, DD_F64);
+        if (s != DD_OK) return dd_error_prefix(s, "data parallel: epoch statistics: ");
+    }
+    out[0] = v[0] / dp->size;
+    out[1] = dp->cp && v[2] > 0 ? 4.0 * v[1] / v[2] : 1.0;
+    out[2] = v[3] / dp->size;
     return DD_OK;
 }
 
@@ -432,4 +685,7 @@ void dd_dp_hooks(dd_dp *dp, dd_train_hooks *h) {
     h->bcast = h_bcast;
     h->on_save = h_on_save;
     h->on_load = h_on_load;
+    h->begin_step = h_begin_step;
+    h->before_save = h_before_save;
+    h->epoch_comm = h_epoch_comm;
 }
