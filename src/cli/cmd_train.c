@@ -121,6 +121,11 @@ static void on_progress(void *user, const dd_train_progress *p) {
                             "(%.1f %% of the step)\n",
                     dd_dp_size(s->dp), 1e3 * s->ep_step / n, 1e3 * s->ep_comm / n, 1e3 * s->ep_exposed / n,
                     s->ep_step > 0 ? 100.0 * s->ep_exposed / s->ep_step : 0.0);
+            if (dd_dp_compressor(s->dp))
+                fprintf(stderr, "           compression %s: ratio %.1fx, %.0f bytes sent per rank per step, "
+                                "compress+decompress %.3f ms/step\n",
+                        dd_compress_config(dd_dp_compressor(s->dp))->name, p->rec->compression_ratio,
+                        p->rec->comm_bytes_per_step, 1e3 * p->rec->compress_time_s / n);
             fflush(stderr);
         }
         s->ep_steps = 0;
@@ -274,6 +279,20 @@ static dd_status gather_hosts(dd_comm *w, char **all) {
     return dd_comm_allgather(w, me, HOST_INFO, *all);
 }
 
+/* The compressor as a --compress value with every setting (written to parallel.json so
+ * that --resume continues with the same one). */
+static void compress_spec_string(const dd_compress_cfg *c, char *buf, size_t cap) {
+    if (!strcmp(c->name, "none")) {
+        snprintf(buf, cap, "none");
+        return;
+    }
+    snprintf(buf, cap, "%s,ef=%d,density=%.17g,chunk=%zu,stochastic=%d,sampled=%d,sample=%.17g,rank=%d,momentum=%.17g,"
+                       "clip=%.17g,masking=%d,warmup=%.17g,seed=%llu",
+             c->name, c->error_feedback < 0 ? (strcmp(c->name, "fp32") ? 1 : 0) : c->error_feedback, c->density, c->chunk,
+             c->stochastic, c->sampled, c->sample, c->rank, c->momentum, c->clip, c->masking, c->warmup,
+             (unsigned long long)c->seed);
+}
+
 /* RUN/parallel.json (rank 0): ranks, where they ran, the strategy and its timing. */
 static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cfg *dc, const dd_dp *dp,
                                      const char *hosts) {
@@ -283,6 +302,27 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cf
     cJSON_AddNumberToObject(o, "ranks", nranks);
     cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(dc->algo));
     cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
+    {
+        char spec[512];
+        compress_spec_string(&dc->compress, spec, sizeof spec);
+        cJSON_AddStringToObject(o, "compress", spec);
+        dd_compressor *cp = dd_dp_compressor(dp);
+        if (cp) {
+            dd_compress_stats cs;
+            dd_compress_stats_get(cp, &cs);
+            double ns = cs.steps ? (double)cs.steps : 1.0;
+            cJSON *k = cJSON_AddObjectToObject(o, "rank0_compression");
+            if (k) {
+                cJSON_AddBoolToObject(k, "error_feedback", dd_compress_has_ef(cp));
+                cJSON_AddNumberToObject(k, "compression_ratio", dd_compress_ratio(&cs));
+                cJSON_AddNumberToObject(k, "payload_bytes_per_step", (double)cs.payload_bytes / ns);
+                cJSON_AddNumberToObject(k, "bytes_sent_per_step", (double)cs.bytes_sent / ns);
+                cJSON_AddNumberToObject(k, "compress_s_per_step", cs.compress_s / ns);
+                cJSON_AddNumberToObject(k, "decompress_s_per_step", cs.decompress_s / ns);
+                cJSON_AddNumberToObject(k, "comm_s_per_step", cs.comm_s / ns);
+            }
+        }
+    }
     cJSON_AddNumberToObject(o, "buckets", (double)dd_dp_num_buckets(dp));
     cJSON *b = cJSON_AddArrayToObject(o, "bucket_ranges");
     for (size_t i = 0; b && i < dd_dp_num_buckets(dp); i++) {
@@ -321,6 +361,7 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cf
         cJSON_AddNumberToObject(t, "hidden_s_per_step", st.hidden_s / n);
         cJSON_AddNumberToObject(t, "max_exposed_s", st.max_exposed_s);
         cJSON_AddNumberToObject(t, "gradient_bytes_per_step", (double)st.bytes / n);
+        cJSON_AddNumberToObject(t, "bytes_sent_per_step", (double)st.bytes_sent / n);
     }
     char *txt = cJSON_Print(o);
     cJSON_Delete(o);
@@ -422,6 +463,16 @@ static void help_train(int dpd) {
            "                      parallel.json); a checkpoint resumes on any number of ranks;\n"
            "                      kill -USR1 <mpirun> stops all ranks after the same step with\n"
            "                      RUN/last.ckpt written (as SIGINT/SIGTERM on one process)\n"
+           "  --compress SPEC     gradient compression: NAME[,key=value...] with NAME one of\n"
+           "                      none (default), fp32, fp16, bf16, int8, int4, sign, topk,\n"
+           "                      randk, powersgd, dgc; keys density, chunk, stochastic,\n"
+           "                      sampled, sample, rank, momentum, clip, masking, warmup, seed,\n"
+           "                      ef (see docs/compress.md), e.g. dgc,density=0.001 or int8;\n"
+           "                      also on one process (the compression error alone);\n"
+           "                      metrics.jsonl gets comm_bytes_per_step, compression_ratio\n"
+           "                      and compress_time_s; distdpd compressors lists them\n"
+           "  --error-feedback on|off  keep what compression dropped and add it next step\n"
+           "                      (default on for every lossy compressor)\n"
            "\n"
            "display:\n"
            "  --progress P        auto (default: a bar on a terminal, lines otherwise), bar,\n"
@@ -439,13 +490,34 @@ static void list_models(void) {
     for (size_t i = 0; i < n; i++) printf("  %-12s %s\n", m[i].name, m[i].summary);
 }
 
+/* --resume without --compress: the compressor recorded in RUN/parallel.json, if any. */
+static const char *resumed_compress(const char *run, char *buf, size_t cap) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/parallel.json", run);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char txt[8192];
+    size_t n = fread(txt, 1, sizeof txt - 1, f);
+    fclose(f);
+    txt[n] = '\0';
+    cJSON *j = cJSON_Parse(txt);
+    const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "compress") : NULL;
+    const char *ret = NULL;
+    if (cJSON_IsString(c) && strlen(c->valuestring) < cap) {
+        snprintf(buf, cap, "%s", c->valuestring);
+        ret = buf;
+    }
+    cJSON_Delete(j);
+    return ret;
+}
+
 static int cmd_train(int argc, char **argv, int dpd) {
     const char *NAME = dpd ? "train-dpd" : "train-pa";
     enum {
         O_DATA = 256, O_MODEL, O_HIDDEN, O_LAYERS, O_MEMORY, O_ORDER, O_KERNEL, O_CROSS, O_FRAME, O_STRIDE, O_BATCH,
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
-        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET, O_COMPRESS, O_EF
     };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},          {"model", required_argument, NULL, O_MODEL},
@@ -468,6 +540,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"gain", required_argument, NULL, O_GAIN},          {"gain-mode", required_argument, NULL, O_GAINMODE},
         {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
         {"allreduce", required_argument, NULL, O_ALLREDUCE}, {"bucket-mb", required_argument, NULL, O_BUCKET},
+        {"compress", required_argument, NULL, O_COMPRESS},  {"error-feedback", required_argument, NULL, O_EF},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
     static const char *const opts_opt[] = {"sgd", "adam", "adamw", NULL};
@@ -488,6 +561,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
     int want_list = 0;
     dd_dp_cfg dpc;
     dd_dp_cfg_default(&dpc);
+    const char *compress_spec = NULL, *ef_opt = NULL;
+    char compress_buf[512];
     /* every rank parses the same options: only rank 0 prints usage errors and help */
     quiet_streams q;
     quiet_begin(&q, launcher_rank() > 0);
@@ -577,6 +652,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
         case O_BUCKET:
             if ((rc = dd_cli_parse_double(NAME, "--bucket-mb", optarg, 0.0, 4096.0, &dpc.bucket_mb))) return rc;
             break;
+        case O_COMPRESS:
+            compress_spec = optarg;
+            break;
+        case O_EF:
+            ef_opt = optarg;
+            break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help_train(dpd); return DD_EXIT_OK;
@@ -665,6 +746,17 @@ static int cmd_train(int argc, char **argv, int dpd) {
             dd_model_destroy(&m);
         }
     }
+    if (ef_opt && !compress_spec && !resume)
+        return dd_cli_usage(NAME, "--error-feedback needs --compress (plain float32 gradients lose nothing)");
+    if (!compress_spec && resume) compress_spec = resumed_compress(out, compress_buf, sizeof compress_buf);
+    if (compress_spec && dd_compress_parse(&dpc.compress, compress_spec) != DD_OK)
+        return dd_cli_usage(NAME, "%s", dd_last_error());
+    if (ef_opt) {
+        if (!strcmp(ef_opt, "on")) dpc.compress.error_feedback = 1;
+        else if (!strcmp(ef_opt, "off")) dpc.compress.error_feedback = 0;
+        else return dd_cli_usage(NAME, "--error-feedback: expected on or off, got '%s'", ef_opt);
+    }
+    const int compressing = strcmp(dpc.compress.name, "none") != 0;
     quiet_end(&q);
     dd_cli_log_init(verbosity);
 
@@ -679,7 +771,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     if (st != DD_OK) return dd_cli_fail(NAME, st);
     rank = dd_comm_rank(world);
     nranks = dd_comm_size(world);
-    if (nranks > 1) {
+    if (nranks > 1 || compressing) {
         const char *inj = getenv("DD_DP_FAIL"); /* fault injection for tests: "RANK:STEP" */
         if (inj) {
             int fr = -1;
@@ -770,6 +862,15 @@ static int cmd_train(int argc, char **argv, int dpd) {
                    "ms/step (rank 0)\n",
                    nranks, dd_allreduce_name(dpc.algo), dd_dp_num_buckets(dp), dd_dp_num_buckets(dp) == 1 ? "" : "s",
                    1e3 * ds.comm_s / n, 1e3 * ds.exposed_s / n);
+            dd_compressor *cp = dd_dp_compressor(dp);
+            if (cp) {
+                dd_compress_stats cs;
+                dd_compress_stats_get(cp, &cs);
+                printf("compression: %s%s: ratio %.1fx against float32, %.0f bytes sent per step, compress+decompress "
+                       "%.3f ms/step (rank 0)\n",
+                       dpc.compress.name, dd_compress_has_ef(cp) ? " with error feedback" : "", dd_compress_ratio(&cs),
+                       (double)cs.bytes_sent / n, 1e3 * (cs.compress_s + cs.decompress_s) / n);
+            }
         }
         printf("done in %.2f s\n", dd_now() - t0);
     }

@@ -21,6 +21,7 @@ static const dd_cli_cmd commands[] = {
     {"run", "run a trained model (PA model or DPD) over an I/Q file as one stream", dd_cmd_run},
     {"eval", "re-evaluate a training run on a data set (NMSE, ACLR, EVM)", dd_cmd_eval},
     {"models", "list the PA / DPD models with their default sizes (parameters, FLOPs)", dd_cmd_models},
+    {"compressors", "list the gradient compressors train-pa / train-dpd --compress takes", dd_cmd_compressors},
     {"plan", "predict allreduce time and data-parallel scaling (alpha-beta model); --calibrate measures this machine", dd_cmd_plan},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
