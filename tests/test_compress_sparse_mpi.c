@@ -10,7 +10,7 @@
  *   - topk at density 1 equals dd_comm_allreduce(RING) (and TREE) bit for bit;
  *   - dd_cx_pairs_allgather directly: ranks sending different counts (rank 0 none),
  *     overlapping indices; bitwise against the rank-order sum; bytes accounting
- *     (payload 8k, sent (p - 1)(4 + 8k)). */
+ *     (payload pb k, sent (p - 1)(4 + pb k), pb = 6 bytes per pair up to 65536 elements). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +147,42 @@ static void check_dense(dd_comm *w) {
     free(b);
 }
 
+/* A bucket beyond 65536 elements: 32-bit indices (8 bytes per pair), indices above 65535
+ * arrive intact. */
+static void check_pairs_wide(dd_comm *w) {
+    const size_t n = 70000;
+    dd_compressor *owner = make("topk");
+    dd_compress_cfg cfg;
+    dd_compress_cfg_default(&cfg);
+    dd_cbucket b;
+    memset(&b, 0, sizeof b);
+    b.n = n;
+    dd_cx x;
+    memset(&x, 0, sizeof x);
+    x.cfg = &cfg;
+    x.comm = w;
+    x.algo = DD_ALLREDUCE_RING;
+    x.rank = g_rank;
+    x.size = g_size;
+    x.density = 0.1;
+    x.b = &b;
+    x.owner = owner;
+    float *out = calloc(n, sizeof *out), *ref = calloc(n, sizeof *ref);
+    uint32_t idx[2] = {(uint32_t)(n - 1 - (size_t)g_rank), (uint32_t)(65536 + (size_t)g_rank)};
+    float val[2] = {1.0f + (float)g_rank, -2.0f};
+    for (int r = 0; r < g_size; r++) {
+        ref[n - 1 - (size_t)r] += 1.0f + (float)r;
+        ref[65536 + (size_t)r] += -2.0f;
+    }
+    CHECK(dd_pair_index_bytes(n) == 4 && dd_pair_index_bytes(65536) == 2, "index width 4 beyond 65536 elements");
+    CHECK_OK(dd_cx_pairs_allgather(&x, idx, val, 2, n, out));
+    CHECK(all_ok(w, out && ref && memcmp(out, ref, n * sizeof *out) == 0), "wide indices arrive intact");
+    CHECK(x.payload_bytes == 16, "payload 2 pairs x 8 bytes, got %llu", (unsigned long long)x.payload_bytes);
+    free(out);
+    free(ref);
+    dd_compress_destroy(&owner);
+}
+
 static void check_pairs(dd_comm *w) {
     const size_t n = 64, np = (size_t)g_size;
     dd_compressor *owner = make("topk");
@@ -185,8 +221,9 @@ static void check_pairs(dd_comm *w) {
     CHECK_OK(dd_cx_pairs_allgather(&x, idx, val, k, n, out));
     int ok = memcmp(out, ref, n * sizeof *out) == 0;
     CHECK(all_ok(w, ok), "pairs allgather != rank-order sum");
-    CHECK(x.payload_bytes == 8 * k, "payload %llu, want %zu", (unsigned long long)x.payload_bytes, 8 * k);
-    uint64_t want_sent = (uint64_t)(g_size - 1) * (4 + 8 * k);
+    const size_t pb = 4 + dd_pair_index_bytes(n);
+    CHECK(x.payload_bytes == pb * k, "payload %llu, want %zu", (unsigned long long)x.payload_bytes, pb * k);
+    uint64_t want_sent = (uint64_t)(g_size - 1) * (4 + pb * k);
     CHECK(x.bytes_sent == want_sent, "bytes_sent %llu, want %llu", (unsigned long long)x.bytes_sent,
           (unsigned long long)want_sent);
     /* a second call reuses the scratch (different counts) */
@@ -232,6 +269,7 @@ int main(int argc, char **argv) {
     double t0 = dd_comm_wtime();
 
     check_pairs(w);
+    check_pairs_wide(w);
     check_codec(w, "topk,density=0.01", 1, 0);
     check_codec(w, "topk,density=0.01,sampled=1", 1, 0); /* small buckets: s = n, exact */
     check_codec(w, "topk,density=0.1,sampled=1", 1, 0);

@@ -121,6 +121,10 @@ float dd_bf16_to_f32(uint16_t h);
 
 /* --- Pair allgather (sparse.c) ------------------------------------------------------------ */
 
+/* Bytes of one index on the wire for a bucket of n elements: 2 (uint16) when n <= 65536,
+ * else 4; a pair is that plus a float32 value. */
+size_t dd_pair_index_bytes(size_t n);
+
 /* Every rank contributes k_r (index, value) pairs (indices < n, distinct); out[0..n) =
  * for every index, the sum over ranks in rank order (0 first) of the values sent for it
  * (0 where none). Exchanges the counts, then the pairs (allgatherv); bit-identical on

@@ -6,8 +6,10 @@
  * docs/compress.md ("Sparsification").
  *
  * Wire format of the pair allgather: every rank first contributes its pair count (one
- * uint32, MPI_Allgather), then its pairs as one block of k uint32 indices followed by k
- * float32 values (8 bytes per pair, MPI_Allgatherv). Every rank sums all blocks into a
+ * uint32, MPI_Allgather), then its pairs as one block of k indices followed by k float32
+ * values (MPI_Allgatherv). Indices are uint16 when the bucket has at most 65536 elements
+ * (6 bytes per pair), uint32 otherwise (8 bytes per pair); every rank knows n, so all
+ * agree on the width. Every rank sums all blocks into a
  * zeroed output in rank order 0..p-1, so the result is bit-identical everywhere.
  *
  * Scratch slots (dd_cx_scratch) used here: 0 indices, 1 values, 2 selection keys / randk
@@ -26,6 +28,8 @@ enum { SLOT_IDX = 0, SLOT_VAL = 1, SLOT_KEYS = 2, SLOT_DGC = 3, SLOT_PCNT = 4, S
 enum { STREAM_TOPK_SAMPLE = 0x746f706b, STREAM_RANDK = 0x72616e64, STREAM_DGC_SAMPLE = 0x64676373 };
 
 /* ---------------------------------------------------------------- helpers */
+
+size_t dd_pair_index_bytes(size_t n) { return n <= 65536 ? 2 : 4; }
 
 /* k = max(1, ceil(density n)), at most n. The product is shrunk by a few ulps first so
  * that a density that is "exactly" j/n in decimal (0.07 * 100 = 7.000000000000001 in
@@ -248,7 +252,8 @@ dd_status dd_cx_pairs_allgather(dd_cx *x, const uint32_t *idx, const float *val,
         if (idx[j] >= n) bad = dd_error(DD_ERR_ARG, "dd_cx_pairs_allgather: idx[%zu] = %u >= n = %zu", j, idx[j], n);
     const int p = x->size;
     if (bad != DD_OK && p <= 1) return bad;
-    if (bad == DD_OK) x->payload_bytes += 8 * (uint64_t)k;
+    const size_t iw = dd_pair_index_bytes(n), pb = iw + 4; /* index width, bytes per pair */
+    if (bad == DD_OK) x->payload_bytes += pb * (uint64_t)k;
     if (p <= 1) {
         double t0 = dd_cx_now();
         if (n) memset(out, 0, n * sizeof(float));
@@ -274,40 +279,56 @@ dd_status dd_cx_pairs_allgather(dd_cx *x, const uint32_t *idx, const float *val,
             return dd_error(DD_ERR_ARG, "pair allgather: rank %zu passed invalid pairs (see its message)", r);
         if (cnt[r] > n)
             return dd_error(DD_ERR_COMM, "pair allgather: rank %zu sends %u pairs for a bucket of %zu", r, cnt[r], n);
-        displs[r] = (size_t)(8 * total);
-        bytes[r] = 8 * (size_t)cnt[r];
+        displs[r] = (size_t)(pb * total);
+        bytes[r] = pb * (size_t)cnt[r];
         total += cnt[r];
     }
-    if (8 * total > (uint64_t)INT32_MAX)
+    if (pb * total > (uint64_t)INT32_MAX)
         return dd_error(DD_ERR_ARG,
                         "pair allgather: %llu pairs in all (%llu bytes) exceed the 2 GiB an MPI count can hold: use "
                         "smaller buckets or a lower density",
-                        (unsigned long long)total, (unsigned long long)(8 * total));
-    uint8_t *send = dd_cx_scratch(x, SLOT_PSEND, 8 * k);
-    uint8_t *recv = dd_cx_scratch(x, SLOT_PRECV, (size_t)(8 * total));
+                        (unsigned long long)total, (unsigned long long)(pb * total));
+    uint8_t *send = dd_cx_scratch(x, SLOT_PSEND, pb * k);
+    uint8_t *recv = dd_cx_scratch(x, SLOT_PRECV, (size_t)(pb * total));
     if (!send || !recv) return DD_ERR_NOMEM;
     if (k) {
-        memcpy(send, idx, 4 * k);
-        memcpy(send + 4 * k, val, 4 * k);
+        if (iw == 2) {
+            for (size_t j = 0; j < k; j++) {
+                uint16_t v16 = (uint16_t)idx[j];
+                memcpy(send + 2 * j, &v16, 2);
+            }
+        } else {
+            memcpy(send, idx, 4 * k);
+        }
+        memcpy(send + iw * k, val, 4 * k);
     }
     t0 = dd_cx_now();
     s = dd_comm_allgatherv(x->comm, send, recv, bytes, displs);
     x->comm_s += dd_cx_now() - t0;
     if (s != DD_OK) return dd_error_prefix(s, "pair allgather (pairs): ");
-    /* on the wire: this rank's count (4 bytes) and block (8k bytes) reach p - 1 ranks */
-    x->bytes_sent += (uint64_t)(p - 1) * (4 + 8 * (uint64_t)k);
+    /* on the wire: this rank's count (4 bytes) and block (pb k bytes) reach p - 1 ranks */
+    x->bytes_sent += (uint64_t)(p - 1) * (4 + pb * (uint64_t)k);
 
     t0 = dd_cx_now();
     if (n) memset(out, 0, n * sizeof(float));
     for (size_t r = 0; r < np; r++) {
-        const uint32_t *ri = (const uint32_t *)(const void *)(recv + displs[r]);
-        const float *rv = (const float *)(const void *)(recv + displs[r] + 4 * (size_t)cnt[r]);
+        const uint8_t *ri = recv + displs[r], *rv = recv + displs[r] + iw * (size_t)cnt[r];
         for (size_t j = 0; j < cnt[r]; j++) {
-            if (ri[j] >= n) {
-                x->decompress_s += dd_cx_now() - t0;
-                return dd_error(DD_ERR_COMM, "pair allgather: rank %zu sent index %u >= n = %zu", r, ri[j], n);
+            uint32_t ix;
+            float v;
+            if (iw == 2) {
+                uint16_t v16;
+                memcpy(&v16, ri + 2 * j, 2);
+                ix = v16;
+            } else {
+                memcpy(&ix, ri + 4 * j, 4);
             }
-            out[ri[j]] += rv[j];
+            memcpy(&v, rv + 4 * j, 4);
+            if (ix >= n) {
+                x->decompress_s += dd_cx_now() - t0;
+                return dd_error(DD_ERR_COMM, "pair allgather: rank %zu sent index %u >= n = %zu", r, ix, n);
+            }
+            out[ix] += v;
         }
     }
     x->decompress_s += dd_cx_now() - t0;
