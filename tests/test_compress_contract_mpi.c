@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "dd_test.h"
+#include "test_mpi_util.h"
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 #include "distdpd/parallel.h"
@@ -33,22 +34,8 @@ static int g_rank, g_size;
 static dd_comm *g_world;
 static char g_tmp[512];
 
-static int all_ok(int ok) {
-    int *all = calloc((size_t)g_size, sizeof *all);
-    int res = all != NULL && dd_comm_allgather(g_world, &ok, sizeof ok, all) == DD_OK;
-    for (int i = 0; res && i < g_size; i++) res = all[i] == 1;
-    free(all);
-    return res;
-}
-
-static int same_on_all(const void *p, size_t bytes) {
-    uint32_t v = dd_crc32c(0, p, bytes);
-    uint32_t *all = calloc((size_t)g_size, sizeof *all);
-    int ok = all != NULL && dd_comm_allgather(g_world, &v, sizeof v, all) == DD_OK;
-    for (int i = 0; ok && i < g_size; i++) ok = all[i] == v;
-    free(all);
-    return ok;
-}
+static int all_ok(int ok) { return tm_all_ok(g_world, ok); }
+static int same_on_all(const void *p, size_t bytes) { return tm_same_bytes(g_world, p, bytes); }
 
 static double norm2(const float *x, size_t n) {
     double s = 0;

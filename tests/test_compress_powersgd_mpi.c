@@ -23,6 +23,7 @@
 
 #include "compress/compress_impl.h"
 #include "dd_test.h"
+#include "test_mpi_util.h"
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 
@@ -43,24 +44,6 @@ static void fill_normal(float *x, size_t n, uint64_t key) {
     dd_rng g;
     dd_rng_seed(&g, key);
     for (size_t i = 0; i < n; i++) x[i] = (float)dd_rng_normal(&g);
-}
-
-/* 1 if every rank passed the same 32-bit value. */
-static int same_everywhere(dd_comm *c, uint32_t v) {
-    uint32_t *all = calloc((size_t)g_size, sizeof *all);
-    int ok = all != NULL && dd_comm_allgather(c, &v, sizeof v, all) == DD_OK;
-    for (int i = 0; ok && i < g_size; i++) ok = all[i] == v;
-    free(all);
-    return ok;
-}
-
-/* 1 if every rank's flag is 1. */
-static int all_ok(dd_comm *c, int ok) {
-    int *all = calloc((size_t)g_size, sizeof *all);
-    int res = all != NULL && dd_comm_allgather(c, &ok, sizeof ok, all) == DD_OK;
-    for (int i = 0; res && i < g_size; i++) res = all[i] == 1;
-    free(all);
-    return res;
 }
 
 static dd_compressor *make(int rank, int ef, uint64_t seed) {
@@ -93,13 +76,13 @@ static void test_identical(dd_comm *w) {
                     fill_normal(g, n, dd_hash64((uint64_t)s * 131 + n, (uint64_t)g_rank));
                     CHECK_OK(dd_compress_exchange(c, w, algos[al], g, 0, n));
                     for (size_t i = 0; i < n; i++) finite &= isfinite(g[i]) != 0;
-                    ok_out &= same_everywhere(w, dd_crc32c(0, g, n * sizeof *g));
+                    ok_out &= tm_same_u32(w, dd_crc32c(0, g, n * sizeof *g));
                     size_t nq = 0;
                     CHECK_OK(dd_compress_shared_export(c, NULL, &nq));
                     float *q = malloc(nq * sizeof *q);
                     if (q && dd_compress_shared_export(c, q, &nq) == DD_OK) {
                         CHECK(nq == cols * r, "n=%zu: Q of %zu floats, want %zu", n, nq, cols * r);
-                        ok_q &= same_everywhere(w, dd_crc32c(0, q, nq * sizeof *q));
+                        ok_q &= tm_same_u32(w, dd_crc32c(0, q, nq * sizeof *q));
                     } else {
                         ok_q = 0;
                     }
@@ -201,7 +184,7 @@ static void test_sum_of_mine(dd_comm *w, size_t n, int rank, dd_allreduce_algo a
     e = sqrt(e), s = sqrt(s);
     CHECK(e <= 1e-5 * s, "n=%zu r=%zu %s p=%d: ||out - sum mine|| = %.3g, tol 1e-5 x %.3g", n, r,
           dd_allreduce_name(algo), g_size, e, s);
-    CHECK(same_everywhere(w, dd_crc32c(0, out, n * sizeof *out)), "direct: out differs across ranks");
+    CHECK(tm_same_u32(w, dd_crc32c(0, out, n * sizeof *out)), "direct: out differs across ranks");
 
     /* double reference: P = orth(sum_p M_p Q0) (rows x r, column-major) */
     for (size_t p = 0; p < P; p++) {
@@ -294,7 +277,7 @@ static void test_rank1(dd_comm *w, size_t n, int rank, int shared_u) {
     e = sqrt(e / s);
     CHECK(e < 1e-5, "rank-1 inputs (shared %s) n=%zu r=%zu p=%d: summed approximation rel err %.3g",
           shared_u ? "u" : "v", n, r, g_size, e);
-    CHECK(same_everywhere(w, dd_crc32c(0, g, n * sizeof *g)), "rank-1: out differs across ranks");
+    CHECK(tm_same_u32(w, dd_crc32c(0, g, n * sizeof *g)), "rank-1: out differs across ranks");
 done:
     free(g);
     free(u);
@@ -328,7 +311,7 @@ int main(int argc, char **argv) {
         test_rank1(w, 4, 1, su);
     }
 
-    int ok = all_ok(w, dd_t_fail == 0);
+    int ok = tm_all_ok(w, dd_t_fail == 0);
     if (g_rank == 0)
         printf("test_compress_powersgd_mpi: %d ranks, %.2f s, all ranks %s\n", g_size, dd_comm_wtime() - t0,
                ok ? "passed" : "NOT all passed");

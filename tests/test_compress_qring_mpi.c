@@ -26,6 +26,7 @@
 #include "comm/comm_internal.h"
 #include "compress/compress_impl.h"
 #include "dd_test.h"
+#include "test_mpi_util.h"
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 
@@ -42,25 +43,6 @@ static void fill(float *x, size_t n, int r, uint64_t key) {
     dd_rng g;
     dd_rng_seed(&g, dd_hash64(key, (uint64_t)r + 1));
     for (size_t i = 0; i < n; i++) x[i] = (float)(2 * dd_rng_uniform(&g) - 1);
-}
-
-/* 1 if every rank's flag is 1. */
-static int all_ok(dd_comm *c, int ok) {
-    int *all = calloc((size_t)g_size, sizeof *all);
-    int res = all != NULL && dd_comm_allgather(c, &ok, sizeof ok, all) == DD_OK;
-    for (int i = 0; res && i < g_size; i++) res = all[i] == 1;
-    free(all);
-    return res;
-}
-
-/* 1 if buf[0..bytes) is the same on every rank (allgathered and compared). */
-static int same_everywhere(dd_comm *c, const void *buf, size_t bytes) {
-    if (bytes == 0) return 1;
-    char *all = malloc(bytes * (size_t)g_size);
-    int ok = all != NULL && dd_comm_allgather(c, buf, bytes, all) == DD_OK;
-    for (int q = 0; ok && q < g_size; q++) ok = memcmp(all + (size_t)q * bytes, buf, bytes) == 0;
-    free(all);
-    return all_ok(c, ok);
 }
 
 static size_t block_len(size_t n, int p, int b) { return n / (size_t)p + ((size_t)b < n % (size_t)p ? 1 : 0); }
@@ -129,7 +111,7 @@ static void test_identity(dd_comm *c, size_t n) {
     make_cx(&x, &cfg, c, &bk, cp, 0, n);
     CHECK_OK(dd_cx_qring(&x, &dd_qcodec_fp32, in, n, mine, out));
     CHECK(memcmp(mine, in, n * 4) == 0, "fp32 n=%zu: mine != in", n);
-    CHECK(all_ok(c, memcmp(out, ref, n * 4) == 0), "fp32 qring n=%zu differs from the ring allreduce", n);
+    CHECK(tm_all_ok(c, memcmp(out, ref, n * 4) == 0), "fp32 qring n=%zu differs from the ring allreduce", n);
     CHECK(x.payload_bytes == 4 * n, "fp32 n=%zu: payload %llu", n, (unsigned long long)x.payload_bytes);
     CHECK(x.bytes_sent == ring_sent && x.bytes_sent == expect_sent(&dd_qcodec_fp32, &cfg, n, g_size, g_rank),
           "fp32 n=%zu: sent %llu, ring allreduce %llu", n, (unsigned long long)x.bytes_sent,
@@ -139,7 +121,7 @@ static void test_identity(dd_comm *c, size_t n) {
     memcpy(g, in, n * 4);
     dd_compress_begin_step(cp, 0, 0, 0.0);
     CHECK_OK(dd_compress_exchange(cp, c, DD_ALLREDUCE_TREE, n ? g : NULL, 0, n));
-    CHECK(all_ok(c, memcmp(g, ref, n * 4) == 0), "dd_compress_exchange(fp32) n=%zu differs from the ring allreduce", n);
+    CHECK(tm_all_ok(c, memcmp(g, ref, n * 4) == 0), "dd_compress_exchange(fp32) n=%zu differs from the ring allreduce", n);
     CHECK(dd_compress_residual(cp, NULL) == NULL, "fp32 keeps no residual");
 
     /* "none": the configured allreduce (tree here), untouched by the ring */
@@ -154,7 +136,7 @@ static void test_identity(dd_comm *c, size_t n) {
         if (np) {
             dd_compress_begin_step(np, 0, 0, 0.0);
             CHECK_OK(dd_compress_exchange(np, c, DD_ALLREDUCE_TREE, n ? g : NULL, 0, n));
-            CHECK(all_ok(c, memcmp(g, ref, n * 4) == 0), "none n=%zu differs from the tree allreduce", n);
+            CHECK(tm_all_ok(c, memcmp(g, ref, n * 4) == 0), "none n=%zu differs from the tree allreduce", n);
             dd_compress_stats st;
             dd_compress_stats_get(np, &st);
             CHECK(st.payload_bytes == 4 * n, "none n=%zu: payload %llu", n, (unsigned long long)st.payload_bytes);
@@ -217,7 +199,7 @@ static void test_lossy(dd_comm *c, const lossy_case *lc, int ci, size_t n) {
             free(rt);
         }
     }
-    CHECK(same_everywhere(c, out, n * 4), "%s n=%zu: out differs between ranks", lc->spec, n);
+    CHECK(tm_same_bytes(c, out, n * 4), "%s n=%zu: out differs between ranks", lc->spec, n);
     CHECK(x.payload_bytes == lc->q->bytes(&cfg, n), "%s n=%zu: payload %llu bytes", lc->spec, n,
           (unsigned long long)x.payload_bytes);
     CHECK(x.bytes_sent == expect_sent(lc->q, &cfg, n, p, r), "%s n=%zu: sent %llu bytes, expected %llu", lc->spec, n,
@@ -275,7 +257,7 @@ static void test_lossy(dd_comm *c, const lossy_case *lc, int ci, size_t n) {
         memcpy(out2, in, n * 4);
         dd_compress_begin_step(cp, 0, 0, 0.0);
         CHECK_OK(dd_compress_exchange(cp, c, DD_ALLREDUCE_RING, out2, 0, n));
-        CHECK(same_everywhere(c, out2, n * 4), "dd_compress_exchange(%s): out differs between ranks", lc->spec);
+        CHECK(tm_same_bytes(c, out2, n * 4), "dd_compress_exchange(%s): out differs between ranks", lc->spec);
         const float *res = dd_compress_residual(cp, NULL);
         CHECK(res != NULL, "%s: residual kept", lc->spec);
     }
@@ -319,7 +301,7 @@ int main(int argc, char **argv) {
     for (int ci = 0; ci < ncases; ci++)
         for (size_t i = 0; i < sizeof llens / sizeof *llens; i++) test_lossy(w, &cases[ci], ci, llens[i]);
 
-    int ok = all_ok(w, dd_t_fail == 0);
+    int ok = tm_all_ok(w, dd_t_fail == 0);
     if (g_rank == 0) {
         for (int ci = 0; ci < ncases; ci++)
             printf("%-28s worst |out - sum of mine| / max|mine| = %.3g (bound %.3g) at %d ranks\n", cases[ci].spec,

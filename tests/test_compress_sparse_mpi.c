@@ -17,19 +17,11 @@
 
 #include "compress/compress_impl.h"
 #include "dd_test.h"
+#include "test_mpi_util.h"
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 
 static int g_rank, g_size;
-
-/* 1 if every rank's flag is 1 (so one failing rank fails the check everywhere). */
-static int all_ok(dd_comm *c, int ok) {
-    int *all = calloc((size_t)g_size, sizeof *all);
-    int res = all != NULL && dd_comm_allgather(c, &ok, sizeof ok, all) == DD_OK;
-    for (int i = 0; res && i < g_size; i++) res = all[i] == 1;
-    free(all);
-    return res;
-}
 
 static dd_compressor *make(const char *spec) {
     dd_compress_cfg cfg;
@@ -104,10 +96,10 @@ static void check_codec(dd_comm *w, const char *spec, int exact_sum, int same_id
         }
     }
     if (!exact_sum) ok_sum = worst < 4 * 6e-8 * (double)g_size;
-    CHECK(all_ok(w, ok_call), "%s: exchange failed: %s", spec, dd_last_error());
-    CHECK(all_ok(w, ok_same), "%s: out differs between ranks", spec);
-    CHECK(all_ok(w, ok_sum), "%s: out != sum over ranks of mine (worst rel %.3g)", spec, worst);
-    CHECK(all_ok(w, ok_idx), "%s: indices differ between ranks", spec);
+    CHECK(tm_all_ok(w, ok_call), "%s: exchange failed: %s", spec, dd_last_error());
+    CHECK(tm_all_ok(w, ok_same), "%s: out differs between ranks", spec);
+    CHECK(tm_all_ok(w, ok_sum), "%s: out != sum over ranks of mine (worst rel %.3g)", spec, worst);
+    CHECK(tm_all_ok(w, ok_idx), "%s: indices differ between ranks", spec);
     CHECK(sent_total > 0, "%s: nothing sent", spec);
     dd_compress_stats st;
     dd_compress_stats_get(c, &st);
@@ -138,7 +130,7 @@ static void check_dense(dd_comm *w) {
             dd_compress_begin_step(c, 0, 0, 0.0);
             CHECK_OK(dd_compress_exchange(c, w, algos[ai], b, 0, n));
             int same = memcmp(a, b, n * sizeof *a) == 0;
-            CHECK(all_ok(w, same), "%s with %s must equal dd_comm_allreduce bit for bit", specs[si],
+            CHECK(tm_all_ok(w, same), "%s with %s must equal dd_comm_allreduce bit for bit", specs[si],
                   dd_allreduce_name(algos[ai]));
             dd_compress_destroy(&c);
         }
@@ -147,26 +139,33 @@ static void check_dense(dd_comm *w) {
     free(b);
 }
 
+/* A hand-made exchange context for calling dd_cx_pairs_allgather directly: a bucket of n
+ * elements at density 0.1, scratch owned by *owner (a topk compressor; caller destroys). */
+static void pairs_cx(dd_comm *w, size_t n, dd_compressor **owner, dd_compress_cfg *cfg, dd_cbucket *b, dd_cx *x) {
+    *owner = make("topk");
+    dd_compress_cfg_default(cfg);
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    memset(x, 0, sizeof *x);
+    x->cfg = cfg;
+    x->comm = w;
+    x->algo = DD_ALLREDUCE_RING;
+    x->rank = g_rank;
+    x->size = g_size;
+    x->density = 0.1;
+    x->b = b;
+    x->owner = *owner;
+}
+
 /* A bucket beyond 65536 elements: 32-bit indices (8 bytes per pair), indices above 65535
  * arrive intact. */
 static void check_pairs_wide(dd_comm *w) {
     const size_t n = 70000;
-    dd_compressor *owner = make("topk");
+    dd_compressor *owner = NULL;
     dd_compress_cfg cfg;
-    dd_compress_cfg_default(&cfg);
     dd_cbucket b;
-    memset(&b, 0, sizeof b);
-    b.n = n;
     dd_cx x;
-    memset(&x, 0, sizeof x);
-    x.cfg = &cfg;
-    x.comm = w;
-    x.algo = DD_ALLREDUCE_RING;
-    x.rank = g_rank;
-    x.size = g_size;
-    x.density = 0.1;
-    x.b = &b;
-    x.owner = owner;
+    pairs_cx(w, n, &owner, &cfg, &b, &x);
     float *out = calloc(n, sizeof *out), *ref = calloc(n, sizeof *ref);
     uint32_t idx[2] = {(uint32_t)(n - 1 - (size_t)g_rank), (uint32_t)(65536 + (size_t)g_rank)};
     float val[2] = {1.0f + (float)g_rank, -2.0f};
@@ -176,7 +175,7 @@ static void check_pairs_wide(dd_comm *w) {
     }
     CHECK(dd_pair_index_bytes(n) == 4 && dd_pair_index_bytes(65536) == 2, "index width 4 beyond 65536 elements");
     CHECK_OK(dd_cx_pairs_allgather(&x, idx, val, 2, n, out));
-    CHECK(all_ok(w, out && ref && memcmp(out, ref, n * sizeof *out) == 0), "wide indices arrive intact");
+    CHECK(tm_all_ok(w, out && ref && memcmp(out, ref, n * sizeof *out) == 0), "wide indices arrive intact");
     CHECK(x.payload_bytes == 16, "payload 2 pairs x 8 bytes, got %llu", (unsigned long long)x.payload_bytes);
     free(out);
     free(ref);
@@ -185,22 +184,11 @@ static void check_pairs_wide(dd_comm *w) {
 
 static void check_pairs(dd_comm *w) {
     const size_t n = 64, np = (size_t)g_size;
-    dd_compressor *owner = make("topk");
+    dd_compressor *owner = NULL;
     dd_compress_cfg cfg;
-    dd_compress_cfg_default(&cfg);
     dd_cbucket b;
-    memset(&b, 0, sizeof b);
-    b.n = n;
     dd_cx x;
-    memset(&x, 0, sizeof x);
-    x.cfg = &cfg;
-    x.comm = w;
-    x.algo = DD_ALLREDUCE_RING;
-    x.rank = g_rank;
-    x.size = g_size;
-    x.density = 0.1;
-    x.b = &b;
-    x.owner = owner;
+    pairs_cx(w, n, &owner, &cfg, &b, &x);
     /* rank r sends 3r pairs at indices (5 j + r) % n, values r + j / 7 */
     float *ref = calloc(n, sizeof *ref), out[64];
     uint32_t idx[64];
@@ -220,7 +208,7 @@ static void check_pairs(dd_comm *w) {
     size_t k = 3 * (size_t)g_rank < n ? 3 * (size_t)g_rank : n;
     CHECK_OK(dd_cx_pairs_allgather(&x, idx, val, k, n, out));
     int ok = memcmp(out, ref, n * sizeof *out) == 0;
-    CHECK(all_ok(w, ok), "pairs allgather != rank-order sum");
+    CHECK(tm_all_ok(w, ok), "pairs allgather != rank-order sum");
     const size_t pb = 4 + dd_pair_index_bytes(n);
     CHECK(x.payload_bytes == pb * k, "payload %llu, want %zu", (unsigned long long)x.payload_bytes, pb * k);
     uint64_t want_sent = (uint64_t)(g_size - 1) * (4 + pb * k);
@@ -238,7 +226,7 @@ static void check_pairs(dd_comm *w) {
     }
     CHECK_OK(dd_cx_pairs_allgather(&x, idx, val, k2, n, out));
     ok = memcmp(out, ref, n * sizeof *out) == 0;
-    CHECK(all_ok(w, ok), "pairs allgather (second call) != rank-order sum");
+    CHECK(tm_all_ok(w, ok), "pairs allgather (second call) != rank-order sum");
     /* bad pairs on the last rank: every rank returns an error (none is left waiting) */
     idx[0] = 1;
     val[0] = 1.0f;
@@ -252,7 +240,7 @@ static void check_pairs(dd_comm *w) {
     CHECK_OK(dd_cx_pairs_allgather(&x, idx, val, 1, n, out));
     ok = 1;
     for (size_t i = 0; i < n; i++) ok &= out[i] == (i < np ? 1.0f : 0.0f);
-    CHECK(all_ok(w, ok), "pairs allgather after an error");
+    CHECK(tm_all_ok(w, ok), "pairs allgather after an error");
     free(ref);
     dd_compress_destroy(&owner);
 }
@@ -278,7 +266,7 @@ int main(int argc, char **argv) {
     check_codec(w, "randk,density=0.01", 0, 1);
     check_dense(w);
 
-    int ok = all_ok(w, dd_t_fail == 0);
+    int ok = tm_all_ok(w, dd_t_fail == 0);
     if (g_rank == 0)
         printf("test_compress_sparse_mpi: %d ranks, %.2f s, all ranks %s\n", g_size, dd_comm_wtime() - t0,
                ok ? "passed" : "NOT all passed");
