@@ -1,7 +1,11 @@
 /* The contract every registered compressor (compress.h) keeps, at 1-4 ranks (ctest runs
  * this under mpiexec at np 1..4; by hand: mpirun -np 3 build/test_compress_contract_mpi):
  *
- * - Exchange: after dd_compress_exchange every rank holds the same bits; with one rank the
+ * - Exchange: after dd_compress_exchange every rank holds the same bits; the result is the
+ *   sum over the ranks of (gradient + old residual - new residual) to float rounding
+ *   (1e-5 of the magnitudes), so the residuals keep all that was not delivered (except
+ *   the quantised ring's re-encodings of partial sums, bounded in
+ *   test_compress_qring_mpi; with one rank there are none); with one rank the
  *   result is this rank's decompressed contribution, so error feedback carries exactly
  *   the residual: residual == (gradient + old residual) - result, bit for bit, and over
  *   several steps sum(results) + final residual == sum(gradients) (float tolerance);
@@ -73,7 +77,13 @@ static void test_exchange(const char *name) {
     float *prev = calloc(N, sizeof(float));
     dd_rng r;
     dd_rng_seed(&r, 1000 + (uint64_t)g_rank);
-    int bit_ef = 1, contraction = 1, same = 1;
+    int bit_ef = 1, contraction = 1, same = 1, global_ef = 1;
+    double global_worst = 0;
+    float *allmine = malloc((size_t)g_size * N * sizeof(float)), *allin = malloc((size_t)g_size * N * sizeof(float));
+    /* the quantised ring re-encodes at every hop: its result is the sum of the ranks'
+     * round trips only within the bound of test_compress_qring_mpi (one rank: exactly) */
+    const int ring = !strcmp(name, "fp16") || !strcmp(name, "bf16") || !strcmp(name, "int8") || !strcmp(name, "int4") ||
+                     !strcmp(name, "sign");
     for (int t = 0; t < STEPS; t++) {
         for (size_t i = 0; i < N; i++) g[i] = (float)(dd_rng_normal(&r) * (1.0 + (double)(i % 7)));
         for (size_t i = 0; i < N; i++) gs[i] += g[i];
@@ -92,6 +102,20 @@ static void test_exchange(const char *name) {
             float *mine = prev;
             for (size_t i = 0; i < N; i++) mine[i] = in[i] - res[i];
             contraction &= norm2(res, N) <= norm2(in, N) * (1 + 1e-6) + 1e-30;
+            /* error feedback over all ranks: what was delivered (out) is the sum of the
+             * ranks' in - residual, so the residuals keep everything not delivered */
+            if (allmine && allin && dd_comm_allgather(g_world, mine, N * sizeof(float), allmine) == DD_OK &&
+                dd_comm_allgather(g_world, in, N * sizeof(float), allin) == DD_OK)
+                for (size_t i = 0; i < N; i++) {
+                    double sm = 0, sa = 0; /* rounding is relative to |in| (mine = in - residual) */
+                    for (int q = 0; q < g_size; q++) {
+                        sm += allmine[(size_t)q * N + i];
+                        sa += fabs(allin[(size_t)q * N + i]) + fabs(allmine[(size_t)q * N + i]);
+                    }
+                    double d = fabs(sm - gsum[i]) / (sa + 1e-30);
+                    if (d > global_worst) global_worst = d;
+                    if (d > 1e-5) global_ef = 0;
+                }
             if (g_size == 1)
                 for (size_t i = 0; i < N; i++)
                     if (res[i] != in[i] - gsum[i]) {
@@ -102,6 +126,11 @@ static void test_exchange(const char *name) {
         for (size_t i = 0; i < N; i++) osum[i] += gsum[i];
     }
     CHECK(same, "%s: the result is bit-identical on every rank", name);
+    if (ef && (!ring || g_size == 1))
+        CHECK(all_ok(global_ef), "%s: result == sum over ranks of (gradient + old residual - residual) (worst %.3g)", name,
+              global_worst);
+    free(allmine);
+    free(allin);
     if (ef) {
         CHECK(contraction, "%s: ||residual|| <= ||gradient + old residual|| every step", name);
         if (g_size == 1) {
