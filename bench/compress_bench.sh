@@ -50,7 +50,8 @@
 # Output: OUT/runs/<model>_<data>_np<ranks>_<label>[_s<seed>]/ (run directory + train.log),
 # OUT/runs.tsv (one line per finished run), OUT/results.csv (one row per run, deltas vs
 # `none` at the same model/data/ranks/epochs) and OUT/results.md (bench/compress_table.py).
-# The machine's CPU count and load average go into OUT/env.txt: with more ranks than free
+# The machine's CPU count and load average go into OUT/env.txt (one block per invocation,
+# appended; results.md starts with it): with more ranks than free
 # cores the ranks are oversubscribed and the times mean little.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -112,14 +113,16 @@ model_args() {
 fname() { tr -c 'A-Za-z0-9._=-' '_' <<<"$1" | sed 's/_$//'; }
 
 {
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
     echo "mpirun: $(mpirun --version 2>/dev/null | head -n 1)"
     echo "distdpd: $DD"
     echo "epochs: $EPOCHS; ranks: $RANKS; models: $MODELS; data: $DATASETS; dgc warm-up: $DGC_WARMUP epoch(s); seeds: $SEEDS; allreduce: $ALLREDUCE; mpi_yield_when_idle: ${YIELD:-default}"
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-} >"$OUT/env.txt"
-cat "$OUT/env.txt"
+} >"$OUT/env.new"
+cat "$OUT/env.new" >>"$OUT/env.txt" # every invocation appends its own block
+cat "$OUT/env.new"
+rm -f "$OUT/env.new"
 for np in $RANKS; do
     if [ "$np" -gt "$(nproc)" ]; then
         echo "note: $np ranks on $(nproc) CPUs: oversubscribed, times are not meaningful" | tee -a "$OUT/env.txt"
