@@ -213,6 +213,23 @@ static void test_gradients(void) {
         CHECK(loss > 0 && isfinite(loss), "loss %g", loss);
     }
 
+    /* a step that leaves a parameter non-finite (finite loss and gradient, absurd learning
+     * rate) is refused with a message that says so */
+    {
+        dd_train_cfg cb = c;
+        snprintf(cb.opt, sizeof cb.opt, "sgd");
+        cb.optim = dd_optim_cfg_default(DD_OPTIM_SGD);
+        cb.lr = 1e300;
+        cb.sched.base_lr = cb.lr;
+        cb.clip = 0;
+        dd_trainer *bad = NULL;
+        CHECK_OK(dd_trainer_create(&cb, ds, NULL, NULL, &bad));
+        if (bad) {
+            CHECK_ERR(dd_trainer_step(bad, NULL), DD_ERR_NUMERIC, "is inf after the step at epoch 1, batch 1");
+        }
+        dd_trainer_destroy(&bad);
+    }
+
     /* rank slices: the gradients of 3 ranks' slices (normalised by the global batch) sum
      * to the single-process gradient */
     dd_train_hooks hk[3];

@@ -387,6 +387,16 @@ dd_status dd_trainer_step(dd_trainer *tr, double *loss_out) {
     if (gnorm > tr->ep_gnorm_max) tr->ep_gnorm_max = gnorm;
     double lr = dd_lr_sched_lr(&tr->sched, (int64_t)tr->step);
     DD_TRY(dd_optim_step(tr->opt, tr->ar.params, tr->ar.grads, lr));
+    /* a finite loss and gradient can still step the parameters out of range (a huge
+     * learning rate, a compressor's burst): say so here rather than let the next
+     * evaluation fail on a NaN spectrum */
+    for (size_t i = 0; i < tr->n; i++)
+        if (!isfinite(tr->ar.params[i]))
+            return dd_error(DD_ERR_NUMERIC,
+                            "training diverged: parameter %zu is %g after the step at epoch %d, batch %llu (step %llu); "
+                            "try a lower learning rate",
+                            i, (double)tr->ar.params[i], tr->epoch + 1, (unsigned long long)tr->batch + 1,
+                            (unsigned long long)tr->step + 1);
     tr->last_lr = lr;
     tr->step++;
     tr->batch++;
