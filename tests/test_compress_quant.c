@@ -20,14 +20,6 @@
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 
-/* exported by quant.c (not in a header yet) */
-uint16_t dd_f32_to_f16(float f);
-float dd_f16_to_f32(uint16_t h);
-uint16_t dd_f32_to_bf16(float f);
-float dd_bf16_to_f32(uint16_t h);
-extern const dd_qcodec dd_qcodec_fp32, dd_qcodec_fp16, dd_qcodec_bf16, dd_qcodec_int8, dd_qcodec_int4,
-    dd_qcodec_sign;
-
 static uint32_t f2u(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);

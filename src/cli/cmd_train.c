@@ -496,11 +496,15 @@ static const char *resumed_compress(const char *run, char *buf, size_t cap) {
     snprintf(path, sizeof path, "%s/parallel.json", run);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    char txt[8192];
-    size_t n = fread(txt, 1, sizeof txt - 1, f);
+    /* the whole file: its "hosts" list grows with the ranks */
+    char *txt = NULL;
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)len + 1)) != NULL)
+        txt[fread(txt, 1, (size_t)len, f)] = '\0';
     fclose(f);
-    txt[n] = '\0';
+    if (!txt) return NULL;
     cJSON *j = cJSON_Parse(txt);
+    free(txt);
     const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "compress") : NULL;
     const char *ret = NULL;
     if (cJSON_IsString(c) && strlen(c->valuestring) < cap) {

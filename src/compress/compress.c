@@ -330,6 +330,17 @@ dd_status dd_cx_allreduce(dd_cx *x, float *buf, size_t n) {
     return s;
 }
 
+dd_status dd_cx_send_dense(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
+    double t0 = dd_cx_now();
+    if (n) {
+        memcpy(mine, in, n * sizeof(float));
+        memcpy(out, in, n * sizeof(float));
+    }
+    x->compress_s += dd_cx_now() - t0;
+    x->payload_bytes += 4 * (uint64_t)n;
+    return dd_cx_allreduce(x, out, n);
+}
+
 /* ---------------------------------------------------------------- buckets */
 
 static dd_status get_bucket(dd_compressor *c, size_t lo, size_t n, dd_cbucket **out) {

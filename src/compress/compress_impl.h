@@ -89,6 +89,11 @@ void dd_cx_rng(const dd_cx *x, dd_rng *r, uint64_t stream, int shared);
  * accounts comm_s and bytes_sent (the allreduce algorithm's own count). */
 dd_status dd_cx_allreduce(dd_cx *x, float *buf, size_t n);
 
+/* Sends this rank's contribution uncompressed: mine = in, out = the float32 sum of in over
+ * the ranks with x->algo (dd_cx_allreduce); payload 4n bytes. For none and for the
+ * sparsifiers at density 1 (pairs would be twice the size). */
+dd_status dd_cx_send_dense(dd_cx *x, const float *in, size_t n, float *mine, float *out);
+
 /* Wall-clock seconds (dd_comm_wtime). */
 double dd_cx_now(void);
 

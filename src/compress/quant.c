@@ -15,22 +15,14 @@
  *               element j < 0 (0 and -0 decode to +scale)
  * Chunks always start at element 0 of the vector given to enc (in the ring: of a block).
  *
- * The scalar conversions and the element codecs are also exported (not in a header yet;
- * declared below) for the tests: dd_f32_to_f16, dd_f16_to_f32, dd_f32_to_bf16,
- * dd_bf16_to_f32, dd_qcodec_fp32 ... dd_qcodec_sign. */
+ * The scalar conversions and the element codecs are also exported (compress_impl.h) for
+ * the tests: dd_f32_to_f16, dd_f16_to_f32, dd_f32_to_bf16, dd_bf16_to_f32,
+ * dd_qcodec_fp32 ... dd_qcodec_sign. */
 #include <float.h>
 #include <math.h>
 #include <string.h>
 
 #include "compress/compress_impl.h"
-
-/* Exported for tests/test_compress_quant.c (to move into compress_impl.h). */
-uint16_t dd_f32_to_f16(float f);
-float dd_f16_to_f32(uint16_t h);
-uint16_t dd_f32_to_bf16(float f);
-float dd_bf16_to_f32(uint16_t h);
-extern const dd_qcodec dd_qcodec_fp32, dd_qcodec_fp16, dd_qcodec_bf16, dd_qcodec_int8, dd_qcodec_int4,
-    dd_qcodec_sign;
 
 /* ---------------------------------------------------------------- bytes */
 
@@ -314,17 +306,6 @@ const dd_qcodec dd_qcodec_sign = {sign_bytes, sign_enc, sign_dec};
 
 /* ---------------------------------------------------------------- codecs */
 
-static dd_status none_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    double t0 = dd_cx_now();
-    if (n) {
-        memcpy(mine, in, n * sizeof(float));
-        memcpy(out, in, n * sizeof(float));
-    }
-    x->compress_s += dd_cx_now() - t0;
-    x->payload_bytes += 4 * (uint64_t)n;
-    return dd_cx_allreduce(x, out, n);
-}
-
 static dd_status fp32_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
     return dd_cx_qring(x, &dd_qcodec_fp32, in, n, mine, out);
 }
@@ -348,7 +329,7 @@ const dd_codec dd_codec_none = {
     .name = "none",
     .summary = "no compression: float32 through the configured allreduce (4 bytes/element)",
     .lossy = 0,
-    .exchange = none_exchange,
+    .exchange = dd_cx_send_dense,
 };
 const dd_codec dd_codec_fp32 = {
     .name = "fp32",

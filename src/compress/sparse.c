@@ -179,13 +179,6 @@ static size_t select_sampled(const dd_cx *x, uint64_t stream, double frac, const
 
 /* Density 1: mine = in, out = the configured float32 allreduce of in (bit-identical to
  * uncompressed training with that algorithm). */
-static dd_status send_dense(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    memcpy(mine, in, n * sizeof(float));
-    memcpy(out, in, n * sizeof(float));
-    x->payload_bytes += 4 * (uint64_t)n;
-    return dd_cx_allreduce(x, out, n);
-}
-
 /* Common checks of the sparse codecs' exchange. */
 static dd_status check_bucket(const char *who, size_t n) {
     if (n > (size_t)UINT32_MAX)
@@ -341,7 +334,7 @@ static dd_status topk_exchange(dd_cx *x, const float *in, size_t n, float *mine,
     if (n == 0) return DD_OK;
     DD_TRY(check_bucket("topk", n));
     size_t k = sparse_k(x->density, n);
-    if (k >= n) return send_dense(x, in, n, mine, out);
+    if (k >= n) return dd_cx_send_dense(x, in, n, mine, out);
     uint32_t *idx = NULL;
     size_t m = 0;
     return sparse_select_send(x, x->cfg->sampled, STREAM_TOPK_SAMPLE, in, n, k, mine, out, &idx, &m);
@@ -386,7 +379,7 @@ static dd_status randk_exchange(dd_cx *x, const float *in, size_t n, float *mine
     if (n == 0) return DD_OK;
     DD_TRY(check_bucket("randk", n));
     size_t k = sparse_k(x->density, n);
-    if (k >= n) return send_dense(x, in, n, mine, out);
+    if (k >= n) return dd_cx_send_dense(x, in, n, mine, out);
     double t0 = dd_cx_now();
     uint32_t *idx = dd_cx_scratch(x, SLOT_IDX, k * sizeof(uint32_t));
     float *val = dd_cx_scratch(x, SLOT_VAL, k * sizeof(float));
@@ -477,7 +470,7 @@ static dd_status dgc_exchange(dd_cx *x, const float *in, size_t n, float *mine, 
     uint32_t *idx = NULL;
     int dense = k >= n;
     if (dense)
-        DD_TRY(send_dense(x, in, n, mine, out));
+        DD_TRY(dd_cx_send_dense(x, in, n, mine, out));
     else
         DD_TRY(sparse_select_send(x, 1, STREAM_DGC_SAMPLE, in, n, k, mine, out, &idx, &m));
     rec->magic = DGC_MAGIC;
