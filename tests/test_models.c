@@ -64,10 +64,10 @@ static int fd_ok(const dd_model *m, float *p, float *x, const float *r, float *y
     return ok;
 }
 
-/* The per-model contract checks. */
-static void check_model(const char *name) {
+/* The per-model contract checks (cfg NULL: the defaults). */
+static void check_model(const char *name, const dd_model_cfg *cfg) {
     dd_model *m = NULL;
-    CHECK_OK(dd_model_create(name, NULL, &m));
+    CHECK_OK(dd_model_create(name, cfg, &m));
     if (!m) return;
     char desc[256];
     dd_model_describe(m, desc, sizeof desc);
@@ -270,7 +270,7 @@ static void test_counts(void) {
     CHECK(dd_model_config(m)->hidden == 23 && dd_model_config(m)->kernel == 0, "gru cfg");
     char desc[128];
     dd_model_describe(m, desc, sizeof desc);
-    CHECK(strcmp(desc, "gru(hidden=23): 1,911 parameters") == 0, "describe: '%s'", desc);
+    CHECK(strcmp(desc, "gru(hidden=23, layers=1): 1,911 parameters") == 0, "describe: '%s'", desc);
     CHECK(dd_model_history(m) == -1, "gru history");
     dd_model_destroy(&m);
 }
@@ -287,8 +287,11 @@ static void test_bad_configs(void) {
     c.hidden = 5000;
     CHECK_ERR(dd_model_create("dgru", &c, &m), DD_ERR_ARG, "hidden = 5000");
     c = (dd_model_cfg){0};
-    c.layers = 13;
-    CHECK_ERR(dd_model_create("tcn", &c, &m), DD_ERR_ARG, "layers = 13");
+    c.layers = 1025;
+    CHECK_ERR(dd_model_create("tcn", &c, &m), DD_ERR_ARG, "layers = 1025");
+    c = (dd_model_cfg){0};
+    c.layers = 65;
+    CHECK_ERR(dd_model_create("gru", &c, &m), DD_ERR_ARG, "model gru: layers = 65 is out of range [1, 64]");
     c = (dd_model_cfg){0};
     c.order = 17;
     CHECK_ERR(dd_model_create("gmp", &c, &m), DD_ERR_ARG, "order = 17");
@@ -437,14 +440,19 @@ static void test_big_hammerstein(void) {
 
 int main(void) {
     size_t n = 0;
-    const dd_model_info *reg = dd_model_registry(&n);
+    const dd_model_info *const *reg = dd_model_registry(&n);
     CHECK(n >= 10, "only %zu models registered", n);
     for (size_t i = 0; i < n; i++) {
-        CHECK(reg[i].name && reg[i].summary && reg[i].create, "registry entry %zu", i);
+        CHECK(reg[i]->name && reg[i]->summary && reg[i]->def && reg[i]->opts && dd_model_find(reg[i]->name) == reg[i], "registry entry %zu", i);
         for (size_t j = 0; j < i; j++)
-            CHECK(strcmp(reg[i].name, reg[j].name) != 0, "duplicate model %s", reg[i].name);
+            CHECK(strcmp(reg[i]->name, reg[j]->name) != 0, "duplicate model %s", reg[i]->name);
     }
-    for (size_t i = 0; i < n; i++) check_model(reg[i].name);
+    for (size_t i = 0; i < n; i++) check_model(reg[i]->name, NULL);
+    /* stacked recurrent layers and deeper conv stacks than the defaults */
+    check_model("gru", &(dd_model_cfg){.hidden = 9, .layers = 3});
+    check_model("lstm", &(dd_model_cfg){.hidden = 7, .layers = 2});
+    check_model("tcn", &(dd_model_cfg){.hidden = 8, .layers = 14, .kernel = 2});
+    check_model("resnet", &(dd_model_cfg){.hidden = 10, .layers = 6, .kernel = 2});
     test_counts();
     test_bad_configs();
     test_gmp_ls("gmp");

@@ -162,18 +162,18 @@ int main(void) {
     CHECK(root != NULL, "%s: bad JSON", path);
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
     size_t n = 0, nreg = 0;
-    const dd_model_info *reg = dd_model_registry(&nreg);
+    const dd_model_info *const *reg = dd_model_registry(&nreg);
     int *covered = calloc(nreg, sizeof *covered);
     const cJSON *cs;
     cJSON_ArrayForEach(cs, cases) {
         run_case(cs);
         const char *mname = cJSON_GetObjectItemCaseSensitive(cs, "model")->valuestring;
-        for (size_t i = 0; i < nreg; i++) covered[i] |= strcmp(reg[i].name, mname) == 0;
+        for (size_t i = 0; i < nreg; i++) covered[i] |= strcmp(reg[i]->name, mname) == 0;
         n++;
     }
     /* every registered model has a reference case */
     for (size_t i = 0; i < nreg; i++)
-        CHECK(covered[i], "model %s has no PyTorch reference case", reg[i].name);
+        CHECK(covered[i], "model %s has no PyTorch reference case", reg[i]->name);
     printf("%zu cases, worst rel err %.2e (tolerance %.0e)\n", n, worst, TOL);
     free(covered);
     cJSON_Delete(root);

@@ -38,15 +38,27 @@ typedef struct {
 
 typedef struct dd_model dd_model;
 
-/* Registry entry. */
+/* One hyper-parameter a model declares (its registry entry lists them): the models read
+ * their own options, so adding a model never touches a shared structure. */
+typedef struct {
+    const char *name;  /* option name, e.g. "hidden" (also the CLI flag --hidden) */
+    const char *help;  /* one line for --help / `distdpd models` */
+    int def;           /* default, used when the configuration leaves it 0 */
+    int lo, hi;        /* valid range [lo, hi], lo >= 1 */
+} dd_model_opt_info;
+
+/* Registry entry (one per model file; the registry is one line per model). */
 typedef struct {
     const char *name;    /* e.g. "gru" */
     const char *summary; /* one line for --help / `distdpd models` */
-    dd_status (*create)(const dd_model_cfg *cfg, dd_model **out);
+    const dd_model_opt_info *opts; /* the options it reads, terminated by {NULL} */
+    const void *def;     /* the model's definition (internal to src/models) */
 } dd_model_info;
 
-/* The registered models, in display order; *count receives their number. */
-const dd_model_info *dd_model_registry(size_t *count);
+/* The registered models, in display order (an array of *count pointers). */
+const dd_model_info *const *dd_model_registry(size_t *count);
+/* The registry entry called name, or NULL. */
+const dd_model_info *dd_model_find(const char *name);
 
 /* Builds the model `name` with cfg (NULL = all defaults). Unknown name or invalid cfg:
  * DD_ERR_ARG naming the model and field; *out stays NULL. Caller destroys. */
@@ -75,6 +87,82 @@ dd_status dd_model_forward(const dd_model *m, const float *params, const float *
  * dL/dparams into grads (NULL: skip) and dL/dx into dx (NULL: skip). */
 dd_status dd_model_backward(const dd_model *m, const float *params, float *grads,
                             const float *x, const float *dy, float *dx, int B, int T, float *ws);
+
+/* ------------------------------------------------------------------------------------
+ * Stages. A model is an ordered list of stages (a layer or a block: a GRU layer, a dense
+ * head, a conv block, a residual block, a Hammerstein block). Stage s maps an activation
+ * (B, T, in_width) to (B, T, out_width) (stage 0 reads the model input, width 2; the last
+ * stage writes the output, width 2) and may also read the model input x0 (B, T, 2) (the
+ * input added back by residual models). Each stage owns a contiguous run of parameter-
+ * table entries [e0, e1), so a contiguous slice [lo, hi) of every arena; stages follow
+ * each other in the table (lo of stage 0 is 0, hi of the last is the table total, each
+ * stage's hi is the next one's lo). dd_model_forward/backward run the stages in order;
+ * the functions below let a caller run a range of stages with parameters it provides
+ * stage by stage (sharded or pipelined training) and learn when each stage's gradients
+ * are final (to start their reduction while earlier stages are still in backward).
+ * ------------------------------------------------------------------------------------ */
+
+#define DD_MODEL_MAX_STAGES 1024 /* stages of one model, at most */
+
+typedef struct {
+    const char *name;      /* e.g. "blocks.3" (owned by the model) */
+    int in_width;          /* activation channels in */
+    int out_width;         /* activation channels out */
+    size_t e0, e1;         /* parameter-table entries [e0, e1) */
+    size_t lo, hi;         /* arena floats [lo, hi) (padding included) */
+    double flops_fwd;      /* forward FLOPs per sample */
+    double flops_bwd;      /* backward FLOPs per sample */
+} dd_stage_info;
+
+size_t dd_model_num_stages(const dd_model *m);
+/* Fills *info for stage s. Errors: DD_ERR_ARG (s out of range). */
+dd_status dd_model_stage_info(const dd_model *m, size_t s, dd_stage_info *info);
+
+/* Where a range run takes parameters and puts gradients. With params (and grads) set,
+ * every stage reads params + its lo (grads + its lo; NULL grads: no parameter gradients).
+ * With params NULL, stage_params supplies stage s's slice before its forward (bwd = 0)
+ * and its backward (bwd = 1): *p[i] is arena float lo + i; stage_grads likewise gives
+ * the slice its backward adds into (*g = NULL: none). stage_done (may be NULL) is called
+ * after each stage's forward (bwd = 0) and backward (bwd = 1): after a backward, the
+ * stage's gradient slice is final. An error from a callback stops the run and is
+ * returned. */
+typedef struct {
+    const float *params;
+    float *grads;
+    void *user;
+    dd_status (*stage_params)(void *user, size_t s, int bwd, const float **p);
+    dd_status (*stage_grads)(void *user, size_t s, float **g);
+    dd_status (*stage_done)(void *user, size_t s, int bwd);
+} dd_stage_src;
+
+/* Workspace floats for running stages [s0, s1) over B frames of T samples: what the
+ * stages save from forward to backward, the activations between them and scratch. */
+size_t dd_model_range_workspace(const dd_model *m, size_t s0, size_t s1, int B, int T);
+/* Floats of that workspace a stage range keeps from forward to backward (saved
+ * activations, the boundaries between the stages), i.e. without the scratch. */
+size_t dd_model_range_saved(const dd_model *m, size_t s0, size_t s1, int B, int T);
+
+/* Forward of stages [s0, s1) (0 <= s0 < s1 <= stages): in (B, T, in_width of s0) ->
+ * out (B, T, out_width of s1 - 1); x0 (B, T, 2) is the model input (== in when s0 = 0).
+ * ws: dd_model_range_workspace(m, s0, s1, B, T) floats; in must stay unchanged until
+ * the matching backward. */
+dd_status dd_model_range_forward(const dd_model *m, size_t s0, size_t s1, const dd_stage_src *src,
+                                 const float *in, const float *x0, float *out, int B, int T,
+                                 float *ws);
+/* Backward after that forward: dout (B, T, out_width of s1 - 1) -> din += dL/din (NULL:
+ * not wanted) and dx0 += dL/dx0 through the stages' reads of x0 (NULL: not wanted; may
+ * equal din when s0 = 0), parameter gradients added as src says, stages in reverse
+ * order. */
+dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const dd_stage_src *src,
+                                  const float *in, const float *x0, const float *dout, float *din,
+                                  float *dx0, int B, int T, float *ws);
+
+/* dd_model_backward with a callback after each stage's backward (last stage first):
+ * done(user, lo, hi) says gradients [lo, hi) of the arena are final. The ranges descend
+ * and tile [0, total). */
+dd_status dd_model_backward_cb(const dd_model *m, const float *params, float *grads,
+                               const float *x, const float *dy, float *dx, int B, int T, float *ws,
+                               dd_status (*done)(void *user, size_t lo, size_t hi), void *user);
 
 /* Runs the model over one continuous stream x (n samples) -> y, as if it were one frame
  * of length n starting from zero state, in bounded memory (chunks, carrying recurrent

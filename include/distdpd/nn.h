@@ -222,6 +222,10 @@ typedef struct {
 } dd_gru_layer;
 dd_status dd_gru_layer_add(dd_param_table *t, const char *prefix, int input_size, int hidden_size,
                            int bias, dd_gru_layer *l);
+/* Layer `layer` (0..999) of a stacked GRU: names "<prefix>.weight_ih_l<layer>", ..., as
+ * torch.nn.GRU(num_layers > 1) names them. dd_gru_layer_add is layer 0. */
+dd_status dd_gru_layer_add_l(dd_param_table *t, const char *prefix, int layer, int input_size,
+                             int hidden_size, int bias, dd_gru_layer *l);
 /* uniform(-1/sqrt(H), +) for all four tensors, as torch.nn.GRU. */
 void dd_gru_layer_init(const dd_gru_layer *l, float *params, dd_rng *rng);
 
@@ -229,6 +233,8 @@ void dd_gru_layer_init(const dd_gru_layer *l, float *params, dd_rng *rng);
 typedef dd_gru_layer dd_lstm_layer;
 dd_status dd_lstm_layer_add(dd_param_table *t, const char *prefix, int input_size, int hidden_size,
                             int bias, dd_lstm_layer *l);
+dd_status dd_lstm_layer_add_l(dd_param_table *t, const char *prefix, int layer, int input_size,
+                              int hidden_size, int bias, dd_lstm_layer *l);
 void dd_lstm_layer_init(const dd_lstm_layer *l, float *params, dd_rng *rng);
 
 typedef struct {

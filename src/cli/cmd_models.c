@@ -52,7 +52,7 @@ int dd_cmd_models(int argc, char **argv) {
     dd_cli_log_init(verbosity);
 
     size_t n = 0;
-    const dd_model_info *reg = dd_model_registry(&n);
+    const dd_model_info *const *reg = dd_model_registry(&n);
     cJSON *root = NULL, *arr = NULL;
     if (json) {
         root = cJSON_CreateObject();
@@ -66,7 +66,7 @@ int dd_cmd_models(int argc, char **argv) {
     }
     for (size_t i = 0; i < n; i++) {
         dd_model *m = NULL;
-        dd_status st = dd_model_create(reg[i].name, NULL, &m);
+        dd_status st = dd_model_create(reg[i]->name, NULL, &m);
         if (st != DD_OK) {
             cJSON_Delete(root);
             return dd_cli_fail(NAME, st);
@@ -82,16 +82,16 @@ int dd_cmd_models(int argc, char **argv) {
         if (json) {
             cJSON *o = cJSON_CreateObject();
             if (o) {
-                cJSON_AddStringToObject(o, "name", reg[i].name);
+                cJSON_AddStringToObject(o, "name", reg[i]->name);
                 cJSON_AddStringToObject(o, "describe", desc);
                 cJSON_AddNumberToObject(o, "params", (double)dd_model_num_params(m));
                 cJSON_AddNumberToObject(o, "flops_per_sample", flops);
                 cJSON_AddNumberToObject(o, "history", (double)hist);
-                cJSON_AddStringToObject(o, "summary", reg[i].summary);
+                cJSON_AddStringToObject(o, "summary", reg[i]->summary);
                 cJSON_AddItemToArray(arr, o);
             }
         } else {
-            printf("%-12s %-59s %10.0f  %-9s %s\n", reg[i].name, desc, flops, mem, reg[i].summary);
+            printf("%-12s %-59s %10.0f  %-9s %s\n", reg[i]->name, desc, flops, mem, reg[i]->summary);
         }
         dd_model_destroy(&m);
     }

@@ -485,9 +485,9 @@ static void help_train(int dpd) {
 
 static void list_models(void) {
     size_t n = 0;
-    const dd_model_info *m = dd_model_registry(&n);
+    const dd_model_info *const *m = dd_model_registry(&n);
     printf("models (--model NAME):\n");
-    for (size_t i = 0; i < n; i++) printf("  %-12s %s\n", m[i].name, m[i].summary);
+    for (size_t i = 0; i < n; i++) printf("  %-12s %s\n", m[i]->name, m[i]->summary);
 }
 
 /* --resume without --compress: the compressor recorded in RUN/parallel.json, if any. */
@@ -740,11 +740,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         cfg.sched.base_lr = cfg.lr;
         if (dd_train_cfg_check(&cfg) != DD_OK) return dd_cli_usage(NAME, "%s", dd_last_error());
         {
-            size_t nm = 0;
-            const dd_model_info *mi = dd_model_registry(&nm);
-            int known = 0;
-            for (size_t i = 0; i < nm; i++) known |= strcmp(mi[i].name, cfg.model) == 0;
-            if (!known) return dd_cli_usage(NAME, "--model: unknown model '%s' (--model list shows them)", cfg.model);
+            if (!dd_model_find(cfg.model)) return dd_cli_usage(NAME, "--model: unknown model '%s' (--model list shows them)", cfg.model);
             dd_model *m = NULL;
             if (dd_model_create(cfg.model, &cfg.model_cfg, &m) != DD_OK) return dd_cli_usage(NAME, "%s", dd_last_error());
             dd_model_destroy(&m);

@@ -12,16 +12,12 @@
  * of each complex coefficient: 2 (K M + Kb C^2) floats (72 for gmp, 40 for mp at the
  * defaults). Gradients: dL/dc = sum_n g(n) conj(phi(n)) with g = dL/dy as a complex
  * number; the input gradient differentiates the basis, with d|x|/dx defined as 0 at
- * x = 0. Evaluation is in double, results stored as float. */
+ * x = 0. Evaluation is in double, results stored as float. One stage ("poly"). */
 #include <complex.h>
 #include <math.h>
 
 #include "distdpd/fit.h"
 #include "models/model_impl.h"
-
-#define GMP_DEFAULT_ORDER 5
-#define GMP_DEFAULT_MEMORY 4
-#define GMP_DEFAULT_CROSS 2
 
 typedef struct {
     dd_gmp_shape s;    /* the fit.h shape (kc = 0, odd_only = 0) */
@@ -29,23 +25,20 @@ typedef struct {
     size_t off_b;      /* offset of "lagging" (kb, lb, mb, 2), if kb > 0 */
 } gmp_impl;
 
-typedef struct {
-    float *r;  /* (BT) |x| */
-    float *dr; /* (BT) dL/d|x| (backward) */
-} gmp_ws;
+static const dd_model_opt_info gmp_opts[] = {
+    {"order", "nonlinearity order K", 5, 1, DD_GMP_MAX_K},
+    {"memory", "memory depth M (taps of the aligned terms)", 4, 1, DD_GMP_MAX_L},
+    {"cross", "depth C of the lagging cross terms (Lb = Mb = C)", 2, 1, DD_GMP_MAX_L},
+    {NULL, NULL, 0, 0, 0}};
+static const dd_model_opt_info mp_opts[] = {
+    {"order", "nonlinearity order K", 5, 1, DD_GMP_MAX_K},
+    {"memory", "memory depth M", 4, 1, DD_GMP_MAX_L},
+    {NULL, NULL, 0, 0, 0}};
 
-static size_t layout(int B, int T, float *base, gmp_ws *w) {
-    dd_ws_carver c = {base, 0};
-    size_t BT = (size_t)B * (size_t)T;
-    w->r = dd_ws_take(&c, BT);
-    w->dr = dd_ws_take(&c, BT);
-    return c.used;
-}
-
-static size_t gmp_workspace(const dd_model *m, int B, int T) {
-    (void)m;
-    gmp_ws w;
-    return layout(B, T, NULL, &w);
+/* Saved: r = |x| (BT); scratch: dL/d|x| (BT). */
+static size_t poly_size(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)m, (void)st;
+    return ((size_t)B * (size_t)T + 15) / 16 * 16;
 }
 
 static size_t ncoef_aligned(const dd_gmp_shape *s) { return (size_t)s->ka * (size_t)s->la; }
@@ -63,10 +56,10 @@ static void gmp_init(const dd_model *m, float *params, dd_rng *rng) {
 }
 
 /* One frame: x, y (T, 2); r (T) = |x| precomputed. */
-static void frame_forward(const gmp_impl *g, const float *p, const float *x, const float *r,
+static void frame_forward(const gmp_impl *g, const dd_stage_params *sp, const float *x, const float *r,
                           float *y, size_t T) {
     const dd_gmp_shape *s = &g->s;
-    const float *A = p + g->off_a, *Bc = p + g->off_b;
+    const float *A = DD_SP(sp, g->off_a), *Bc = s->kb > 0 ? DD_SP(sp, g->off_b) : NULL;
     for (size_t t = 0; t < T; t++) {
         double yr = 0, yi = 0;
         for (size_t l = 0; l < (size_t)s->la && l <= t; l++) {
@@ -99,11 +92,11 @@ static void frame_forward(const gmp_impl *g, const float *p, const float *x, con
 
 /* Term c * u * e^k with u = x(a) (complex), e = |x(b)|, upstream g = dL/dy(t):
  *   dc += g conj(u) e^k;  du += conj(c) g e^k;  de += k e^(k-1) Re(conj(g) c u). */
-static void frame_backward(const gmp_impl *g, const float *p, float *gr, const float *x,
+static void frame_backward(const gmp_impl *g, const dd_stage_params *sp, const float *x,
                            const float *r, const float *dy, float *dx, float *dr, size_t T) {
     const dd_gmp_shape *s = &g->s;
-    const float *A = p + g->off_a, *Bc = p + g->off_b;
-    float *gA = gr ? gr + g->off_a : NULL, *gB = gr ? gr + g->off_b : NULL;
+    const float *A = DD_SP(sp, g->off_a), *Bc = s->kb > 0 ? DD_SP(sp, g->off_b) : NULL;
+    float *gA = DD_SG(sp, g->off_a), *gB = s->kb > 0 ? DD_SG(sp, g->off_b) : NULL;
     if (dx) memset(dr, 0, T * sizeof *dr);
     for (size_t t = 0; t < T; t++) {
         const double gre = dy[2 * t], gim = dy[2 * t + 1];
@@ -179,34 +172,41 @@ static void envelope(const float *x, float *r, size_t n) {
     for (size_t i = 0; i < n; i++) r[i] = sqrtf(x[2 * i] * x[2 * i] + x[2 * i + 1] * x[2 * i + 1]);
 }
 
-static void gmp_forward(const dd_model *m, const float *p, const float *x, float *y, int B, int T,
-                        float *ws) {
+static void poly_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *x,
+                         const float *x0, float *y, int B, int T, float *saved, float *scratch) {
+    (void)st, (void)x0, (void)scratch;
     const gmp_impl *g = m->impl;
-    gmp_ws w;
-    layout(B, T, ws, &w);
     const size_t Tn = (size_t)T;
-    envelope(x, w.r, (size_t)B * Tn);
-    for (size_t b = 0; b < (size_t)B; b++)
-        frame_forward(g, p, x + 2 * b * Tn, w.r + b * Tn, y + 2 * b * Tn, Tn);
+    envelope(x, saved, (size_t)B * Tn);
+    for (size_t b = 0; b < (size_t)B; b++) frame_forward(g, sp, x + 2 * b * Tn, saved + b * Tn, y + 2 * b * Tn, Tn);
 }
 
-static void gmp_backward(const dd_model *m, const float *p, float *gr, const float *x,
-                         const float *dy, float *dx, int B, int T, float *ws) {
+static void poly_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *x,
+                          const float *x0, const float *dy, float *dx, float *dx0, int B, int T, float *saved,
+                          float *scratch) {
+    (void)st, (void)x0, (void)dx0;
     const gmp_impl *g = m->impl;
-    gmp_ws w;
-    layout(B, T, ws, &w);
     const size_t Tn = (size_t)T;
     for (size_t b = 0; b < (size_t)B; b++)
-        frame_backward(g, p, gr, x + 2 * b * Tn, w.r + b * Tn, dy + 2 * b * Tn,
-                       dx ? dx + 2 * b * Tn : NULL, w.dr + b * Tn, Tn);
+        frame_backward(g, sp, x + 2 * b * Tn, saved + b * Tn, dy + 2 * b * Tn, dx ? dx + 2 * b * Tn : NULL,
+                       scratch + b * Tn, Tn);
 }
 
-static double gmp_flops(const dd_model *m, int backward) {
+static double poly_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)st;
     const gmp_impl *g = m->impl;
     double P = (double)(ncoef_aligned(&g->s) + ncoef_lagging(&g->s));
     double f = 9 * P + 4; /* complex MAC (8) + power update per term, envelope */
     return backward ? 2 * f : f;
 }
+
+static const dd_stage_ops poly_stage = {
+    .saved = poly_size,
+    .scratch = poly_size,
+    .forward = poly_forward,
+    .backward = poly_backward,
+    .flops = poly_flops,
+};
 
 static dd_status gmp_fit_ls(const dd_model *m, float *params, const dd_cf32 *x, const dd_cf32 *y,
                             size_t n, double *nmse_db) {
@@ -226,30 +226,17 @@ static dd_status gmp_fit_ls(const dd_model *m, float *params, const dd_cf32 *x, 
 
 static const dd_model_ops gmp_ops = {
     .init = gmp_init,
-    .workspace = gmp_workspace,
-    .forward = gmp_forward,
-    .backward = gmp_backward,
-    .flops = gmp_flops,
     .fit_ls = gmp_fit_ls,
 };
 
 static dd_status build(dd_model *m, int cross) {
     gmp_impl *g = m->impl;
-    DD_TRY(dd_model_cfg_field(m, "order", &m->cfg.order, GMP_DEFAULT_ORDER, 1, DD_GMP_MAX_K));
-    DD_TRY(dd_model_cfg_field(m, "memory", &m->cfg.memory, GMP_DEFAULT_MEMORY, 1, DD_GMP_MAX_L));
-    if (cross)
-        DD_TRY(dd_model_cfg_field(m, "cross", &m->cfg.cross, GMP_DEFAULT_CROSS, 1, DD_GMP_MAX_L));
-    else
-        dd_model_cfg_unused(m, "cross", &m->cfg.cross);
-    dd_model_cfg_unused(m, "hidden", &m->cfg.hidden);
-    dd_model_cfg_unused(m, "layers", &m->cfg.layers);
-    dd_model_cfg_unused(m, "kernel", &m->cfg.kernel);
     memset(&g->s, 0, sizeof g->s);
-    g->s.ka = m->cfg.order;
-    g->s.la = m->cfg.memory;
+    g->s.ka = dd_model_opt(m, "order");
+    g->s.la = dd_model_opt(m, "memory");
     if (cross) {
-        g->s.kb = m->cfg.order > 1 ? m->cfg.order - 1 : 1;
-        g->s.lb = g->s.mb = m->cfg.cross;
+        g->s.kb = g->s.ka > 1 ? g->s.ka - 1 : 1;
+        g->s.lb = g->s.mb = dd_model_opt(m, "cross");
     }
     DD_TRY(dd_gmp_shape_check(&g->s));
     size_t sa[3] = {(size_t)g->s.ka, (size_t)g->s.la, 2};
@@ -258,6 +245,7 @@ static dd_status build(dd_model *m, int cross) {
         size_t sb[4] = {(size_t)g->s.kb, (size_t)g->s.lb, (size_t)g->s.mb, 2};
         DD_TRY(dd_param_table_add(&m->table, "lagging", 4, sb, &g->off_b));
     }
+    DD_TRY(dd_model_add_stage(m, &poly_stage, "poly", 0, NULL, 2, 2));
     m->history = dd_gmp_max_lag(&g->s);
     return DD_OK;
 }
@@ -265,10 +253,7 @@ static dd_status build(dd_model *m, int cross) {
 static dd_status gmp_build(dd_model *m) { return build(m, 1); }
 static dd_status mp_build(dd_model *m) { return build(m, 0); }
 
-dd_status dd_model_create_gmp(const dd_model_cfg *cfg, dd_model **out) {
-    return dd_model_build("gmp", &gmp_ops, cfg, sizeof(gmp_impl), gmp_build, out);
-}
-
-dd_status dd_model_create_mp(const dd_model_cfg *cfg, dd_model **out) {
-    return dd_model_build("mp", &gmp_ops, cfg, sizeof(gmp_impl), mp_build, out);
-}
+DD_MODEL_DEFINE(gmp, "generalized memory polynomial (aligned + lagging cross terms), LS-fittable", gmp_opts,
+                &gmp_ops, gmp_impl, gmp_build);
+DD_MODEL_DEFINE(mp, "memory polynomial (gmp without cross terms), LS-fittable", mp_opts, &gmp_ops, gmp_impl,
+                mp_build);

@@ -17,32 +17,137 @@
 
 /* ---- creation and configuration ---- */
 
-dd_status dd_model_alloc(const char *name, const dd_model_ops *ops, const dd_model_cfg *cfg,
-                         size_t impl_size, dd_model **out) {
-    *out = NULL;
-    dd_model *m = dd_calloc(1, sizeof *m);
-    if (!m) return dd_error(DD_ERR_NOMEM, "model %s: out of memory", name);
-    m->ops = ops;
-    m->name = name;
-    if (cfg) m->cfg = *cfg;
-    dd_param_table_init(&m->table);
-    if (impl_size) {
-        m->impl = dd_calloc(1, impl_size);
-        if (!m->impl) {
-            dd_free(m);
-            return dd_error(DD_ERR_NOMEM, "model %s: out of memory", name);
+/* The dd_model_cfg field holding option `name`, or NULL. */
+static int *cfg_slot(dd_model_cfg *c, const char *name) {
+    if (!strcmp(name, "hidden")) return &c->hidden;
+    if (!strcmp(name, "layers")) return &c->layers;
+    if (!strcmp(name, "memory")) return &c->memory;
+    if (!strcmp(name, "order")) return &c->order;
+    if (!strcmp(name, "kernel")) return &c->kernel;
+    if (!strcmp(name, "cross")) return &c->cross;
+    return NULL;
+}
+
+static const char *const cfg_names[] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
+
+int dd_model_opt(const dd_model *m, const char *name) {
+    int *v = cfg_slot((dd_model_cfg *)&m->cfg, name);
+    return v ? *v : 0;
+}
+
+const dd_model_info *dd_model_find(const char *name) {
+    size_t n = 0;
+    const dd_model_info *const *reg = dd_model_registry(&n);
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(reg[i]->name, name) == 0) return reg[i];
+    return NULL;
+}
+
+/* Defaults and ranges of the options the model declares; the others must be 0 (a
+ * non-zero one is logged and cleared). */
+static dd_status apply_options(dd_model *m) {
+    const dd_model_opt_info *o = m->info->opts;
+    for (size_t k = 0; k < sizeof cfg_names / sizeof cfg_names[0]; k++) {
+        int declared = 0;
+        for (size_t i = 0; o && o[i].name; i++) declared |= strcmp(o[i].name, cfg_names[k]) == 0;
+        int *v = cfg_slot(&m->cfg, cfg_names[k]);
+        if (!declared) {
+            if (*v != 0) dd_log(DD_LOG_WARN, "model %s ignores %s = %d", m->name, cfg_names[k], *v);
+            *v = 0;
         }
     }
-    *out = m;
+    for (size_t i = 0; o && o[i].name; i++) {
+        int *v = cfg_slot(&m->cfg, o[i].name);
+        if (!v) return dd_error(DD_ERR_INTERNAL, "model %s: option %s has no configuration field", m->name, o[i].name);
+        if (*v == 0) *v = o[i].def;
+        if (*v < o[i].lo || *v > o[i].hi)
+            return dd_error(DD_ERR_ARG, "model %s: %s = %d is out of range [%d, %d]", m->name, o[i].name, *v,
+                            o[i].lo, o[i].hi);
+    }
     return DD_OK;
 }
 
-dd_status dd_model_build(const char *name, const dd_model_ops *ops, const dd_model_cfg *cfg,
-                         size_t impl_size, dd_status (*build)(dd_model *m), dd_model **out) {
-    if (!out) return dd_error(DD_ERR_ARG, "model %s: out is NULL", name);
-    dd_model *m = NULL;
-    DD_TRY(dd_model_alloc(name, ops, cfg, impl_size, &m));
-    dd_status s = build(m);
+dd_status dd_model_add_stage(dd_model *m, const dd_stage_ops *ops, const char *name, int arg, const void *ref,
+                             int in_w, int out_w) {
+    if (in_w < 1 || out_w < 1)
+        return dd_error(DD_ERR_ARG, "model %s: stage %s has widths %d -> %d", m->name, name, in_w, out_w);
+    size_t e0 = m->nstages ? m->stages[m->nstages - 1].e1 : 0;
+    int want = m->nstages ? m->stages[m->nstages - 1].out_w : 2;
+    if (in_w != want)
+        return dd_error(DD_ERR_INTERNAL, "model %s: stage %s reads width %d, the previous stage writes %d", m->name,
+                        name, in_w, want);
+    if (m->nstages >= DD_MODEL_MAX_STAGES)
+        return dd_error(DD_ERR_ARG, "model %s: more than %d stages", m->name, DD_MODEL_MAX_STAGES);
+    if (m->nstages == m->capstages) {
+        size_t cap = m->capstages ? 2 * m->capstages : 8;
+        dd_stage_def *ns = dd_calloc(cap, sizeof *ns);
+        if (!ns) return dd_error(DD_ERR_NOMEM, "model %s: out of memory", m->name);
+        if (m->nstages) memcpy(ns, m->stages, m->nstages * sizeof *ns);
+        dd_free(m->stages);
+        m->stages = ns;
+        m->capstages = cap;
+    }
+    dd_stage_def *st = &m->stages[m->nstages++];
+    memset(st, 0, sizeof *st);
+    st->ops = ops;
+    snprintf(st->name, sizeof st->name, "%s", name);
+    st->arg = arg;
+    st->ref = ref;
+    st->in_w = in_w;
+    st->out_w = out_w;
+    st->e0 = e0;
+    st->e1 = m->table.count;
+    return DD_OK;
+}
+
+/* After build: every entry in a stage, widths end at 2, arena ranges. */
+static dd_status finish_stages(dd_model *m) {
+    if (m->nstages == 0) return dd_error(DD_ERR_INTERNAL, "model %s has no stages", m->name);
+    const dd_stage_def *last = &m->stages[m->nstages - 1];
+    if (last->e1 != m->table.count || last->out_w != 2)
+        return dd_error(DD_ERR_INTERNAL, "model %s: the stages cover %zu of %zu entries and end at width %d", m->name,
+                        last->e1, m->table.count, last->out_w);
+    for (size_t s = 0; s < m->nstages; s++) {
+        dd_stage_def *st = &m->stages[s];
+        st->lo = st->e0 < m->table.count ? m->table.entries[st->e0].offset : m->table.total;
+        st->hi = st->e1 < m->table.count ? m->table.entries[st->e1].offset : m->table.total;
+        if (s == 0) st->lo = 0;
+    }
+    return DD_OK;
+}
+
+dd_status dd_model_create(const char *name, const dd_model_cfg *cfg, dd_model **out) {
+    if (!out) return dd_error(DD_ERR_ARG, "dd_model_create: out is NULL");
+    *out = NULL;
+    if (!name) return dd_error(DD_ERR_ARG, "dd_model_create: model name is NULL");
+    const dd_model_info *info = dd_model_find(name);
+    if (!info) {
+        size_t n = 0;
+        const dd_model_info *const *reg = dd_model_registry(&n);
+        char known[512];
+        size_t len = 0;
+        known[0] = '\0';
+        for (size_t i = 0; i < n && len < sizeof known; i++) {
+            int w = snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", reg[i]->name);
+            if (w < 0) break;
+            len += (size_t)w;
+        }
+        return dd_error(DD_ERR_ARG, "unknown model '%s' (known: %s)", name, known);
+    }
+    const dd_model_def *def = info->def;
+    dd_model *m = dd_calloc(1, sizeof *m);
+    if (!m) return dd_error(DD_ERR_NOMEM, "model %s: out of memory", name);
+    m->ops = def->ops;
+    m->info = info;
+    m->name = info->name;
+    if (cfg) m->cfg = *cfg;
+    dd_param_table_init(&m->table);
+    dd_status s = DD_OK;
+    if (def->impl_size && !(m->impl = dd_calloc(1, def->impl_size)))
+        s = dd_error(DD_ERR_NOMEM, "model %s: out of memory", name);
+    if (s == DD_OK) s = apply_options(m);
+    if (s == DD_OK) s = def->build(m);
+    if (s == DD_OK) s = finish_stages(m);
     if (s != DD_OK) {
         dd_model_destroy(&m);
         return s;
@@ -51,53 +156,12 @@ dd_status dd_model_build(const char *name, const dd_model_ops *ops, const dd_mod
     return DD_OK;
 }
 
-dd_status dd_model_cfg_field(const dd_model *m, const char *field, int *v, int def, int lo,
-                             int hi) {
-    if (*v == 0) *v = def;
-    if (*v < lo || *v > hi)
-        return dd_error(DD_ERR_ARG, "model %s: %s = %d is out of range [%d, %d]", m->name, field,
-                        *v, lo, hi);
-    return DD_OK;
-}
-
-void dd_model_cfg_unused(const dd_model *m, const char *field, int *v) {
-    if (*v != 0) dd_log(DD_LOG_WARN, "model %s ignores %s = %d", m->name, field, *v);
-    *v = 0;
-}
-
-dd_status dd_model_create(const char *name, const dd_model_cfg *cfg, dd_model **out) {
-    if (!out) return dd_error(DD_ERR_ARG, "dd_model_create: out is NULL");
-    *out = NULL;
-    if (!name) return dd_error(DD_ERR_ARG, "dd_model_create: model name is NULL");
-    size_t n = 0;
-    const dd_model_info *reg = dd_model_registry(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(reg[i].name, name) != 0) continue;
-        dd_model *m = NULL;
-        dd_status s = reg[i].create(cfg, &m);
-        if (s != DD_OK) {
-            dd_model_destroy(&m);
-            return s;
-        }
-        *out = m;
-        return DD_OK;
-    }
-    char known[512];
-    size_t len = 0;
-    known[0] = '\0';
-    for (size_t i = 0; i < n && len < sizeof known; i++) {
-        int w = snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", reg[i].name);
-        if (w < 0) break;
-        len += (size_t)w;
-    }
-    return dd_error(DD_ERR_ARG, "unknown model '%s' (known: %s)", name, known);
-}
-
 void dd_model_destroy(dd_model **mp) {
     if (!mp || !*mp) return;
     dd_model *m = *mp;
     if (m->ops && m->ops->destroy && m->impl) m->ops->destroy(m);
     dd_param_table_free(&m->table);
+    dd_free(m->stages);
     dd_free(m->impl);
     dd_free(m);
     *mp = NULL;
@@ -121,11 +185,14 @@ void dd_model_init(const dd_model *m, float *params, uint64_t seed) {
 
 size_t dd_model_workspace_size(const dd_model *m, int B, int T) {
     if (!m || B < 1 || T < 1) return 0;
-    return m->ops->workspace(m, B, T);
+    return dd_model_range_workspace(m, 0, m->nstages, B, T);
 }
 
 double dd_model_flops_per_sample(const dd_model *m, int backward) {
-    return m ? m->ops->flops(m, backward ? 1 : 0) : 0.0;
+    if (!m) return 0.0;
+    double f = 0.0;
+    for (size_t s = 0; s < m->nstages; s++) f += m->stages[s].ops->flops(m, &m->stages[s], backward ? 1 : 0);
+    return f;
 }
 
 /* "1234567" -> "1,234,567" */
@@ -165,7 +232,68 @@ size_t dd_model_describe(const dd_model *m, char *buf, size_t size) {
     return w < 0 ? 0 : (size_t)w;
 }
 
-/* ---- forward / backward ---- */
+/* ---- stages ---- */
+
+size_t dd_model_num_stages(const dd_model *m) { return m ? m->nstages : 0; }
+
+dd_status dd_model_stage_info(const dd_model *m, size_t s, dd_stage_info *info) {
+    if (!m || !info) return dd_error(DD_ERR_ARG, "dd_model_stage_info: NULL argument");
+    if (s >= m->nstages)
+        return dd_error(DD_ERR_ARG, "model %s: stage %zu is out of range [0, %zu)", m->name, s, m->nstages);
+    const dd_stage_def *st = &m->stages[s];
+    info->name = st->name;
+    info->in_width = st->in_w;
+    info->out_width = st->out_w;
+    info->e0 = st->e0;
+    info->e1 = st->e1;
+    info->lo = st->lo;
+    info->hi = st->hi;
+    info->flops_fwd = st->ops->flops(m, st, 0);
+    info->flops_bwd = st->ops->flops(m, st, 1);
+    return DD_OK;
+}
+
+/* Workspace of a stage range: the activations between the stages (kept), each stage's
+ * saved part (kept), then one scratch area (the largest stage's) and two gradient buffers
+ * for the activations between stages (used by backward only). */
+static size_t range_layout(const dd_model *m, size_t s0, size_t s1, int B, int T, float *base, float **act,
+                           float **saved, float **scratch, float **dbuf, size_t *kept) {
+    dd_ws_carver c = {base, 0};
+    const size_t BT = (size_t)B * (size_t)T;
+    size_t maxw = 0, maxs = 0;
+    for (size_t s = s0 + 1; s < s1; s++) {
+        float *p = dd_ws_take(&c, BT * (size_t)m->stages[s].in_w);
+        if (act) act[s - s0] = p;
+        if ((size_t)m->stages[s].in_w > maxw) maxw = (size_t)m->stages[s].in_w;
+    }
+    for (size_t s = s0; s < s1; s++) {
+        const dd_stage_def *st = &m->stages[s];
+        float *p = dd_ws_take(&c, st->ops->saved(m, st, B, T));
+        if (saved) saved[s - s0] = p;
+        size_t k = st->ops->scratch ? st->ops->scratch(m, st, B, T) : 0;
+        if (k > maxs) maxs = k;
+    }
+    if (kept) *kept = c.used;
+    float *p = dd_ws_take(&c, maxs);
+    if (scratch) *scratch = p;
+    for (int k = 0; k < 2; k++) {
+        p = dd_ws_take(&c, BT * maxw);
+        if (dbuf) dbuf[k] = p;
+    }
+    return c.used;
+}
+
+size_t dd_model_range_workspace(const dd_model *m, size_t s0, size_t s1, int B, int T) {
+    if (!m || B < 1 || T < 1 || s0 >= s1 || s1 > m->nstages) return 0;
+    return range_layout(m, s0, s1, B, T, NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
+size_t dd_model_range_saved(const dd_model *m, size_t s0, size_t s1, int B, int T) {
+    if (!m || B < 1 || T < 1 || s0 >= s1 || s1 > m->nstages) return 0;
+    size_t kept = 0;
+    range_layout(m, s0, s1, B, T, NULL, NULL, NULL, NULL, NULL, &kept);
+    return kept;
+}
 
 static dd_status check_dims(const dd_model *m, const char *fn, int B, int T) {
     if (B < 1 || T < 1)
@@ -177,27 +305,125 @@ static dd_status check_dims(const dd_model *m, const char *fn, int B, int T) {
     return DD_OK;
 }
 
+static dd_status check_range(const dd_model *m, const char *fn, size_t s0, size_t s1, const dd_stage_src *src) {
+    if (s0 >= s1 || s1 > m->nstages)
+        return dd_error(DD_ERR_ARG, "%s (model %s): stages [%zu, %zu) are not a range of [0, %zu)", fn, m->name, s0,
+                        s1, m->nstages);
+    if (!src || (!src->params && !src->stage_params))
+        return dd_error(DD_ERR_ARG, "%s (model %s): no parameters", fn, m->name);
+    return DD_OK;
+}
+
+/* The parameter view of stage s for forward (bwd 0) or backward (1). */
+static dd_status stage_view(const dd_model *m, const dd_stage_src *src, size_t s, int bwd, dd_stage_params *sp) {
+    const dd_stage_def *st = &m->stages[s];
+    sp->lo = st->lo;
+    sp->g = NULL;
+    if (src->params) {
+        sp->p = src->params + st->lo;
+        if (bwd && src->grads) sp->g = src->grads + st->lo;
+        return DD_OK;
+    }
+    sp->p = NULL;
+    DD_TRY(src->stage_params(src->user, s, bwd, &sp->p));
+    if (!sp->p) return dd_error(DD_ERR_INTERNAL, "model %s: no parameters for stage %s", m->name, st->name);
+    if (bwd && src->stage_grads) DD_TRY(src->stage_grads(src->user, s, &sp->g));
+    return DD_OK;
+}
+
+dd_status dd_model_range_forward(const dd_model *m, size_t s0, size_t s1, const dd_stage_src *src,
+                                 const float *in, const float *x0, float *out, int B, int T, float *ws) {
+    if (!m) return dd_error(DD_ERR_ARG, "dd_model_range_forward: model is NULL");
+    DD_TRY(check_range(m, "dd_model_range_forward", s0, s1, src));
+    if (!in || !x0 || !out || !ws)
+        return dd_error(DD_ERR_ARG, "dd_model_range_forward (model %s): %s is NULL", m->name,
+                        !in ? "in" : !x0 ? "x0" : !out ? "out" : "ws");
+    DD_TRY(check_dims(m, "dd_model_range_forward", B, T));
+    float *act[DD_MODEL_MAX_STAGES], *saved[DD_MODEL_MAX_STAGES], *scratch = NULL, *dbuf[2];
+    range_layout(m, s0, s1, B, T, ws, act, saved, &scratch, dbuf, NULL);
+    for (size_t s = s0; s < s1; s++) {
+        const dd_stage_def *st = &m->stages[s];
+        dd_stage_params sp;
+        DD_TRY(stage_view(m, src, s, 0, &sp));
+        const float *x = s == s0 ? in : act[s - s0];
+        float *y = s + 1 == s1 ? out : act[s + 1 - s0];
+        st->ops->forward(m, st, &sp, x, x0, y, B, T, saved[s - s0], scratch);
+        if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
+    }
+    return DD_OK;
+}
+
+dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const dd_stage_src *src,
+                                  const float *in, const float *x0, const float *dout, float *din, float *dx0,
+                                  int B, int T, float *ws) {
+    if (!m) return dd_error(DD_ERR_ARG, "dd_model_range_backward: model is NULL");
+    DD_TRY(check_range(m, "dd_model_range_backward", s0, s1, src));
+    if (!in || !x0 || !dout || !ws)
+        return dd_error(DD_ERR_ARG, "dd_model_range_backward (model %s): %s is NULL", m->name,
+                        !in ? "in" : !x0 ? "x0" : !dout ? "dout" : "ws");
+    DD_TRY(check_dims(m, "dd_model_range_backward", B, T));
+    float *act[DD_MODEL_MAX_STAGES], *saved[DD_MODEL_MAX_STAGES], *scratch = NULL, *dbuf[2];
+    range_layout(m, s0, s1, B, T, ws, act, saved, &scratch, dbuf, NULL);
+    const size_t BT = (size_t)B * (size_t)T;
+    const float *dcur = dout;
+    for (size_t s = s1; s-- > s0;) {
+        const dd_stage_def *st = &m->stages[s];
+        dd_stage_params sp;
+        DD_TRY(stage_view(m, src, s, 1, &sp));
+        float *dprev = din;
+        if (s > s0) {
+            dprev = dbuf[s & 1];
+            memset(dprev, 0, BT * (size_t)st->in_w * sizeof(float));
+        }
+        st->ops->backward(m, st, &sp, s == s0 ? in : act[s - s0], x0, dcur, dprev, dx0, B, T, saved[s - s0],
+                          scratch);
+        if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 1));
+        dcur = dprev;
+    }
+    return DD_OK;
+}
+
+/* ---- forward / backward of the whole model ---- */
+
 dd_status dd_model_forward(const dd_model *m, const float *params, const float *x, float *y,
                            int B, int T, float *ws) {
     if (!m) return dd_error(DD_ERR_ARG, "dd_model_forward: model is NULL");
     if (!params || !x || !y || !ws)
         return dd_error(DD_ERR_ARG, "dd_model_forward (model %s): %s is NULL", m->name,
                         !params ? "params" : !x ? "x" : !y ? "y" : "ws");
-    DD_TRY(check_dims(m, "dd_model_forward", B, T));
-    m->ops->forward(m, params, x, y, B, T, ws);
-    return DD_OK;
+    dd_stage_src src = {params, NULL, NULL, NULL, NULL, NULL};
+    return dd_model_range_forward(m, 0, m->nstages, &src, x, x, y, B, T, ws);
 }
 
-dd_status dd_model_backward(const dd_model *m, const float *params, float *grads,
-                            const float *x, const float *dy, float *dx, int B, int T, float *ws) {
+typedef struct {
+    const dd_model *m;
+    dd_status (*done)(void *user, size_t lo, size_t hi);
+    void *user;
+} done_adapter;
+
+static dd_status stage_done_adapter(void *user, size_t s, int bwd) {
+    done_adapter *a = user;
+    if (!bwd) return DD_OK;
+    return a->done(a->user, a->m->stages[s].lo, a->m->stages[s].hi);
+}
+
+dd_status dd_model_backward_cb(const dd_model *m, const float *params, float *grads, const float *x,
+                               const float *dy, float *dx, int B, int T, float *ws,
+                               dd_status (*done)(void *user, size_t lo, size_t hi), void *user) {
     if (!m) return dd_error(DD_ERR_ARG, "dd_model_backward: model is NULL");
     if (!params || !x || !dy || !ws)
         return dd_error(DD_ERR_ARG, "dd_model_backward (model %s): %s is NULL", m->name,
                         !params ? "params" : !x ? "x" : !dy ? "dy" : "ws");
     DD_TRY(check_dims(m, "dd_model_backward", B, T));
-    if (!grads && !dx) return DD_OK;
-    m->ops->backward(m, params, grads, x, dy, dx, B, T, ws);
-    return DD_OK;
+    if (!grads && !dx && !done) return DD_OK;
+    done_adapter a = {m, done, user};
+    dd_stage_src src = {params, grads, &a, NULL, NULL, done ? stage_done_adapter : NULL};
+    return dd_model_range_backward(m, 0, m->nstages, &src, x, x, dy, dx, dx, B, T, ws);
+}
+
+dd_status dd_model_backward(const dd_model *m, const float *params, float *grads,
+                            const float *x, const float *dy, float *dx, int B, int T, float *ws) {
+    return dd_model_backward_cb(m, params, grads, x, dy, dx, B, T, ws, NULL, NULL);
 }
 
 /* ---- streaming ---- */
@@ -205,6 +431,25 @@ dd_status dd_model_backward(const dd_model *m, const float *params, float *grads
 static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
     uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
     return pa < pb + nb && pb < pa + na;
+}
+
+/* One chunk of a recurrent stream through every stage (ws sized for (1, T) or more). */
+static void stream_chunk(const dd_model *m, const float *params, const float *x, float *y, int T, float *state,
+                         float *ws) {
+    float *act[DD_MODEL_MAX_STAGES], *saved[DD_MODEL_MAX_STAGES], *scratch = NULL, *dbuf[2];
+    range_layout(m, 0, m->nstages, 1, T, ws, act, saved, &scratch, dbuf, NULL);
+    for (size_t s = 0; s < m->nstages; s++) {
+        const dd_stage_def *st = &m->stages[s];
+        dd_stage_params sp = {params + st->lo, NULL, st->lo};
+        const float *in = s == 0 ? x : act[s];
+        float *out = s + 1 == m->nstages ? y : act[s + 1];
+        if (st->ops->forward_state) {
+            st->ops->forward_state(m, st, &sp, in, x, out, T, state, saved[s], scratch);
+            state += st->ops->state_size(m, st);
+        } else {
+            st->ops->forward(m, st, &sp, in, x, out, 1, T, saved[s], scratch);
+        }
+    }
 }
 
 dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_cf32 *x,
@@ -219,10 +464,13 @@ dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_c
     dd_status s = DD_OK;
     float *ws = NULL, *state = NULL, *ybuf = NULL;
     if (m->history < 0) {
-        /* Recurrent: chunks of STREAM_CHUNK samples, state carried between them. */
+        /* Recurrent: chunks of STREAM_CHUNK samples through the stages, each recurrent
+         * stage carrying its state from one chunk to the next. */
         int Tc = n < STREAM_CHUNK ? (int)n : STREAM_CHUNK;
-        size_t ns = m->ops->state_size(m);
-        ws = dd_calloc(m->ops->workspace(m, 1, Tc), sizeof *ws);
+        size_t ns = 0;
+        for (size_t k = 0; k < m->nstages; k++)
+            if (m->stages[k].ops->state_size) ns += m->stages[k].ops->state_size(m, &m->stages[k]);
+        ws = dd_calloc(dd_model_workspace_size(m, 1, Tc), sizeof *ws);
         state = dd_calloc(ns ? ns : 1, sizeof *state);
         if (!ws || !state) {
             s = dd_error(DD_ERR_NOMEM, "dd_model_run_stream (model %s): out of memory", m->name);
@@ -230,8 +478,7 @@ dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_c
         }
         for (size_t s0 = 0; s0 < n; s0 += (size_t)Tc) {
             size_t c = n - s0 < (size_t)Tc ? n - s0 : (size_t)Tc;
-            m->ops->forward_state(m, params, (const float *)(x + s0), (float *)(y + s0), (int)c,
-                                  state, ws);
+            stream_chunk(m, params, (const float *)(x + s0), (float *)(y + s0), (int)c, state, ws);
         }
     } else {
         /* Feed-forward with receptive field R + 1: each chunk is run as a frame that starts
@@ -245,7 +492,7 @@ dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_c
                          m->name, m->history);
             goto cleanup;
         }
-        ws = dd_calloc(m->ops->workspace(m, 1, (int)Tmax), sizeof *ws);
+        ws = dd_calloc(dd_model_workspace_size(m, 1, (int)Tmax), sizeof *ws);
         ybuf = dd_calloc(2 * Tmax, sizeof *ybuf);
         if (!ws || !ybuf) {
             s = dd_error(DD_ERR_NOMEM, "dd_model_run_stream (model %s): out of memory", m->name);
@@ -255,7 +502,8 @@ dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_c
             size_t c = n - s0 < chunk ? n - s0 : chunk;
             size_t f = s0 >= R ? s0 - R : 0;
             size_t len = s0 + c - f;
-            m->ops->forward(m, params, (const float *)(x + f), ybuf, 1, (int)len, ws);
+            if ((s = dd_model_forward(m, params, (const float *)(x + f), ybuf, 1, (int)len, ws)) != DD_OK)
+                goto cleanup;
             memcpy(y + s0, ybuf + 2 * (s0 - f), c * sizeof *y);
         }
     }

@@ -1,6 +1,7 @@
-/* Internal model interface (private to src/models): the vtable every model file fills in,
- * the dd_model struct behind the opaque handle, and small helpers shared by the model
- * files (configuration defaults and range checks, workspace carving, gradient views).
+/* Internal model interface (private to src/models): the stages and model-level operations
+ * every model file fills in, its registry definition (DD_MODEL_DEFINE), the dd_model struct
+ * behind the opaque handle, and small helpers shared by the model files (options,
+ * workspace carving).
  * The public contract is include/distdpd/model.h; docs/models.md describes each model. */
 #ifndef DD_MODEL_IMPL_H
 #define DD_MODEL_IMPL_H
@@ -14,30 +15,63 @@
 #include "distdpd/nn.h"
 #include "distdpd/param.h"
 
-/* What a model implements. Dimensions and pointers have been checked by model.c before
- * any of these is called (B, T >= 1; x, y, ws, params non-NULL). */
+typedef struct dd_stage_def dd_stage_def;
+
+/* A stage's view of its parameters: p[i] (and g[i]) is arena float lo + i, so a layer at
+ * arena offset off is DD_SP(sp, off). A stage may be given only its own slice. */
+typedef struct {
+    const float *p; /* parameters of the stage */
+    float *g;       /* gradients of the stage (backward adds into them); NULL: not wanted */
+    size_t lo;      /* arena offset of p[0] and g[0] */
+} dd_stage_params;
+#define DD_SP(sp, off) ((sp)->p + ((off) - (sp)->lo))
+#define DD_SG(sp, off) ((sp)->g ? (sp)->g + ((off) - (sp)->lo) : (float *)0)
+
+/* What a stage implements. B, T >= 1 and the pointers are checked by model.c. Activations
+ * are (B, T, width) row-major; x0 is the model input (B, T, 2). */
+typedef struct {
+    /* Floats the stage keeps from forward to backward (saved activations), and floats it
+     * uses only during one call (NULL: none). */
+    size_t (*saved)(const dd_model *m, const dd_stage_def *st, int B, int T);
+    size_t (*scratch)(const dd_model *m, const dd_stage_def *st, int B, int T);
+    /* in (B, T, in_w) -> out (B, T, out_w) (overwritten); fills saved. */
+    void (*forward)(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
+                    const float *in, const float *x0, float *out, int B, int T, float *saved,
+                    float *scratch);
+    /* After forward with the same in, x0, B, T and saved: given dout, ADDS dL/dparams into
+     * sp->g (when not NULL), dL/din into din and dL/dx0 into dx0 (each may be NULL; din
+     * and dx0 may be the same buffer: both are only added into). Leaves saved intact, so
+     * it may run again. */
+    void (*backward)(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
+                     const float *in, const float *x0, const float *dout, float *din, float *dx0,
+                     int B, int T, float *saved, float *scratch);
+    /* FLOPs per sample of forward (backward = 0) or backward (1). */
+    double (*flops)(const dd_model *m, const dd_stage_def *st, int backward);
+    /* Recurrent stages only (NULL otherwise): floats of state carried from one chunk of a
+     * stream to the next, and a forward of one frame (B = 1) starting from `state` (zeros
+     * at the start of a stream) that leaves the final state in it. The other stages of a
+     * recurrent model must be memoryless (streamed by plain forward). */
+    size_t (*state_size)(const dd_model *m, const dd_stage_def *st);
+    void (*forward_state)(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
+                          const float *in, const float *x0, float *out, int T, float *state,
+                          float *saved, float *scratch);
+} dd_stage_ops;
+
+/* One stage of a built model (model.h, "Stages"). */
+struct dd_stage_def {
+    const dd_stage_ops *ops; /* its implementation (static) */
+    char name[32];           /* e.g. "blocks.3" */
+    int arg;                 /* the model's own index for it (block or layer number) */
+    const void *ref;         /* the model's own data for it (e.g. its layer in m->impl) */
+    int in_w, out_w;         /* activation widths */
+    size_t e0, e1;           /* table entries [e0, e1) */
+    size_t lo, hi;           /* arena floats [lo, hi), set when the model is complete */
+};
+
+/* What a model implements beyond its stages. */
 typedef struct {
     /* Fills every parameter of the arena (padding stays zero) from rng. */
     void (*init)(const dd_model *m, float *params, dd_rng *rng);
-    /* Floats of workspace for forward + backward over B frames of T samples. */
-    size_t (*workspace)(const dd_model *m, int B, int T);
-    /* x (B, T, 2) -> y (B, T, 2), zero state at each frame start; saves into ws. */
-    void (*forward)(const dd_model *m, const float *params, const float *x, float *y, int B,
-                    int T, float *ws);
-    /* After forward with the same x, B, T, ws: grads += dL/dparams (grads may be NULL),
-     * dx += dL/dx (dx may be NULL). */
-    void (*backward)(const dd_model *m, const float *params, float *grads, const float *x,
-                     const float *dy, float *dx, int B, int T, float *ws);
-    /* Recurrent models only (NULL otherwise): floats of carried state of one frame, and a
-     * forward of ONE frame (B = 1) of T samples starting from `state` (zero-filled at the
-     * start of a stream) that leaves the final state in `state`. ws is sized by
-     * workspace(m, 1, T). Feed-forward models stream by overlapping their history
-     * (m->history samples) instead, see dd_model_run_stream in model.c. */
-    size_t (*state_size)(const dd_model *m);
-    void (*forward_state)(const dd_model *m, const float *params, const float *x, float *y,
-                          int T, float *state, float *ws);
-    /* FLOPs of forward (backward = 0) or backward (1) per sample. */
-    double (*flops)(const dd_model *m, int backward);
     /* Optional (NULL: DD_ERR_UNSUPPORTED): least-squares fit, see dd_model_fit_ls. */
     dd_status (*fit_ls)(const dd_model *m, float *params, const dd_cf32 *x, const dd_cf32 *y,
                         size_t n, double *nmse_db);
@@ -45,46 +79,50 @@ typedef struct {
     void (*destroy)(dd_model *m);
 } dd_model_ops;
 
+/* A model's definition, behind its registry entry (dd_model_info.def). */
+typedef struct {
+    const dd_model_ops *ops; /* model-level operations */
+    size_t impl_size;        /* bytes of m->impl (zeroed) */
+    /* Builds the model: reads its options (dd_model_opt), adds its parameters and stages
+     * (dd_model_add_stage after each stage's entries) and sets m->history. The options
+     * have been defaulted and range-checked before. */
+    dd_status (*build)(dd_model *m);
+} dd_model_def;
+
+/* Defines the registry entry dd_model_<NAME> of a model file (registry.c lists it). */
+#define DD_MODEL_DEFINE(NAME, SUMMARY, OPTS, OPS, IMPL, BUILD)                  \
+    static const dd_model_def dd_model_def_##NAME = {OPS, sizeof(IMPL), BUILD}; \
+    const dd_model_info dd_model_##NAME = {#NAME, SUMMARY, OPTS, &dd_model_def_##NAME}
+
 /* The model handle. */
 struct dd_model {
-    const dd_model_ops *ops; /* the model's implementation (static) */
-    const char *name;        /* registry name (static string) */
-    dd_model_cfg cfg;        /* configuration with defaults filled in, unused fields 0 */
-    dd_param_table table;    /* parameter layout (owned) */
-    long history;            /* receptive field - 1 (feed-forward), -1 (recurrent) */
-    void *impl;              /* model-specific data (owned; dd_calloc'ed impl_size bytes) */
+    const dd_model_ops *ops;   /* the model's implementation (static) */
+    const dd_model_info *info; /* its registry entry */
+    const char *name;          /* registry name (static string) */
+    dd_model_cfg cfg;          /* configuration with defaults filled in, unused fields 0 */
+    dd_param_table table;      /* parameter layout (owned) */
+    long history;              /* receptive field - 1 (feed-forward), -1 (recurrent) */
+    dd_stage_def *stages;      /* nstages stages in order (owned) */
+    size_t nstages, capstages;
+    void *impl;                /* model-specific data (owned; impl_size zeroed bytes) */
 };
 
-/* Allocates a model with an empty table and a zeroed impl of impl_size bytes; cfg may be
- * NULL (all zero). Caller fills table/history and, on any later error, calls
- * dd_model_destroy. */
-dd_status dd_model_alloc(const char *name, const dd_model_ops *ops, const dd_model_cfg *cfg,
-                         size_t impl_size, dd_model **out);
+/* The value of option `name` of a model (after defaults). 0 for an option it lacks. */
+int dd_model_opt(const dd_model *m, const char *name);
 
-/* Allocates the model as dd_model_alloc, then runs build(m) (defaults, checks, table,
- * history); on any error the model is destroyed and *out stays NULL. */
-dd_status dd_model_build(const char *name, const dd_model_ops *ops, const dd_model_cfg *cfg,
-                         size_t impl_size, dd_status (*build)(dd_model *m), dd_model **out);
+/* Appends a stage owning the table entries added since the previous stage (or since the
+ * start). name is copied (<= 31 characters). Errors: DD_ERR_ARG (widths < 1, widths that
+ * do not chain), DD_ERR_NOMEM. */
+dd_status dd_model_add_stage(dd_model *m, const dd_stage_ops *ops, const char *name, int arg,
+                             const void *ref, int in_w, int out_w);
 
-/* Applies the default to one configuration field and checks its range:
- * *v == 0 -> def; then lo <= *v <= hi or DD_ERR_ARG "model <name>: <field> = <v> is out of
- * range [lo, hi]". */
-dd_status dd_model_cfg_field(const dd_model *m, const char *field, int *v, int def, int lo,
-                             int hi);
-/* A field this model does not use: logs a warning when non-zero and sets it to 0. */
-void dd_model_cfg_unused(const dd_model *m, const char *field, int *v);
-
-/* Registry entries (one per model file). */
-dd_status dd_model_create_gmp(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_mp(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_rvtdnn(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_arvtdnn(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_gru(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_dgru(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_lstm(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_tcn(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_resnet(const dd_model_cfg *cfg, dd_model **out);
-dd_status dd_model_create_hammerstein(const dd_model_cfg *cfg, dd_model **out);
+/* Shared stage kinds (stages.c); ref points at the layer in m->impl:
+ *   dd_stage_dense  a dd_dense_layer, linear (in_dim -> out_dim)
+ *   dd_stage_gru    a dd_gru_layer (input_size -> hidden_size), recurrent (streams)
+ *   dd_stage_lstm   a dd_lstm_layer, recurrent (streams) */
+extern const dd_stage_ops dd_stage_dense;
+extern const dd_stage_ops dd_stage_gru;
+extern const dd_stage_ops dd_stage_lstm;
 
 /* ---- workspace carving: one layout function serves both sizing and pointer setup ---- */
 

@@ -9,14 +9,12 @@
  *   z_1 = tanh(W_0 U + b_0), z_{i+1} = tanh(W_i z_i + b_i), y = W_out z_L + b_out.
  * Names "hidden.<i>.weight/bias", "fc_out.weight/bias". (F M + 1) H + (L-1)(H + 1) H
  * + 2H + 2 parameters: 1,666 (rvtdnn) and 2,434 (arvtdnn) at the defaults M = 8, H = 32,
- * L = 2. History M - 1 samples. The gradient of r at x = 0 is defined as zero. */
+ * L = 2. History M - 1 samples. The gradient of r at x = 0 is defined as zero. One stage
+ * ("mlp"): these models are small. */
 #include <math.h>
 
 #include "models/model_impl.h"
 
-#define TD_DEFAULT_MEMORY 8
-#define TD_DEFAULT_HIDDEN 32
-#define TD_DEFAULT_LAYERS 2
 #define TD_MAX_LAYERS 64
 
 typedef struct {
@@ -25,26 +23,49 @@ typedef struct {
     dd_dense_layer out;                 /* fc_out: H -> 2 */
 } td_impl;
 
-typedef struct {
-    float *U;                    /* (BT, F*M) delay-line features */
-    float *z[TD_MAX_LAYERS];     /* (BT, H) tanh outputs */
-    float *dz, *da, *dU;         /* backward scratch (BT, H), (BT, H), (BT, F*M) */
-} td_ws;
+static const dd_model_opt_info td_opts[] = {
+    {"memory", "taps M of the delay line", 8, 1, 1024},
+    {"hidden", "units H of each tanh layer", 32, 1, 4096},
+    {"layers", "tanh layers", 2, 1, TD_MAX_LAYERS},
+    {NULL, NULL, 0, 0, 0}};
 
-static size_t layout(const td_impl *g, int B, int T, float *base, td_ws *w) {
+/* Saved: U (BT, F*M) delay-line features, z_i (BT, H) tanh outputs. */
+typedef struct {
+    float *U;
+    float *z[TD_MAX_LAYERS];
+} td_saved;
+/* Scratch: dz, da (BT, H), dU (BT, F*M). */
+typedef struct {
+    float *dz, *da, *dU;
+} td_scratch;
+
+static size_t saved_layout(const td_impl *g, int B, int T, float *base, td_saved *w) {
     dd_ws_carver c = {base, 0};
     size_t BT = (size_t)B * (size_t)T, H = (size_t)g->H, FM = (size_t)g->F * (size_t)g->M;
     w->U = dd_ws_take(&c, BT * FM);
     for (int i = 0; i < g->L; i++) w->z[i] = dd_ws_take(&c, BT * H);
+    return c.used;
+}
+
+static size_t scratch_layout(const td_impl *g, int B, int T, float *base, td_scratch *w) {
+    dd_ws_carver c = {base, 0};
+    size_t BT = (size_t)B * (size_t)T, H = (size_t)g->H, FM = (size_t)g->F * (size_t)g->M;
     w->dz = dd_ws_take(&c, BT * H);
     w->da = dd_ws_take(&c, BT * H);
     w->dU = dd_ws_take(&c, BT * FM);
     return c.used;
 }
 
-static size_t td_workspace(const dd_model *m, int B, int T) {
-    td_ws w;
-    return layout(m->impl, B, T, NULL, &w);
+static size_t mlp_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    td_saved w;
+    return saved_layout(m->impl, B, T, NULL, &w);
+}
+
+static size_t mlp_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    td_scratch w;
+    return scratch_layout(m->impl, B, T, NULL, &w);
 }
 
 static void td_init(const dd_model *m, float *params, dd_rng *rng) {
@@ -104,51 +125,57 @@ static void scatter_taps(const td_impl *g, const float *x, const float *dU, floa
         }
 }
 
-static void td_forward(const dd_model *m, const float *p, const float *x, float *y, int B, int T,
-                       float *ws) {
+static void mlp_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *x,
+                        const float *x0, float *y, int B, int T, float *saved, float *scratch) {
+    (void)st, (void)x0, (void)scratch;
     const td_impl *g = m->impl;
-    td_ws w;
-    layout(g, B, T, ws, &w);
+    td_saved w;
+    saved_layout(g, B, T, saved, &w);
     const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->H;
     build_taps(g, x, w.U, B, T);
     const float *in = w.U;
     for (int i = 0; i < g->L; i++) {
         const dd_dense_layer *l = &g->hid[i];
-        dd_dense_forward(w.z[i], in, p + l->w, p + l->b, BT, l->in_dim, l->out_dim);
+        dd_dense_forward(w.z[i], in, DD_SP(sp, l->w), DD_SP(sp, l->b), BT, l->in_dim, l->out_dim);
         dd_act_forward(DD_ACT_TANH, w.z[i], w.z[i], n);
         in = w.z[i];
     }
-    dd_dense_forward(y, in, p + g->out.w, p + g->out.b, BT, g->H, 2);
+    dd_dense_forward(y, in, DD_SP(sp, g->out.w), DD_SP(sp, g->out.b), BT, g->H, 2);
 }
 
-static void td_backward(const dd_model *m, const float *p, float *gr, const float *x,
-                        const float *dy, float *dx, int B, int T, float *ws) {
+static void mlp_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *x,
+                         const float *x0, const float *dy, float *dx, float *dx0, int B, int T, float *saved,
+                         float *scratch) {
+    (void)st, (void)x0, (void)dx0;
     const td_impl *g = m->impl;
-    td_ws w;
-    layout(g, B, T, ws, &w);
+    td_saved w;
+    td_scratch d;
+    saved_layout(g, B, T, saved, &w);
+    scratch_layout(g, B, T, scratch, &d);
     const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->H;
-    memset(w.dz, 0, n * sizeof(float));
-    dd_dense_backward(w.dz, dd_gview(gr, g->out.w), dd_gview(gr, g->out.b), dy, w.z[g->L - 1],
-                      p + g->out.w, BT, g->H, 2);
+    memset(d.dz, 0, n * sizeof(float));
+    dd_dense_backward(d.dz, DD_SG(sp, g->out.w), DD_SG(sp, g->out.b), dy, w.z[g->L - 1], DD_SP(sp, g->out.w), BT,
+                      g->H, 2);
     for (int i = g->L - 1; i >= 0; i--) {
         const dd_dense_layer *l = &g->hid[i];
-        memset(w.da, 0, n * sizeof(float));
-        dd_act_backward(DD_ACT_TANH, w.da, w.dz, NULL, w.z[i], n);
+        memset(d.da, 0, n * sizeof(float));
+        dd_act_backward(DD_ACT_TANH, d.da, d.dz, NULL, w.z[i], n);
         float *din = NULL;
         if (i > 0) {
-            memset(w.dz, 0, n * sizeof(float));
-            din = w.dz;
+            memset(d.dz, 0, n * sizeof(float));
+            din = d.dz;
         } else if (dx) {
-            memset(w.dU, 0, BT * (size_t)l->in_dim * sizeof(float));
-            din = w.dU;
+            memset(d.dU, 0, BT * (size_t)l->in_dim * sizeof(float));
+            din = d.dU;
         }
-        dd_dense_backward(din, dd_gview(gr, l->w), dd_gview(gr, l->b), w.da,
-                          i > 0 ? w.z[i - 1] : w.U, p + l->w, BT, l->in_dim, l->out_dim);
+        dd_dense_backward(din, DD_SG(sp, l->w), DD_SG(sp, l->b), d.da, i > 0 ? w.z[i - 1] : w.U, DD_SP(sp, l->w), BT,
+                          l->in_dim, l->out_dim);
     }
-    if (dx) scatter_taps(g, x, w.dU, dx, B, T);
+    if (dx) scatter_taps(g, x, d.dU, dx, B, T);
 }
 
-static double td_flops(const dd_model *m, int backward) {
+static double mlp_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)st;
     const td_impl *g = m->impl;
     double H = g->H;
     double f = DD_MAC * ((double)g->F * g->M * H + (g->L - 1) * H * H + 2 * H) + 4 * H * g->L +
@@ -156,32 +183,29 @@ static double td_flops(const dd_model *m, int backward) {
     return backward ? 2 * f : f;
 }
 
-static const dd_model_ops td_ops = {
-    .init = td_init,
-    .workspace = td_workspace,
-    .forward = td_forward,
-    .backward = td_backward,
-    .flops = td_flops,
+static const dd_stage_ops mlp_stage = {
+    .saved = mlp_saved,
+    .scratch = mlp_scratch,
+    .forward = mlp_forward,
+    .backward = mlp_backward,
+    .flops = mlp_flops,
 };
+
+static const dd_model_ops td_ops = {.init = td_init};
 
 static dd_status td_build(dd_model *m, int F) {
     td_impl *g = m->impl;
-    DD_TRY(dd_model_cfg_field(m, "memory", &m->cfg.memory, TD_DEFAULT_MEMORY, 1, 1024));
-    DD_TRY(dd_model_cfg_field(m, "hidden", &m->cfg.hidden, TD_DEFAULT_HIDDEN, 1, 4096));
-    DD_TRY(dd_model_cfg_field(m, "layers", &m->cfg.layers, TD_DEFAULT_LAYERS, 1, TD_MAX_LAYERS));
-    dd_model_cfg_unused(m, "order", &m->cfg.order);
-    dd_model_cfg_unused(m, "kernel", &m->cfg.kernel);
-    dd_model_cfg_unused(m, "cross", &m->cfg.cross);
     g->F = F;
-    g->M = m->cfg.memory;
-    g->H = m->cfg.hidden;
-    g->L = m->cfg.layers;
+    g->M = dd_model_opt(m, "memory");
+    g->H = dd_model_opt(m, "hidden");
+    g->L = dd_model_opt(m, "layers");
     char name[40];
     for (int i = 0; i < g->L; i++) {
         snprintf(name, sizeof name, "hidden.%d", i);
         DD_TRY(dd_dense_layer_add(&m->table, name, i ? g->H : g->F * g->M, g->H, 1, &g->hid[i]));
     }
     DD_TRY(dd_dense_layer_add(&m->table, "fc_out", g->H, 2, 1, &g->out));
+    DD_TRY(dd_model_add_stage(m, &mlp_stage, "mlp", 0, NULL, 2, 2));
     m->history = g->M - 1;
     return DD_OK;
 }
@@ -189,10 +213,7 @@ static dd_status td_build(dd_model *m, int F) {
 static dd_status rvtdnn_build(dd_model *m) { return td_build(m, 2); }
 static dd_status arvtdnn_build(dd_model *m) { return td_build(m, 5); }
 
-dd_status dd_model_create_rvtdnn(const dd_model_cfg *cfg, dd_model **out) {
-    return dd_model_build("rvtdnn", &td_ops, cfg, sizeof(td_impl), rvtdnn_build, out);
-}
-
-dd_status dd_model_create_arvtdnn(const dd_model_cfg *cfg, dd_model **out) {
-    return dd_model_build("arvtdnn", &td_ops, cfg, sizeof(td_impl), arvtdnn_build, out);
-}
+DD_MODEL_DEFINE(rvtdnn, "real-valued time-delay MLP on I/Q taps (Liu 2004)", td_opts, &td_ops, td_impl,
+                rvtdnn_build);
+DD_MODEL_DEFINE(arvtdnn, "augmented RVTDNN: I/Q taps plus |x|, |x|^2, |x|^3 (Wang 2019)", td_opts, &td_ops,
+                td_impl, arvtdnn_build);

@@ -2,51 +2,34 @@
  * dilated convolutions on both sides; here tap k reads x(t - (K-1-k) d) only, so the
  * model streams). With f_t = dd_iqfeat(x_t) (6 features), C channels, L layers:
  *   z_0 = Hardswish(Conv1x1_{6->C}(f) + b)
- *   z_i = Hardswish(DepthwiseConv_{K, dilation 2^(i-1)}(z_{i-1})),   i = 1..L (no bias)
+ *   z_i = Hardswish(DepthwiseConv_{K, dilation d_i}(z_{i-1})),   i = 1..L (no bias)
  *   y   = Conv1x1_{C->2}(z_L) + x                                    (no bias)
- * Names follow OpenDPD's nn.Sequential: "network.0.weight/bias", "network.2.weight", ...,
- * "network.<2(L+1)>.weight". 7C + L K C + 2C parameters (2,784 at the defaults C = 96,
- * L = 4, K = 5). History (K-1)(2^L - 1) samples. */
+ * with d_i = 2^((i-1) mod 12): OpenDPD's doubling dilations, repeating after 12 layers so
+ * deep stacks keep a bounded receptive field. Names follow OpenDPD's nn.Sequential:
+ * "network.0.weight/bias", "network.2.weight", ..., "network.<2(L+1)>.weight".
+ * 7C + L K C + 2C parameters (2,784 at the defaults C = 96, L = 4, K = 5). History
+ * (K-1) sum d_i samples. Stages: "network.0" (features, 1x1, Hardswish), one per
+ * depthwise layer ("network.<2i>"), and the head ("head": 1x1 to I/Q plus the input). */
+#include <stdio.h>
+
 #include "models/model_impl.h"
 
-#define TCN_DEFAULT_HIDDEN 96
-#define TCN_DEFAULT_LAYERS 4
-#define TCN_DEFAULT_KERNEL 5
-#define TCN_MAX_LAYERS 12
+#define TCN_MAX_LAYERS 1024
+#define TCN_DIL_CYCLE 12
 #define NF DD_IQFEAT_DIM
 
 typedef struct {
-    int C, L, K;                            /* channels, dilated layers, kernel */
-    dd_conv1d_layer in;                     /* network.0: 6 -> C, 1x1, bias */
-    dd_conv1d_layer dw[TCN_MAX_LAYERS];     /* network.2i: depthwise C, K, dilation 2^(i-1) */
-    dd_conv1d_layer out;                    /* network.2(L+1): C -> 2, 1x1, no bias */
+    int C, L, K;            /* channels, dilated layers, kernel */
+    dd_conv1d_layer in;     /* network.0: 6 -> C, 1x1, bias */
+    dd_conv1d_layer *dw;    /* [L] network.2i: depthwise C, K, dilation d_i (owned) */
+    dd_conv1d_layer out;    /* network.2(L+1): C -> 2, 1x1, no bias */
 } tcn_impl;
 
-typedef struct {
-    float *feat;                    /* (BT, 6) */
-    float *a[TCN_MAX_LAYERS + 1];   /* (BT, C) pre-activations of layers 0..L */
-    float *z[TCN_MAX_LAYERS + 1];   /* (BT, C) activations of layers 0..L */
-    float *dz, *da, *dfeat;         /* backward scratch (BT, C), (BT, C), (BT, 6) */
-} tcn_ws;
-
-static size_t layout(const tcn_impl *g, int B, int T, float *base, tcn_ws *w) {
-    dd_ws_carver c = {base, 0};
-    size_t BT = (size_t)B * (size_t)T, C = (size_t)g->C;
-    w->feat = dd_ws_take(&c, BT * NF);
-    for (int i = 0; i <= g->L; i++) {
-        w->a[i] = dd_ws_take(&c, BT * C);
-        w->z[i] = dd_ws_take(&c, BT * C);
-    }
-    w->dz = dd_ws_take(&c, BT * C);
-    w->da = dd_ws_take(&c, BT * C);
-    w->dfeat = dd_ws_take(&c, BT * NF);
-    return c.used;
-}
-
-static size_t tcn_workspace(const dd_model *m, int B, int T) {
-    tcn_ws w;
-    return layout(m->impl, B, T, NULL, &w);
-}
+static const dd_model_opt_info tcn_opts[] = {
+    {"hidden", "channels", 96, 1, 4096},
+    {"layers", "dilated depthwise layers (dilation 2^((i-1) mod 12))", 4, 1, TCN_MAX_LAYERS},
+    {"kernel", "kernel of the dilated convolutions", 5, 1, 64},
+    {NULL, NULL, 0, 0, 0}};
 
 static void tcn_init(const dd_model *m, float *params, dd_rng *rng) {
     const tcn_impl *g = m->impl;
@@ -55,102 +38,183 @@ static void tcn_init(const dd_model *m, float *params, dd_rng *rng) {
     dd_conv1d_layer_init(&g->out, params, rng);
 }
 
-static void conv_fwd(const dd_conv1d_layer *l, const float *p, float *out, const float *in, int B,
-                     int T) {
-    dd_conv1d_forward(out, in, p + l->w, l->bias ? p + l->b : NULL, B, T, l->c_in, l->c_out,
-                      l->kernel, l->dilation, l->groups);
+static void tcn_destroy(dd_model *m) {
+    tcn_impl *g = m->impl;
+    dd_free(g->dw);
+    g->dw = NULL;
 }
 
-static void conv_bwd(const dd_conv1d_layer *l, const float *p, float *gr, float *din,
-                     const float *dout, const float *in, int B, int T) {
-    dd_conv1d_backward(din, dd_gview(gr, l->w), l->bias ? dd_gview(gr, l->b) : NULL, dout, in,
-                       p + l->w, B, T, l->c_in, l->c_out, l->kernel, l->dilation, l->groups);
+static void conv_fwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *out, const float *in, int B, int T) {
+    dd_conv1d_forward(out, in, DD_SP(sp, l->w), l->bias ? DD_SP(sp, l->b) : NULL, B, T, l->c_in, l->c_out, l->kernel,
+                      l->dilation, l->groups);
 }
 
-static void tcn_forward(const dd_model *m, const float *p, const float *x, float *y, int B, int T,
-                        float *ws) {
+static void conv_bwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *din, const float *dout,
+                     const float *in, int B, int T) {
+    dd_conv1d_backward(din, DD_SG(sp, l->w), l->bias ? DD_SG(sp, l->b) : NULL, dout, in, DD_SP(sp, l->w), B, T,
+                       l->c_in, l->c_out, l->kernel, l->dilation, l->groups);
+}
+
+/* The size of an activation (BT, C) and of the features (BT, 6), 64-byte rounded. */
+static size_t nc(const tcn_impl *g, int B, int T) { return ((size_t)B * (size_t)T * (size_t)g->C + 15) / 16 * 16; }
+static size_t nf(int B, int T) { return ((size_t)B * (size_t)T * NF + 15) / 16 * 16; }
+
+/* ---- stage "network.0": saved [f (BT, 6), a_0 (BT, C)]; scratch [da (BT, C), df (BT, 6)] ---- */
+
+static size_t stem_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return nf(B, T) + nc(m->impl, B, T);
+}
+
+static void stem_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                         const float *x0, float *out, int B, int T, float *saved, float *scratch) {
+    (void)st, (void)x0, (void)scratch;
     const tcn_impl *g = m->impl;
-    tcn_ws w;
-    layout(g, B, T, ws, &w);
+    const size_t BT = (size_t)B * (size_t)T;
+    float *feat = saved, *a = saved + nf(B, T);
+    dd_iqfeat_forward(feat, in, BT);
+    conv_fwd(&g->in, sp, a, feat, B, T);
+    dd_act_forward(DD_ACT_HARDSWISH, out, a, BT * (size_t)g->C);
+}
+
+static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                          const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
+                          float *scratch) {
+    (void)st, (void)x0, (void)dx0;
+    const tcn_impl *g = m->impl;
     const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->C;
-    dd_iqfeat_forward(w.feat, x, BT);
-    conv_fwd(&g->in, p, w.a[0], w.feat, B, T);
-    dd_act_forward(DD_ACT_HARDSWISH, w.z[0], w.a[0], n);
-    for (int i = 1; i <= g->L; i++) {
-        conv_fwd(&g->dw[i - 1], p, w.a[i], w.z[i - 1], B, T);
-        dd_act_forward(DD_ACT_HARDSWISH, w.z[i], w.a[i], n);
-    }
-    conv_fwd(&g->out, p, y, w.z[g->L], B, T);
-    dd_add_forward(y, y, x, 2 * BT);
+    float *feat = saved, *a = saved + nf(B, T), *da = scratch, *dfeat = din ? scratch + nc(g, B, T) : NULL;
+    memset(da, 0, n * sizeof(float));
+    dd_act_backward(DD_ACT_HARDSWISH, da, dout, a, NULL, n);
+    if (dfeat) memset(dfeat, 0, BT * NF * sizeof(float));
+    conv_bwd(&g->in, sp, dfeat, da, feat, B, T);
+    if (din) dd_iqfeat_backward(din, dfeat, in, BT);
 }
 
-static void tcn_backward(const dd_model *m, const float *p, float *gr, const float *x,
-                         const float *dy, float *dx, int B, int T, float *ws) {
-    const tcn_impl *g = m->impl;
-    tcn_ws w;
-    layout(g, B, T, ws, &w);
-    const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->C;
-    memset(w.dz, 0, n * sizeof(float));
-    conv_bwd(&g->out, p, gr, w.dz, dy, w.z[g->L], B, T);
-    for (int i = g->L; i >= 0; i--) {
-        memset(w.da, 0, n * sizeof(float));
-        dd_act_backward(DD_ACT_HARDSWISH, w.da, w.dz, w.a[i], w.z[i], n);
-        if (i > 0) {
-            memset(w.dz, 0, n * sizeof(float));
-            conv_bwd(&g->dw[i - 1], p, gr, w.dz, w.da, w.z[i - 1], B, T);
-        }
-    }
-    if (dx) {
-        memset(w.dfeat, 0, BT * NF * sizeof(float));
-        conv_bwd(&g->in, p, gr, w.dfeat, w.da, w.feat, B, T);
-        dd_iqfeat_backward(dx, w.dfeat, x, BT);
-        dd_add_backward(dx, NULL, dy, 2 * BT);
-    } else {
-        conv_bwd(&g->in, p, gr, NULL, w.da, w.feat, B, T);
-    }
+static size_t stem_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return nc(m->impl, B, T) + nf(B, T);
 }
 
-static double tcn_flops(const dd_model *m, int backward) {
-    const tcn_impl *g = m->impl;
-    double C = g->C;
-    double f = DD_MAC * (NF * C + g->L * g->K * C + 2 * C) + 4 * C * (g->L + 1) + 14;
+static double stem_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)st;
+    double C = ((const tcn_impl *)m->impl)->C;
+    double f = DD_MAC * NF * C + 4 * C + 14;
     return backward ? 2 * f : f;
 }
 
-static const dd_model_ops tcn_ops = {
-    .init = tcn_init,
-    .workspace = tcn_workspace,
-    .forward = tcn_forward,
-    .backward = tcn_backward,
-    .flops = tcn_flops,
+static const dd_stage_ops stem_stage = {
+    .saved = stem_saved,
+    .scratch = stem_scratch,
+    .forward = stem_forward,
+    .backward = stem_backward,
+    .flops = stem_flops,
 };
+
+/* ---- stage "network.2i" (layer st->arg): saved a_i (BT, C); scratch da (BT, C) ---- */
+
+static size_t layer_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return nc(m->impl, B, T);
+}
+
+static void layer_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                          const float *x0, float *out, int B, int T, float *saved, float *scratch) {
+    (void)x0, (void)scratch;
+    const tcn_impl *g = m->impl;
+    conv_fwd(&g->dw[st->arg], sp, saved, in, B, T);
+    dd_act_forward(DD_ACT_HARDSWISH, out, saved, (size_t)B * (size_t)T * (size_t)g->C);
+}
+
+static void layer_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                           const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
+                           float *scratch) {
+    (void)x0, (void)dx0;
+    const tcn_impl *g = m->impl;
+    const size_t n = (size_t)B * (size_t)T * (size_t)g->C;
+    memset(scratch, 0, n * sizeof(float));
+    dd_act_backward(DD_ACT_HARDSWISH, scratch, dout, saved, NULL, n);
+    conv_bwd(&g->dw[st->arg], sp, din, scratch, in, B, T);
+}
+
+static double layer_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)st;
+    const tcn_impl *g = m->impl;
+    double f = DD_MAC * g->K * (double)g->C + 4.0 * g->C;
+    return backward ? 2 * f : f;
+}
+
+static const dd_stage_ops layer_stage = {
+    .saved = layer_saved,
+    .scratch = layer_saved,
+    .forward = layer_forward,
+    .backward = layer_backward,
+    .flops = layer_flops,
+};
+
+/* ---- stage "head": y = Conv1x1_{C->2}(z_L) + x ---- */
+
+static size_t head_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)m, (void)st, (void)B, (void)T;
+    return 0;
+}
+
+static void head_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                         const float *x0, float *out, int B, int T, float *saved, float *scratch) {
+    (void)st, (void)saved, (void)scratch;
+    const tcn_impl *g = m->impl;
+    conv_fwd(&g->out, sp, out, in, B, T);
+    dd_add_forward(out, out, x0, 2 * (size_t)B * (size_t)T);
+}
+
+static void head_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                          const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
+                          float *scratch) {
+    (void)st, (void)x0, (void)saved, (void)scratch;
+    const tcn_impl *g = m->impl;
+    conv_bwd(&g->out, sp, din, dout, in, B, T);
+    if (dx0) dd_add_backward(dx0, NULL, dout, 2 * (size_t)B * (size_t)T);
+}
+
+static double head_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)st;
+    double f = DD_MAC * 2 * (double)((const tcn_impl *)m->impl)->C;
+    return backward ? 2 * f : f;
+}
+
+static const dd_stage_ops head_stage = {
+    .saved = head_saved,
+    .forward = head_forward,
+    .backward = head_backward,
+    .flops = head_flops,
+};
+
+static const dd_model_ops tcn_ops = {.init = tcn_init, .destroy = tcn_destroy};
 
 static dd_status tcn_build(dd_model *m) {
     tcn_impl *g = m->impl;
-    DD_TRY(dd_model_cfg_field(m, "hidden", &m->cfg.hidden, TCN_DEFAULT_HIDDEN, 1, 4096));
-    DD_TRY(dd_model_cfg_field(m, "layers", &m->cfg.layers, TCN_DEFAULT_LAYERS, 1, TCN_MAX_LAYERS));
-    DD_TRY(dd_model_cfg_field(m, "kernel", &m->cfg.kernel, TCN_DEFAULT_KERNEL, 1, 64));
-    dd_model_cfg_unused(m, "memory", &m->cfg.memory);
-    dd_model_cfg_unused(m, "order", &m->cfg.order);
-    dd_model_cfg_unused(m, "cross", &m->cfg.cross);
-    g->C = m->cfg.hidden;
-    g->L = m->cfg.layers;
-    g->K = m->cfg.kernel;
+    g->C = dd_model_opt(m, "hidden");
+    g->L = dd_model_opt(m, "layers");
+    g->K = dd_model_opt(m, "kernel");
+    g->dw = dd_calloc((size_t)g->L, sizeof *g->dw);
+    if (!g->dw) return dd_error(DD_ERR_NOMEM, "model tcn: out of memory");
     char name[32];
     DD_TRY(dd_conv1d_layer_add(&m->table, "network.0", NF, g->C, 1, 1, 1, 1, &g->in));
+    DD_TRY(dd_model_add_stage(m, &stem_stage, "network.0", 0, NULL, 2, g->C));
     long hist = 0;
     for (int i = 0; i < g->L; i++) {
-        int d = 1 << i;
+        int d = 1 << (i % TCN_DIL_CYCLE);
         snprintf(name, sizeof name, "network.%d", 2 * (i + 1));
         DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, g->C, g->K, d, g->C, 0, &g->dw[i]));
+        DD_TRY(dd_model_add_stage(m, &layer_stage, name, i, NULL, g->C, g->C));
         hist += (long)(g->K - 1) * d;
     }
     snprintf(name, sizeof name, "network.%d", 2 * (g->L + 1));
     DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, 2, 1, 1, 1, 0, &g->out));
+    DD_TRY(dd_model_add_stage(m, &head_stage, "head", 0, NULL, g->C, 2));
     m->history = hist;
     return DD_OK;
 }
 
-dd_status dd_model_create_tcn(const dd_model_cfg *cfg, dd_model **out) {
-    return dd_model_build("tcn", &tcn_ops, cfg, sizeof(tcn_impl), tcn_build, out);
-}
+DD_MODEL_DEFINE(tcn, "temporal conv net: 1x1, dilated depthwise convs (Hardswish), 1x1, + input", tcn_opts,
+                &tcn_ops, tcn_impl, tcn_build);

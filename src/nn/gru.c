@@ -22,24 +22,31 @@ size_t dd_gru_workspace_size(int B, int T, int D, int H) {
     return TB * (9 * (size_t)H + 2 * (size_t)D) + 4 * (size_t)H * (size_t)B;
 }
 
-/* Registers the four tensors of a GRU/LSTM with `gates` gate blocks. */
-dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates,
+/* Registers the four tensors of layer `layer` of a GRU/LSTM with `gates` gate blocks. */
+dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates, int layer,
                               int input_size, int hidden_size, int bias, dd_gru_layer *l) {
-    char name[DD_PARAM_NAME_MAX];
+    char name[DD_PARAM_NAME_MAX], sfx[32];
     memset(l, 0, sizeof *l);
+    if (layer < 0 || layer > 999)
+        return dd_error(DD_ERR_ARG, "%s layer '%s': layer index %d is out of range [0, 999]", kind,
+                        prefix ? prefix : "", layer);
     if (input_size < 1 || hidden_size < 1)
         return dd_error(DD_ERR_ARG, "%s layer '%s': input_size %d and hidden_size %d must be >= 1",
                         kind, prefix ? prefix : "", input_size, hidden_size);
     size_t G = (size_t)gates * (size_t)hidden_size;
     size_t s_ih[2] = {G, (size_t)input_size}, s_hh[2] = {G, (size_t)hidden_size}, s_b[1] = {G};
-    DD_TRY(dd_nn_param_name(name, prefix, "weight_ih_l0"));
+    snprintf(sfx, sizeof sfx, "weight_ih_l%d", layer);
+    DD_TRY(dd_nn_param_name(name, prefix, sfx));
     DD_TRY(dd_param_table_add(t, name, 2, s_ih, &l->w_ih));
-    DD_TRY(dd_nn_param_name(name, prefix, "weight_hh_l0"));
+    snprintf(sfx, sizeof sfx, "weight_hh_l%d", layer);
+    DD_TRY(dd_nn_param_name(name, prefix, sfx));
     DD_TRY(dd_param_table_add(t, name, 2, s_hh, &l->w_hh));
     if (bias) {
-        DD_TRY(dd_nn_param_name(name, prefix, "bias_ih_l0"));
+        snprintf(sfx, sizeof sfx, "bias_ih_l%d", layer);
+        DD_TRY(dd_nn_param_name(name, prefix, sfx));
         DD_TRY(dd_param_table_add(t, name, 1, s_b, &l->b_ih));
-        DD_TRY(dd_nn_param_name(name, prefix, "bias_hh_l0"));
+        snprintf(sfx, sizeof sfx, "bias_hh_l%d", layer);
+        DD_TRY(dd_nn_param_name(name, prefix, sfx));
         DD_TRY(dd_param_table_add(t, name, 1, s_b, &l->b_hh));
     }
     l->input_size = input_size;
@@ -61,7 +68,12 @@ void dd_nn_rnn_layer_init(const dd_gru_layer *l, int gates, float *params, dd_rn
 
 dd_status dd_gru_layer_add(dd_param_table *t, const char *prefix, int input_size, int hidden_size,
                            int bias, dd_gru_layer *l) {
-    return dd_nn_rnn_layer_add(t, prefix, "GRU", 3, input_size, hidden_size, bias, l);
+    return dd_nn_rnn_layer_add(t, prefix, "GRU", 3, 0, input_size, hidden_size, bias, l);
+}
+
+dd_status dd_gru_layer_add_l(dd_param_table *t, const char *prefix, int layer, int input_size, int hidden_size,
+                             int bias, dd_gru_layer *l) {
+    return dd_nn_rnn_layer_add(t, prefix, "GRU", 3, layer, input_size, hidden_size, bias, l);
 }
 
 void dd_gru_layer_init(const dd_gru_layer *l, float *params, dd_rng *rng) {

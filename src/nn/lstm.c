@@ -23,7 +23,12 @@ size_t dd_lstm_workspace_size(int B, int T, int D, int H) {
 
 dd_status dd_lstm_layer_add(dd_param_table *t, const char *prefix, int input_size, int hidden_size,
                             int bias, dd_lstm_layer *l) {
-    return dd_nn_rnn_layer_add(t, prefix, "LSTM", 4, input_size, hidden_size, bias, l);
+    return dd_nn_rnn_layer_add(t, prefix, "LSTM", 4, 0, input_size, hidden_size, bias, l);
+}
+
+dd_status dd_lstm_layer_add_l(dd_param_table *t, const char *prefix, int layer, int input_size, int hidden_size,
+                              int bias, dd_lstm_layer *l) {
+    return dd_nn_rnn_layer_add(t, prefix, "LSTM", 4, layer, input_size, hidden_size, bias, l);
 }
 
 void dd_lstm_layer_init(const dd_lstm_layer *l, float *params, dd_rng *rng) {

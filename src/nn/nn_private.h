@@ -26,7 +26,7 @@ static inline dd_status dd_nn_param_name(char name[DD_PARAM_NAME_MAX], const cha
 
 /* GRU (gates = 3) and LSTM (gates = 4) parameter registration and initialisation
  * (gru.c); `kind` names the layer in messages. */
-dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates,
+dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates, int layer,
                               int input_size, int hidden_size, int bias, dd_gru_layer *l);
 void dd_nn_rnn_layer_init(const dd_gru_layer *l, int gates, float *params, dd_rng *rng);
 
