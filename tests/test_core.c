@@ -1,11 +1,48 @@
-/* Tests of the core services: CRC32C check value, RNG reproducibility and moments,
- * aligned allocation, error messages and status names. */
+/* Tests of the core services: arena memory accounting (counts, peaks, budget), CRC32C
+ * check value, RNG reproducibility and moments, aligned allocation, error messages and
+ * status names. */
 #include "distdpd/core.h"
 #include "dd_test.h"
 
 #include <stdint.h>
 
+/* Arena accounting: counts per kind, peaks, the budget and its message, free. */
+static void test_arena_mem(void) {
+    dd_mem_stats s0, s;
+    dd_mem_stats_get(&s0);
+    float *a = dd_arena_calloc(DD_MEM_PARAMS, 1000, sizeof(float), "test params");
+    float *b = dd_arena_calloc(DD_MEM_OPTIM, 3000, sizeof(float), "test optim");
+    CHECK(a && b && ((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0, "arena blocks not 64-byte aligned");
+    CHECK(a[999] == 0.0f && b[0] == 0.0f, "arena blocks not zeroed");
+    dd_mem_stats_get(&s);
+    CHECK(s.cur[DD_MEM_PARAMS] - s0.cur[DD_MEM_PARAMS] == 4000 && s.cur[DD_MEM_OPTIM] - s0.cur[DD_MEM_OPTIM] == 12000,
+          "counted %zu / %zu bytes", s.cur[DD_MEM_PARAMS] - s0.cur[DD_MEM_PARAMS],
+          s.cur[DD_MEM_OPTIM] - s0.cur[DD_MEM_OPTIM]);
+    dd_arena_free(b);
+    dd_mem_stats_get(&s);
+    CHECK(s.cur[DD_MEM_OPTIM] == s0.cur[DD_MEM_OPTIM] && s.peak[DD_MEM_OPTIM] >= s0.cur[DD_MEM_OPTIM] + 12000,
+          "free or peak wrong");
+    /* a budget of 16000 bytes over everything allocated now: 8000 more fit, 20000 do not */
+    dd_mem_set_limit(s.cur[DD_MEM_PARAMS] + s.cur[DD_MEM_GRADS] + s.cur[DD_MEM_OPTIM] + s.cur[DD_MEM_ACTIVATIONS] +
+                     12000);
+    float *c = dd_arena_calloc(DD_MEM_ACTIVATIONS, 2000, sizeof(float), "test workspace");
+    CHECK(c != NULL, "8000 bytes within the budget refused: %s", dd_last_error());
+    float *d = dd_arena_calloc(DD_MEM_GRADS, 5000, sizeof(float), "the test gradients");
+    CHECK(d == NULL, "an allocation above the budget was granted");
+    CHECK(strstr(dd_last_error(), "the test gradients") && strstr(dd_last_error(), "--mem-limit-mb") &&
+              strstr(dd_last_error(), "grads"),
+          "budget message '%s'", dd_last_error());
+    dd_mem_set_limit(0);
+    dd_arena_free(c);
+    dd_arena_free(a);
+    dd_arena_free(NULL);
+    dd_mem_stats_get(&s);
+    for (int k = 0; k < DD_MEM_KINDS; k++) CHECK(s.cur[k] == s0.cur[k], "kind %d not back to its start", k);
+    CHECK(dd_mem_peak_rss() > 0, "no peak RSS");
+}
+
 int main(void) {
+    test_arena_mem();
     /* CRC32C check value from the Castagnoli/iSCSI specification. */
     CHECK(dd_crc32c(0, "123456789", 9) == 0xE3069283u, "crc %08x", dd_crc32c(0, "123456789", 9));
     /* Chaining equals one pass. */

@@ -75,6 +75,39 @@ void dd_error_clear(void);
 void *dd_calloc(size_t count, size_t size);
 void dd_free(void *p);
 
+/* Arena memory: the parameter, gradient, optimiser-state and activation buffers of
+ * training, allocated through dd_arena_calloc so that each kind is counted (current and
+ * peak bytes of this process) and an optional budget is enforced (e.g. --mem-limit-mb).
+ * Not thread-safe: arenas are created and freed by the training thread. */
+typedef enum {
+    DD_MEM_PARAMS = 0,      /* parameters (and gathered parameter slices) */
+    DD_MEM_GRADS = 1,       /* gradients */
+    DD_MEM_OPTIM = 2,       /* optimiser state */
+    DD_MEM_ACTIVATIONS = 3, /* model workspaces, batch and evaluation buffers */
+    DD_MEM_KINDS = 4
+} dd_mem_kind;
+/* "params", "grads", "optim", "activations". */
+const char *dd_mem_kind_name(dd_mem_kind k);
+/* Like dd_calloc (64-byte aligned, zeroed), counted under `kind`. Fails (NULL, with
+ * DD_ERR_NOMEM recorded) when the allocation would bring all arenas together above the
+ * budget; the message names `what`, the size, the arenas already allocated and the
+ * budget. Free with dd_arena_free (not dd_free). */
+void *dd_arena_calloc(dd_mem_kind kind, size_t count, size_t size, const char *what);
+void dd_arena_free(void *p);
+/* Budget in bytes for all arenas of this process together; 0 = none (the default). */
+void dd_mem_set_limit(size_t bytes);
+typedef struct {
+    size_t cur[DD_MEM_KINDS];  /* bytes allocated now, per kind */
+    size_t peak[DD_MEM_KINDS]; /* largest bytes allocated at once, per kind */
+    size_t peak_total;         /* largest sum over the kinds at once */
+    size_t limit;              /* the budget (0: none) */
+} dd_mem_stats;
+void dd_mem_stats_get(dd_mem_stats *s);
+/* Peaks start again from the current values. */
+void dd_mem_stats_reset_peaks(void);
+/* This process's peak resident set size in bytes (getrusage), 0 if unknown. */
+size_t dd_mem_peak_rss(void);
+
 /* Random numbers: xoshiro256** seeded through splitmix64. Same seed, same stream on
  * every platform. The state is plain data, so it can be checkpointed by copying. */
 typedef struct {

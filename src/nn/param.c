@@ -82,11 +82,11 @@ dd_status dd_param_arena_create(dd_param_arena *a, const dd_param_table *t) {
     if (!t || t->total == 0) return dd_error(DD_ERR_ARG, "parameter arena: empty table");
     a->table = t;
     a->n = t->total;
-    a->params = dd_calloc(a->n, sizeof(float));
-    a->grads = dd_calloc(a->n, sizeof(float));
+    a->params = dd_arena_calloc(DD_MEM_PARAMS, a->n, sizeof(float), "the parameters");
+    a->grads = dd_arena_calloc(DD_MEM_GRADS, a->n, sizeof(float), "the gradients");
     if (!a->params || !a->grads) {
         dd_param_arena_destroy(a);
-        return dd_error(DD_ERR_NOMEM, "parameter arena: cannot allocate 2 x %zu floats", t->total);
+        return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
     }
     return DD_OK;
 }
@@ -96,19 +96,18 @@ dd_status dd_param_arena_alloc_state(dd_param_arena *a, int nstate) {
         return dd_error(DD_ERR_ARG, "parameter arena: nstate %d not in 1..%d", nstate,
                         DD_PARAM_MAX_STATE);
     for (int i = 0; i < DD_PARAM_MAX_STATE; i++) {
-        dd_free(a->state[i]);
+        dd_arena_free(a->state[i]);
         a->state[i] = NULL;
     }
     a->nstate = 0;
     for (int i = 0; i < nstate; i++) {
-        a->state[i] = dd_calloc(a->n, sizeof(float));
+        a->state[i] = dd_arena_calloc(DD_MEM_OPTIM, a->n, sizeof(float), "an optimiser state arena");
         if (!a->state[i]) {
             for (int j = 0; j < i; j++) {
-                dd_free(a->state[j]);
+                dd_arena_free(a->state[j]);
                 a->state[j] = NULL;
             }
-            return dd_error(DD_ERR_NOMEM, "parameter arena: cannot allocate state %d (%zu floats)",
-                            i, a->n);
+            return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
         }
     }
     a->nstate = nstate;
@@ -120,9 +119,9 @@ void dd_param_arena_zero_grads(dd_param_arena *a) {
 }
 
 void dd_param_arena_destroy(dd_param_arena *a) {
-    dd_free(a->params);
-    dd_free(a->grads);
-    for (int i = 0; i < DD_PARAM_MAX_STATE; i++) dd_free(a->state[i]);
+    dd_arena_free(a->params);
+    dd_arena_free(a->grads);
+    for (int i = 0; i < DD_PARAM_MAX_STATE; i++) dd_arena_free(a->state[i]);
     memset(a, 0, sizeof *a);
 }
 

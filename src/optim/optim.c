@@ -18,7 +18,7 @@ struct dd_optim {
     dd_optim_cfg cfg;   /* validated hyper-parameters */
     size_t n;           /* arena length */
     uint64_t step;      /* completed steps */
-    float *state;       /* nstate floats (dd_calloc, owned), NULL when nstate == 0 */
+    float *state;       /* nstate floats (dd_arena_calloc, owned), NULL when nstate == 0 */
     size_t nstate;      /* 0 (plain SGD), n (SGD + momentum) or 2n (Adam/AdamW) */
 };
 
@@ -105,7 +105,7 @@ dd_status dd_optim_create(const char *kind, const dd_optim_cfg *cfg, size_t n, d
     o->n = n;
     o->nstate = state_len(k, &c, n);
     if (o->nstate) {
-        o->state = dd_calloc(o->nstate, sizeof(float));
+        o->state = dd_arena_calloc(DD_MEM_OPTIM, o->nstate, sizeof(float), "the optimiser state");
         if (!o->state) {
             dd_free(o);
             return DD_ERR_NOMEM;
@@ -117,7 +117,7 @@ dd_status dd_optim_create(const char *kind, const dd_optim_cfg *cfg, size_t n, d
 
 void dd_optim_destroy(dd_optim **opt) {
     if (!opt || !*opt) return;
-    dd_free((*opt)->state);
+    dd_arena_free((*opt)->state);
     dd_free(*opt);
     *opt = NULL;
 }
