@@ -283,6 +283,48 @@ static void test_plain_collectives(dd_comm *c) {
     CHECK_OK(dd_comm_barrier(c));
 }
 
+/* Non-blocking allgatherv (uneven counts with zeros, in place and not) and reduce-scatter
+ * (rank-valued inputs: every sum is exact), two of each in flight at once. */
+static void test_nonblocking_gather_scatter(dd_comm *c) {
+    int p = dd_comm_size(c), r = dd_comm_rank(c);
+    size_t *cnt = calloc((size_t)p, sizeof *cnt), *dsp = calloc((size_t)p, sizeof *dsp), tot = 0;
+    for (int q = 0; q < p; q++) {
+        cnt[q] = q % 3 == 1 ? 0 : (size_t)(37 * q + 5); /* some ranks own nothing */
+        dsp[q] = tot;
+        tot += cnt[q];
+    }
+    size_t *bc = calloc((size_t)p, sizeof *bc), *bd = calloc((size_t)p, sizeof *bd);
+    for (int q = 0; q < p; q++) {
+        bc[q] = cnt[q] * sizeof(float);
+        bd[q] = dsp[q] * sizeof(float);
+    }
+    float *a = calloc(tot + 1, sizeof *a), *b = calloc(tot + 1, sizeof *b), *mine = calloc(cnt[r] + 1, sizeof *mine);
+    for (size_t i = 0; i < cnt[r]; i++) a[dsp[r] + i] = mine[i] = (float)(1000 * r + (int)i);
+    dd_comm_req *q1 = NULL, *q2 = NULL;
+    CHECK_OK(dd_comm_iallgatherv(c, a + dsp[r], a, bc, bd, &q1)); /* in place */
+    CHECK_OK(dd_comm_iallgatherv(c, mine, b, bc, bd, &q2));
+    CHECK_OK(dd_comm_wait(&q2));
+    CHECK_OK(dd_comm_wait(&q1));
+    size_t bad = 0;
+    for (int q = 0; q < p; q++)
+        for (size_t i = 0; i < cnt[q]; i++)
+            bad += a[dsp[q] + i] != (float)(1000 * q + (int)i) || b[dsp[q] + i] != a[dsp[q] + i];
+    CHECK(bad == 0, "iallgatherv: %zu wrong values on rank %d", bad, r);
+    /* reduce-scatter: element i of block q from rank k is k + 1 + i: block sums exact */
+    float *send = calloc(tot + 1, sizeof *send), *recv = calloc(cnt[r] + 1, sizeof *recv);
+    for (int q = 0; q < p; q++)
+        for (size_t i = 0; i < cnt[q]; i++) send[dsp[q] + i] = (float)(r + 1 + (int)i);
+    int done = 0;
+    CHECK_OK(dd_comm_ireduce_scatter(c, send, recv, cnt, &q1));
+    while (!done) CHECK_OK(dd_comm_test(q1, &done));
+    dd_comm_req_free(&q1);
+    bad = 0;
+    for (size_t i = 0; i < cnt[r]; i++) bad += recv[i] != (float)(p * (p + 1) / 2 + p * (int)i);
+    CHECK(bad == 0, "ireduce_scatter: %zu wrong values on rank %d", bad, r);
+    CHECK_ERR(dd_comm_ireduce_scatter(c, send, recv, NULL, &q1), DD_ERR_ARG, "counts");
+    free(cnt), free(dsp), free(bc), free(bd), free(a), free(b), free(mine), free(send), free(recv);
+}
+
 static void test_split_p2p(dd_comm *c) {
     int p = dd_comm_size(c), r = dd_comm_rank(c);
     dd_comm *half = NULL, *none = NULL;
@@ -391,6 +433,7 @@ int main(int argc, char **argv) {
     test_hier_nodes(1);
     test_hier_nodes(3);
     test_plain_collectives(w);
+    test_nonblocking_gather_scatter(w);
     test_split_p2p(w);
     test_stats(w);
     test_errors(w);

@@ -38,7 +38,7 @@ extern "C" {
  * the single-process one (size 1, no MPI calls). Opaque. */
 typedef struct dd_comm dd_comm;
 
-/* A non-blocking allreduce in flight. Opaque. */
+/* A non-blocking collective in flight. Opaque. */
 typedef struct dd_comm_req dd_comm_req;
 
 /* Element types of reductions. Sums of DD_F32 accumulate in float32 (like NCCL), sums
@@ -167,6 +167,18 @@ dd_status dd_comm_recv(dd_comm *c, void *buf, size_t bytes, int peer, int tag);
  * The caller ends every request with dd_comm_wait() (or dd_comm_req_free()). */
 dd_status dd_comm_iallreduce(dd_comm *c, dd_allreduce_algo algo, void *buf, size_t n,
                              dd_dtype dt, dd_comm_req **req);
+
+/* Non-blocking variable-size allgather (MPI_Iallgatherv; arguments as
+ * dd_comm_allgatherv): rank r's counts[r] bytes land at recv + displs[r]; send may be
+ * recv + displs[rank] (in place). For sharded data parallelism: a stage's parameters
+ * gathered from their owners while the previous stage computes. */
+dd_status dd_comm_iallgatherv(dd_comm *c, const void *send, void *recv, const size_t *counts,
+                              const size_t *displs, dd_comm_req **req);
+/* Non-blocking float32 sum reduce-scatter (MPI_Ireduce_scatter, the MPI library's
+ * summation order): send holds sum(counts) floats on every rank; rank r receives the sum
+ * of block r (counts[r] floats, blocks consecutive) in recv. send must not overlap recv. */
+dd_status dd_comm_ireduce_scatter(dd_comm *c, const float *send, float *recv, const size_t *counts,
+                                  dd_comm_req **req);
 
 /* Advances req as far as it can without blocking; *done = 1 once the result is in buf.
  * After an error the request is dead: free it with dd_comm_req_free(). */

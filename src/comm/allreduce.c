@@ -48,7 +48,9 @@ struct dd_comm_req {
     void *scratch;     /* receive buffer for reduce steps */
     int scratch_owned; /* 1: allocated for this request; 0: borrowed from c */
     int tag;           /* this call's tag */
-    int coll;          /* 1: an MPI_Iallreduce in rq[0] */
+    int coll;          /* 1: an MPI non-blocking collective in rq[0] */
+    int *iarr;         /* count/displacement arrays of that collective (owned; MPI reads
+                          them until it completes) */
     int done;          /* result is in buf */
     int failed;        /* an error happened: the request is dead */
 };
@@ -336,7 +338,7 @@ static dd_status req_progress(dd_comm_req *q, int blocking) {
         } else {
             rc = MPI_Test(&q->rq[0], &flag, MPI_STATUS_IGNORE);
         }
-        if (rc != MPI_SUCCESS) return req_fail(q, rc, blocking ? "MPI_Wait(MPI_Iallreduce)" : "MPI_Test(MPI_Iallreduce)");
+        if (rc != MPI_SUCCESS) return req_fail(q, rc, blocking ? "MPI_Wait (non-blocking collective)" : "MPI_Test (non-blocking collective)");
         if (flag) q->done = 1;
         return DD_OK;
     }
@@ -369,6 +371,7 @@ static void req_release(dd_comm_req *q) {
         q->c->scratch_busy = 0;
     if (q->sbuf != q->buf) free(q->sbuf);
     free(q->s.v);
+    free(q->iarr);
     free(q);
 }
 
@@ -462,6 +465,96 @@ dd_status dd_comm_iallreduce(dd_comm *c, dd_allreduce_algo algo, void *buf, size
     c->stats.seconds += dd_comm_wtime() - t0;
     if (s != DD_OK) dd_comm_req_free(req);
     return s;
+}
+
+/* A request for an MPI non-blocking collective started by `start` (NULL when the
+ * communicator is not MPI or has one rank: done at once). */
+static dd_status coll_req(dd_comm *c, dd_comm_req **out) {
+    dd_comm_req *q = calloc(1, sizeof *q);
+    if (!q) return dd_error(DD_ERR_NOMEM, "out of memory for a collective request");
+    q->c = c;
+    q->rq[0] = q->rq[1] = MPI_REQUEST_NULL;
+    q->coll = 1;
+    q->iarr = malloc(2 * (size_t)(c->size > 0 ? c->size : 1) * sizeof(int));
+    if (!q->iarr) {
+        free(q);
+        return dd_error(DD_ERR_NOMEM, "out of memory for a collective request");
+    }
+    *out = q;
+    return DD_OK;
+}
+
+dd_status dd_comm_iallgatherv(dd_comm *c, const void *send, void *recv, const size_t *counts, const size_t *displs,
+                              dd_comm_req **req) {
+    if (!req) return dd_error(DD_ERR_ARG, "dd_comm_iallgatherv: req is NULL");
+    *req = NULL;
+    if (!c) return dd_error(DD_ERR_ARG, "dd_comm_iallgatherv: communicator is NULL");
+    if (!counts || !displs) return dd_error(DD_ERR_ARG, "dd_comm_iallgatherv: counts or displs is NULL");
+    for (int r = 0; r < c->size; r++) {
+        if (counts[r] > INT_MAX || displs[r] > INT_MAX)
+            return dd_error(DD_ERR_ARG, "dd_comm_iallgatherv: counts[%d] = %zu or displs[%d] = %zu > INT_MAX", r,
+                            counts[r], r, displs[r]);
+        if (counts[r] && !recv) return dd_error(DD_ERR_ARG, "dd_comm_iallgatherv: recv is NULL");
+    }
+    const size_t mine = counts[c->rank];
+    if (mine && !send) return dd_error(DD_ERR_ARG, "dd_comm_iallgatherv: send is NULL");
+    double t0 = dd_comm_wtime();
+    DD_TRY(coll_req(c, req));
+    dd_comm_req *q = *req;
+    c->stats.calls++;
+    if (!c->is_mpi || c->size == 1) {
+        if (mine && (const char *)recv + displs[c->rank] != (const char *)send)
+            memmove((char *)recv + displs[c->rank], send, mine);
+        q->done = 1;
+        return DD_OK;
+    }
+    for (int r = 0; r < c->size; r++) {
+        q->iarr[r] = (int)counts[r];
+        q->iarr[c->size + r] = (int)displs[r];
+    }
+    const void *sb = (const char *)recv + displs[c->rank] == (const char *)send ? MPI_IN_PLACE : send;
+    int rc = MPI_Iallgatherv(sb, (int)mine, MPI_BYTE, recv, q->iarr, q->iarr + c->size, MPI_BYTE, c->mc, &q->rq[0]);
+    c->stats.seconds += dd_comm_wtime() - t0;
+    if (rc != MPI_SUCCESS) {
+        dd_comm_req_free(req);
+        return dd_comm_mpi_error(rc, "MPI_Iallgatherv");
+    }
+    c->stats.bytes_sent += mine;
+    return DD_OK;
+}
+
+dd_status dd_comm_ireduce_scatter(dd_comm *c, const float *send, float *recv, const size_t *counts,
+                                  dd_comm_req **req) {
+    if (!req) return dd_error(DD_ERR_ARG, "dd_comm_ireduce_scatter: req is NULL");
+    *req = NULL;
+    if (!c) return dd_error(DD_ERR_ARG, "dd_comm_ireduce_scatter: communicator is NULL");
+    if (!counts) return dd_error(DD_ERR_ARG, "dd_comm_ireduce_scatter: counts is NULL");
+    size_t total = 0;
+    for (int r = 0; r < c->size; r++) {
+        if (counts[r] > INT_MAX)
+            return dd_error(DD_ERR_ARG, "dd_comm_ireduce_scatter: counts[%d] = %zu > INT_MAX", r, counts[r]);
+        total += counts[r];
+    }
+    if (total && !send) return dd_error(DD_ERR_ARG, "dd_comm_ireduce_scatter: send is NULL");
+    if (counts[c->rank] && !recv) return dd_error(DD_ERR_ARG, "dd_comm_ireduce_scatter: recv is NULL");
+    double t0 = dd_comm_wtime();
+    DD_TRY(coll_req(c, req));
+    dd_comm_req *q = *req;
+    c->stats.calls++;
+    if (!c->is_mpi || c->size == 1) {
+        if (counts[c->rank] && recv != send) memmove(recv, send, counts[c->rank] * sizeof(float));
+        q->done = 1;
+        return DD_OK;
+    }
+    for (int r = 0; r < c->size; r++) q->iarr[r] = (int)counts[r];
+    int rc = MPI_Ireduce_scatter(send, recv, q->iarr, MPI_FLOAT, MPI_SUM, c->mc, &q->rq[0]);
+    c->stats.seconds += dd_comm_wtime() - t0;
+    if (rc != MPI_SUCCESS) {
+        dd_comm_req_free(req);
+        return dd_comm_mpi_error(rc, "MPI_Ireduce_scatter");
+    }
+    c->stats.bytes_sent += (total - counts[c->rank]) * sizeof(float);
+    return DD_OK;
 }
 
 dd_status dd_comm_test(dd_comm_req *req, int *done) {
