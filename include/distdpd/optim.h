@@ -121,6 +121,23 @@ dd_status dd_optim_state_save(const dd_optim *opt, void *buf, size_t bytes);
  * expected), DD_ERR_MISMATCH (other kind or n: both named). */
 dd_status dd_optim_state_load(dd_optim *opt, const void *buf, size_t bytes);
 
+/* Sharded optimisers (ZeRO): an optimiser of n elements may own the slice [lo, lo + n)
+ * of a model of n_total parameters; its checkpoint is still the blob of the whole model.
+ * The blob's data (after the DD_OPTIM_STATE_HEADER-byte header) holds
+ * dd_optim_state_arrays() arrays of n_total floats each (SGD momentum: 1; Adam/AdamW:
+ * exp_avg then exp_avg_sq: 2; plain SGD: 0); element i of array j is float
+ * j * n_total + i, so each slice's part can be placed by its owner. */
+#define DD_OPTIM_STATE_HEADER 64
+int dd_optim_state_arrays(const dd_optim *opt);
+/* Bytes of the blob of a model of n_total parameters for this optimiser's kind. */
+size_t dd_optim_state_bytes_for(const dd_optim *opt, size_t n_total);
+/* Writes the header of that blob (this optimiser's kind and step count). */
+dd_status dd_optim_state_header(const dd_optim *opt, size_t n_total, void *buf);
+/* Restores the step count and this optimiser's slice [lo, lo + n) of every state array
+ * from a blob of any n_total >= lo + n (resharding on load). On error opt is unchanged.
+ * Errors: as dd_optim_state_load. */
+dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes, size_t lo);
+
 /* ------------------------------------------------------------------------------------
  * Gradient-norm clipping (torch.nn.utils.clip_grad_norm_ with norm_type 2)
  * ------------------------------------------------------------------------------------ */

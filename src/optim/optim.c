@@ -298,3 +298,58 @@ dd_status dd_optim_state_load(dd_optim *opt, const void *buf, size_t bytes) {
     if (opt->nstate) memcpy(opt->state, (const char *)buf + OPTST_HEADER, opt->nstate * sizeof(float));
     return DD_OK;
 }
+
+/* ---- slices of a state blob (sharded optimisers) ---- */
+
+int dd_optim_state_arrays(const dd_optim *opt) { return opt && opt->n ? (int)(opt->nstate / opt->n) : 0; }
+
+size_t dd_optim_state_bytes_for(const dd_optim *opt, size_t n_total) {
+    return opt ? OPTST_HEADER + (size_t)dd_optim_state_arrays(opt) * n_total * sizeof(float) : 0;
+}
+
+dd_status dd_optim_state_header(const dd_optim *opt, size_t n_total, void *buf) {
+    if (!opt || !buf) return dd_error(DD_ERR_ARG, "dd_optim_state_header: NULL argument");
+    optst_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, OPTST_MAGIC, 8);
+    h.version = OPTST_VERSION;
+    h.kind = (uint32_t)opt->kind;
+    h.n = n_total;
+    h.step = opt->step;
+    h.nstate = (uint64_t)dd_optim_state_arrays(opt) * n_total;
+    memcpy(buf, &h, sizeof h);
+    return DD_OK;
+}
+
+dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes, size_t lo) {
+    if (!opt || !buf) return dd_error(DD_ERR_ARG, "dd_optim_state_load_slice: NULL argument");
+    optst_header h;
+    if (bytes < OPTST_HEADER)
+        return dd_error(DD_ERR_FORMAT, "optimiser state: %zu bytes, shorter than its %d-byte header", bytes,
+                        OPTST_HEADER);
+    memcpy(&h, buf, sizeof h);
+    if (memcmp(h.magic, OPTST_MAGIC, 8) != 0)
+        return dd_error(DD_ERR_FORMAT, "optimiser state: bad magic (not written by dd_optim_state_save)");
+    if (h.version != OPTST_VERSION)
+        return dd_error(DD_ERR_FORMAT, "optimiser state: version %u, this build reads version %u",
+                        (unsigned)h.version, OPTST_VERSION);
+    if (h.kind != (uint32_t)opt->kind)
+        return dd_error(DD_ERR_MISMATCH, "optimiser state was saved by '%s', this optimiser is '%s'",
+                        dd_optim_kind_name((dd_optim_kind)h.kind), dd_optim_kind_name(opt->kind));
+    if (h.n < lo || h.n - lo < opt->n)
+        return dd_error(DD_ERR_MISMATCH, "optimiser state is for %llu parameters, too few for the slice [%zu, %zu)",
+                        (unsigned long long)h.n, lo, lo + opt->n);
+    const size_t k = (size_t)dd_optim_state_arrays(opt);
+    if (h.nstate != k * h.n)
+        return dd_error(DD_ERR_MISMATCH,
+                        "%s optimiser state has %llu floats for %llu parameters, this optimiser keeps %zu per "
+                        "parameter (momentum switched on or off?)",
+                        dd_optim_kind_name(opt->kind), (unsigned long long)h.nstate, (unsigned long long)h.n, k);
+    if (bytes != OPTST_HEADER + h.nstate * sizeof(float))
+        return dd_error(DD_ERR_FORMAT, "optimiser state: %zu bytes, expected %llu", bytes,
+                        (unsigned long long)(OPTST_HEADER + h.nstate * sizeof(float)));
+    const float *src = (const float *)((const char *)buf + OPTST_HEADER);
+    for (size_t j = 0; j < k; j++) memcpy(opt->state + j * opt->n, src + j * h.n + lo, opt->n * sizeof(float));
+    opt->step = h.step;
+    return DD_OK;
+}
