@@ -283,7 +283,7 @@ static void test_plain_collectives(dd_comm *c) {
     CHECK_OK(dd_comm_barrier(c));
 }
 
-/* Non-blocking allgatherv (uneven counts with zeros, in place and not) and reduce-scatter
+/* Non-blocking allgatherv (uneven counts with zeros, in place and not), gatherv and reduce-scatter
  * (rank-valued inputs: every sum is exact), two of each in flight at once. */
 static void test_nonblocking_gather_scatter(dd_comm *c) {
     int p = dd_comm_size(c), r = dd_comm_rank(c);
@@ -310,6 +310,15 @@ static void test_nonblocking_gather_scatter(dd_comm *c) {
         for (size_t i = 0; i < cnt[q]; i++)
             bad += a[dsp[q] + i] != (float)(1000 * q + (int)i) || b[dsp[q] + i] != a[dsp[q] + i];
     CHECK(bad == 0, "iallgatherv: %zu wrong values on rank %d", bad, r);
+    /* blocking gatherv to the last rank */
+    float *gv = calloc(tot + 1, sizeof *gv);
+    CHECK_OK(dd_comm_gatherv(c, mine, r == p - 1 ? gv : NULL, bc, bd, p - 1));
+    bad = 0;
+    for (int q = 0; r == p - 1 && q < p; q++)
+        for (size_t i = 0; i < cnt[q]; i++) bad += gv[dsp[q] + i] != (float)(1000 * q + (int)i);
+    CHECK(bad == 0, "gatherv: %zu wrong values on the root", bad);
+    CHECK_ERR(dd_comm_gatherv(c, mine, gv, bc, bd, p), DD_ERR_ARG, "root");
+    free(gv);
     /* reduce-scatter: element i of block q from rank k is k + 1 + i: block sums exact */
     float *send = calloc(tot + 1, sizeof *send), *recv = calloc(cnt[r] + 1, sizeof *recv);
     for (int q = 0; q < p; q++)

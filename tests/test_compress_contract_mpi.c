@@ -209,8 +209,8 @@ static float *train_with(dd_dataset *ds, const char *spec, dd_allreduce_algo alg
     dd_trainer *tr = NULL;
     float *out = NULL;
     if (dd_dp_create(g_world, &dc, &dp) != DD_OK) return NULL;
-    dd_train_hooks h;
-    dd_dp_hooks(dp, &h);
+    dd_strategy h;
+    dd_dp_strategy(dp, &h);
     if (dd_trainer_create(&c, ds, NULL, &h, &tr) == DD_OK && train_epochs(tr, 2, rec) == 0) {
         *nf = dd_trainer_num_floats(tr);
         out = malloc(*nf * sizeof(float));
@@ -297,14 +297,14 @@ static void test_checkpoint(dd_dataset *ds, const char *spec) {
     snprintf(path, sizeof path, "%s/%s.ckpt", g_tmp, dc.compress.name);
     dd_dp *dp = NULL;
     dd_trainer *tr = NULL;
-    dd_train_hooks h;
+    dd_strategy h;
     CHECK_OK(dd_dp_create(g_world, &dc, &dp));
-    dd_dp_hooks(dp, &h);
+    dd_dp_strategy(dp, &h);
     CHECK_OK(dd_trainer_create(&c, ds, NULL, &h, &tr));
     int ok = tr && train_epochs(tr, 1, NULL) == 0;
     /* a few steps into epoch 2 */
     for (int k = 0; ok && k < 2; k++) ok = dd_trainer_step(tr, NULL) == DD_OK;
-    ok = ok && h.before_save(h.user) == DD_OK;
+    ok = ok && h.ops->before_save(h.self, tr) == DD_OK;
     if (ok && g_rank == 0) ok = dd_trainer_save(tr, path) == DD_OK;
     CHECK(all_ok(ok), "%s: train and save: %s", spec, dd_last_error());
     size_t m = 0, ms = 0;
@@ -321,7 +321,7 @@ static void test_checkpoint(dd_dataset *ds, const char *spec) {
 
     /* same ranks: each gets its own state back */
     CHECK_OK(dd_dp_create(g_world, &dc, &dp));
-    dd_dp_hooks(dp, &h);
+    dd_dp_strategy(dp, &h);
     CHECK_OK(dd_trainer_create(&c, ds, NULL, &h, &tr));
     CHECK_OK(dd_trainer_load(tr, path, 0));
     size_t m2 = 0, ms2 = 0;
@@ -343,7 +343,7 @@ static void test_checkpoint(dd_dataset *ds, const char *spec) {
     CHECK_OK(dd_comm_self(&self));
     dd_dp_cfg d1 = dc;
     CHECK_OK(dd_dp_create(self, &d1, &dp));
-    dd_dp_hooks(dp, &h);
+    dd_dp_strategy(dp, &h);
     CHECK_OK(dd_trainer_create(&c, ds, NULL, &h, &tr));
     CHECK_OK(dd_trainer_load(tr, path, 0));
     dd_compress_state_export(dd_dp_compressor(dp), NULL, &m2);

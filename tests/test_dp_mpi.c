@@ -126,8 +126,8 @@ static void test_equivalence(void) {
             dc.bucket_mb = buckets[k];
             dd_dp *dp = NULL;
             CHECK_OK(dd_dp_create(g_world, &dc, &dp));
-            dd_train_hooks h;
-            dd_dp_hooks(dp, &h);
+            dd_strategy h;
+            dd_dp_strategy(dp, &h);
             dd_trainer *tr = NULL;
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &h, &tr));
             int ok = tr != NULL && train_epochs(tr, 2) == 0;
@@ -210,8 +210,8 @@ static void test_equivalence(void) {
         }
         dd_dp *dp = NULL;
         CHECK_OK(dd_dp_create(g_world, NULL, &dp));
-        dd_train_hooks h;
-        dd_dp_hooks(dp, &h);
+        dd_strategy h;
+        dd_dp_strategy(dp, &h);
         CHECK_OK(dd_trainer_create(&cc, ds, NULL, &h, &tr));
         int ok = all_ok(tr != NULL && train_epochs(tr, 1) == 0);
         CHECK(ok, "clipped, %d ranks: %s", g_size, dd_last_error());
@@ -252,8 +252,8 @@ static void test_equivalence(void) {
             dd_dp_cfg_default(&dc);
             dc.bucket_mb = 1e-4;
             CHECK_OK(dd_dp_create(g_world, &dc, &dp));
-            dd_train_hooks h;
-            dd_dp_hooks(dp, &h);
+            dd_strategy h;
+            dd_dp_strategy(dp, &h);
             CHECK_OK(dd_trainer_create(&cd, ds, &pa, &h, &tr));
             int ok = all_ok(tr != NULL && train_epochs(tr, 1) == 0);
             CHECK(ok, "DLA %d ranks: %s", g_size, dd_last_error());
@@ -290,9 +290,9 @@ static void test_stop_and_mismatch(void) {
     CHECK_OK(dd_dp_create(g_world, NULL, &dp));
     volatile int mine = 0;
     dd_dp_set_stop_source(dp, &mine);
-    dd_train_hooks h;
-    dd_dp_hooks(dp, &h);
-    CHECK(h.rank == g_rank && h.nranks == g_size, "hooks carry rank %d of %d", h.rank, h.nranks);
+    dd_strategy h;
+    dd_dp_strategy(dp, &h);
+    CHECK(h.rank == g_rank && h.nranks == g_size, "the strategy carries rank %d of %d", h.rank, h.nranks);
     dd_trainer *tr = NULL;
     CHECK_OK(dd_trainer_create(&c, ds, NULL, &h, &tr));
     if (tr) {
@@ -311,7 +311,7 @@ static void test_stop_and_mismatch(void) {
         dd_train_cfg cm = c;
         cm.model_cfg.hidden = g_rank == 0 ? 4 : 5;
         CHECK_OK(dd_dp_create(g_world, NULL, &dp));
-        dd_dp_hooks(dp, &h);
+        dd_dp_strategy(dp, &h);
         CHECK_ERR(dd_trainer_create(&cm, ds, NULL, &h, &tr), DD_ERR_MISMATCH, "same model");
         CHECK(tr == NULL, "no trainer");
         dd_dp_destroy(&dp);
@@ -352,14 +352,14 @@ static dd_status run_on(int m, const dd_train_cfg *cfg, const char *data, const 
         dd_dp_cfg_default(&dc);
         dc.bucket_mb = 1e-4;
         if ((st = dd_dp_create(sub, &dc, &dp)) == DD_OK) {
-            dd_train_hooks h;
-            dd_dp_hooks(dp, &h);
+            dd_strategy h;
+            dd_dp_strategy(dp, &h);
             dd_train_run_opts o;
             memset(&o, 0, sizeof o);
             o.data = resume ? NULL : data;
             o.out = out;
             o.resume = resume;
-            o.hooks = &h;
+            o.strategy = &h;
             o.stop_after_epochs = stop_after;
             st = dd_train_run(resume ? NULL : cfg, &o);
         }
@@ -513,8 +513,8 @@ static void test_bin_slices(void) {
     dd_dp *dp = NULL;
     dd_trainer *tr = NULL;
     CHECK_OK(dd_dp_create(g_world, NULL, &dp));
-    dd_train_hooks h;
-    dd_dp_hooks(dp, &h);
+    dd_strategy h;
+    dd_dp_strategy(dp, &h);
     if (ds) {
         /* no read-around (MADV_RANDOM), so that the pages resident in this process are those
          * of its frames, up to the kernel's fault-around window */

@@ -2,7 +2,7 @@
  * (bijection, determinism, rank slices), configuration JSON round trip, the gradient of a
  * whole training step against central finite differences (PA modelling and direct
  * learning through a frozen model), gradients summing across rank slices, two ranks in
- * two threads with allreduce/bcast hooks matching one process, exact resume
+ * a two-thread strategy built from the trainer's blocks matching one process, exact resume
  * (2 epochs == 1 epoch + save + load + 1 epoch, also from the middle of an epoch), refusal
  * of truncated, corrupt and incompatible checkpoints, and the simulated-PA sidecar. */
 #include <complex.h>
@@ -230,30 +230,31 @@ static void test_gradients(void) {
         dd_trainer_destroy(&bad);
     }
 
-    /* rank slices: the gradients of 3 ranks' slices (normalised by the global batch) sum
-     * to the single-process gradient */
-    dd_train_hooks hk[3];
-    dd_trainer *rt[3] = {NULL, NULL, NULL};
-    for (int r = 0; r < 3; r++) {
-        memset(&hk[r], 0, sizeof hk[r]);
-        hk[r].rank = r;
-        hk[r].nranks = 3;
-        CHECK_OK(dd_trainer_create(&c, ds, NULL, &hk[r], &rt[r]));
-    }
-    if (tr && rt[0] && rt[1] && rt[2]) {
+    /* worker slices: the gradients of 3 workers' slices (normalised by the global batch),
+     * computed with the strategy building blocks, sum to the single-process gradient */
+    if (tr) {
         size_t nf = dd_trainer_num_floats(tr);
-        double ls, lr[3], emax = 0, gmax = 0;
+        double ls, sse[3], emax = 0, gmax = 0;
+        float *acc = calloc(nf, sizeof *acc);
+        uint64_t glob = 0;
+        for (int r = 0; r < 3; r++) {
+            uint64_t lo, hi;
+            dd_trainer_batch_slice(tr, 3, r, 3, &lo, &hi, &glob);
+            CHECK_OK(dd_trainer_compute_grads(tr, 2, lo, hi, glob, NULL, &sse[r]));
+            for (size_t i = 0; i < nf; i++) acc[i] += dd_trainer_grads(tr)[i];
+        }
         CHECK_OK(dd_trainer_loss_grad(tr, 2, 3, &ls));
-        for (int r = 0; r < 3; r++) CHECK_OK(dd_trainer_loss_grad(rt[r], 2, 3, &lr[r]));
         for (size_t i = 0; i < nf; i++) {
-            double s = (double)dd_trainer_grads(rt[0])[i] + dd_trainer_grads(rt[1])[i] + dd_trainer_grads(rt[2])[i];
-            emax = fmax(emax, fabs(s - dd_trainer_grads(tr)[i]));
+            emax = fmax(emax, fabs((double)acc[i] - dd_trainer_grads(tr)[i]));
             gmax = fmax(gmax, fabs(dd_trainer_grads(tr)[i]));
         }
-        CHECK(emax <= 1e-5 * gmax, "sum of rank gradients vs one process: %.3g (max %.3g)", emax, gmax);
-        CHECK_NEAR(lr[0] + lr[1] + lr[2], ls, 1e-6 * ls);
+        CHECK(emax <= 1e-5 * gmax, "sum of worker gradients vs one process: %.3g (max %.3g)", emax, gmax);
+        CHECK_NEAR((sse[0] + sse[1] + sse[2]) * dd_trainer_loss_scale(tr, glob), ls, 1e-6 * ls);
+        uint64_t lo, hi;
+        dd_trainer_batch_slice(tr, 3, 0, 1, &lo, &hi, &glob);
+        CHECK_ERR(dd_trainer_compute_grads(tr, 2, lo, hi + 1000000, glob, NULL, &sse[0]), DD_ERR_ARG, "frames");
+        free(acc);
     }
-    for (int r = 0; r < 3; r++) dd_trainer_destroy(&rt[r]);
 
     /* direct learning: gradient through a frozen PA model into the DPD */
     if (tr) {
@@ -413,13 +414,14 @@ done:
     dd_dataset_free(&ds);
 }
 
-/* ---------------------------------------------------------------- hooks, 2 threads */
+/* ---------------------------------------------------------------- a strategy, 2 threads */
 
-/* A 2-rank "allreduce" and "bcast" between threads: what issue 4's MPI strategy does. */
+/* A 2-rank data-parallel strategy between threads, built from the trainer's blocks: what
+ * the MPI strategy does, without MPI (strategies plug in without touching the trainer). */
 typedef struct {
     pthread_barrier_t bar;
     float *g[2];
-    double *v[2];
+    double v[2];
     double bv[64];
     float *sum;
     size_t n;
@@ -431,25 +433,33 @@ typedef struct {
     int rc;
 } rank_ctx;
 
-static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, int nv) {
-    rank_ctx *c = user;
+/* Sums each rank's gradient arena and one value between the two threads. */
+static void thread_allreduce(rank_ctx *c, float *grads, size_t n, double *val) {
     shared2 *s = c->sh;
     s->g[c->rank] = grads;
-    s->v[c->rank] = vals;
+    s->v[c->rank] = *val;
     pthread_barrier_wait(&s->bar);
-    if (c->rank == 0) {
+    if (c->rank == 0)
         for (size_t i = 0; i < n; i++) s->sum[i] = s->g[0][i] + s->g[1][i];
-        for (int k = 0; k < nv; k++) s->bv[k] = s->v[0][k] + s->v[1][k];
-    }
     pthread_barrier_wait(&s->bar);
     memcpy(grads, s->sum, n * sizeof(float));
-    memcpy(vals, s->bv, (size_t)nv * sizeof(double));
+    *val = s->v[0] + s->v[1];
     pthread_barrier_wait(&s->bar);
-    return DD_OK;
 }
 
-static dd_status h_bcast(void *user, double *vals, int nv) {
-    rank_ctx *c = user;
+static dd_status t_step(void *self, dd_trainer *tr, double *loss) {
+    rank_ctx *c = self;
+    uint64_t lo, hi, bg;
+    dd_trainer_batch_slice(tr, dd_trainer_batch(tr), c->rank, 2, &lo, &hi, &bg);
+    double sse = 0;
+    DD_TRY(dd_trainer_compute_grads(tr, (uint64_t)dd_trainer_epoch(tr), lo, hi, bg, NULL, &sse));
+    thread_allreduce(c, dd_trainer_grads(tr), dd_trainer_num_floats(tr), &sse);
+    *loss = sse * dd_trainer_loss_scale(tr, bg);
+    return dd_trainer_apply_update(tr, *loss, NAN);
+}
+
+static dd_status t_bcast(void *self, double *vals, int nv) {
+    rank_ctx *c = self;
     shared2 *s = c->sh;
     if (c->rank == 0) memcpy(s->bv, vals, (size_t)nv * sizeof(double));
     pthread_barrier_wait(&s->bar);
@@ -458,13 +468,15 @@ static dd_status h_bcast(void *user, double *vals, int nv) {
     return DD_OK;
 }
 
+static const dd_strategy_ops thread_ops = {.name = "threads", .step = t_step, .bcast = t_bcast};
+
 static void *rank_main(void *arg) {
     rank_ctx *c = arg;
     c->rc = run_steps(c->tr, 1, 0);
     return NULL;
 }
 
-static void test_hooks_threads(void) {
+static void test_strategy_threads(void) {
     size_t n[3] = {1200, 512, 512};
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 9, NULL);
     if (!ds) return;
@@ -476,18 +488,13 @@ static void test_hooks_threads(void) {
     memset(&sh, 0, sizeof sh);
     pthread_barrier_init(&sh.bar, NULL, 2);
     rank_ctx rc[2];
-    dd_train_hooks hk[2];
+    dd_strategy hk[2];
     for (int r = 0; r < 2; r++) {
         rc[r].sh = &sh;
         rc[r].rank = r;
         rc[r].tr = NULL;
         rc[r].rc = -1;
-        memset(&hk[r], 0, sizeof hk[r]);
-        hk[r].user = &rc[r];
-        hk[r].rank = r;
-        hk[r].nranks = 2;
-        hk[r].allreduce = h_allreduce;
-        hk[r].bcast = h_bcast;
+        hk[r] = (dd_strategy){&thread_ops, &rc[r], r, 2};
         CHECK_OK(dd_trainer_create(&c, ds, NULL, &hk[r], &rc[r].tr));
     }
     if (one && rc[0].tr && rc[1].tr) {
@@ -518,14 +525,14 @@ static void test_hooks_threads(void) {
     }
     for (int r = 0; r < 2; r++) dd_trainer_destroy(&rc[r].tr);
     pthread_barrier_destroy(&sh.bar);
-    /* more than one rank without the hooks is refused */
-    dd_train_hooks bad;
-    memset(&bad, 0, sizeof bad);
-    bad.nranks = 2;
+    /* more than one rank without operations, or without a broadcast, is refused */
+    dd_strategy bad = {NULL, NULL, 0, 2};
     dd_trainer *tb = NULL;
-    CHECK_OK(dd_trainer_create(&c, ds, NULL, &bad, &tb));
-    if (tb) CHECK_ERR(dd_trainer_step(tb, NULL), DD_ERR_ARG, "allreduce");
-    dd_trainer_destroy(&tb);
+    CHECK_ERR(dd_trainer_create(&c, ds, NULL, &bad, &tb), DD_ERR_ARG, "no operations");
+    static const dd_strategy_ops nobcast = {.name = "nobcast", .step = t_step};
+    bad = (dd_strategy){&nobcast, NULL, 0, 2};
+    CHECK_ERR(dd_trainer_create(&c, ds, NULL, &bad, &tb), DD_ERR_ARG, "broadcast");
+    CHECK(tb == NULL, "refused trainer returned");
     dd_trainer_destroy(&one);
     dd_dataset_free(&ds);
 }
@@ -591,7 +598,7 @@ int main(void) {
     test_cfg_json();
     test_gradients();
     test_resume(tmp);
-    test_hooks_threads();
+    test_strategy_threads();
     test_sim_pa(tmp);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -144,6 +144,11 @@ dd_status dd_comm_allgather(dd_comm *c, const void *send, size_t bytes, void *re
 dd_status dd_comm_allgatherv(dd_comm *c, const void *send, void *recv, const size_t *counts,
                              const size_t *displs);
 
+/* Variable-size gather to root: rank r's counts[r] bytes land at recv + displs[r] on
+ * root (recv is ignored elsewhere). Arguments as dd_comm_allgatherv. */
+dd_status dd_comm_gatherv(dd_comm *c, const void *send, void *recv, const size_t *counts,
+                          const size_t *displs, int root);
+
 /* Sum reduce-scatter: send holds sum(counts) elements on every rank; rank r receives
  * the sum of block r (counts[r] elements, blocks consecutive) in recv. Uses the ring
  * algorithm (float32 accumulation for DD_F32). counts has size entries. */

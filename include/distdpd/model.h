@@ -157,6 +157,12 @@ dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const
                                   const float *in, const float *x0, const float *dout, float *din,
                                   float *dx0, int B, int T, float *ws);
 
+/* dd_model_run_stream with parameters from a stage source: its callbacks are made for
+ * every stage of every chunk, in order, so ranks streaming the same length keep their
+ * collectives matched. */
+dd_status dd_model_run_stream_src(const dd_model *m, const dd_stage_src *src, const dd_cf32 *x, dd_cf32 *y,
+                                  size_t n);
+
 /* dd_model_backward with a callback after each stage's backward (last stage first):
  * done(user, lo, hi) says gradients [lo, hi) of the arena are final. The ranges descend
  * and tile [0, total). */

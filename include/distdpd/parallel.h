@@ -1,5 +1,5 @@
-/* Synchronous data-parallel training (src/parallel): a strategy that plugs into the trainer
- * through dd_train_hooks (train.h) on a dd_comm (comm.h). Every rank holds the whole model;
+/* Synchronous data-parallel training (src/parallel): a strategy (dd_strategy, train.h)
+ * on a dd_comm (comm.h). Every rank holds the whole model;
  * rank 0's initial (or loaded) parameters are broadcast; each rank trains on its disjoint
  * slice of every global batch (dd_batch_slice); gradients are summed over the ranks in
  * buckets (non-blocking allreduces in reverse layer order, started as each bucket's
@@ -12,8 +12,8 @@
  *   dd_comm_init(&argc, &argv); dd_comm_world(&world);
  *   dd_dp_cfg dc; dd_dp_cfg_default(&dc); dc.algo = DD_ALLREDUCE_RING;
  *   dd_dp *dp = NULL; dd_dp_create(world, &dc, &dp);
- *   dd_train_hooks h; dd_dp_hooks(dp, &h);
- *   opts.hooks = &h; opts.stop = dd_dp_stop_flag(dp);    // stop agreed by all ranks
+ *   dd_strategy st; dd_dp_strategy(dp, &st);
+ *   opts.strategy = &st;                                  // all ranks stop together
  *   dd_train_run(&cfg, &opts);                            // rank 0 writes the files
  *   dd_dp_destroy(&dp); dd_comm_free(&world); dd_comm_finalize();
  *
@@ -34,6 +34,22 @@
 extern "C" {
 #endif
 
+/* Sharded data parallelism (ZeRO). none: every rank keeps everything. zero1: the
+ * optimiser state is partitioned over the ranks (each rank updates its slice of the
+ * parameters; the slices are allgathered). zero2: also the gradients (reduce-scattered
+ * into their owner's slice instead of allreduced). zero3: also the parameters (each
+ * stage's parameters gathered just before its forward and its backward, the next stage's
+ * gather overlapping the current stage's compute). none and zero1 are this file's
+ * strategy (dd_dp); zero2 and zero3 are dd_zero's (zero.h part of this header). */
+typedef enum { DD_SHARD_NONE = 0, DD_SHARD_ZERO1 = 1, DD_SHARD_ZERO2 = 2, DD_SHARD_ZERO3 = 3 } dd_shard_mode;
+/* "none", "zero1", "zero2", "zero3" (DD_ERR_ARG naming the string otherwise) and back. */
+dd_status dd_shard_parse(const char *name, dd_shard_mode *mode);
+const char *dd_shard_name(dd_shard_mode mode);
+/* The partition of an arena of n floats over p ranks: rank r owns [bounds[r], bounds[r+1])
+ * (bounds has p + 1 entries), slices of equal length rounded up to 16 floats (64 bytes),
+ * in rank order (the last ones may be shorter or empty). */
+void dd_shard_partition(size_t n, int p, size_t *bounds);
+
 /* Configuration. Start from dd_dp_cfg_default(). */
 typedef struct {
     dd_allreduce_algo algo; /* gradient allreduce: ring (default), tree, rhd, hier, mpi */
@@ -42,10 +58,6 @@ typedef struct {
                                a bucket holds at least this much (an entry is never split).
                                0: no buckets, one blocking allreduce of the whole gradient
                                arena after backward (the reference for the overlap) */
-    int fail_rank;          /* fault injection for tests: rank that fails (-1 = none, the
-                               default); that rank's allreduce hook returns DD_ERR_INTERNAL
-                               "injected failure" at its fail_step-th step (1-based) */
-    uint64_t fail_step;     /* see fail_rank; >= 1 */
     dd_compress_cfg compress; /* gradient compression (compress.h). "none" (the default):
                                float32 buckets reduced with `algo`, overlapped with the
                                backward pass. Any other compressor: after backward, each
@@ -54,6 +66,8 @@ typedef struct {
                                error feedback per rank; this also runs with one rank (the
                                round trip alone), so single-process runs see the same
                                compression error */
+    dd_shard_mode shard;    /* DD_SHARD_NONE (default) or DD_SHARD_ZERO1 (dd_dp); zero2 and
+                               zero3 are dd_zero's */
 } dd_dp_cfg;
 
 void dd_dp_cfg_default(dd_dp_cfg *c);
@@ -69,31 +83,38 @@ dd_status dd_dp_create(dd_comm *comm, const dd_dp_cfg *cfg, dd_dp **out);
 /* Frees the strategy (finishing any reduction still in flight) and sets *dp = NULL. */
 void dd_dp_destroy(dd_dp **dp);
 
-/* Fills *h (every member) for dd_trainer_create / dd_train_run: rank and nranks of the
- * comm, and the hooks
+/* Fills *st for dd_trainer_create / dd_train_run (dd_train_run_opts.strategy): rank
+ * and nranks of the comm and the operations
  *   setup          checks that every rank has the same arena length (DD_ERR_MISMATCH on
- *                  all ranks otherwise), then broadcasts the parameters from rank 0;
- *   after_backward groups the trainer's per-entry ranges into buckets and starts each
- *                  bucket's non-blocking allreduce (dd_comm_iallreduce) as soon as it is
- *                  complete, polling those in flight on every call;
- *   allreduce      starts the reduction of the loss sum (with the stop flags and the
- *                  previous step's exposed time), polls everything to completion and
- *                  records the time spent there (communication not hidden);
+ *                  all ranks otherwise), broadcasts the parameters from rank 0 and, with
+ *                  zero1, shards the optimiser (dd_trainer_shard);
+ *   step           this rank's slice of the global batch (dd_trainer_batch_slice) through
+ *                  dd_trainer_compute_grads; as each stage's backward finishes, its
+ *                  parameter-table entries' gradient ranges are grouped into buckets whose
+ *                  non-blocking allreduces (dd_comm_iallreduce) start as soon as the
+ *                  bucket is complete and are polled at every stage boundary; then the
+ *                  loss sum (with the stop flags and the previous step's exposed time)
+ *                  is reduced, everything polled to completion and the time spent there
+ *                  recorded (communication not hidden); dd_trainer_apply_update; with
+ *                  zero1 each rank steps its slice and the slices are allgathered;
  *   bcast          dd_comm_bcast from rank 0;
- *   on_save        adds section "dp" (u64 ranks that wrote the checkpoint) (informative:
+ *   before_save    gathers every rank's compression state (and, with zero1, the
+ *                  optimiser state) to rank 0 (collective);
+ *   save           adds section "dp" (u64 ranks that wrote the checkpoint) (informative:
  *                  a checkpoint written by N ranks resumes on any M); with compression
- *                  also "compress.spec", "compress.layout", "compress.state" (every
- *                  rank's state, gathered by before_save) and "compress.shared";
- *   on_load        logs (info) "checkpoint written by N ranks, resuming on M"; restores
+ *                  also "compress.name", "compress.cfg", "compress.layout",
+ *                  "compress.ranks", "compress.state" and "compress.shared";
+ *   load           logs (info) "checkpoint written by N ranks, resuming on M"; restores
  *                  the compression state: each rank its own when N == M, otherwise every
  *                  rank the mean of the N states (so their sum, the gradient not yet
  *                  applied, is kept); a checkpoint of another compressor starts it fresh;
- *   begin_step     tells the compressor the step and epoch (dgc's warm-up);
- *   before_save    gathers every rank's compression state to rank 0 (collective);
- *   epoch_comm     bytes sent per rank per step, compression ratio and compression time
+ *   stop_agreed    the stop every rank agreed on (dd_dp_set_stop_source);
+ *   epoch_stats    bytes sent per rank per step, compression ratio and compression time
  *                  of the epoch, averaged over the ranks (collective).
- * The hooks keep pointers to dp: dp must outlive the trainer. */
-void dd_dp_hooks(dd_dp *dp, dd_train_hooks *h);
+ * The strategy keeps pointers to dp: dp must outlive the trainer. Fault injection for
+ * tests: the environment variable DD_DP_FAIL=RANK:STEP makes rank RANK's STEP-th step
+ * (1-based, counted from create) fail with DD_ERR_INTERNAL "injected failure". */
+void dd_dp_strategy(dd_dp *dp, dd_strategy *st);
 
 int dd_dp_rank(const dd_dp *dp);
 int dd_dp_size(const dd_dp *dp);

@@ -22,8 +22,9 @@
  * outputs compared with dd_metrics_compute (segmented NMSE, OpenDPD ACLR, spectral EVM)
  * exactly as OpenDPD evaluates. Formulas, defaults and formats: docs/training.md.
  *
- * Everything here runs in one process; data parallelism plugs in through
- * dd_train_hooks without touching models or this code. This module never includes mpi.h.
+ * Everything here runs in one process; a strategy (dd_strategy, below) decides which
+ * frames this process computes and how gradients and parameters are combined, without
+ * touching models or this code. This module never includes mpi.h.
  */
 #ifndef DISTDPD_TRAIN_H
 #define DISTDPD_TRAIN_H
@@ -156,46 +157,66 @@ dd_status dd_train_cfg_to_json(const dd_train_cfg *c, char **json);
 dd_status dd_train_cfg_from_json(const char *json, const char *where, dd_train_cfg *c);
 
 /* ------------------------------------------------------------------------------------
- * Hooks: where a parallel strategy plugs in (issue 4). All members may be NULL/0: the
- * zero-initialised struct (or a NULL pointer) is the single-process trainer.
+ * Strategies: who computes what in a training step. A strategy owns the step and builds
+ * it from the trainer's blocks (dd_trainer_batch_slice: this worker's frames of a global
+ * batch; dd_trainer_compute_grads: their loss and gradients, stage by stage;
+ * dd_trainer_apply_update: clipping, the optimiser step and the cursor). The trainer
+ * never names a strategy; without one it runs the trivial single-process strategy.
+ * Synchronous data parallelism, sharded data parallelism (ZeRO) and the strategies of
+ * later issues (pipeline, parameter server, federated averaging) live in src/parallel,
+ * one file each (parallel.h).
  * ------------------------------------------------------------------------------------ */
+
+typedef struct dd_trainer dd_trainer;
+
 typedef struct {
-    void *user;  /* passed to every hook */
-    int rank;    /* this process's rank, [0, nranks) */
-    int nranks;  /* processes sharing each global batch; 0 or 1 = one process */
-    /* After parameters are initialised (end of dd_trainer_create) or fully loaded
-     * (dd_trainer_load with params_only = 0), before the first step: e.g. broadcast
-     * params[0..n) from rank 0 so that every rank starts equal. A collective: every rank
-     * creates and loads in the same order. */
-    dd_status (*setup)(void *user, float *params, size_t n);
-    /* After backward: gradients [lo, hi) of the arena are final on this rank (bucketed
-     * strategies start their reductions here). Called once per parameter-table entry (its
-     * range including the padding after it), in reverse layer order: the ranges descend,
-     * hi of the first call is n, lo of the last is 0, each call's hi is the previous lo.
-     * Every rank makes the same calls (also a rank whose slice of the batch is empty). */
-    dd_status (*after_backward)(void *user, float *grads, size_t lo, size_t hi);
-    /* Sums grads[0..n) and vals[0..nv) over all ranks, in place (vals: loss sum). Must
-     * leave the same values on every rank. */
-    dd_status (*allreduce)(void *user, float *grads, size_t n, double *vals, int nv);
-    /* Broadcasts vals[0..nv) from rank 0 (evaluation metrics: only rank 0 evaluates;
-     * the DPD target gain: only rank 0 reads the whole training split for it). */
-    dd_status (*bcast)(void *user, double *vals, int nv);
-    /* Extra checkpoint sections (e.g. per-rank state) and their restoration. on_save runs
-     * on rank 0 only (the writer); on_load on every rank (each reads the checkpoint). */
-    dd_status (*on_save)(void *user, dd_ckpt_writer *w);
-    dd_status (*on_load)(void *user, const dd_ckpt_reader *r);
-    /* Before each optimiser step, on every rank: the global step about to run (0-based),
-     * its epoch (0-based), its batch in the epoch and the batches per epoch. */
-    dd_status (*begin_step)(void *user, uint64_t step, int epoch, uint64_t batch, uint64_t nbatches);
-    /* On every rank before rank 0 writes a checkpoint (dd_train_run): a collective, e.g.
-     * gathering per-rank state to rank 0 for on_save. */
-    dd_status (*before_save)(void *user);
-    /* At the end of each epoch, on every rank (a collective): the epoch's communication
-     * figures for its record (dd_epoch_record comm_*): out[0] bytes sent per rank per
-     * step, out[1] compression ratio against dense float32, out[2] seconds spent
-     * compressing and decompressing in the epoch (NaN where not applicable). */
-    dd_status (*epoch_comm)(void *user, double out[3]);
-} dd_train_hooks;
+    const char *name; /* e.g. "single", "dp", "zero" */
+    /* After the trainer's model, arenas and optimiser exist with initialised parameters
+     * (end of dd_trainer_create), and after a full checkpoint load (dd_trainer_load, every
+     * rank loads the same file): e.g. check that every rank holds the same model,
+     * broadcast the parameters, shard them (dd_trainer_shard). A collective. */
+    dd_status (*setup)(void *self, dd_trainer *tr);
+    /* One optimiser step on the trainer's next global batch; *loss receives the batch loss
+     * (the same on every rank). Must end with dd_trainer_apply_update. */
+    dd_status (*step)(void *self, dd_trainer *tr, double *loss);
+    /* Loss and gradient of global batch `batch` of epoch `epoch` at the current parameters,
+     * without stepping: the reduced gradient in the trainer's gradient storage (for tests
+     * and diagnostics; dd_trainer_loss_grad). NULL: not offered. */
+    dd_status (*loss_grad)(void *self, dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss);
+    /* Broadcasts vals[0..nv) from rank 0 (evaluation metrics; the DPD target gain that only
+     * rank 0 computes). */
+    dd_status (*bcast)(void *self, double *vals, int nv);
+    /* Checkpoints. before_save: on every rank before rank 0 writes (a collective: gather
+     * per-rank state). save: extra sections, on rank 0 (the writer). load: restores them,
+     * on every rank (each reads the checkpoint). Any may be NULL. */
+    dd_status (*before_save)(void *self, dd_trainer *tr);
+    dd_status (*save)(void *self, dd_trainer *tr, dd_ckpt_writer *w);
+    dd_status (*load)(void *self, dd_trainer *tr, const dd_ckpt_reader *r);
+    /* Strategies that shard the parameters or the optimiser state (NULL otherwise): after
+     * before_save, the whole parameter arena and the whole optimiser-state blob for rank
+     * 0's checkpoint (owned by the strategy, valid until the next call). */
+    dd_status (*full_state)(void *self, dd_trainer *tr, const float **params, const void **optim,
+                            size_t *optim_bytes);
+    /* Stop agreement: 1 once every rank agreed to stop after the last step (a signal seen
+     * by any rank). NULL: the caller's own flag decides. */
+    int (*stop_agreed)(void *self);
+    /* At the end of each epoch, on every rank (a collective): out[0] bytes sent per rank
+     * per step, out[1] compression ratio against dense float32, out[2] seconds spent
+     * compressing in the epoch (NaN where not applicable). NULL: all NaN. */
+    dd_status (*epoch_stats)(void *self, double out[3]);
+} dd_strategy_ops;
+
+/* A strategy instance: its operations and state, and where this process stands. The
+ * zero-initialised struct (or a NULL pointer) is one process. */
+typedef struct {
+    const dd_strategy_ops *ops; /* NULL: the single-process strategy */
+    void *self;                 /* passed to every operation */
+    int rank;                   /* this process, [0, nranks); rank 0 evaluates and writes */
+    int nranks;                 /* processes training together; 0 or 1 = one process */
+} dd_strategy;
+
+/* The single-process strategy's operations (all frames, one update). */
+extern const dd_strategy_ops dd_strategy_single_ops;
 
 /* ------------------------------------------------------------------------------------
  * The trainer
@@ -233,7 +254,7 @@ typedef struct {
     dd_eval_metrics true_val, true_test; /* true noiseless PA driven by the DPD (as one
                                             stream over the split) vs G x */
     int best;               /* 1 if this epoch is the best so far (best.ckpt) */
-    double comm_bytes_per_step; /* parallel strategy (hooks.epoch_comm): bytes each rank
+    double comm_bytes_per_step; /* parallel strategy (epoch_stats): bytes each rank
                                    sent per step, mean over ranks; NaN without one */
     double compression_ratio;   /* dense float32 gradient bytes / compressed payload
                                    bytes (1 uncompressed); NaN without a strategy */
@@ -253,17 +274,17 @@ typedef struct {
     const dd_epoch_record *rec; /* phase 2: the epoch's record; else NULL */
 } dd_train_progress;
 
-typedef struct dd_trainer dd_trainer;
-
 /* Builds a trainer for cfg on ds (borrowed: must outlive the trainer). pa: the frozen PA
  * model for DD_TRAIN_DLA / DD_TRAIN_ILA (required there, must be NULL for DD_TRAIN_PA;
- * its parameters are copied). hooks may be NULL (copied). The model is created from the
- * registry and initialised from cfg->seed; cfg->gain == 0 is resolved from the training
- * split (dd_trainer_cfg shows the resolved configuration). Errors: DD_ERR_ARG (bad
+ * its parameters are copied). st may be NULL (one process; copied; the strategy's state
+ * must outlive the trainer). The model is created from the registry and initialised from
+ * cfg->seed; cfg->gain == 0 is resolved from the training split (dd_trainer_cfg shows the
+ * resolved configuration); the strategy's setup runs last. Errors: DD_ERR_ARG (bad
  * configuration; train split shorter than one frame; a spec the metrics reject),
- * DD_ERR_NOMEM. The caller destroys the trainer. */
+ * DD_ERR_NOMEM (also an arena beyond the memory budget). The caller destroys the
+ * trainer. */
 dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const dd_model_ref *pa,
-                            const dd_train_hooks *hooks, dd_trainer **out);
+                            const dd_strategy *st, dd_trainer **out);
 /* Frees everything and sets *tr to NULL. Safe on NULL. */
 void dd_trainer_destroy(dd_trainer **tr);
 
@@ -274,10 +295,11 @@ dd_status dd_trainer_set_true_pa(dd_trainer *tr, const dd_pa *pa);
  * PA is set. */
 dd_status dd_trainer_true_baseline(const dd_trainer *tr, dd_split s, dd_eval_metrics *m);
 
-/* One optimiser step on the next global batch of the current epoch: gather, forward,
- * loss, backward, hooks, clip, step. *loss (may be NULL) receives the batch loss.
- * Errors: DD_ERR_ARG when the epoch is complete (call dd_trainer_end_epoch) or all
- * epochs are done; DD_ERR_NUMERIC when the loss or gradient is not finite. */
+/* One optimiser step on the next global batch of the current epoch, made by the strategy
+ * (gather, forward, loss, backward, reduction, clip, step). *loss (may be NULL) receives
+ * the batch loss. Errors: DD_ERR_ARG when the epoch is complete (call
+ * dd_trainer_end_epoch) or all epochs are done; DD_ERR_NUMERIC when the loss, the
+ * gradient or a parameter after the step is not finite. */
 dd_status dd_trainer_step(dd_trainer *tr, double *loss);
 /* 1 when every batch of the current epoch has been stepped. */
 int dd_trainer_epoch_done(const dd_trainer *tr);
@@ -288,8 +310,10 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec);
 /* Evaluates the current parameters on split s (val or test), as dd_trainer_end_epoch
  * does. pred (may be NULL) receives a pointer to the prediction (owned by the trainer,
  * valid until the next evaluation) and *npred its length (the padded segments).
- * A trainer whose hooks give it a rank other than 0 keeps no validation/test data and
- * answers DD_ERR_ARG ("... not evaluated"): rank 0 evaluates for all ranks. */
+ * Rank 0 evaluates for all ranks: a trainer of another rank keeps no validation/test data
+ * and answers DD_ERR_ARG ("... not evaluated"), unless its parameters are sharded
+ * (dd_trainer_set_param_source with collective = 1): then every rank runs the forward
+ * passes together and only rank 0 computes the metrics. */
 dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m,
                               const dd_cf32 **pred, size_t *npred);
 /* The same for the true PA driven by the DPD (as one stream over the split). */
@@ -297,9 +321,58 @@ dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *
                                    const dd_cf32 **pred, size_t *npred);
 
 /* Loss and gradient of global batch `batch` of epoch `epoch` (0-based) at the current
- * parameters, without stepping: fills the gradient arena (after the allreduce hook,
- * before clipping) and *loss. For tests and diagnostics. */
+ * parameters, without stepping: fills the gradient storage (reduced over the ranks by
+ * the strategy, before clipping) and *loss. For tests and diagnostics. */
 dd_status dd_trainer_loss_grad(dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss);
+
+/* ---- building blocks of a step, for strategies ---- */
+
+/* Worker w of nw (0 <= w < nw) takes positions [*lo, *hi) of global batch `batch` of an
+ * epoch's frame order (dd_batch_slice); *global receives the global batch's frames. */
+void dd_trainer_batch_slice(const dd_trainer *tr, uint64_t batch, int w, int nw, uint64_t *lo, uint64_t *hi,
+                            uint64_t *global);
+/* The loss and gradients of positions [lo, hi) of epoch `epoch`'s frame order at the
+ * current parameters, normalised by `global` frames (the mean over a global batch of
+ * that many frames, so that slices of different workers add up): gathers the frames,
+ * runs the model's stages forward (and the frozen PA model for direct learning), the MSE
+ * loss, and the stages backward. src NULL: parameters from the trainer's arena and
+ * gradients into its gradient arena (zeroed first); else the stage source supplies each
+ * stage's parameters and gradient slice (which the strategy zeroes) and its stage_done
+ * is called after each stage's forward and backward: with an empty slice (lo == hi) every
+ * stage callback is still made, in the same order, so that collectives stay matched.
+ * *sse receives the sum of squared errors of these frames (loss = sse / (global F 2)).
+ * Errors: DD_ERR_ARG (bad range), the model's and the source's errors. */
+dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, uint64_t global,
+                                   const dd_stage_src *src, double *sse);
+/* The MSE normaliser of a global batch of `global` frames: 1 / (global F 2). */
+double dd_trainer_loss_scale(const dd_trainer *tr, uint64_t global);
+/* Ends a step after the gradients are reduced: clips with the global gradient norm
+ * sqrt(grad_sumsq) (NaN: computed from the trainer's gradient storage over the
+ * optimiser's range), steps the optimiser over its range of the parameters, checks that
+ * the loss, the norm and the updated parameters are finite, and advances the cursor and
+ * the epoch's accumulators (loss: the global batch loss). Errors: DD_ERR_NUMERIC
+ * ("training diverged: ..."), DD_ERR_ARG (epoch complete). */
+dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq);
+
+/* Sharding (ZeRO), from a strategy's setup: the trainer keeps the optimiser state for
+ * arena floats [lo, hi) only; with grads = 1 also only that slice of the gradients, with
+ * params = 1 also only that slice of the parameters (every forward then needs a stage
+ * source: dd_trainer_set_param_source). The parameters of the slice are kept; the rest is
+ * freed. A later full checkpoint load restores the slices (any checkpoint, any sharding).
+ * Errors: DD_ERR_ARG (bad range, params without grads), DD_ERR_NOMEM. */
+dd_status dd_trainer_shard(dd_trainer *tr, size_t lo, size_t hi, int grads, int params);
+/* Where the parameter and gradient storage starts: element i of the arena (lo <= i < hi
+ * of dd_trainer_shard, or all of it unsharded) is params[i - lo] / grads[i - lo]. */
+void dd_trainer_storage(dd_trainer *tr, float **params, float **grads, size_t *lo, size_t *hi, size_t *olo,
+                        size_t *ohi);
+/* With sharded parameters: the stage source every forward (evaluation included) takes
+ * its parameters from (copied); collective = 1: evaluation runs on every rank together
+ * (the source's gathers are collectives). NULL clears it. */
+void dd_trainer_set_param_source(dd_trainer *tr, const dd_stage_src *src, int collective);
+/* The trainer's optimiser (of its optimiser range: dd_trainer_storage). */
+dd_optim *dd_trainer_optim(dd_trainer *tr);
+/* The strategy the trainer runs with (a copy; dd_strategy_single_ops for one process). */
+const dd_strategy *dd_trainer_strategy(const dd_trainer *tr);
 
 /* Checkpoints (format: docs/training.md). save writes every section needed to continue
  * exactly (parameters, optimiser state, schedule, step, epoch, cursor, RNG, history,
@@ -350,7 +423,7 @@ typedef struct {
     int epochs_override; /* resume: new total epochs; 0 = keep */
     const char *command; /* command line, stored in config.json (may be NULL) */
     int write_report;    /* 1: write report.html at the end */
-    const dd_train_hooks *hooks; /* NULL = one process */
+    const dd_strategy *strategy; /* NULL = one process; rank 0 writes the files */
     void (*progress)(void *user, const dd_train_progress *p); /* may be NULL */
     void *progress_user;
     int stop_after_epochs; /* > 0: stop (as if interrupted) after this many epochs of this
@@ -358,7 +431,9 @@ typedef struct {
     const volatile int *stop; /* may be NULL; when *stop becomes non-zero (e.g. set by a
                                  SIGINT/SIGTERM handler) training stops after the current
                                  step, writes last.ckpt (mid-epoch cursor) and returns
-                                 DD_OK with *interrupted = 1 */
+                                 DD_OK with *interrupted = 1. A strategy with a stop
+                                 agreement (stop_agreed) decides instead, so that every
+                                 rank stops after the same step */
     int *interrupted;         /* may be NULL; receives 1 when stopped by *stop, else 0 */
 } dd_train_run_opts;
 

@@ -763,7 +763,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     /* MPI when started by mpirun / srun (nothing otherwise) */
     dd_comm *world = NULL;
     dd_dp *dp = NULL;
-    dd_train_hooks hooks;
+    dd_strategy strat;
     char *hosts = NULL;
     int rank = 0, nranks = 1, ret = DD_EXIT_OK, interrupted = 0;
     dd_status st = dd_comm_init(NULL, NULL);
@@ -772,17 +772,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
     rank = dd_comm_rank(world);
     nranks = dd_comm_size(world);
     if (nranks > 1 || compressing) {
-        const char *inj = getenv("DD_DP_FAIL"); /* fault injection for tests: "RANK:STEP" */
-        if (inj) {
-            int fr = -1;
-            unsigned long long fs = 0;
-            if (sscanf(inj, "%d:%llu", &fr, &fs) == 2 && fr >= 0 && fs >= 1) {
-                dpc.fail_rank = fr;
-                dpc.fail_step = fs;
-            }
-        }
         if ((st = dd_dp_create(world, &dpc, &dp)) != DD_OK) goto fail;
-        dd_dp_hooks(dp, &hooks);
+        dd_dp_strategy(dp, &strat);
         dd_dp_set_stop_source(dp, &stop_flag);
         if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
     }
@@ -811,8 +802,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.write_report = report;
     o.progress = on_progress;
     o.progress_user = &ps;
-    o.hooks = dp ? &hooks : NULL;
-    o.stop = dp ? dd_dp_stop_flag(dp) : &stop_flag; /* with ranks: the stop all ranks agreed on */
+    o.strategy = dp ? &strat : NULL;
+    o.stop = &stop_flag; /* with ranks the strategy's agreed stop decides */
     o.interrupted = &interrupted;
     stop_flag = 0;
     signal(SIGINT, on_signal);

@@ -367,6 +367,41 @@ dd_status dd_comm_allgatherv(dd_comm *c, const void *send, void *recv, const siz
     return s;
 }
 
+dd_status dd_comm_gatherv(dd_comm *c, const void *send, void *recv, const size_t *counts, const size_t *displs,
+                          int root) {
+    CHECK_COMM(c, "dd_comm_gatherv");
+    if (root < 0 || root >= c->size) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: root %d of %d ranks", root, c->size);
+    if (!counts || !displs) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: counts or displs is NULL");
+    for (int r = 0; r < c->size; r++) {
+        if (counts[r] > INT_MAX || displs[r] > INT_MAX)
+            return dd_error(DD_ERR_ARG, "dd_comm_gatherv: counts[%d] = %zu or displs[%d] = %zu > INT_MAX", r,
+                            counts[r], r, displs[r]);
+        if (counts[r] && !recv && c->rank == root) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: recv is NULL");
+    }
+    size_t mine = counts[c->rank];
+    if (mine && !send) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: send is NULL");
+    c->stats.calls++;
+    if (!c->is_mpi) {
+        if (mine) memmove((char *)recv + displs[0], send, mine);
+        return DD_OK;
+    }
+    dd_status s = DD_OK;
+    int *ic = malloc(2 * (size_t)c->size * sizeof(int));
+    if (!ic) return dd_error(DD_ERR_NOMEM, "dd_comm_gatherv: out of memory");
+    int *id = ic + c->size;
+    for (int r = 0; r < c->size; r++) {
+        ic[r] = (int)counts[r];
+        id[r] = (int)displs[r];
+    }
+    double t0 = MPI_Wtime();
+    int rc = MPI_Gatherv(send, (int)mine, MPI_BYTE, recv, ic, id, MPI_BYTE, root, c->mc);
+    c->stats.seconds += MPI_Wtime() - t0;
+    if (c->rank != root) c->stats.bytes_sent += mine;
+    if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Gatherv");
+    free(ic);
+    return s;
+}
+
 /* ---- point-to-point -------------------------------------------------------------- */
 
 static dd_status p2p_check(dd_comm *c, const void *buf, size_t bytes, int peer, int tag,

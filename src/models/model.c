@@ -434,13 +434,14 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
 }
 
 /* One chunk of a recurrent stream through every stage (ws sized for (1, T) or more). */
-static void stream_chunk(const dd_model *m, const float *params, const float *x, float *y, int T, float *state,
-                         float *ws) {
+static dd_status stream_chunk(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int T,
+                              float *state, float *ws) {
     float *act[DD_MODEL_MAX_STAGES], *saved[DD_MODEL_MAX_STAGES], *scratch = NULL, *dbuf[2];
     range_layout(m, 0, m->nstages, 1, T, ws, act, saved, &scratch, dbuf, NULL);
     for (size_t s = 0; s < m->nstages; s++) {
         const dd_stage_def *st = &m->stages[s];
-        dd_stage_params sp = {params + st->lo, NULL, st->lo};
+        dd_stage_params sp;
+        DD_TRY(stage_view(m, src, s, 0, &sp));
         const float *in = s == 0 ? x : act[s];
         float *out = s + 1 == m->nstages ? y : act[s + 1];
         if (st->ops->forward_state) {
@@ -449,16 +450,27 @@ static void stream_chunk(const dd_model *m, const float *params, const float *x,
         } else {
             st->ops->forward(m, st, &sp, in, x, out, 1, T, saved[s], scratch);
         }
+        if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
     }
+    return DD_OK;
 }
 
 dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_cf32 *x,
                               dd_cf32 *y, size_t n) {
     if (!m) return dd_error(DD_ERR_ARG, "dd_model_run_stream: model is NULL");
     if (n == 0) return DD_OK;
-    if (!params || !x || !y)
+    if (!params) return dd_error(DD_ERR_ARG, "dd_model_run_stream (model %s): params is NULL", m->name);
+    dd_stage_src src = {params, NULL, NULL, NULL, NULL, NULL};
+    return dd_model_run_stream_src(m, &src, x, y, n);
+}
+
+dd_status dd_model_run_stream_src(const dd_model *m, const dd_stage_src *src, const dd_cf32 *x, dd_cf32 *y,
+                                  size_t n) {
+    if (!m) return dd_error(DD_ERR_ARG, "dd_model_run_stream: model is NULL");
+    if (n == 0) return DD_OK;
+    if (!src || (!src->params && !src->stage_params) || !x || !y)
         return dd_error(DD_ERR_ARG, "dd_model_run_stream (model %s): %s is NULL", m->name,
-                        !params ? "params" : !x ? "x" : "y");
+                        !src || (!src->params && !src->stage_params) ? "params" : !x ? "x" : "y");
     if (overlaps(x, n * sizeof *x, y, n * sizeof *y))
         return dd_error(DD_ERR_ARG, "dd_model_run_stream (model %s): x and y overlap", m->name);
     dd_status s = DD_OK;
@@ -478,7 +490,8 @@ dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_c
         }
         for (size_t s0 = 0; s0 < n; s0 += (size_t)Tc) {
             size_t c = n - s0 < (size_t)Tc ? n - s0 : (size_t)Tc;
-            stream_chunk(m, params, (const float *)(x + s0), (float *)(y + s0), (int)c, state, ws);
+            if ((s = stream_chunk(m, src, (const float *)(x + s0), (float *)(y + s0), (int)c, state, ws)) != DD_OK)
+                goto cleanup;
         }
     } else {
         /* Feed-forward with receptive field R + 1: each chunk is run as a frame that starts
@@ -502,7 +515,8 @@ dd_status dd_model_run_stream(const dd_model *m, const float *params, const dd_c
             size_t c = n - s0 < chunk ? n - s0 : chunk;
             size_t f = s0 >= R ? s0 - R : 0;
             size_t len = s0 + c - f;
-            if ((s = dd_model_forward(m, params, (const float *)(x + f), ybuf, 1, (int)len, ws)) != DD_OK)
+            if ((s = dd_model_range_forward(m, 0, m->nstages, src, (const float *)(x + f), (const float *)(x + f),
+                                            ybuf, 1, (int)len, ws)) != DD_OK)
                 goto cleanup;
             memcpy(y + s0, ybuf + 2 * (s0 - f), c * sizeof *y);
         }

@@ -1,12 +1,17 @@
-/* Synchronous data parallelism (parallel.h): the dd_train_hooks of a data-parallel
- * strategy on a dd_comm. Parameters are broadcast from rank 0 at setup; the trainer's
- * per-entry gradient ranges (reverse layer order) are grouped into buckets whose
- * non-blocking allreduces start as soon as the bucket is complete and are polled on every
- * hook call; the allreduce hook adds one small float64 reduction (loss sum, stop flags,
- * the previous step's exposed time) and polls everything to completion, timing the part
- * that was not hidden. See docs/parallel.md. */
+/* Synchronous data parallelism (parallel.h): a strategy (dd_strategy) on a dd_comm.
+ * Parameters are broadcast from rank 0 at setup; each step computes this rank's slice of
+ * the global batch with the trainer's blocks; as each stage's backward finishes, its
+ * parameter-table entries' gradient ranges (reverse layer order) are grouped into
+ * buckets whose non-blocking allreduces start as soon as the bucket is complete and are
+ * polled at every stage boundary, so they overlap the backward of the earlier stages;
+ * after backward one small float64 reduction (loss sum, stop flags, the previous step's
+ * exposed time) joins and everything is polled to completion, timing the part that was
+ * not hidden; then every rank clips and steps identically. With --shard zero1 the
+ * optimiser state is partitioned: each rank updates its slice of the parameters and the
+ * slices are allgathered. See docs/parallel.md. */
 #include <math.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +56,8 @@ struct dd_dp {
     dd_dp_stats st;
     double prev_exposed; /* this rank's exposed time of the last step (sent with the next) */
     uint64_t nsteps;     /* steps since create (for fault injection) */
+    int fail_rank;       /* fault injection (DD_DP_FAIL=RANK:STEP): this rank fails ... */
+    uint64_t fail_step;  /* ... at this step (1-based); -1 / 0: none */
     uint64_t sent_mark;  /* comm bytes_sent at the end of the last step */
     uint64_t step_wire;  /* compression: gradient bytes this rank sent this step (the
                             compressor's wire count: e.g. an allgather's p - 1 copies) */
@@ -63,6 +70,20 @@ struct dd_dp {
     /* epoch accounting: values at the start of the epoch */
     uint64_t ep_steps0, ep_sent0, ep_elem0, ep_payload0;
     double ep_ctime0;
+
+    /* the trainer's layout: bucket ranges are its parameter-table entries */
+    const dd_param_table *table;
+    const void *stage_hi;  /* unused (kept NULL) */
+    dd_trainer *tr;        /* the trainer of the step in progress */
+    float *step_grads;     /* its gradient arena */
+
+    /* --shard zero1: the optimiser state of [part[r], part[r + 1]) lives on rank r */
+    size_t *part;          /* size + 1 boundaries (NULL: not sharded) */
+    size_t *pcount, *pdispl; /* bytes of each rank's slice and its offset, for allgathers */
+    float *full_params;    /* unused for zero1 (parameters are whole) */
+    void *full_optim;      /* rank 0 after before_save: the whole optimiser-state blob */
+    size_t full_optim_bytes;
+    int full_ok;           /* full_optim holds the current step's state */
 };
 
 void dd_dp_cfg_default(dd_dp_cfg *c) {
@@ -70,8 +91,7 @@ void dd_dp_cfg_default(dd_dp_cfg *c) {
     memset(c, 0, sizeof *c);
     c->algo = DD_ALLREDUCE_RING;
     c->bucket_mb = 4.0;
-    c->fail_rank = -1;
-    c->fail_step = 1;
+    c->shard = DD_SHARD_NONE;
     dd_compress_cfg_default(&c->compress);
 }
 
@@ -81,9 +101,10 @@ dd_status dd_dp_cfg_check(const dd_dp_cfg *c) {
         return dd_error(DD_ERR_ARG, "data-parallel configuration: algo = %d is not an allreduce algorithm", (int)c->algo);
     if (!(c->bucket_mb >= 0.0 && c->bucket_mb <= 4096.0))
         return dd_error(DD_ERR_ARG, "data-parallel configuration: bucket_mb = %g is out of range [0, 4096]", c->bucket_mb);
-    if (c->fail_rank < -1) return dd_error(DD_ERR_ARG, "data-parallel configuration: fail_rank = %d (>= -1)", c->fail_rank);
-    if (c->fail_rank >= 0 && c->fail_step < 1)
-        return dd_error(DD_ERR_ARG, "data-parallel configuration: fail_step must be >= 1");
+    if (c->shard != DD_SHARD_NONE && c->shard != DD_SHARD_ZERO1)
+        return dd_error(DD_ERR_ARG, "data-parallel configuration: shard = %s is not this strategy's (none or zero1; "
+                                    "zero2 and zero3 are the sharded strategy's)",
+                        dd_shard_name(c->shard));
     return dd_compress_cfg_check(&c->compress);
 }
 
@@ -107,6 +128,16 @@ dd_status dd_dp_create(dd_comm *comm, const dd_dp_cfg *cfg, dd_dp **out) {
     dp->bucket_floats = cfg->bucket_mb > 0 ? (bf < 1.0 ? 1 : (size_t)bf) : 0;
     dp->open_hi = SIZE_MAX;
     dp->st.prev_exposed_mean_s = NAN;
+    dp->fail_rank = -1;
+    {
+        const char *inj = getenv("DD_DP_FAIL"); /* test-only fault injection: "RANK:STEP" */
+        int fr = -1;
+        unsigned long long fs = 0;
+        if (inj && sscanf(inj, "%d:%llu", &fr, &fs) == 2 && fr >= 0 && fs >= 1) {
+            dp->fail_rank = fr;
+            dp->fail_step = fs;
+        }
+    }
     if (strcmp(cfg->compress.name, "none") != 0) {
         dd_status s = dd_compress_create(&cfg->compress, &dp->cp);
         if (s != DD_OK) {
@@ -142,6 +173,9 @@ void dd_dp_destroy(dd_dp **dpp) {
     free(dp->b);
     dd_compress_destroy(&dp->cp);
     free(dp->cstate);
+    free(dp->part);
+    free(dp->pcount);
+    free(dp->full_optim);
     dd_free(dp);
     *dpp = NULL;
 }
@@ -243,8 +277,7 @@ static dd_status start_bucket(dd_dp *dp, float *grads, size_t lo, size_t hi) {
     return DD_OK;
 }
 
-static dd_status h_after_backward(void *user, float *grads, size_t lo, size_t hi) {
-    dd_dp *dp = user;
+static dd_status bucket_range(dd_dp *dp, float *grads, size_t lo, size_t hi) {
     if (dp->bucket_floats == 0 || (dp->size == 1 && !dp->cp)) return DD_OK; /* blocking mode / alone */
     if (!dp->in_step) {
         step_reset(dp);
@@ -308,8 +341,7 @@ static dd_status compressed_step(dd_dp *dp, float *grads, size_t n, double t_end
     return DD_OK;
 }
 
-static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, int nv) {
-    dd_dp *dp = user;
+static dd_status reduce_step(dd_dp *dp, float *grads, size_t n, double *vals, int nv) {
     const double t_end_bwd = dd_comm_wtime();
     dd_status s = DD_OK;
     dd_comm_req *vreq = NULL;
@@ -317,7 +349,7 @@ static dd_status h_allreduce(void *user, float *grads, size_t n, double *vals, i
     if (nv < 0 || nv > DP_MAX_VALS)
         return dd_error(DD_ERR_ARG, "data parallel: %d values to reduce (at most %d)", nv, DP_MAX_VALS);
     dp->nsteps++;
-    if (dp->cfg.fail_rank == dp->rank && dp->nsteps == dp->cfg.fail_step) {
+    if (dp->fail_rank == dp->rank && dp->nsteps == dp->fail_step) {
         step_reset(dp);
         return dd_error(DD_ERR_INTERNAL, "injected failure on rank %d at step %llu (fault injection for tests)",
                         dp->rank, (unsigned long long)dp->nsteps);
@@ -444,40 +476,52 @@ fail:
     return s;
 }
 
-/* ---------------------------------------------------------------- other hooks */
+/* ---------------------------------------------------------------- strategy operations */
 
-static dd_status h_setup(void *user, float *params, size_t n) {
-    dd_dp *dp = user;
+static dd_status zero1_setup(dd_dp *dp, dd_trainer *tr);
+
+static dd_status s_setup(void *self, dd_trainer *tr) {
+    dd_dp *dp = self;
     step_reset(dp);
-    if (dp->size == 1) return DD_OK;
-    /* every rank must hold the same model: compare the arena lengths first, so that a
-     * mismatch fails on every rank instead of corrupting a broadcast */
-    uint64_t mine = (uint64_t)n, *all = calloc((size_t)dp->size, sizeof *all);
-    if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
-    dd_status s = dd_comm_allgather(dp->c, &mine, sizeof mine, all);
-    if (s == DD_OK) {
-        for (int r = 1; r < dp->size; r++)
-            if (all[r] != all[0]) {
-                s = dd_error(DD_ERR_MISMATCH,
-                             "data parallel: rank %d has %llu parameter floats, rank 0 has %llu: every rank must "
-                             "train the same model",
-                             r, (unsigned long long)all[r], (unsigned long long)all[0]);
-                break;
-            }
+    float *params = NULL;
+    size_t plo = 0, phi = 0;
+    dd_trainer_storage(tr, &params, NULL, &plo, &phi, NULL, NULL);
+    const size_t n = dd_trainer_num_floats(tr);
+    if (plo != 0 || phi != n) return dd_error(DD_ERR_ARG, "data parallel: the trainer's parameters are sharded");
+    if (dp->size > 1) {
+        /* every rank must hold the same model: compare the arena lengths first, so that a
+         * mismatch fails on every rank instead of corrupting a broadcast */
+        uint64_t mine = (uint64_t)n, *all = calloc((size_t)dp->size, sizeof *all);
+        if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
+        dd_status s = dd_comm_allgather(dp->c, &mine, sizeof mine, all);
+        if (s == DD_OK) {
+            for (int r = 1; r < dp->size; r++)
+                if (all[r] != all[0]) {
+                    s = dd_error(DD_ERR_MISMATCH,
+                                 "data parallel: rank %d has %llu parameter floats, rank 0 has %llu: every rank must "
+                                 "train the same model",
+                                 r, (unsigned long long)all[r], (unsigned long long)all[0]);
+                    break;
+                }
+        }
+        free(all);
+        if (s != DD_OK) return s;
     }
-    free(all);
-    if (s != DD_OK) return s;
     if (dp->layout_known && dp->layout_n != n) { /* another model: learn the layout again */
         dp->layout_known = 0;
         dp->nb = 0;
     }
-    s = dd_comm_bcast(dp->c, params, n * sizeof(float), 0);
-    if (s != DD_OK) return dd_error_prefix(s, "data parallel: broadcast of the parameters: ");
-    return DD_OK;
+    dp->table = dd_model_params(dd_trainer_model(tr));
+    dp->stage_hi = NULL;
+    if (dp->size > 1) {
+        dd_status s = dd_comm_bcast(dp->c, params, n * sizeof(float), 0);
+        if (s != DD_OK) return dd_error_prefix(s, "data parallel: broadcast of the parameters: ");
+    }
+    return zero1_setup(dp, tr);
 }
 
-static dd_status h_bcast(void *user, double *vals, int nv) {
-    dd_dp *dp = user;
+static dd_status s_bcast(void *self, double *vals, int nv) {
+    dd_dp *dp = self;
     if (dp->size == 1 || nv <= 0) return DD_OK;
     dd_status s = dd_comm_bcast(dp->c, vals, (size_t)nv * sizeof(double), 0);
     if (s != DD_OK) return dd_error_prefix(s, "data parallel: broadcast from rank 0: ");
@@ -502,15 +546,8 @@ static void ccfg_pack(const dd_compressor *cp, double *v) {
     v[11] = (double)c->seed;
 }
 
-static dd_status h_begin_step(void *user, uint64_t step, int epoch, uint64_t batch, uint64_t nbatches) {
-    dd_dp *dp = user;
-    if (dp->cp) dd_compress_begin_step(dp->cp, step, epoch, nbatches ? (double)batch / (double)nbatches : 0.0);
-    return DD_OK;
-}
-
 /* Gathers every rank's compression state to rank 0 (all ranks call it). */
-static dd_status h_before_save(void *user) {
-    dd_dp *dp = user;
+static dd_status gather_compress_state(dd_dp *dp) {
     if (!dp->cp || dp->cstate_ok) return DD_OK;
     size_t m = 0;
     DD_TRY(dd_compress_state_export(dp->cp, NULL, &m));
@@ -536,8 +573,9 @@ static dd_status h_before_save(void *user) {
     return DD_OK;
 }
 
-static dd_status h_on_save(void *user, dd_ckpt_writer *w) {
-    dd_dp *dp = user;
+static dd_status s_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
+    dd_dp *dp = self;
+    (void)tr;
     DD_TRY(dd_ckpt_add_u64(w, "dp", (uint64_t)dp->size));
     if (!dp->cp) return DD_OK;
     if (!dp->cstate_ok)
@@ -630,8 +668,9 @@ static dd_status load_compress(dd_dp *dp, const dd_ckpt_reader *r) {
     return dd_compress_shared_import(dp->cp, d, bytes / sizeof(float));
 }
 
-static dd_status h_on_load(void *user, const dd_ckpt_reader *r) {
-    dd_dp *dp = user;
+static dd_status s_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
+    dd_dp *dp = self;
+    (void)tr;
     uint64_t n = 1;
     if (dd_ckpt_has(r, "dp")) {
         DD_TRY(dd_ckpt_get_u64(r, "dp", &n));
@@ -647,8 +686,8 @@ static dd_status h_on_load(void *user, const dd_ckpt_reader *r) {
 }
 
 /* The epoch's communication figures, averaged over the ranks (all ranks call it). */
-static dd_status h_epoch_comm(void *user, double out[3]) {
-    dd_dp *dp = user;
+static dd_status s_epoch_stats(void *self, double out[3]) {
+    dd_dp *dp = self;
     dd_compress_stats cs;
     dd_compress_stats_get(dp->cp, &cs);
     const double steps = (double)(dp->st.steps - dp->ep_steps0);
@@ -672,20 +711,159 @@ static dd_status h_epoch_comm(void *user, double out[3]) {
     return DD_OK;
 }
 
-void dd_dp_hooks(dd_dp *dp, dd_train_hooks *h) {
-    if (!h) return;
-    memset(h, 0, sizeof *h);
+/* ---------------------------------------------------------------- the step */
+
+/* After stage s's backward: its parameter-table entries' gradient ranges, last entry
+ * first (the ranges descend and tile [0, n) over the stages), go to the buckets. */
+static dd_status stage_done(void *self, size_t s, int bwd) {
+    dd_dp *dp = self;
+    if (!bwd) return DD_OK;
+    dd_stage_info si;
+    DD_TRY(dd_model_stage_info(dd_trainer_model(dp->tr), s, &si));
+    size_t top = si.hi;
+    for (size_t e = si.e1; e-- > si.e0;) {
+        size_t bot = e == 0 ? 0 : dp->table->entries[e].offset;
+        if (bot > top) bot = top; /* offsets ascend in layer order (param.h); defensive */
+        DD_TRY(bucket_range(dp, dp->step_grads, bot, top));
+        top = bot;
+    }
+    return DD_OK;
+}
+
+/* This rank's slice of global batch `batch`: gradients, bucketed reductions, the loss. */
+static dd_status dp_grads(dd_dp *dp, dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
+    float *grads = NULL;
+    dd_trainer_storage(tr, NULL, &grads, NULL, NULL, NULL, NULL);
+    const size_t n = dd_trainer_num_floats(tr);
+    uint64_t lo, hi, bg;
+    dd_trainer_batch_slice(tr, batch, dp->rank, dp->size, &lo, &hi, &bg);
+    dp->tr = tr;
+    dp->step_grads = grads;
+    memset(grads, 0, n * sizeof(float));
+    dd_stage_src src = {dd_trainer_params(tr), grads, dp, NULL, NULL, stage_done};
+    double v[1] = {0.0};
+    dd_status s = dd_trainer_compute_grads(tr, epoch, lo, hi, bg, &src, &v[0]);
+    if (s != DD_OK) {
+        step_reset(dp);
+        return s;
+    }
+    DD_TRY(reduce_step(dp, grads, n, v, 1));
+    *loss = v[0] * dd_trainer_loss_scale(tr, bg);
+    return DD_OK;
+}
+
+static dd_status s_loss_grad(void *self, dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
+    return dp_grads(self, tr, epoch, batch, loss);
+}
+
+static dd_status s_step(void *self, dd_trainer *tr, double *loss) {
+    dd_dp *dp = self;
+    const uint64_t batch = dd_trainer_batch(tr), nb = dd_trainer_num_batches(tr);
+    if (dp->cp) dd_compress_begin_step(dp->cp, dd_trainer_steps(tr), dd_trainer_epoch(tr), nb ? (double)batch / (double)nb : 0.0);
+    DD_TRY(dp_grads(dp, tr, (uint64_t)dd_trainer_epoch(tr), batch, loss));
+    if (!dp->part) return dd_trainer_apply_update(tr, *loss, NAN);
+    /* zero1: the whole (reduced) gradient is on every rank, so its norm is too; each rank
+     * steps its slice, then the slices are gathered */
+    float *params = NULL, *grads = NULL;
+    dd_trainer_storage(tr, &params, &grads, NULL, NULL, NULL, NULL);
+    DD_TRY(dd_trainer_apply_update(tr, *loss, dd_grad_sumsq(grads, dd_trainer_num_floats(tr))));
+    dp->full_ok = 0;
+    if (dp->size == 1) return DD_OK;
+    const double t0 = dd_comm_wtime();
+    dd_comm_stats a, b;
+    dd_comm_stats_get(dp->c, &a);
+    dd_status s = dd_comm_allgatherv(dp->c, (char *)params + dp->pdispl[dp->rank], params, dp->pcount, dp->pdispl);
+    dd_comm_stats_get(dp->c, &b);
+    dp->st.comm_s += dd_comm_wtime() - t0;
+    dp->st.bytes_sent += b.bytes_sent - a.bytes_sent;
+    dp->sent_mark = b.bytes_sent;
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel (zero1): gathering the updated parameters: ");
+    return DD_OK;
+}
+
+/* zero1: the optimiser of this rank's slice only (a later setup after a checkpoint load
+ * finds it sharded already). Slices are multiples of 16 floats, in rank order. */
+static dd_status zero1_setup(dd_dp *dp, dd_trainer *tr) {
+    if (dp->cfg.shard != DD_SHARD_ZERO1) return DD_OK;
+    const size_t n = dd_trainer_num_floats(tr);
+    if (!dp->part) {
+        dp->part = calloc((size_t)dp->size + 1, sizeof *dp->part);
+        dp->pcount = calloc(2 * (size_t)dp->size, sizeof *dp->pcount);
+        if (!dp->part || !dp->pcount) return dd_error(DD_ERR_NOMEM, "out of memory");
+        dp->pdispl = dp->pcount + dp->size;
+        dd_shard_partition(n, dp->size, dp->part);
+        for (int r = 0; r < dp->size; r++) {
+            dp->pcount[r] = (dp->part[r + 1] - dp->part[r]) * sizeof(float);
+            dp->pdispl[r] = dp->part[r] * sizeof(float);
+        }
+    }
+    size_t olo = 0, ohi = 0;
+    dd_trainer_storage(tr, NULL, NULL, NULL, NULL, &olo, &ohi);
+    if (olo == dp->part[dp->rank] && ohi == dp->part[dp->rank + 1]) return DD_OK;
+    return dd_trainer_shard(tr, dp->part[dp->rank], dp->part[dp->rank + 1], 0, 0);
+}
+
+static dd_status s_before_save(void *self, dd_trainer *tr) {
+    dd_dp *dp = self;
+    DD_TRY(gather_compress_state(dp));
+    if (!dp->part || dp->full_ok) return DD_OK;
+    /* zero1: the whole optimiser state to rank 0, array by array */
+    const size_t n = dd_trainer_num_floats(tr);
+    dd_optim *opt = dd_trainer_optim(tr);
+    const int k = dd_optim_state_arrays(opt);
+    const size_t bytes = dd_optim_state_bytes_for(opt, n);
+    if (dp->rank == 0 && dp->full_optim_bytes != bytes) {
+        free(dp->full_optim);
+        dp->full_optim = calloc(1, bytes);
+        dp->full_optim_bytes = dp->full_optim ? bytes : 0;
+        if (!dp->full_optim) return dd_error(DD_ERR_NOMEM, "out of memory for the optimiser state (%zu bytes)", bytes);
+    }
+    size_t cnt = 0;
+    float *mine = dd_optim_state(opt, &cnt);
+    const size_t m = dp->part[dp->rank + 1] - dp->part[dp->rank];
+    for (int j = 0; j < k; j++) {
+        float *dst = dp->rank == 0 ? (float *)((char *)dp->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
+        dd_status s = dd_comm_gatherv(dp->c, mine + (size_t)j * m, dst, dp->pcount, dp->pdispl, 0);
+        if (s != DD_OK) return dd_error_prefix(s, "data parallel (zero1): gathering the optimiser state: ");
+    }
+    if (dp->rank == 0) DD_TRY(dd_optim_state_header(opt, n, dp->full_optim));
+    dp->full_ok = 1;
+    return DD_OK;
+}
+
+static dd_status s_full_state(void *self, dd_trainer *tr, const float **params, const void **optim, size_t *bytes) {
+    dd_dp *dp = self;
+    if (!dp->full_ok || !dp->full_optim)
+        return dd_error(DD_ERR_INTERNAL, "data parallel (zero1): the optimiser state was not gathered before the "
+                                         "checkpoint");
+    *params = dd_trainer_params(tr);
+    *optim = dp->full_optim;
+    *bytes = dp->full_optim_bytes;
+    return DD_OK;
+}
+
+static int s_stop_agreed(void *self) { return ((dd_dp *)self)->agreed_stop != 0; }
+
+static const dd_strategy_ops dp_ops = {
+    .name = "dp",
+    .setup = s_setup,
+    .step = s_step,
+    .loss_grad = s_loss_grad,
+    .bcast = s_bcast,
+    .before_save = s_before_save,
+    .save = s_save,
+    .load = s_load,
+    .full_state = s_full_state,
+    .stop_agreed = s_stop_agreed,
+    .epoch_stats = s_epoch_stats,
+};
+
+void dd_dp_strategy(dd_dp *dp, dd_strategy *st) {
+    if (!st) return;
+    memset(st, 0, sizeof *st);
     if (!dp) return;
-    h->user = dp;
-    h->rank = dp->rank;
-    h->nranks = dp->size;
-    h->setup = h_setup;
-    h->after_backward = h_after_backward;
-    h->allreduce = h_allreduce;
-    h->bcast = h_bcast;
-    h->on_save = h_on_save;
-    h->on_load = h_on_load;
-    h->begin_step = h_begin_step;
-    h->before_save = h_before_save;
-    h->epoch_comm = h_epoch_comm;
+    st->ops = &dp_ops;
+    st->self = dp;
+    st->rank = dp->rank;
+    st->nranks = dp->size;
 }

@@ -428,7 +428,7 @@ dd_status dd_run_evaluate(const char *run, const char *which, const dd_dataset *
     dd_train_cfg cfg = rm.cfg;
     cfg.eval_test = 1;
     if ((st = dd_trainer_create(&cfg, ds, pp, NULL, &tr)) != DD_OK) goto done;
-    memcpy(tr->ar.params, rm.params, tr->n * sizeof(float));
+    memcpy(tr->params, rm.params, tr->n * sizeof(float));
     if (true_pa && cfg.task != DD_TRAIN_PA && (st = dd_trainer_set_true_pa(tr, true_pa)) != DD_OK) goto done;
     memset(rec, 0, sizeof *rec);
     rec->epoch = rm.epoch;
@@ -490,14 +490,24 @@ static void data_dir(const char *data, char *buf, size_t cap) {
 }
 
 /* The strategy's collective before rank 0 writes a checkpoint (every rank calls it). */
-static dd_status before_save(const dd_train_run_opts *o) {
-    if (o->hooks && o->hooks->before_save) return o->hooks->before_save(o->hooks->user);
+static dd_status before_save(const dd_train_run_opts *o, dd_trainer *tr) {
+    const dd_strategy *st = dd_trainer_strategy(tr);
+    (void)o;
+    if (st->ops && st->ops->before_save) return st->ops->before_save(st->self, tr);
     return DD_OK;
+}
+
+/* Whether to stop after this step: the stop every rank agreed on (a strategy's), else
+ * the caller's flag. */
+static int stop_now(const dd_train_run_opts *o, const dd_trainer *tr) {
+    const dd_strategy *st = dd_trainer_strategy(tr);
+    if (st->ops && st->ops->stop_agreed) return st->ops->stop_agreed(st->self);
+    return o->stop && *o->stop;
 }
 
 dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     if (!o || !o->out) return dd_error(DD_ERR_ARG, "dd_train_run: no run directory");
-    const int root = !o->hooks || o->hooks->rank == 0;
+    const int root = !o->strategy || o->strategy->rank == 0;
     char last[DD_TRAIN_PATH_MAX + 32], best[DD_TRAIN_PATH_MAX + 32], dir[DD_TRAIN_PATH_MAX];
     DD_TRY(join(last, sizeof last, o->out, "last.ckpt"));
     DD_TRY(join(best, sizeof best, o->out, "best.ckpt"));
@@ -577,7 +587,7 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     }
     if (root && (st = dd_train_mkdirs(o->out)) != DD_OK) goto done;
     if ((st = dd_dataset_load(data, &ds)) != DD_OK) goto done;
-    if ((st = dd_trainer_create(&cfg, ds, pp, o->hooks, &tr)) != DD_OK) goto done;
+    if ((st = dd_trainer_create(&cfg, ds, pp, o->strategy, &tr)) != DD_OK) goto done;
     {
         /* checkpoints record the absolute path, so a resume works from any directory */
         char *abs = realpath(data, NULL);
@@ -602,21 +612,21 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
         while (!dd_trainer_epoch_done(tr)) {
             if ((st = dd_trainer_step(tr, NULL)) != DD_OK) goto done;
             progress(o, tr, 0, tr->ep_loss_sum / (double)tr->batch, NULL);
-            if (o->stop && *o->stop && !dd_trainer_epoch_done(tr)) {
-                if ((st = before_save(o)) != DD_OK) goto done;
+            if (stop_now(o, tr) && !dd_trainer_epoch_done(tr)) {
+                if ((st = before_save(o, tr)) != DD_OK) goto done;
                 if (root && (st = dd_trainer_save(tr, last)) != DD_OK) goto done;
                 if (o->interrupted) *o->interrupted = 1;
                 goto done;
             }
             if (tr->cfg.ckpt_every && tr->step % tr->cfg.ckpt_every == 0 && !dd_trainer_epoch_done(tr)) {
-                if ((st = before_save(o)) != DD_OK) goto done;
+                if ((st = before_save(o, tr)) != DD_OK) goto done;
                 if (root && (st = dd_trainer_save(tr, last)) != DD_OK) goto done;
             }
         }
         progress(o, tr, 1, tr->ep_loss_sum / (double)tr->nbatches, NULL);
         dd_epoch_record rec;
         if ((st = dd_trainer_end_epoch(tr, &rec)) != DD_OK) goto done;
-        if ((st = before_save(o)) != DD_OK) goto done;
+        if ((st = before_save(o, tr)) != DD_OK) goto done;
         if (root) {
             if (rec.best && (st = dd_trainer_save(tr, best)) != DD_OK) goto done;
             if ((st = dd_trainer_save(tr, last)) != DD_OK) goto done;
@@ -625,7 +635,7 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
         }
         progress(o, tr, 2, rec.train_loss, &rec);
         done_epochs++;
-        if (o->stop && *o->stop && tr->epoch < tr->cfg.epochs) {
+        if (stop_now(o, tr) && tr->epoch < tr->cfg.epochs) {
             if (o->interrupted) *o->interrupted = 1;
             goto done;
         }
@@ -633,6 +643,11 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     }
     if (root && tr->nhist > 0 && !file_exists(best)) st = dd_error(DD_ERR_INTERNAL, "%s: best.ckpt is missing", o->out);
     if (st == DD_OK && root && o->write_report && tr->nhist > 0) {
+        if ((st = dd_trainer_unshard_params(tr)) != DD_OK) {
+            dd_log(DD_LOG_WARN, "%s: no report.html: %s", o->out, dd_last_error());
+            st = DD_OK;
+            goto done;
+        }
         if ((st = dd_trainer_load(tr, best, 1)) != DD_OK) goto done;
         st = dd_train_write_report(tr, o->out, o->command);
     }

@@ -257,8 +257,8 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
         dd_spec_pack(&tr->ds->spec, sv);
         if ((st = dd_ckpt_add(w, "spec", sv, sizeof sv)) != DD_OK) goto fail;
     }
-    if ((st = add_model(w, "", tr->m, tr->ar.params)) != DD_OK) goto fail;
-    {
+    if (tr->plo == 0 && tr->phi == tr->n && tr->olo == 0 && tr->ohi == tr->n) {
+        if ((st = add_model(w, "", tr->m, tr->params)) != DD_OK) goto fail;
         size_t ob = dd_optim_state_bytes(tr->opt);
         ost = malloc(ob ? ob : 1);
         if (!ost) {
@@ -267,6 +267,19 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
         }
         if ((st = dd_optim_state_save(tr->opt, ost, ob)) != DD_OK) goto fail;
         if ((st = dd_ckpt_add(w, "optim_state", ost, ob)) != DD_OK) goto fail;
+    } else {
+        /* sharded: the strategy gathered the whole model's state (shard-neutral format) */
+        const float *fp = NULL;
+        const void *fo = NULL;
+        size_t ob = 0;
+        if (!tr->st.ops->full_state) {
+            st = dd_error(DD_ERR_INTERNAL, "strategy %s shards the trainer but gives no full state to save",
+                          tr->st.ops->name);
+            goto fail;
+        }
+        if ((st = tr->st.ops->full_state(tr->st.self, (dd_trainer *)tr, &fp, &fo, &ob)) != DD_OK) goto fail;
+        if ((st = add_model(w, "", tr->m, fp)) != DD_OK) goto fail;
+        if ((st = dd_ckpt_add(w, "optim_state", fo, ob)) != DD_OK) goto fail;
     }
     if ((st = dd_ckpt_add(w, "lr_sched", &tr->sched, sizeof tr->sched)) != DD_OK) goto fail;
     if ((st = dd_ckpt_add_u64(w, "step", tr->step)) != DD_OK) goto fail;
@@ -298,7 +311,7 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
         if ((st = dd_ckpt_add(w, "history", hist, nh * sizeof(double))) != DD_OK) goto fail;
     }
     if (tr->pa && (st = add_model(w, "pa.", tr->pa, tr->pa_params)) != DD_OK) goto fail;
-    if (tr->hooks.on_save && (st = tr->hooks.on_save(tr->hooks.user, w)) != DD_OK) goto fail;
+    if (tr->st.ops->save && (st = tr->st.ops->save(tr->st.self, (dd_trainer *)tr, w)) != DD_OK) goto fail;
     dd_free(cfg);
     free(hist);
     free(ost);
@@ -328,7 +341,7 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
     const float *params;
     DD_TRY(dd_train_ckpt_check_model(r, path, "", tr->m, &params));
     if (params_only) {
-        memcpy(tr->ar.params, params, tr->n * sizeof(float));
+        memcpy(tr->params, params + tr->plo, (tr->phi - tr->plo) * sizeof(float));
         return DD_OK;
     }
 
@@ -405,8 +418,10 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
     size_t ob;
     DD_TRY(dd_ckpt_get(r, "optim_state", &d, &ob));
 
-    /* commit: the optimiser first (the only step that can still refuse) */
-    dd_status st = dd_optim_state_load(tr->opt, d, ob);
+    /* commit: the optimiser first (the only step that can still refuse); a sharded
+     * trainer takes its slice of the whole model's state (any checkpoint, any sharding) */
+    dd_status st = tr->olo == 0 && tr->ohi == tr->n ? dd_optim_state_load(tr->opt, d, ob)
+                                                    : dd_optim_state_load_slice(tr->opt, d, ob, tr->olo);
     if (st != DD_OK) return dd_error_prefix(st, "%s: ", path);
     dd_epoch_record *h = NULL;
     if (nhist) {
@@ -420,7 +435,7 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
             dd_rec_unpack(tmp, &h[i]);
         }
     }
-    memcpy(tr->ar.params, params, tr->n * sizeof(float));
+    memcpy(tr->params, params + tr->plo, (tr->phi - tr->plo) * sizeof(float));
     if (pa_params) memcpy(tr->pa_params, pa_params, tr->pa_n * sizeof(float));
     tr->sched = sched;
     tr->step = step;
@@ -446,11 +461,11 @@ dd_status dd_trainer_load(dd_trainer *tr, const char *path, int params_only) {
     dd_ckpt_reader *r = NULL;
     DD_TRY(dd_ckpt_open(path, &r));
     dd_status st = load_checked(tr, r, path, params_only);
-    if (st == DD_OK && !params_only && tr->hooks.on_load) st = tr->hooks.on_load(tr->hooks.user, r);
-    /* the setup hook (a collective: every rank loads the same checkpoint) runs after a full
-     * load only; a parameters-only load may be made by one rank alone (rank 0 loading
-     * best.ckpt for the report) */
-    if (st == DD_OK && !params_only && tr->hooks.setup) st = tr->hooks.setup(tr->hooks.user, tr->ar.params, tr->n);
+    if (st == DD_OK && !params_only && tr->st.ops->load) st = tr->st.ops->load(tr->st.self, tr, r);
+    /* the strategy's setup (a collective: every rank loads the same checkpoint) runs after
+     * a full load only; a parameters-only load may be made by one rank alone (rank 0
+     * loading best.ckpt for the report) */
+    if (st == DD_OK && !params_only && tr->st.ops->setup) st = tr->st.ops->setup(tr->st.self, tr);
     dd_ckpt_close(&r);
     return st;
 }

@@ -31,14 +31,22 @@ typedef struct {
 struct dd_trainer {
     dd_train_cfg cfg;      /* resolved configuration */
     const dd_dataset *ds;  /* borrowed */
-    dd_train_hooks hooks;  /* copy; rank/nranks normalised */
+    dd_strategy st;        /* copy; ops NULL = single process; rank/nranks normalised */
     int rank, nranks;
     char data_path[DD_TRAIN_PATH_MAX]; /* recorded in checkpoints (may be empty) */
 
     dd_model *m;           /* trained model */
-    dd_param_arena ar;     /* its params and grads */
-    size_t n;              /* arena floats */
-    dd_optim *opt;
+    size_t n;              /* arena floats (the model's table total) */
+    /* parameter and gradient storage: element i of the arena, plo <= i < phi, is
+     * params[i - plo] (all of [0, n) unless sharded; dd_arena_calloc, owned) */
+    float *params, *grads;
+    size_t plo, phi;       /* parameter slice kept */
+    size_t glo, ghi;       /* gradient slice kept */
+    size_t olo, ohi;       /* optimiser range: the slice this process updates */
+    dd_optim *opt;         /* optimiser of ohi - olo floats */
+    dd_stage_src psrc;     /* sharded parameters: where forwards take them */
+    int has_psrc;          /* psrc is set */
+    int collective_eval;   /* every rank runs the evaluation forwards (sharded params) */
     dd_lr_sched sched;
     dd_rng rng;            /* trainer RNG (checkpointed; reserved for stochastic features) */
 
@@ -60,6 +68,8 @@ struct dd_trainer {
     float *ws_m, *ws_p;
 
     /* evaluation */
+    int eval_here;         /* this rank runs evaluation forwards (rank 0, or every rank
+                              with collective evaluation) */
     size_t eb;             /* segments per forward */
     float *ews_m, *ews_p, *eout1;
     dd_eval_split ev[2];   /* [0] val, [1] test */
@@ -113,6 +123,10 @@ double dd_rec_select_metric(const dd_train_cfg *cfg, const dd_epoch_record *r);
 /* Configuration as a cJSON object (caller cJSON_Delete) / from one. */
 cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c);
 dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg *c);
+
+/* Sharded parameters back to a whole parameter arena (this rank alone, after training:
+ * the report of rank 0); the parameter source is cleared. Errors: DD_ERR_NOMEM. */
+dd_status dd_trainer_unshard_params(dd_trainer *tr);
 
 /* Records the data set path stored in checkpoints. */
 void dd_trainer_set_data_path(dd_trainer *tr, const char *path);

@@ -1,6 +1,7 @@
 /* The model-agnostic trainer (train.h): batch gathering by frame index, forward, MSE
- * loss, backward (through a frozen PA model for direct-learning DPD), the parallel
- * hooks, clipping, the optimiser step and the learning-rate schedule; per-epoch
+ * loss, backward (through a frozen PA model for direct-learning DPD), clipping, the
+ * optimiser step and the learning-rate schedule as building blocks of a strategy's step
+ * (the single-process strategy is here; the others live in src/parallel); per-epoch
  * evaluation on padded nperseg segments with the OpenDPD metrics, and on the true
  * simulated PA for DPDs; best-epoch selection and the epoch history.
  *
@@ -91,8 +92,68 @@ static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s)
     return DD_OK;
 }
 
+static void free_split(dd_eval_split *ev) {
+    dd_free(ev->in);
+    dd_free(ev->ref);
+    dd_free(ev->pred);
+    dd_free(ev->tref);
+    dd_free(ev->tu);
+    dd_free(ev->ty);
+    memset(ev, 0, sizeof *ev);
+}
+
+/* The validation and test splits as padded segments and the evaluation workspaces, on
+ * the ranks that run evaluation forwards. */
+static dd_status setup_eval(dd_trainer *tr) {
+    if (!tr->eval_here) {
+        metrics_nan(&tr->ev[0].base);
+        metrics_nan(&tr->ev[1].base);
+        return DD_OK;
+    }
+    DD_TRY(setup_eval_split(tr, &tr->ev[0], DD_SPLIT_VAL));
+    if (tr->cfg.eval_test)
+        DD_TRY(setup_eval_split(tr, &tr->ev[1], DD_SPLIT_TEST));
+    else
+        metrics_nan(&tr->ev[1].base);
+    size_t maxseg = tr->ev[0].nseg > tr->ev[1].nseg ? tr->ev[0].nseg : tr->ev[1].nseg;
+    tr->eb = tr->cfg.eval_batch < maxseg ? tr->cfg.eval_batch : maxseg;
+    if (tr->eb > 0) {
+        const int T = (int)tr->ds->spec.nperseg;
+        tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->m, (int)tr->eb, T) + 16,
+                                    sizeof(float), "the evaluation workspace");
+        int ok = tr->ews_m != NULL;
+        if (ok && tr->pa) {
+            tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->pa, (int)tr->eb, T) + 16,
+                                        sizeof(float), "the PA model's evaluation workspace");
+            tr->eout1 = dd_arena_calloc(DD_MEM_ACTIVATIONS, tr->eb * (size_t)T * 2, sizeof(float),
+                                        "the evaluation buffers");
+            ok = tr->ews_p && tr->eout1;
+        }
+        if (!ok) return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
+    }
+    return DD_OK;
+}
+
+static void free_eval(dd_trainer *tr) {
+    dd_arena_free(tr->ews_m);
+    dd_arena_free(tr->ews_p);
+    dd_arena_free(tr->eout1);
+    tr->ews_m = tr->ews_p = tr->eout1 = NULL;
+    free_split(&tr->ev[0]);
+    free_split(&tr->ev[1]);
+}
+
+static dd_status single_step(void *self, dd_trainer *tr, double *loss);
+static dd_status single_loss_grad(void *self, dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss);
+
+const dd_strategy_ops dd_strategy_single_ops = {
+    .name = "single",
+    .step = single_step,
+    .loss_grad = single_loss_grad,
+};
+
 dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const dd_model_ref *pa,
-                            const dd_train_hooks *hooks, dd_trainer **out) {
+                            const dd_strategy *st_in, dd_trainer **out) {
     if (!out) return dd_error(DD_ERR_ARG, "dd_trainer_create: NULL output");
     *out = NULL;
     if (!cfg || !ds) return dd_error(DD_ERR_ARG, "dd_trainer_create: NULL configuration or data set");
@@ -106,22 +167,46 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
     if (!tr) return DD_ERR_NOMEM;
     tr->cfg = *cfg;
     tr->ds = ds;
-    if (hooks) tr->hooks = *hooks;
-    tr->nranks = tr->hooks.nranks > 1 ? tr->hooks.nranks : 1;
-    tr->rank = tr->hooks.rank;
+    if (st_in) tr->st = *st_in;
+    tr->nranks = tr->st.nranks > 1 ? tr->st.nranks : 1;
+    tr->rank = tr->st.rank;
     if (tr->rank < 0 || tr->rank >= tr->nranks) {
-        st = dd_error(DD_ERR_ARG, "hooks: rank %d is out of range [0, %d)", tr->rank, tr->nranks);
+        st = dd_error(DD_ERR_ARG, "strategy: rank %d is out of range [0, %d)", tr->rank, tr->nranks);
         goto fail;
     }
+    if (!tr->st.ops) {
+        if (tr->nranks > 1) {
+            st = dd_error(DD_ERR_ARG, "strategy: %d ranks train together but the strategy has no operations", tr->nranks);
+            goto fail;
+        }
+        tr->st.ops = &dd_strategy_single_ops;
+    }
+    if (!tr->st.ops->step) {
+        st = dd_error(DD_ERR_ARG, "strategy %s has no step", tr->st.ops->name ? tr->st.ops->name : "?");
+        goto fail;
+    }
+    if (tr->nranks > 1 && !tr->st.ops->bcast) {
+        st = dd_error(DD_ERR_ARG, "strategy %s: %d ranks but no broadcast for the evaluation metrics",
+                      tr->st.ops->name ? tr->st.ops->name : "?", tr->nranks);
+        goto fail;
+    }
+    tr->eval_here = tr->rank == 0;
     tr->best_metric = INFINITY;
     dd_rng_seed(&tr->rng, dd_hash64(cfg->seed, 0x747261696E6572ull));
 
-    /* the model and its arenas */
+    /* the model, its parameters and gradients, the optimiser */
     if ((st = dd_model_create(cfg->model, &cfg->model_cfg, &tr->m)) != DD_OK) goto fail;
     tr->cfg.model_cfg = *dd_model_config(tr->m);
-    if ((st = dd_param_arena_create(&tr->ar, dd_model_params(tr->m))) != DD_OK) goto fail;
-    tr->n = tr->ar.n;
-    dd_model_init(tr->m, tr->ar.params, cfg->seed);
+    tr->n = dd_model_params(tr->m)->total;
+    tr->plo = tr->glo = tr->olo = 0;
+    tr->phi = tr->ghi = tr->ohi = tr->n;
+    tr->params = dd_arena_calloc(DD_MEM_PARAMS, tr->n, sizeof(float), "the parameters");
+    tr->grads = tr->params ? dd_arena_calloc(DD_MEM_GRADS, tr->n, sizeof(float), "the gradients") : NULL;
+    if (!tr->params || !tr->grads) {
+        st = DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
+        goto fail;
+    }
+    dd_model_init(tr->m, tr->params, cfg->seed);
     {
         dd_optim_cfg oc = cfg->optim;
         oc.lr = cfg->lr;
@@ -158,10 +243,10 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
     if (cfg->task != DD_TRAIN_PA && tr->cfg.gain == 0.0) {
         /* one pass over the whole training split: with several ranks only rank 0 reads it
          * and broadcasts the gain (a rank maps but never reads frames it does not train on) */
-        const int many = tr->nranks > 1 && tr->hooks.bcast;
+        const int many = tr->nranks > 1;
         if (!many || tr->rank == 0)
             if ((st = dd_train_target_gain(ds->in[0], ds->out[0], ntr, cfg->gain_mode, &tr->cfg.gain)) != DD_OK) goto fail;
-        if (many && (st = tr->hooks.bcast(tr->hooks.user, &tr->cfg.gain, 1)) != DD_OK) goto fail;
+        if (many && (st = tr->st.ops->bcast(tr->st.self, &tr->cfg.gain, 1)) != DD_OK) goto fail;
     }
     /* the split arrays are used in place (a memory-mapped binary data set is only read
      * where a frame of this rank's slices lies); DPD targets and ILA inputs are scaled
@@ -188,63 +273,48 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
     if ((st = dd_lr_sched_init(&tr->sched, &tr->cfg.sched)) != DD_OK) goto fail;
     tr->last_lr = dd_lr_sched_lr(&tr->sched, 0);
 
-    /* step buffers */
-    tr->bmax = (cfg->batch + (size_t)tr->nranks - 1) / (size_t)tr->nranks;
+    /* step buffers, for the largest slice of a global batch (a global batch never holds
+     * more frames than there are) */
     {
+        const size_t gmax = cfg->batch < tr->fr.count ? cfg->batch : (size_t)tr->fr.count;
+        tr->bmax = (gmax + (size_t)tr->nranks - 1) / (size_t)tr->nranks;
+    }
+    if (tr->bmax > 0) {
         const size_t fl = tr->bmax * cfg->frame * 2;
+        const char *what = "the batch buffers";
         tr->idx = dd_calloc(tr->bmax, sizeof(uint64_t));
-        tr->xin = dd_calloc(fl, sizeof(float));
-        tr->tgt = dd_calloc(fl, sizeof(float));
-        tr->out1 = dd_calloc(fl, sizeof(float));
-        tr->dout = dd_calloc(fl, sizeof(float));
-        tr->ws_m = dd_calloc(dd_model_workspace_size(tr->m, (int)tr->bmax, (int)cfg->frame) + 16, sizeof(float));
-        int ok = tr->idx && tr->xin && tr->tgt && tr->out1 && tr->dout && tr->ws_m;
-        if (cfg->task == DD_TRAIN_DLA) {
-            tr->out2 = dd_calloc(fl, sizeof(float));
-            tr->du = dd_calloc(fl, sizeof(float));
-            tr->ws_p = dd_calloc(dd_model_workspace_size(tr->pa, (int)tr->bmax, (int)cfg->frame) + 16, sizeof(float));
-            ok = ok && tr->out2 && tr->du && tr->ws_p;
+        tr->xin = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+        tr->tgt = tr->xin ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
+        tr->out1 = tr->tgt ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
+        tr->dout = tr->out1 ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
+        tr->ws_m = tr->dout ? dd_arena_calloc(DD_MEM_ACTIVATIONS,
+                                              dd_model_workspace_size(tr->m, (int)tr->bmax, (int)cfg->frame) + 16,
+                                              sizeof(float), "the model's activations")
+                            : NULL;
+        int ok = tr->idx && tr->ws_m;
+        if (ok && cfg->task == DD_TRAIN_DLA) {
+            tr->out2 = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+            tr->du = tr->out2 ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
+            tr->ws_p = tr->du ? dd_arena_calloc(DD_MEM_ACTIVATIONS,
+                                                dd_model_workspace_size(tr->pa, (int)tr->bmax, (int)cfg->frame) + 16,
+                                                sizeof(float), "the PA model's activations")
+                              : NULL;
+            ok = tr->ws_p != NULL;
         }
         if (!ok) {
-            st = dd_error(DD_ERR_NOMEM, "out of memory for the batch buffers (batch %zu, frame %zu)", cfg->batch, cfg->frame);
+            st = tr->idx ? DD_ERR_NOMEM
+                         : dd_error(DD_ERR_NOMEM, "out of memory for the batch buffers (batch %zu, frame %zu)",
+                                    cfg->batch, cfg->frame);
             goto fail;
         }
     }
 
-    /* evaluation: metrics must accept the spec; padded segments of val and test */
+    /* evaluation: metrics must accept the spec; padded segments of val and test (only
+     * rank 0 evaluates: the metrics reach the others through the strategy's broadcast) */
     if ((st = dd_spec_check(&ds->spec, "data set spec")) != DD_OK) goto fail;
-    if (tr->rank != 0) {
-        /* only rank 0 evaluates (the metrics reach the others through the bcast hook):
-         * the other ranks keep no copy of the validation and test splits */
-        metrics_nan(&tr->ev[0].base);
-        metrics_nan(&tr->ev[1].base);
-    } else if ((st = setup_eval_split(tr, &tr->ev[0], DD_SPLIT_VAL)) != DD_OK) {
-        goto fail;
-    } else if (cfg->eval_test) {
-        if ((st = setup_eval_split(tr, &tr->ev[1], DD_SPLIT_TEST)) != DD_OK) goto fail;
-    } else {
-        metrics_nan(&tr->ev[1].base);
-    }
-    {
-        size_t maxseg = tr->ev[0].nseg > tr->ev[1].nseg ? tr->ev[0].nseg : tr->ev[1].nseg;
-        tr->eb = cfg->eval_batch < maxseg ? cfg->eval_batch : maxseg;
-        if (tr->eb > 0) {
-            const int T = (int)ds->spec.nperseg;
-            tr->ews_m = dd_calloc(dd_model_workspace_size(tr->m, (int)tr->eb, T) + 16, sizeof(float));
-            int ok = tr->ews_m != NULL;
-            if (tr->pa) {
-                tr->ews_p = dd_calloc(dd_model_workspace_size(tr->pa, (int)tr->eb, T) + 16, sizeof(float));
-                tr->eout1 = dd_calloc(tr->eb * (size_t)T * 2, sizeof(float));
-                ok = ok && tr->ews_p && tr->eout1;
-            }
-            if (!ok) {
-                st = dd_error(DD_ERR_NOMEM, "out of memory for the evaluation buffers");
-                goto fail;
-            }
-        }
-    }
+    if ((st = setup_eval(tr)) != DD_OK) goto fail;
 
-    if (tr->hooks.setup && (st = tr->hooks.setup(tr->hooks.user, tr->ar.params, tr->n)) != DD_OK) goto fail;
+    if (tr->st.ops->setup && (st = tr->st.ops->setup(tr->st.self, tr)) != DD_OK) goto fail;
     *out = tr;
     return DD_OK;
 fail:
@@ -252,99 +322,271 @@ fail:
     return st;
 }
 
-static void free_split(dd_eval_split *ev) {
-    dd_free(ev->in);
-    dd_free(ev->ref);
-    dd_free(ev->pred);
-    dd_free(ev->tref);
-    dd_free(ev->tu);
-    dd_free(ev->ty);
-    memset(ev, 0, sizeof *ev);
-}
-
 void dd_trainer_destroy(dd_trainer **trp) {
     if (!trp || !*trp) return;
     dd_trainer *tr = *trp;
     dd_model_destroy(&tr->m);
-    dd_param_arena_destroy(&tr->ar);
+    dd_arena_free(tr->params);
+    dd_arena_free(tr->grads);
     dd_optim_destroy(&tr->opt);
     dd_model_destroy(&tr->pa);
     dd_free(tr->pa_params);
     dd_free(tr->idx);
-    dd_free(tr->xin);
-    dd_free(tr->tgt);
-    dd_free(tr->out1);
-    dd_free(tr->out2);
-    dd_free(tr->dout);
-    dd_free(tr->du);
-    dd_free(tr->ws_m);
-    dd_free(tr->ws_p);
-    dd_free(tr->ews_m);
-    dd_free(tr->ews_p);
-    dd_free(tr->eout1);
-    free_split(&tr->ev[0]);
-    free_split(&tr->ev[1]);
+    dd_arena_free(tr->xin);
+    dd_arena_free(tr->tgt);
+    dd_arena_free(tr->out1);
+    dd_arena_free(tr->out2);
+    dd_arena_free(tr->dout);
+    dd_arena_free(tr->du);
+    dd_arena_free(tr->ws_m);
+    dd_arena_free(tr->ws_p);
+    free_eval(tr);
     dd_pa_destroy(&tr->true_pa);
     free(tr->hist);
     dd_free(tr);
     *trp = NULL;
 }
 
+/* ---------------------------------------------------------------- sharding */
+
+dd_status dd_trainer_shard(dd_trainer *tr, size_t lo, size_t hi, int grads, int params) {
+    if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_shard: NULL trainer");
+    if (lo > hi || hi > tr->n)
+        return dd_error(DD_ERR_ARG, "dd_trainer_shard: slice [%zu, %zu) of an arena of %zu floats", lo, hi, tr->n);
+    if (params && !grads) return dd_error(DD_ERR_ARG, "dd_trainer_shard: sharded parameters need sharded gradients");
+    if (lo < tr->plo || hi > tr->phi)
+        return dd_error(DD_ERR_ARG, "dd_trainer_shard: slice [%zu, %zu) outside the parameters kept [%zu, %zu)", lo,
+                        hi, tr->plo, tr->phi);
+    const size_t m = hi - lo;
+    dd_optim *opt = NULL;
+    float *np = NULL, *ng = NULL;
+    dd_optim_cfg oc = *dd_optim_get_cfg(tr->opt);
+    /* an empty slice still gets a one-float optimiser (it never steps anything) */
+    DD_TRY(dd_optim_create(tr->cfg.opt, &oc, m ? m : 1, &opt));
+    if (grads) {
+        ng = dd_arena_calloc(DD_MEM_GRADS, m ? m : 1, sizeof(float), "the gradient partition");
+        if (!ng) goto nomem;
+    }
+    if (params) {
+        np = dd_arena_calloc(DD_MEM_PARAMS, m ? m : 1, sizeof(float), "the parameter partition");
+        if (!np) goto nomem;
+        if (m) memcpy(np, tr->params + (lo - tr->plo), m * sizeof(float));
+    }
+    dd_optim_destroy(&tr->opt);
+    tr->opt = opt;
+    tr->olo = lo;
+    tr->ohi = hi;
+    if (grads) {
+        dd_arena_free(tr->grads);
+        tr->grads = ng;
+        tr->glo = lo;
+        tr->ghi = hi;
+    }
+    if (params) {
+        dd_arena_free(tr->params);
+        tr->params = np;
+        tr->plo = lo;
+        tr->phi = hi;
+    }
+    return DD_OK;
+nomem:
+    dd_optim_destroy(&opt);
+    dd_arena_free(np);
+    dd_arena_free(ng);
+    return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
+}
+
+void dd_trainer_storage(dd_trainer *tr, float **params, float **grads, size_t *lo, size_t *hi, size_t *olo,
+                        size_t *ohi) {
+    if (params) *params = tr->params;
+    if (grads) *grads = tr->grads;
+    if (lo) *lo = tr->plo;
+    if (hi) *hi = tr->phi;
+    if (olo) *olo = tr->olo;
+    if (ohi) *ohi = tr->ohi;
+}
+
+void dd_trainer_set_param_source(dd_trainer *tr, const dd_stage_src *src, int collective) {
+    if (!tr) return;
+    tr->has_psrc = src != NULL;
+    if (src) tr->psrc = *src;
+    const int here = tr->rank == 0 || (src && collective);
+    tr->collective_eval = src && collective;
+    if (here != tr->eval_here) {
+        free_eval(tr);
+        tr->eval_here = here;
+        if (setup_eval(tr) != DD_OK) {
+            dd_log(DD_LOG_WARN, "rank %d: no evaluation buffers (%s)", tr->rank, dd_last_error());
+            free_eval(tr);
+        }
+    }
+}
+
+dd_status dd_trainer_unshard_params(dd_trainer *tr) {
+    if (tr->plo == 0 && tr->phi == tr->n) return DD_OK;
+    float *p = dd_arena_calloc(DD_MEM_PARAMS, tr->n, sizeof(float), "the whole parameter arena (report)");
+    if (!p) return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
+    if (tr->phi > tr->plo) memcpy(p + tr->plo, tr->params, (tr->phi - tr->plo) * sizeof(float));
+    dd_arena_free(tr->params);
+    tr->params = p;
+    tr->plo = 0;
+    tr->phi = tr->n;
+    dd_trainer_set_param_source(tr, NULL, 0);
+    return DD_OK;
+}
+
+dd_optim *dd_trainer_optim(dd_trainer *tr) { return tr ? tr->opt : NULL; }
+
+const dd_strategy *dd_trainer_strategy(const dd_trainer *tr) { return tr ? &tr->st : NULL; }
+
+/* Where forwards take the parameters: the source when sharded, else the arena. */
+static dd_stage_src param_src(const dd_trainer *tr) {
+    if (tr->has_psrc) return tr->psrc;
+    dd_stage_src s = {tr->params, NULL, NULL, NULL, NULL, NULL};
+    return s;
+}
+
 /* ---------------------------------------------------------------- training step */
 
-/* Loss and gradients of global batch `batch` of `epoch` at the current parameters: the
- * gradient arena holds the (allreduced) gradient afterwards. */
-static dd_status forward_backward(dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
-    const size_t F = tr->cfg.frame;
-    uint64_t lo, hi, bg;
-    dd_batch_slice(tr->fr.count, tr->cfg.batch, batch, tr->rank, tr->nranks, &lo, &hi, &bg);
-    const size_t bl = (size_t)(hi - lo);
-    for (size_t j = 0; j < bl; j++) tr->idx[j] = dd_sampler_index(&tr->smp, epoch, lo + j);
-    dd_param_arena_zero_grads(&tr->ar);
-    double sum = 0.0;
-    const double inv = 1.0 / ((double)bg * (double)F * 2.0);
-    if (bl > 0) {
-        dd_framing_gather(&tr->fr, tr->src, tr->idx, bl, tr->src_scale, tr->xin); /* (bl, F, 2) */
-        dd_framing_gather(&tr->fr, tr->dst, tr->idx, bl, tr->dst_scale, tr->tgt); /* (bl, F, 2) */
-        const float *params = tr->ar.params;
-        DD_TRY(dd_model_forward(tr->m, params, tr->xin, tr->out1, (int)bl, (int)F, tr->ws_m));
-        const float *pred = tr->out1;
-        if (tr->cfg.task == DD_TRAIN_DLA) {
-            DD_TRY(dd_model_forward(tr->pa, tr->pa_params, tr->out1, tr->out2, (int)bl, (int)F, tr->ws_p));
-            pred = tr->out2;
-        }
-        const size_t nv = bl * F * 2;
-        const float finv2 = (float)(2.0 * inv);
-        for (size_t k = 0; k < nv; k++) {
-            float e = pred[k] - tr->tgt[k];
-            sum += (double)e * (double)e;
-            tr->dout[k] = e * finv2; /* dL/dpred of mean((pred - tgt)^2) over the global batch */
-        }
-        if (tr->cfg.task == DD_TRAIN_DLA) {
-            memset(tr->du, 0, nv * sizeof(float));
-            DD_TRY(dd_model_backward(tr->pa, tr->pa_params, NULL, tr->out1, tr->dout, tr->du, (int)bl, (int)F, tr->ws_p));
-            DD_TRY(dd_model_backward(tr->m, params, tr->ar.grads, tr->xin, tr->du, NULL, (int)bl, (int)F, tr->ws_m));
-        } else {
-            DD_TRY(dd_model_backward(tr->m, params, tr->ar.grads, tr->xin, tr->dout, NULL, (int)bl, (int)F, tr->ws_m));
-        }
+void dd_trainer_batch_slice(const dd_trainer *tr, uint64_t batch, int w, int nw, uint64_t *lo, uint64_t *hi,
+                            uint64_t *global) {
+    dd_batch_slice(tr->fr.count, tr->cfg.batch, batch, w, nw, lo, hi, global);
+}
+
+double dd_trainer_loss_scale(const dd_trainer *tr, uint64_t global) {
+    return 1.0 / ((double)global * (double)tr->cfg.frame * 2.0);
+}
+
+/* An empty slice: every stage callback of a forward and a backward, in order. */
+static dd_status walk_stages(dd_trainer *tr, const dd_stage_src *src) {
+    const size_t S = dd_model_num_stages(tr->m);
+    for (size_t s = 0; s < S; s++) {
+        const float *p = NULL;
+        if (src->stage_params) DD_TRY(src->stage_params(src->user, s, 0, &p));
+        if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
     }
-    if (tr->hooks.after_backward) {
-        /* one call per parameter-table entry (with the padding after it), in reverse layer
-         * order: [offset_k, offset_{k+1}) for k = count-1 .. 0, the first from 0, so the
-         * ranges descend and cover [0, n) once. A bucketed strategy groups them. */
-        const dd_param_table *t = dd_model_params(tr->m);
-        size_t top = tr->n;
-        for (size_t e = t->count; e-- > 0;) {
-            size_t bot = e == 0 ? 0 : t->entries[e].offset;
-            if (bot > top) bot = top; /* offsets ascend in layer order (param.h); defensive */
-            DD_TRY(tr->hooks.after_backward(tr->hooks.user, tr->ar.grads, bot, top));
-            top = bot;
-        }
+    for (size_t s = S; s-- > 0;) {
+        const float *p = NULL;
+        float *g = NULL;
+        if (src->stage_params) DD_TRY(src->stage_params(src->user, s, 1, &p));
+        if (src->stage_grads) DD_TRY(src->stage_grads(src->user, s, &g));
+        if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 1));
     }
-    double vals[1] = {sum};
-    if (tr->hooks.allreduce) DD_TRY(tr->hooks.allreduce(tr->hooks.user, tr->ar.grads, tr->n, vals, 1));
-    *loss = vals[0] * inv;
     return DD_OK;
+}
+
+dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, uint64_t global,
+                                   const dd_stage_src *src, double *sse) {
+    if (!tr || !sse) return dd_error(DD_ERR_ARG, "dd_trainer_compute_grads: NULL argument");
+    *sse = 0.0;
+    if (lo > hi || hi - lo > tr->bmax || hi > tr->fr.count || global == 0)
+        return dd_error(DD_ERR_ARG, "dd_trainer_compute_grads: frames [%llu, %llu) of %llu (at most %zu, global %llu)",
+                        (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)tr->fr.count, tr->bmax,
+                        (unsigned long long)global);
+    dd_stage_src own;
+    if (!src) {
+        if (tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 || tr->phi != tr->n)
+            return dd_error(DD_ERR_ARG, "dd_trainer_compute_grads: sharded storage needs a stage source");
+        own = (dd_stage_src){tr->params, tr->grads, NULL, NULL, NULL, NULL};
+        memset(tr->grads, 0, tr->n * sizeof(float));
+        src = &own;
+    }
+    const size_t F = tr->cfg.frame, bl = (size_t)(hi - lo);
+    if (bl == 0) return walk_stages(tr, src);
+    const size_t S = dd_model_num_stages(tr->m);
+    for (size_t j = 0; j < bl; j++) tr->idx[j] = dd_sampler_index(&tr->smp, epoch, lo + j);
+    dd_framing_gather(&tr->fr, tr->src, tr->idx, bl, tr->src_scale, tr->xin); /* (bl, F, 2) */
+    dd_framing_gather(&tr->fr, tr->dst, tr->idx, bl, tr->dst_scale, tr->tgt); /* (bl, F, 2) */
+    DD_TRY(dd_model_range_forward(tr->m, 0, S, src, tr->xin, tr->xin, tr->out1, (int)bl, (int)F, tr->ws_m));
+    const float *pred = tr->out1;
+    if (tr->cfg.task == DD_TRAIN_DLA) {
+        DD_TRY(dd_model_forward(tr->pa, tr->pa_params, tr->out1, tr->out2, (int)bl, (int)F, tr->ws_p));
+        pred = tr->out2;
+    }
+    const size_t nv = bl * F * 2;
+    const float finv2 = (float)(2.0 * dd_trainer_loss_scale(tr, global));
+    double sum = 0.0;
+    for (size_t k = 0; k < nv; k++) {
+        float e = pred[k] - tr->tgt[k];
+        sum += (double)e * (double)e;
+        tr->dout[k] = e * finv2; /* dL/dpred of mean((pred - tgt)^2) over the global batch */
+    }
+    const float *dy = tr->dout;
+    if (tr->cfg.task == DD_TRAIN_DLA) {
+        memset(tr->du, 0, nv * sizeof(float));
+        DD_TRY(dd_model_backward(tr->pa, tr->pa_params, NULL, tr->out1, tr->dout, tr->du, (int)bl, (int)F, tr->ws_p));
+        dy = tr->du;
+    }
+    DD_TRY(dd_model_range_backward(tr->m, 0, S, src, tr->xin, tr->xin, dy, NULL, NULL, (int)bl, (int)F, tr->ws_m));
+    *sse = sum;
+    return DD_OK;
+}
+
+dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq) {
+    if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_apply_update: NULL trainer");
+    if (tr->batch >= tr->nbatches)
+        return dd_error(DD_ERR_ARG, "epoch %d is complete: end it before the next step", tr->epoch + 1);
+    if (!isfinite(loss))
+        return dd_error(DD_ERR_NUMERIC,
+                        "training diverged: the loss is %g at epoch %d, batch %llu (step %llu); try a lower "
+                        "learning rate",
+                        loss, tr->epoch + 1, (unsigned long long)tr->batch + 1, (unsigned long long)tr->step + 1);
+    /* the gradient of the optimiser's range, in the gradient storage */
+    if (tr->olo < tr->glo || tr->ohi > tr->ghi || tr->olo < tr->plo || tr->ohi > tr->phi)
+        return dd_error(DD_ERR_INTERNAL, "the optimiser range [%zu, %zu) is not in the storage kept", tr->olo, tr->ohi);
+    const size_t m = tr->ohi - tr->olo;
+    float *g = tr->grads + (tr->olo - tr->glo), *w = tr->params + (tr->olo - tr->plo);
+    double gnorm;
+    if (isnan(grad_sumsq)) {
+        if (tr->cfg.clip > 0) {
+            dd_status st = dd_clip_grad_norm(g, m, tr->cfg.clip, &gnorm);
+            if (st == DD_ERR_RANGE) gnorm = NAN;
+            else DD_TRY(st);
+        } else {
+            gnorm = sqrt(dd_grad_sumsq(g, m));
+        }
+    } else {
+        gnorm = sqrt(grad_sumsq);
+        if (tr->cfg.clip > 0 && isfinite(gnorm)) dd_grad_scale(g, m, dd_clip_coef(gnorm, tr->cfg.clip));
+    }
+    if (!isfinite(gnorm))
+        return dd_error(DD_ERR_NUMERIC, "training diverged: the gradient is not finite at epoch %d, batch %llu",
+                        tr->epoch + 1, (unsigned long long)tr->batch + 1);
+    if (gnorm > tr->ep_gnorm_max) tr->ep_gnorm_max = gnorm;
+    double lr = dd_lr_sched_lr(&tr->sched, (int64_t)tr->step);
+    if (m) DD_TRY(dd_optim_step(tr->opt, w, g, lr));
+    else dd_optim_step_end(tr->opt);
+    /* a finite loss and gradient can still step the parameters out of range (a huge
+     * learning rate, a compressor's burst): say so here rather than let the next
+     * evaluation fail on a NaN spectrum */
+    for (size_t i = 0; i < m; i++)
+        if (!isfinite(w[i]))
+            return dd_error(DD_ERR_NUMERIC,
+                            "training diverged: parameter %zu is %g after the step at epoch %d, batch %llu (step %llu); "
+                            "try a lower learning rate",
+                            tr->olo + i, (double)w[i], tr->epoch + 1, (unsigned long long)tr->batch + 1,
+                            (unsigned long long)tr->step + 1);
+    tr->last_lr = lr;
+    tr->step++;
+    tr->batch++;
+    tr->ep_loss_sum += loss;
+    return DD_OK;
+}
+
+/* The single-process strategy: every frame of the batch, one update. */
+static dd_status single_loss_grad(void *self, dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
+    (void)self;
+    uint64_t lo, hi, bg;
+    dd_trainer_batch_slice(tr, batch, 0, 1, &lo, &hi, &bg);
+    double sse = 0.0;
+    DD_TRY(dd_trainer_compute_grads(tr, epoch, lo, hi, bg, NULL, &sse));
+    *loss = sse * dd_trainer_loss_scale(tr, bg);
+    return DD_OK;
+}
+
+static dd_status single_step(void *self, dd_trainer *tr, double *loss) {
+    DD_TRY(single_loss_grad(self, tr, (uint64_t)tr->epoch, tr->batch, loss));
+    return dd_trainer_apply_update(tr, *loss, NAN);
 }
 
 dd_status dd_trainer_loss_grad(dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
@@ -352,7 +594,9 @@ dd_status dd_trainer_loss_grad(dd_trainer *tr, uint64_t epoch, uint64_t batch, d
     if (batch >= tr->nbatches)
         return dd_error(DD_ERR_ARG, "batch %llu is out of range [0, %llu)", (unsigned long long)batch,
                         (unsigned long long)tr->nbatches);
-    return forward_backward(tr, epoch, batch, loss);
+    if (!tr->st.ops->loss_grad)
+        return dd_error(DD_ERR_UNSUPPORTED, "strategy %s does not compute a gradient without a step", tr->st.ops->name);
+    return tr->st.ops->loss_grad(tr->st.self, tr, epoch, batch, loss);
 }
 
 int dd_trainer_epoch_done(const dd_trainer *tr) { return tr->batch >= tr->nbatches; }
@@ -362,45 +606,12 @@ dd_status dd_trainer_step(dd_trainer *tr, double *loss_out) {
     if (tr->epoch >= tr->cfg.epochs) return dd_error(DD_ERR_ARG, "all %d epochs are done", tr->cfg.epochs);
     if (tr->batch >= tr->nbatches)
         return dd_error(DD_ERR_ARG, "epoch %d is complete: end it before the next step", tr->epoch + 1);
-    if (tr->nranks > 1 && !tr->hooks.allreduce)
-        return dd_error(DD_ERR_ARG, "hooks: %d ranks share each batch but there is no allreduce hook", tr->nranks);
-    if (tr->hooks.begin_step)
-        DD_TRY(tr->hooks.begin_step(tr->hooks.user, tr->step, tr->epoch, tr->batch, tr->nbatches));
+    const uint64_t step0 = tr->step;
     double t0 = dd_now(), loss = 0.0;
-    DD_TRY(forward_backward(tr, (uint64_t)tr->epoch, tr->batch, &loss));
-    if (!isfinite(loss))
-        return dd_error(DD_ERR_NUMERIC,
-                        "training diverged: the loss is %g at epoch %d, batch %llu (step %llu); try a lower "
-                        "learning rate",
-                        loss, tr->epoch + 1, (unsigned long long)tr->batch + 1, (unsigned long long)tr->step + 1);
-    double gnorm;
-    if (tr->cfg.clip > 0) {
-        dd_status st = dd_clip_grad_norm(tr->ar.grads, tr->n, tr->cfg.clip, &gnorm);
-        if (st == DD_ERR_RANGE) gnorm = NAN;
-        else DD_TRY(st);
-    } else {
-        gnorm = sqrt(dd_grad_sumsq(tr->ar.grads, tr->n));
-    }
-    if (!isfinite(gnorm))
-        return dd_error(DD_ERR_NUMERIC, "training diverged: the gradient is not finite at epoch %d, batch %llu",
-                        tr->epoch + 1, (unsigned long long)tr->batch + 1);
-    if (gnorm > tr->ep_gnorm_max) tr->ep_gnorm_max = gnorm;
-    double lr = dd_lr_sched_lr(&tr->sched, (int64_t)tr->step);
-    DD_TRY(dd_optim_step(tr->opt, tr->ar.params, tr->ar.grads, lr));
-    /* a finite loss and gradient can still step the parameters out of range (a huge
-     * learning rate, a compressor's burst): say so here rather than let the next
-     * evaluation fail on a NaN spectrum */
-    for (size_t i = 0; i < tr->n; i++)
-        if (!isfinite(tr->ar.params[i]))
-            return dd_error(DD_ERR_NUMERIC,
-                            "training diverged: parameter %zu is %g after the step at epoch %d, batch %llu (step %llu); "
-                            "try a lower learning rate",
-                            i, (double)tr->ar.params[i], tr->epoch + 1, (unsigned long long)tr->batch + 1,
-                            (unsigned long long)tr->step + 1);
-    tr->last_lr = lr;
-    tr->step++;
-    tr->batch++;
-    tr->ep_loss_sum += loss;
+    DD_TRY(tr->st.ops->step(tr->st.self, tr, &loss));
+    if (tr->step != step0 + 1)
+        return dd_error(DD_ERR_INTERNAL, "strategy %s: its step made %llu updates, not one", tr->st.ops->name,
+                        (unsigned long long)(tr->step - step0));
     tr->ep_time += dd_now() - t0;
     if (loss_out) *loss_out = loss;
     return DD_OK;
@@ -430,18 +641,20 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
     dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
     metrics_nan(m);
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
-    const size_t T = tr->ds->spec.nperseg;
+    const size_t T = tr->ds->spec.nperseg, S = dd_model_num_stages(tr->m);
+    const dd_stage_src ps = param_src(tr);
     for (size_t c = 0; c < ev->nseg; c += tr->eb) {
         size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
         const float *in = (const float *)(ev->in + c * T); /* (k, T, 2) */
         float *out = (float *)(ev->pred + c * T);
         if (tr->pa) {
-            DD_TRY(dd_model_forward(tr->m, tr->ar.params, in, tr->eout1, (int)k, (int)T, tr->ews_m));
+            DD_TRY(dd_model_range_forward(tr->m, 0, S, &ps, in, in, tr->eout1, (int)k, (int)T, tr->ews_m));
             DD_TRY(dd_model_forward(tr->pa, tr->pa_params, tr->eout1, out, (int)k, (int)T, tr->ews_p));
         } else {
-            DD_TRY(dd_model_forward(tr->m, tr->ar.params, in, out, (int)k, (int)T, tr->ews_m));
+            DD_TRY(dd_model_range_forward(tr->m, 0, S, &ps, in, in, out, (int)k, (int)T, tr->ews_m));
         }
     }
+    if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
     dd_status st = compute_metrics(tr, ev->ref, ev->pred, ev->npad, m);
     if (st != DD_OK) return dd_error_prefix(st, "%s split: ", dd_split_name(s));
     if (pred) *pred = ev->pred;
@@ -495,7 +708,9 @@ dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *
     if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
     dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
-    DD_TRY(dd_model_run_stream(tr->m, tr->ar.params, tr->ds->in[s], ev->tu, ev->n));
+    const dd_stage_src ps = param_src(tr);
+    DD_TRY(dd_model_run_stream_src(tr->m, &ps, tr->ds->in[s], ev->tu, ev->n));
+    if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
     dd_pa_reset(tr->true_pa);
     DD_TRY(dd_pa_apply(tr->true_pa, ev->tu, ev->ty, ev->n));
     dd_status st = compute_metrics(tr, ev->tref, ev->ty, ev->n, m);
@@ -505,7 +720,7 @@ dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *
     return DD_OK;
 }
 
-/* Metrics of a record as a flat array, for the broadcast hook. */
+/* Metrics of a record as a flat array, for the strategy's broadcast. */
 #define EVAL_VALS 24
 static void pack_eval(const dd_epoch_record *r, double *v) {
     const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
@@ -536,7 +751,7 @@ static dd_status evaluate_all(dd_trainer *tr, dd_epoch_record *r) {
     metrics_nan(&r->true_val);
     metrics_nan(&r->true_test);
     r->has_true = tr->true_pa != NULL;
-    if (tr->rank == 0) {
+    if (tr->eval_here) {
         if (tr->ev[0].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_VAL, &r->val, NULL, NULL));
         if (tr->ev[1].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_TEST, &r->test, NULL, NULL));
         if (tr->true_pa) {
@@ -544,10 +759,10 @@ static dd_status evaluate_all(dd_trainer *tr, dd_epoch_record *r) {
             if (tr->ev[1].n) DD_TRY(dd_trainer_evaluate_true(tr, DD_SPLIT_TEST, &r->true_test, NULL, NULL));
         }
     }
-    if (tr->nranks > 1 && tr->hooks.bcast) {
+    if (tr->nranks > 1) {
         double v[EVAL_VALS];
         pack_eval(r, v);
-        DD_TRY(tr->hooks.bcast(tr->hooks.user, v, EVAL_VALS));
+        DD_TRY(tr->st.ops->bcast(tr->st.self, v, EVAL_VALS));
         unpack_eval(v, r);
     }
     return DD_OK;
@@ -571,8 +786,6 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
     if (tr->batch < tr->nbatches)
         return dd_error(DD_ERR_ARG, "epoch %d is not complete: %llu of %llu batches done", tr->epoch + 1,
                         (unsigned long long)tr->batch, (unsigned long long)tr->nbatches);
-    if (tr->nranks > 1 && !tr->hooks.bcast)
-        return dd_error(DD_ERR_ARG, "hooks: %d ranks but no bcast hook for the evaluation metrics", tr->nranks);
     dd_epoch_record r;
     memset(&r, 0, sizeof r);
     r.epoch = tr->epoch + 1;
@@ -582,9 +795,9 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
     r.train_loss = tr->ep_loss_sum / (double)tr->nbatches;
     r.grad_norm_max = tr->ep_gnorm_max;
     r.comm_bytes_per_step = r.compression_ratio = r.compress_time_s = NAN;
-    if (tr->hooks.epoch_comm) {
+    if (tr->st.ops->epoch_stats) {
         double cv[3] = {NAN, NAN, NAN};
-        DD_TRY(tr->hooks.epoch_comm(tr->hooks.user, cv));
+        DD_TRY(tr->st.ops->epoch_stats(tr->st.self, cv));
         r.comm_bytes_per_step = cv[0];
         r.compression_ratio = cv[1];
         r.compress_time_s = cv[2];
@@ -613,8 +826,8 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
 
 const dd_train_cfg *dd_trainer_cfg(const dd_trainer *tr) { return &tr->cfg; }
 const dd_model *dd_trainer_model(const dd_trainer *tr) { return tr->m; }
-float *dd_trainer_params(dd_trainer *tr) { return tr->ar.params; }
-float *dd_trainer_grads(dd_trainer *tr) { return tr->ar.grads; }
+float *dd_trainer_params(dd_trainer *tr) { return tr->params; }
+float *dd_trainer_grads(dd_trainer *tr) { return tr->grads; }
 size_t dd_trainer_num_floats(const dd_trainer *tr) { return tr->n; }
 int dd_trainer_epoch(const dd_trainer *tr) { return tr->epoch; }
 uint64_t dd_trainer_batch(const dd_trainer *tr) { return tr->batch; }
