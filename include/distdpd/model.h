@@ -118,11 +118,11 @@ size_t dd_model_num_stages(const dd_model *m);
 /* Fills *info for stage s. Errors: DD_ERR_ARG (s out of range). */
 dd_status dd_model_stage_info(const dd_model *m, size_t s, dd_stage_info *info);
 
-/* Where a range run takes parameters and puts gradients. With params (and grads) set,
- * every stage reads params + its lo (grads + its lo; NULL grads: no parameter gradients).
- * With params NULL, stage_params supplies stage s's slice before its forward (bwd = 0)
- * and its backward (bwd = 1): *p[i] is arena float lo + i; stage_grads likewise gives
- * the slice its backward adds into (*g = NULL: none). stage_done (may be NULL) is called
+/* Where a range run takes parameters and puts gradients. With params set, every stage
+ * reads params + its lo; with params NULL, stage_params supplies stage s's slice before
+ * its forward (bwd = 0) and its backward (bwd = 1): (*p)[i] is arena float lo + i. With
+ * grads set (and params), backward adds into grads + its lo; else stage_grads (may be
+ * NULL) gives the slice its backward adds into (*g = NULL: none). stage_done (may be NULL) is called
  * after each stage's forward (bwd = 0) and backward (bwd = 1): after a backward, the
  * stage's gradient slice is final. An error from a callback stops the run and is
  * returned. */

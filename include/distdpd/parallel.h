@@ -85,9 +85,10 @@ void dd_dp_destroy(dd_dp **dp);
 
 /* Fills *st for dd_trainer_create / dd_train_run (dd_train_run_opts.strategy): rank
  * and nranks of the comm and the operations
+ *   layout         with zero1: the optimiser state of this rank's slice only
+ *                  (dd_shard_partition);
  *   setup          checks that every rank has the same arena length (DD_ERR_MISMATCH on
- *                  all ranks otherwise), broadcasts the parameters from rank 0 and, with
- *                  zero1, shards the optimiser (dd_trainer_shard);
+ *                  all ranks otherwise), broadcasts the parameters from rank 0;
  *   step           this rank's slice of the global batch (dd_trainer_batch_slice) through
  *                  dd_trainer_compute_grads; as each stage's backward finishes, its
  *                  parameter-table entries' gradient ranges are grouped into buckets whose
@@ -163,6 +164,57 @@ void dd_dp_stats_reset(dd_dp *dp);
 
 /* The compressor (NULL for "none"), for its stats and state. Owned by dp. */
 dd_compressor *dd_dp_compressor(const dd_dp *dp);
+
+/* ------------------------------------------------------------------------------------
+ * Sharded data parallelism, ZeRO stages 2 and 3 (src/parallel/zero.c): the arena is
+ * partitioned over the ranks (dd_shard_partition); rank r keeps the optimiser state and
+ * the gradients of its slice (zero2) and the parameters of its slice (zero3). Gradients
+ * are reduce-scattered stage by stage while earlier stages are still in backward;
+ * zero3 gathers each stage's parameters just before its forward and its backward (two
+ * stage buffers: the next stage's gather overlaps the current stage's compute) and runs
+ * evaluation on every rank together. Checkpoints are shard-neutral (gathered to rank 0),
+ * so any run resumes on any number of ranks and any --shard. No compression. See
+ * docs/sharding.md.
+ * ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    dd_shard_mode shard;    /* DD_SHARD_ZERO2 (default) or DD_SHARD_ZERO3 */
+    dd_allreduce_algo algo; /* the small reduction of the loss, gradient norm and stop
+                               flags (default ring) */
+} dd_zero_cfg;
+
+void dd_zero_cfg_default(dd_zero_cfg *c);
+dd_status dd_zero_cfg_check(const dd_zero_cfg *c);
+
+typedef struct dd_zero dd_zero;
+
+/* A sharded strategy on comm (borrowed, must outlive it). Errors: DD_ERR_ARG,
+ * DD_ERR_NOMEM. Caller destroys. Not a collective. */
+dd_status dd_zero_create(dd_comm *comm, const dd_zero_cfg *cfg, dd_zero **out);
+void dd_zero_destroy(dd_zero **z);
+/* Fills *st: layout (the rank's slice), setup (same model on every rank; the stage
+ * tables and buffers; zero3: the parameter source, collective evaluation), step,
+ * loss_grad (the reduced gradient of the rank's slice), bcast, before_save (gathers the
+ * whole parameters and optimiser state to rank 0), full_state, save ("dp" ranks and
+ * "shard" mode sections, informative), load (logs a change of ranks or mode),
+ * stop_agreed, epoch_stats. z must outlive the trainer. */
+void dd_zero_strategy(dd_zero *z, dd_strategy *st);
+int dd_zero_rank(const dd_zero *z);
+int dd_zero_size(const dd_zero *z);
+/* As dd_dp_set_stop_source: every rank stops after the step in which any rank's *local
+ * was non-zero. */
+void dd_zero_set_stop_source(dd_zero *z, const volatile int *local);
+
+typedef struct {
+    uint64_t steps;      /* optimiser steps */
+    double comm_s;       /* seconds in communication calls (starting, waiting) */
+    double wait_s;       /* of which waiting for a stage's gather or a buffer's reduce-scatter
+                            during forward/backward (communication not hidden there) */
+    double exposed_s;    /* waiting after backward (reductions still in flight, the loss
+                            reduction, zero2's parameter allgather) */
+    uint64_t bytes_sent; /* bytes this rank sent (the algorithms' own counts) */
+} dd_zero_stats;
+void dd_zero_stats_get(const dd_zero *z, dd_zero_stats *st);
 
 #ifdef __cplusplus
 }

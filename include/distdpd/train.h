@@ -171,10 +171,17 @@ typedef struct dd_trainer dd_trainer;
 
 typedef struct {
     const char *name; /* e.g. "single", "dp", "zero" */
+    /* Sharding strategies (NULL otherwise): called first by dd_trainer_create with the
+     * arena length n. *lo, *hi: the slice this rank keeps the optimiser state of (and
+     * updates); *grads = 1: it keeps only that slice of the gradients; *params = 1: only
+     * that slice of the parameters too (every forward then takes them from the source
+     * given with dd_trainer_set_param_source). The other arenas are never allocated
+     * whole; the initial parameters are computed whole once, in a temporary buffer. */
+    dd_status (*layout)(void *self, size_t n, size_t *lo, size_t *hi, int *grads, int *params);
     /* After the trainer's model, arenas and optimiser exist with initialised parameters
      * (end of dd_trainer_create), and after a full checkpoint load (dd_trainer_load, every
      * rank loads the same file): e.g. check that every rank holds the same model,
-     * broadcast the parameters, shard them (dd_trainer_shard). A collective. */
+     * broadcast the parameters. A collective. */
     dd_status (*setup)(void *self, dd_trainer *tr);
     /* One optimiser step on the trainer's next global batch; *loss receives the batch loss
      * (the same on every rank). Must end with dd_trainer_apply_update. */
@@ -354,15 +361,11 @@ double dd_trainer_loss_scale(const dd_trainer *tr, uint64_t global);
  * ("training diverged: ..."), DD_ERR_ARG (epoch complete). */
 dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq);
 
-/* Sharding (ZeRO), from a strategy's setup: the trainer keeps the optimiser state for
- * arena floats [lo, hi) only; with grads = 1 also only that slice of the gradients, with
- * params = 1 also only that slice of the parameters (every forward then needs a stage
- * source: dd_trainer_set_param_source). The parameters of the slice are kept; the rest is
- * freed. A later full checkpoint load restores the slices (any checkpoint, any sharding).
- * Errors: DD_ERR_ARG (bad range, params without grads), DD_ERR_NOMEM. */
-dd_status dd_trainer_shard(dd_trainer *tr, size_t lo, size_t hi, int grads, int params);
-/* Where the parameter and gradient storage starts: element i of the arena (lo <= i < hi
- * of dd_trainer_shard, or all of it unsharded) is params[i - lo] / grads[i - lo]. */
+/* Where the parameter and gradient storage starts: element i of the arena (lo <= i < hi,
+ * the slice kept by a sharding strategy's layout, or all of it) is params[i - lo] /
+ * grads[i - lo] (the gradient slice is [olo, ohi) when gradients are sharded); [*olo,
+ * *ohi) is the optimiser's slice. A full checkpoint load restores the slices from any
+ * checkpoint, written with any sharding. */
 void dd_trainer_storage(dd_trainer *tr, float **params, float **grads, size_t *lo, size_t *hi, size_t *olo,
                         size_t *ohi);
 /* With sharded parameters: the stage source every forward (evaluation included) takes

@@ -311,6 +311,8 @@ static dd_status check_range(const dd_model *m, const char *fn, size_t s0, size_
                         s1, m->nstages);
     if (!src || (!src->params && !src->stage_params))
         return dd_error(DD_ERR_ARG, "%s (model %s): no parameters", fn, m->name);
+    if (src->grads && !src->params)
+        return dd_error(DD_ERR_ARG, "%s (model %s): a gradient arena needs a parameter arena", fn, m->name);
     return DD_OK;
 }
 
@@ -319,15 +321,19 @@ static dd_status stage_view(const dd_model *m, const dd_stage_src *src, size_t s
     const dd_stage_def *st = &m->stages[s];
     sp->lo = st->lo;
     sp->g = NULL;
+    sp->p = NULL;
     if (src->params) {
         sp->p = src->params + st->lo;
-        if (bwd && src->grads) sp->g = src->grads + st->lo;
-        return DD_OK;
+    } else {
+        DD_TRY(src->stage_params(src->user, s, bwd, &sp->p));
+        if (!sp->p) return dd_error(DD_ERR_INTERNAL, "model %s: no parameters for stage %s", m->name, st->name);
     }
-    sp->p = NULL;
-    DD_TRY(src->stage_params(src->user, s, bwd, &sp->p));
-    if (!sp->p) return dd_error(DD_ERR_INTERNAL, "model %s: no parameters for stage %s", m->name, st->name);
-    if (bwd && src->stage_grads) DD_TRY(src->stage_grads(src->user, s, &sp->g));
+    if (bwd) {
+        if (src->grads)
+            sp->g = src->grads + st->lo;
+        else if (src->stage_grads)
+            DD_TRY(src->stage_grads(src->user, s, &sp->g));
+    }
     return DD_OK;
 }
 

@@ -73,14 +73,12 @@ struct dd_dp {
 
     /* the trainer's layout: bucket ranges are its parameter-table entries */
     const dd_param_table *table;
-    const void *stage_hi;  /* unused (kept NULL) */
     dd_trainer *tr;        /* the trainer of the step in progress */
     float *step_grads;     /* its gradient arena */
 
     /* --shard zero1: the optimiser state of [part[r], part[r + 1]) lives on rank r */
     size_t *part;          /* size + 1 boundaries (NULL: not sharded) */
     size_t *pcount, *pdispl; /* bytes of each rank's slice and its offset, for allgathers */
-    float *full_params;    /* unused for zero1 (parameters are whole) */
     void *full_optim;      /* rank 0 after before_save: the whole optimiser-state blob */
     size_t full_optim_bytes;
     int full_ok;           /* full_optim holds the current step's state */
@@ -478,8 +476,6 @@ fail:
 
 /* ---------------------------------------------------------------- strategy operations */
 
-static dd_status zero1_setup(dd_dp *dp, dd_trainer *tr);
-
 static dd_status s_setup(void *self, dd_trainer *tr) {
     dd_dp *dp = self;
     step_reset(dp);
@@ -512,12 +508,11 @@ static dd_status s_setup(void *self, dd_trainer *tr) {
         dp->nb = 0;
     }
     dp->table = dd_model_params(dd_trainer_model(tr));
-    dp->stage_hi = NULL;
     if (dp->size > 1) {
         dd_status s = dd_comm_bcast(dp->c, params, n * sizeof(float), 0);
         if (s != DD_OK) return dd_error_prefix(s, "data parallel: broadcast of the parameters: ");
     }
-    return zero1_setup(dp, tr);
+    return DD_OK;
 }
 
 static dd_status s_bcast(void *self, double *vals, int nv) {
@@ -781,12 +776,17 @@ static dd_status s_step(void *self, dd_trainer *tr, double *loss) {
     return DD_OK;
 }
 
-/* zero1: the optimiser of this rank's slice only (a later setup after a checkpoint load
- * finds it sharded already). Slices are multiples of 16 floats, in rank order. */
-static dd_status zero1_setup(dd_dp *dp, dd_trainer *tr) {
+/* zero1: the optimiser state of this rank's slice only (parameters and gradients stay
+ * whole). Slices are multiples of 16 floats, in rank order. */
+static dd_status s_layout(void *self, size_t n, size_t *lo, size_t *hi, int *grads, int *params) {
+    dd_dp *dp = self;
+    *grads = *params = 0;
+    *lo = 0;
+    *hi = n;
     if (dp->cfg.shard != DD_SHARD_ZERO1) return DD_OK;
-    const size_t n = dd_trainer_num_floats(tr);
-    if (!dp->part) {
+    if (!dp->part || dp->part[dp->size] != n) {
+        free(dp->part);
+        free(dp->pcount);
         dp->part = calloc((size_t)dp->size + 1, sizeof *dp->part);
         dp->pcount = calloc(2 * (size_t)dp->size, sizeof *dp->pcount);
         if (!dp->part || !dp->pcount) return dd_error(DD_ERR_NOMEM, "out of memory");
@@ -797,10 +797,9 @@ static dd_status zero1_setup(dd_dp *dp, dd_trainer *tr) {
             dp->pdispl[r] = dp->part[r] * sizeof(float);
         }
     }
-    size_t olo = 0, ohi = 0;
-    dd_trainer_storage(tr, NULL, NULL, NULL, NULL, &olo, &ohi);
-    if (olo == dp->part[dp->rank] && ohi == dp->part[dp->rank + 1]) return DD_OK;
-    return dd_trainer_shard(tr, dp->part[dp->rank], dp->part[dp->rank + 1], 0, 0);
+    *lo = dp->part[dp->rank];
+    *hi = dp->part[dp->rank + 1];
+    return DD_OK;
 }
 
 static dd_status s_before_save(void *self, dd_trainer *tr) {
@@ -846,6 +845,7 @@ static int s_stop_agreed(void *self) { return ((dd_dp *)self)->agreed_stop != 0;
 
 static const dd_strategy_ops dp_ops = {
     .name = "dp",
+    .layout = s_layout,
     .setup = s_setup,
     .step = s_step,
     .loss_grad = s_loss_grad,

@@ -194,23 +194,56 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
     tr->best_metric = INFINITY;
     dd_rng_seed(&tr->rng, dd_hash64(cfg->seed, 0x747261696E6572ull));
 
-    /* the model, its parameters and gradients, the optimiser */
+    /* the model, its parameters and gradients (a sharding strategy's slices), the
+     * optimiser */
     if ((st = dd_model_create(cfg->model, &cfg->model_cfg, &tr->m)) != DD_OK) goto fail;
     tr->cfg.model_cfg = *dd_model_config(tr->m);
     tr->n = dd_model_params(tr->m)->total;
     tr->plo = tr->glo = tr->olo = 0;
     tr->phi = tr->ghi = tr->ohi = tr->n;
-    tr->params = dd_arena_calloc(DD_MEM_PARAMS, tr->n, sizeof(float), "the parameters");
-    tr->grads = tr->params ? dd_arena_calloc(DD_MEM_GRADS, tr->n, sizeof(float), "the gradients") : NULL;
-    if (!tr->params || !tr->grads) {
-        st = DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
-        goto fail;
-    }
-    dd_model_init(tr->m, tr->params, cfg->seed);
     {
+        int sg = 0, spar = 0;
+        if (tr->st.ops->layout) {
+            size_t lo = 0, hi = tr->n;
+            if ((st = tr->st.ops->layout(tr->st.self, tr->n, &lo, &hi, &sg, &spar)) != DD_OK) goto fail;
+            if (lo > hi || hi > tr->n || (spar && !sg)) {
+                st = dd_error(DD_ERR_ARG, "strategy %s: slice [%zu, %zu) of %zu floats (params %d, grads %d)",
+                              tr->st.ops->name, lo, hi, tr->n, spar, sg);
+                goto fail;
+            }
+            tr->olo = lo;
+            tr->ohi = hi;
+            if (sg) tr->glo = lo, tr->ghi = hi;
+            if (spar) tr->plo = lo, tr->phi = hi;
+        }
+        const size_t np = tr->phi - tr->plo, ng = tr->ghi - tr->glo, no = tr->ohi - tr->olo;
+        tr->params = dd_arena_calloc(DD_MEM_PARAMS, np ? np : 1, sizeof(float),
+                                     spar ? "the parameter partition" : "the parameters");
+        tr->grads = tr->params ? dd_arena_calloc(DD_MEM_GRADS, ng ? ng : 1, sizeof(float),
+                                                 sg ? "the gradient partition" : "the gradients")
+                               : NULL;
+        if (!tr->params || !tr->grads) {
+            st = DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
+            goto fail;
+        }
+        if (!spar) {
+            dd_model_init(tr->m, tr->params, cfg->seed);
+        } else {
+            /* the initial parameters are one random stream over the whole model: computed
+             * whole once, in a temporary buffer, and this rank keeps its slice */
+            float *full = dd_calloc(tr->n, sizeof(float));
+            if (!full) {
+                st = dd_error(DD_ERR_NOMEM, "out of memory initialising %zu parameters", tr->n);
+                goto fail;
+            }
+            dd_model_init(tr->m, full, cfg->seed);
+            if (np) memcpy(tr->params, full + tr->plo, np * sizeof(float));
+            dd_free(full);
+        }
         dd_optim_cfg oc = cfg->optim;
         oc.lr = cfg->lr;
-        if ((st = dd_optim_create(cfg->opt, &oc, tr->n, &tr->opt)) != DD_OK) goto fail;
+        /* an empty slice still gets a one-float optimiser (it never steps anything) */
+        if ((st = dd_optim_create(cfg->opt, &oc, no ? no : 1, &tr->opt)) != DD_OK) goto fail;
     }
 
     /* the frozen PA model */
@@ -348,53 +381,6 @@ void dd_trainer_destroy(dd_trainer **trp) {
 }
 
 /* ---------------------------------------------------------------- sharding */
-
-dd_status dd_trainer_shard(dd_trainer *tr, size_t lo, size_t hi, int grads, int params) {
-    if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_shard: NULL trainer");
-    if (lo > hi || hi > tr->n)
-        return dd_error(DD_ERR_ARG, "dd_trainer_shard: slice [%zu, %zu) of an arena of %zu floats", lo, hi, tr->n);
-    if (params && !grads) return dd_error(DD_ERR_ARG, "dd_trainer_shard: sharded parameters need sharded gradients");
-    if (lo < tr->plo || hi > tr->phi)
-        return dd_error(DD_ERR_ARG, "dd_trainer_shard: slice [%zu, %zu) outside the parameters kept [%zu, %zu)", lo,
-                        hi, tr->plo, tr->phi);
-    const size_t m = hi - lo;
-    dd_optim *opt = NULL;
-    float *np = NULL, *ng = NULL;
-    dd_optim_cfg oc = *dd_optim_get_cfg(tr->opt);
-    /* an empty slice still gets a one-float optimiser (it never steps anything) */
-    DD_TRY(dd_optim_create(tr->cfg.opt, &oc, m ? m : 1, &opt));
-    if (grads) {
-        ng = dd_arena_calloc(DD_MEM_GRADS, m ? m : 1, sizeof(float), "the gradient partition");
-        if (!ng) goto nomem;
-    }
-    if (params) {
-        np = dd_arena_calloc(DD_MEM_PARAMS, m ? m : 1, sizeof(float), "the parameter partition");
-        if (!np) goto nomem;
-        if (m) memcpy(np, tr->params + (lo - tr->plo), m * sizeof(float));
-    }
-    dd_optim_destroy(&tr->opt);
-    tr->opt = opt;
-    tr->olo = lo;
-    tr->ohi = hi;
-    if (grads) {
-        dd_arena_free(tr->grads);
-        tr->grads = ng;
-        tr->glo = lo;
-        tr->ghi = hi;
-    }
-    if (params) {
-        dd_arena_free(tr->params);
-        tr->params = np;
-        tr->plo = lo;
-        tr->phi = hi;
-    }
-    return DD_OK;
-nomem:
-    dd_optim_destroy(&opt);
-    dd_arena_free(np);
-    dd_arena_free(ng);
-    return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
-}
 
 void dd_trainer_storage(dd_trainer *tr, float **params, float **grads, size_t *lo, size_t *hi, size_t *olo,
                         size_t *ohi) {
