@@ -135,6 +135,60 @@ run train-pa --model list
 expect_rc 0 "--model list"
 has "$OUT" "gru" "model list"
 
+# ---- --batch above the training frames (issue 10, item 5): memory and time bounded by the
+# data, the same training as --batch = the frame count, a warning. Before, --batch 1048576
+# allocated the batch buffers for 1048576 frames (> 9.3 GB, over a minute): under a 1 GB
+# address-space limit it failed with "out of memory for the batch buffers".
+FR=$(json_num "$(cat "$TMP/pa/config.json")" train_frames)
+[ -n "$FR" ] && [ "$FR" -gt 100 ] && pass || fail "train_frames in config.json: '$FR'"
+# runs distdpd under `ulimit -v` (KiB) and a timeout: RC, ERR, SECS (wall), RSS (peak KiB
+# from /usr/bin/time when there is one, else empty)
+bounded() {
+    local limit=$1
+    shift
+    local t0 t1
+    t0=$(date +%s.%N)
+    set +e
+    if [ -x /usr/bin/time ]; then
+        (ulimit -v "$limit"; exec /usr/bin/time -f '%M' -o "$TMP/.rss" timeout 120 "$DD_CLI" "$@") >"$TMP/.out" 2>"$TMP/.err"
+    else
+        (ulimit -v "$limit"; exec timeout 120 "$DD_CLI" "$@") >"$TMP/.out" 2>"$TMP/.err"
+    fi
+    RC=$?
+    set -e
+    t1=$(date +%s.%N)
+    ERR=$(cat "$TMP/.err")
+    SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    RSS=$( [ -x /usr/bin/time ] && tail -n 1 "$TMP/.rss" || true)
+}
+NOTIME=(--progress none --no-report --epochs 2)
+LIMIT=1000000
+if ! (ulimit -v "$LIMIT"; "$DD_CLI" --version >/dev/null 2>&1); then
+    LIMIT=unlimited # a sanitizer build reserves terabytes of address space
+    echo "note: $DD_CLI does not start under ulimit -v 1000000: memory is checked by peak RSS only"
+fi
+bounded "$LIMIT" train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --batch "$FR" --out "$TMP/b_ref"
+expect_rc 0 "--batch = the $FR frames"
+T_REF=$SECS
+R_REF=$RSS
+for B in 100000 1048576; do
+    bounded "$LIMIT" train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --batch $B --out "$TMP/b_$B"
+    expect_rc 0 "--batch $B on $FR frames under a 1 GB address-space limit"
+    has "$ERR" "distdpd: warning: batch $B is larger than the $FR training frames: each step takes all $FR frames (as batch $FR)" "--batch $B warning"
+    echo "--batch $B on $FR frames: ${SECS} s, peak RSS ${RSS:-?} KiB (--batch $FR: ${T_REF} s, ${R_REF:-?} KiB)"
+    awk -v t="$SECS" -v r="$T_REF" 'BEGIN { exit !(t <= 3 * r + 2) }' && pass || fail "--batch $B took $SECS s, --batch $FR $T_REF s"
+    if [ -n "$RSS" ] && [ -n "$R_REF" ]; then
+        awk -v m="$RSS" -v r="$R_REF" 'BEGIN { exit !(m <= r + 16384) }' && pass || fail "--batch $B peak RSS $RSS KiB, --batch $FR $R_REF KiB"
+    fi
+    strip() { sed 's/"time_s":[^,]*,"eval_time_s":[^,]*,//' "$1/metrics.jsonl"; }
+    if [ -s "$TMP/b_$B/metrics.jsonl" ] && [ "$(strip "$TMP/b_ref")" = "$(strip "$TMP/b_$B")" ]; then
+        pass
+    else
+        fail "--batch $B trains differently from --batch $FR"
+    fi
+done
+has "$(cat "$TMP/b_1048576/config.json")" '"batch":	1048576' "config.json keeps the batch asked for"
+
 # ---- runtime errors (exit 1): missing data, missing run, bad checkpoints
 run train-pa --data "$TMP/nonexistent" --out "$TMP/x2" --epochs 1
 expect_rc 1 "missing data set"
