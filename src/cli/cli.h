@@ -51,12 +51,17 @@ int dd_cli_getopt_error(const char *cmd, int c, char **argv);
 
 /* Value parsers. Each returns 0 and stores the value, or prints
  *   distdpd CMD: OPT: expected a positive integer, got 'abc'
- * (or "... must be in [lo, hi], got X") and returns 2. */
+ * (or "... must be in [lo, hi], got X") and returns 2. Numbers are decimal everywhere:
+ * integers are decimal digits (leading zeros allowed, "010" is ten; no 0x, no octal),
+ * real numbers decimal with an optional exponent ("5e-3"; no hexadecimal, inf or nan). */
 int dd_cli_parse_size(const char *cmd, const char *opt, const char *val, size_t lo, size_t hi,
                       size_t *out); /* integer in [lo, hi]; lo >= 1 -> "positive integer" */
 int dd_cli_parse_u64(const char *cmd, const char *opt, const char *val, uint64_t *out);
 int dd_cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi,
                         double *out); /* finite number in [lo, hi] */
+/* A whole number in [lo, hi] written as a decimal number, also with an exponent ("2e6";
+ * "1.5" is "expected an integer"), for counts too large for dd_cli_parse_size's digits. */
+int dd_cli_parse_whole(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
 /* One of the NULL-terminated choices; *out = its index. */
 int dd_cli_parse_choice(const char *cmd, const char *opt, const char *val,
                         const char *const *choices, int *out);

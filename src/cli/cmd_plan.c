@@ -27,7 +27,8 @@ static void help(void) {
            "recommends an algorithm, a bucket size and whether compression pays.\n"
            "\n"
            "options:\n"
-           "  --params P             model parameters (float32 gradient elements), >= 1\n"
+           "  --params P             model parameters (float32 gradient elements): an integer\n"
+           "                         >= 1, in digits or with an exponent (1911, 2e6)\n"
            "  --ranks N              rank count to recommend for (default 64)\n"
            "  --link NAME            link between nodes: ethernet-10g (default), ethernet-100g,\n"
            "                         infiniband-hdr, nvlink, shm, or measured (the calibration\n"
@@ -199,7 +200,7 @@ int dd_cmd_plan(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case O_PARAMS:
-            if ((rc = dd_cli_parse_double(NAME, "--params", optarg, 1, 1e13, &params))) return rc;
+            if ((rc = dd_cli_parse_whole(NAME, "--params", optarg, 1, 1e13, &params))) return rc;
             have_params = 1;
             break;
         case O_RANKS:
@@ -214,7 +215,7 @@ int dd_cmd_plan(int argc, char **argv) {
             if ((rc = dd_cli_parse_double(NAME, "--step-compute-s", optarg, 1e-9, 1e6, &compute))) return rc;
             break;
         case O_SAMPLES:
-            if ((rc = dd_cli_parse_double(NAME, "--samples", optarg, 1, 1e12, &samples))) return rc;
+            if ((rc = dd_cli_parse_whole(NAME, "--samples", optarg, 1, 1e12, &samples))) return rc;
             break;
         case O_FLOPS:
             if ((rc = dd_cli_parse_double(NAME, "--flops", optarg, 1, 1e18, &flops))) return rc;

@@ -481,6 +481,7 @@ static void help_train(int dpd) {
            "  -q, --quiet         no progress and no summary;  -v, --verbose: more log output\n"
            "  -h, --help          this help\n"
            "\n"
+           "Numbers are decimal (010 is ten; no 0x).\n"
            "exit status: 0 ok, 1 runtime error, 2 usage error\n");
 }
 

@@ -44,6 +44,13 @@ expect_rc 2 "--error-feedback alone"
 has "$ERR" "--error-feedback needs --compress" "says why"
 run train-pa --data "$D" "${SMALL[@]}" --compress int8 --error-feedback maybe --out "$TMP/bad"
 expect_rc 2 "--error-feedback value"
+# values are decimal: 0x10 was read as 16
+run train-pa --data "$D" "${SMALL[@]}" --compress int8,chunk=0x10 --out "$TMP/bad"
+expect_rc 2 "--compress int8,chunk=0x10"
+has "$ERR" "--compress 'int8,chunk=0x10': chunk = '0x10' is not a number" "hexadecimal setting refused"
+run train-pa --data "$D" "${SMALL[@]}" --compress topk,density=inf --out "$TMP/bad"
+expect_rc 2 "--compress topk,density=inf"
+has "$ERR" "density = 'inf' is not a number" "inf setting refused"
 [ ! -e "$TMP/bad" ] && pass || fail "a usage error wrote no run directory"
 
 ev() { "$DD_CLI" eval --run "$1" --ckpt last --json | sed 's/,"eval_time_s":[^,}]*//; s/"run":"[^"]*",//'; }
@@ -59,6 +66,11 @@ has "$M" '"comm_bytes_per_step":' "metrics.jsonl: comm_bytes_per_step"
 CT=$(json_num "$M" compress_time_s)
 awk -v t="$CT" 'BEGIN { exit !(t > 0) }' && pass || fail "compress_time_s > 0: '$CT'"
 has "$(cat "$TMP/i8/parallel.json")" '"compress":	"int8,ef=1,density=' "parallel.json: the full spec"
+
+# decimal settings: seed=010 is ten
+run train-pa --data "$D" "${SMALL[@]}" --epochs 1 --compress topk,seed=010 --out "$TMP/seed010"
+expect_rc 0 "--compress topk,seed=010"
+has "$(cat "$TMP/seed010/parallel.json")" ',seed=10"' "seed=010 is ten"
 
 # fp32 is lossless: equals the uncompressed run
 run train-pa --data "$D" "${SMALL[@]}" --out "$TMP/plain"

@@ -189,6 +189,29 @@ for B in 100000 1048576; do
 done
 has "$(cat "$TMP/b_1048576/config.json")" '"batch":	1048576' "config.json keeps the batch asked for"
 
+# ---- numbers are decimal (issue 10, item 9): --seed 010 was read as octal 8, --seed 08 refused.
+# The usage errors below give a short training too, so that a build that misses one fails
+# fast instead of training the default recipe.
+CHEAP=("${SMALL[@]}" "${NOTIME[@]}" --epochs 1 -q)
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --seed 010 --out "$TMP/seed010" -q
+expect_rc 0 "--seed 010"
+has "$(cat "$TMP/seed010/config.json")" '"seed":	"10"' "--seed 010 is ten"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --seed 08 --out "$TMP/seed08" -q
+expect_rc 0 "--seed 08"
+has "$(cat "$TMP/seed08/config.json")" '"seed":	"8"' "--seed 08 is eight"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --hidden 010 --out "$TMP/hidden010" -q
+expect_rc 0 "--hidden 010"
+has "$(cat "$TMP/hidden010/config.json")" '"hidden":	10' "--hidden 010 is ten, as --seed 010"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --seed 0x10
+expect_rc 2 "--seed 0x10"
+has "$ERR" "distdpd train-pa: --seed: expected a non-negative integer, got '0x10'" "--seed 0x10 message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --seed 18446744073709551616
+expect_rc 2 "--seed 2^64"
+has "$ERR" "--seed: must be in [0, 18446744073709551615], got '18446744073709551616'" "--seed range message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr 0x1p-8
+expect_rc 2 "--lr 0x1p-8"
+has "$ERR" "distdpd train-pa: --lr: expected a number, got '0x1p-8'" "hexadecimal --lr refused"
+
 # ---- runtime errors (exit 1): missing data, missing run, bad checkpoints
 run train-pa --data "$TMP/nonexistent" --out "$TMP/x2" --epochs 1
 expect_rc 1 "missing data set"
