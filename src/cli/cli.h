@@ -7,6 +7,7 @@
 #ifndef DD_CLI_H
 #define DD_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,8 +47,10 @@ int dd_cli_usage(const char *cmd, const char *fmt, ...)
     ;
 
 /* Reports a getopt_long() failure (return value c = '?' or ':'; optstrings start with
- * ':') as "unknown option '--x'" or "option '--x' needs a value"; returns 2. */
-int dd_cli_getopt_error(const char *cmd, int c, char **argv);
+ * ':') as "unknown option '--x'", "ambiguous option '--e' (could be --epochs,
+ * --eval-batch, ...)" (an abbreviation of several entries of longopts, the table given to
+ * getopt_long), "option '--x' takes no value" or "option '--x' needs a value"; returns 2. */
+int dd_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts);
 
 /* Value parsers. Each returns 0 and stores the value, or prints
  *   distdpd CMD: OPT: expected a positive integer, got 'abc'

@@ -228,7 +228,7 @@ int dd_cmd_plan(int argc, char **argv) {
         case O_CALIBRATE: calibrate = 1; break;
         case O_JSON: json = 1; break;
         case 'h': help(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv);
+        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);

@@ -687,9 +687,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
                 if ((rc = dd_cli_parse_choice(NAME, "--select", optarg, opts_select, &cfg.select_true))) return rc;
                 break;
             }
+            /* the option's name, not argv[optind - 1] (the value of '--gain-mode max') */
             if (c == O_PARUN || c == O_ILA || c == O_GAINMODE || c == O_SELECT)
-                return dd_cli_usage(NAME, "option '%s' belongs to train-dpd", argv[optind - 1]);
-            return dd_cli_getopt_error(NAME, c, argv);
+                return dd_cli_usage(NAME, "option '%s' belongs to train-dpd",
+                                    c == O_PARUN ? "--pa-run" : c == O_ILA ? "--ila" : c == O_GAINMODE ? "--gain-mode"
+                                                                                                 : "--select");
+            return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
         if (c == O_GAIN && !dpd) return dd_cli_usage(NAME, "option '--gain' belongs to train-dpd");
         if (c == O_GAIN) oname = "--gain";
@@ -1052,7 +1055,7 @@ int dd_cmd_run(int argc, char **argv) {
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help_run(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv);
+        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
@@ -1183,7 +1186,7 @@ int dd_cmd_eval(int argc, char **argv) {
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help_eval(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv);
+        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);

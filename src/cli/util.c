@@ -31,13 +31,34 @@ int dd_cli_usage(const char *cmd, const char *fmt, ...) {
     return DD_EXIT_USAGE;
 }
 
-int dd_cli_getopt_error(const char *cmd, int c, char **argv) {
+/* The long options of longopts whose names start with the n characters of name (an
+ * abbreviation getopt_long found ambiguous): "--epochs, --eval-batch, ..." into buf;
+ * returns how many there are. */
+static int prefix_matches(const struct option *longopts, const char *name, size_t n, char *buf, size_t cap) {
+    int k = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const struct option *o = longopts; o && o->name; o++) {
+        if (strncmp(o->name, name, n) != 0) continue;
+        if (used < cap) used += (size_t)snprintf(buf + used, cap - used, "%s--%s", k ? ", " : "", o->name);
+        k++;
+    }
+    return k;
+}
+
+int dd_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts) {
     const char *word = (optind > 0) ? argv[optind - 1] : "?";
     if (c == ':') return dd_cli_usage(cmd, "option '%s' needs a value", word);
     if (strncmp(word, "--", 2) == 0) {
         const char *eq = strchr(word, '=');
         if (eq && optopt != 0) /* a known long option that takes no value */
             return dd_cli_usage(cmd, "option '%.*s' takes no value", (int)(eq - word), word);
+        /* getopt_long answers '?' both for an unknown name and for an abbreviation that
+         * several options share (--e: --epochs, --eval-batch, ...) */
+        size_t n = eq ? (size_t)(eq - word - 2) : strlen(word + 2);
+        char cand[1024];
+        if (n > 0 && prefix_matches(longopts, word + 2, n, cand, sizeof cand) > 1)
+            return dd_cli_usage(cmd, "ambiguous option '--%.*s' (could be %s)", (int)n, word + 2, cand);
         return dd_cli_usage(cmd, "unknown option '%s'", word);
     }
     if (optopt > 0 && optopt < 128) return dd_cli_usage(cmd, "unknown option '-%c'", optopt);

@@ -64,6 +64,9 @@ near "$(json_num "$OUT" grad_bytes)" 40 0 "--params 010 is ten parameters"
 run plan --params 2.5e3 --json
 expect_rc 0 "--params 2.5e3"
 near "$(json_num "$OUT" grad_bytes)" 10000 0 "--params 2.5e3 is 2500 parameters"
+run plan --par 2000 --r 8
+expect_rc 2 "plan --r"
+has "$ERR" "distdpd plan: ambiguous option '--r' (could be --ranks, --ranks-per-node)" "plan --r message"
 run plan --params 10 --calibration "$TMP/none.json"
 expect_rc 1 "missing calibration file"
 has "$ERR" "none.json: cannot open" "missing file message"

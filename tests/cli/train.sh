@@ -212,6 +212,24 @@ run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr 0x1p-8
 expect_rc 2 "--lr 0x1p-8"
 has "$ERR" "distdpd train-pa: --lr: expected a number, got '0x1p-8'" "hexadecimal --lr refused"
 
+# ---- option names, not values, in "belongs to train-dpd"
+for o in "--pa-run $TMP/pa" "--ila" "--gain-mode max" "--gain-mode=ls" "--select true" "--gain 2"; do
+    name=${o%% *}
+    name=${name%%=*}
+    # shellcheck disable=SC2086
+    run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" $o
+    expect_rc 2 "train-pa $o"
+    has "$ERR" "distdpd train-pa: option '$name' belongs to train-dpd" "train-pa $o names $name"
+done
+
+# ---- an abbreviation of several options is ambiguous, not unknown
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --e 3
+expect_rc 2 "--e"
+has "$ERR" "distdpd train-pa: ambiguous option '--e' (could be --epochs, --eval-batch, --error-feedback)" "--e message"
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain-m=ls --g 2
+expect_rc 2 "--g"
+has "$ERR" "ambiguous option '--g' (could be --gamma, --gain, --gain-mode)" "--g message"
+
 # ---- runtime errors (exit 1): missing data, missing run, bad checkpoints
 run train-pa --data "$TMP/nonexistent" --out "$TMP/x2" --epochs 1
 expect_rc 1 "missing data set"
