@@ -10,8 +10,8 @@
  * public API on the single-process communicator: out == dec(enc(in)) per bucket, the
  * error-feedback residual == in - out exactly (and fed into the next step), lossless
  * none / fp32, accounting. The spec parser: decimal values only (seed=010 is ten, 0x10 /
- * inf / nan refused), the configuration unchanged on error. Prints encode / decode
- * throughput (1M floats). */
+ * inf / nan refused), an empty setting ("topk,") refused naming the spec, the
+ * configuration unchanged on error. Prints encode / decode throughput (1M floats). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -605,6 +605,12 @@ static void test_parse_spec(void) {
     CHECK_OK(dd_compress_parse(&c, "topk,density=5e-2"));
     CHECK(c.density == 0.05, "density %g", c.density);
     d = c;
+    /* strtok skipped empty fields: 'topk,' passed as 'topk' */
+    CHECK_ERR(dd_compress_parse(&c, "topk,"), DD_ERR_ARG, "--compress 'topk,': empty setting after ','");
+    CHECK_ERR(dd_compress_parse(&c, "topk,,density=0.1"), DD_ERR_ARG, "--compress 'topk,,density=0.1': empty setting");
+    CHECK_ERR(dd_compress_parse(&c, "int8,chunk=64,"), DD_ERR_ARG, "empty setting after ','");
+    CHECK_ERR(dd_compress_parse(&c, ",topk"), DD_ERR_ARG, "no compressor name");
+    CHECK_ERR(dd_compress_parse(&c, ""), DD_ERR_ARG, "no compressor name");
     /* strtod read 0x10 as 16 */
     CHECK_ERR(dd_compress_parse(&c, "int8,chunk=0x10"), DD_ERR_ARG, "chunk = '0x10' is not a number");
     CHECK_ERR(dd_compress_parse(&c, "topk,density=0x1p-4"), DD_ERR_ARG, "density = '0x1p-4' is not a number");

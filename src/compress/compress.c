@@ -170,17 +170,22 @@ dd_status dd_compress_parse(dd_compress_cfg *c, const char *spec) {
     char buf[512];
     if (strlen(spec) >= sizeof buf) return dd_error(DD_ERR_ARG, "--compress: the value is too long");
     snprintf(buf, sizeof buf, "%s", spec);
-    char *save = NULL, *tok = strtok_r(buf, ",", &save);
-    if (!tok || !*tok) return dd_error(DD_ERR_ARG, "--compress '%s': no compressor name", spec);
+    /* split at every ',' (strtok would skip empty fields: 'topk,' must not pass as 'topk') */
+    char *tok = buf, *next = strchr(buf, ',');
+    if (next) *next++ = '\0';
+    if (!*tok) return dd_error(DD_ERR_ARG, "--compress '%s': no compressor name", spec);
     if (!find_codec(tok)) {
         char names[256];
         list_names(names, sizeof names);
         return dd_error(DD_ERR_ARG, "--compress '%s': unknown compressor '%s' (choices: %s)", spec, tok, names);
     }
     dd_compress_cfg t = *c;
-    snprintf(t.name, sizeof t.name, "%s", tok);
+    snprintf(t.name, sizeof t.name, "%.*s", (int)sizeof t.name - 1, tok); /* a registered name: it fits */
     int density_set = 0;
-    while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
+    while ((tok = next) != NULL) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        if (!*tok) return dd_error(DD_ERR_ARG, "--compress '%s': empty setting after ',' (expected key=value)", spec);
         char *eq = strchr(tok, '=');
         if (!eq) return dd_error(DD_ERR_ARG, "--compress '%s': '%s' is not key=value", spec, tok);
         *eq = '\0';

@@ -44,6 +44,15 @@ expect_rc 2 "--error-feedback alone"
 has "$ERR" "--error-feedback needs --compress" "says why"
 run train-pa --data "$D" "${SMALL[@]}" --compress int8 --error-feedback maybe --out "$TMP/bad"
 expect_rc 2 "--error-feedback value"
+# an empty setting is an error (strtok skipped it: 'topk,' ran as 'topk')
+for spec in 'topk,' 'topk,,density=0.1' 'int8,chunk=128,'; do
+    run train-pa --data "$D" "${SMALL[@]}" --compress "$spec" --out "$TMP/bad"
+    expect_rc 2 "--compress '$spec'"
+    has "$ERR" "distdpd train-pa: --compress '$spec': empty setting after ',' (expected key=value)" "--compress '$spec' message"
+done
+run train-pa --data "$D" "${SMALL[@]}" --compress ',topk' --out "$TMP/bad"
+expect_rc 2 "--compress ',topk'"
+has "$ERR" "--compress ',topk': no compressor name" "leading comma message"
 # values are decimal: 0x10 was read as 16
 run train-pa --data "$D" "${SMALL[@]}" --compress int8,chunk=0x10 --out "$TMP/bad"
 expect_rc 2 "--compress int8,chunk=0x10"
