@@ -64,6 +64,13 @@ near "$(json_num "$OUT" grad_bytes)" 40 0 "--params 010 is ten parameters"
 run plan --params 2.5e3 --json
 expect_rc 0 "--params 2.5e3"
 near "$(json_num "$OUT" grad_bytes)" 10000 0 "--params 2.5e3 is 2500 parameters"
+# options that another would silently override
+run plan --params 2000 --step-compute-s 0.01 --flops 1e10
+expect_rc 2 "--flops with --step-compute-s"
+has "$ERR" "distdpd plan: --flops cannot be given with --step-compute-s" "--flops message"
+run plan --params 2000 --no-overlap --bucket-mb 4
+expect_rc 2 "--bucket-mb with --no-overlap"
+has "$ERR" "distdpd plan: --bucket-mb cannot be given with --no-overlap" "--bucket-mb message"
 run plan --par 2000 --r 8
 expect_rc 2 "plan --r"
 has "$ERR" "distdpd plan: ambiguous option '--r' (could be --ranks, --ranks-per-node)" "plan --r message"
