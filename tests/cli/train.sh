@@ -230,6 +230,47 @@ run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain-m=ls --g 2
 expect_rc 2 "--g"
 has "$ERR" "ambiguous option '--g' (could be --gamma, --gain, --gain-mode)" "--g message"
 
+# ---- --gain: (0, 1e6] as the help says (0 was taken as "derive G from the data")
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain 0
+expect_rc 2 "--gain 0"
+has "$ERR" "distdpd train-dpd: --gain: must be in (0, 1e+06], got '0' (leave --gain out to derive G from the training split)" "--gain 0 message"
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain 2e6
+expect_rc 2 "--gain 2e6"
+has "$ERR" "--gain: must be in (0, 1e+06], got '2e6'" "--gain 2e6 message"
+run train-dpd --help
+has "$OUT" "--gain G            target gain, 0 < G <= 1e6" "help gives --gain's range"
+
+# ---- contradictory options are usage errors (they were silently ignored)
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule cosine --patience 3
+expect_rc 2 "--patience with cosine"
+has "$ERR" "distdpd train-pa: --patience applies to --lr-schedule plateau only, not cosine" "--patience message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule step --factor 0.3
+expect_rc 2 "--factor with step"
+has "$ERR" "--factor applies to --lr-schedule plateau only, not step" "--factor message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule constant --min-lr 1e-6
+expect_rc 2 "--min-lr with constant"
+has "$ERR" "--min-lr applies to --lr-schedule plateau only, not constant" "--min-lr message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --step-size 100
+expect_rc 2 "--step-size with the default plateau"
+has "$ERR" "--step-size applies to --lr-schedule step only, not plateau (the default)" "--step-size message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule cosine --gamma 0.5
+expect_rc 2 "--gamma with cosine"
+has "$ERR" "--gamma applies to --lr-schedule step only, not cosine" "--gamma message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr 1e-3 --min-lr 1e-2
+expect_rc 2 "--min-lr above --lr"
+has "$ERR" "distdpd train-pa: --min-lr 0.01 is above --lr 0.001" "--min-lr above --lr message"
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain 0.5 --gain-mode ls
+expect_rc 2 "--gain with --gain-mode"
+has "$ERR" "--gain-mode chooses how G is derived from the training split: it cannot be given with --gain" "--gain-mode message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --opt adam --momentum 0.9
+expect_rc 2 "--momentum with adam"
+has "$ERR" "--momentum applies to --opt sgd only" "--momentum message"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --lr-schedule step --step-size 10 --gamma 0.5 --out "$TMP/step" -q
+expect_rc 0 "--step-size and --gamma with step"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --patience 2 --factor 0.3 --min-lr 1e-4 --out "$TMP/plateau" -q
+expect_rc 0 "plateau settings with the default plateau"
+[ ! -e "$TMP/x" ] && pass || fail "a usage error wrote $TMP/x"
+
 # ---- runtime errors (exit 1): missing data, missing run, bad checkpoints
 run train-pa --data "$TMP/nonexistent" --out "$TMP/x2" --epochs 1
 expect_rc 1 "missing data set"
