@@ -9,7 +9,9 @@
  * counts = q->bytes = the documented formula, encoders never write past it. Through the
  * public API on the single-process communicator: out == dec(enc(in)) per bucket, the
  * error-feedback residual == in - out exactly (and fed into the next step), lossless
- * none / fp32, accounting. Prints encode / decode throughput (1M floats). */
+ * none / fp32, accounting. The spec parser: decimal values only (seed=010 is ten, 0x10 /
+ * inf / nan refused), an empty setting ("topk,") refused naming the spec, the
+ * configuration unchanged on error. Prints encode / decode throughput (1M floats). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -592,7 +594,35 @@ static void bench(void) {
     free(buf);
 }
 
+/* ---------------------------------------------------------------- spec parser */
+
+static void test_parse_spec(void) {
+    dd_compress_cfg c, d;
+    dd_compress_cfg_default(&c);
+    CHECK_OK(dd_compress_parse(&c, "int8,chunk=0128,seed=010"));
+    CHECK(c.chunk == 128 && c.seed == 10, "decimal with leading zeros: chunk %zu, seed %llu", c.chunk,
+          (unsigned long long)c.seed);
+    CHECK_OK(dd_compress_parse(&c, "topk,density=5e-2"));
+    CHECK(c.density == 0.05, "density %g", c.density);
+    d = c;
+    /* strtok skipped empty fields: 'topk,' passed as 'topk' */
+    CHECK_ERR(dd_compress_parse(&c, "topk,"), DD_ERR_ARG, "--compress 'topk,': empty setting after ','");
+    CHECK_ERR(dd_compress_parse(&c, "topk,,density=0.1"), DD_ERR_ARG, "--compress 'topk,,density=0.1': empty setting");
+    CHECK_ERR(dd_compress_parse(&c, "int8,chunk=64,"), DD_ERR_ARG, "empty setting after ','");
+    CHECK_ERR(dd_compress_parse(&c, ",topk"), DD_ERR_ARG, "no compressor name");
+    CHECK_ERR(dd_compress_parse(&c, ""), DD_ERR_ARG, "no compressor name");
+    /* strtod read 0x10 as 16 */
+    CHECK_ERR(dd_compress_parse(&c, "int8,chunk=0x10"), DD_ERR_ARG, "chunk = '0x10' is not a number");
+    CHECK_ERR(dd_compress_parse(&c, "topk,density=0x1p-4"), DD_ERR_ARG, "density = '0x1p-4' is not a number");
+    CHECK_ERR(dd_compress_parse(&c, "topk,density=inf"), DD_ERR_ARG, "density = 'inf' is not a number");
+    CHECK_ERR(dd_compress_parse(&c, "dgc,warmup=nan"), DD_ERR_ARG, "warmup = 'nan' is not a number");
+    CHECK_ERR(dd_compress_parse(&c, "int8,chunk= 8"), DD_ERR_ARG, "chunk = ' 8' is not a number");
+    CHECK_ERR(dd_compress_parse(&c, "int8,chunk=1e"), DD_ERR_ARG, "chunk = '1e' is not a number");
+    CHECK(memcmp(&c, &d, sizeof c) == 0, "a refused spec leaves the configuration unchanged");
+}
+
 int main(void) {
+    test_parse_spec();
     test_half_refs();
     test_half_all_codes();
     test_int_nearest();

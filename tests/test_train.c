@@ -4,13 +4,16 @@
  * learning through a frozen model), gradients summing across rank slices, two ranks in
  * a two-thread strategy built from the trainer's blocks matching one process, exact resume
  * (2 epochs == 1 epoch + save + load + 1 epoch, also from the middle of an epoch), refusal
- * of truncated, corrupt and incompatible checkpoints, and the simulated-PA sidecar. */
+ * of truncated, corrupt and incompatible checkpoints, the simulated-PA sidecar, and a
+ * batch larger than the training frames (memory and time bounded by the data, the same
+ * result as batch = frames, a warning). */
 #include <complex.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "dd_test.h"
@@ -316,6 +319,91 @@ static long file_size(const char *p) {
     return stat(p, &sb) == 0 ? (long)sb.st_size : -1;
 }
 
+/* ---------------------------------------------------------------- batch above the frames */
+
+static long peak_rss_kib(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
+}
+
+/* CPU seconds of this process (user + system: page faults count), not disturbed by
+ * other jobs on the machine as wall time is */
+static double cpu_s(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static char logged[512];
+static void capture_log(dd_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level == DD_LOG_WARN) snprintf(logged, sizeof logged, "%s", msg);
+}
+
+/* A global batch never holds more frames than there are: a batch of 2^17 on 495 frames
+ * (issue 10: --batch 1048576 on 1,494 frames allocated > 9.3 GB for the batch) must
+ * cost what batch 495 costs in memory (peak RSS, getrusage) and time, train bit for bit
+ * like it (one batch per epoch), and say so once. PA modelling and direct learning
+ * through a frozen model (its buffers too). */
+static void test_batch_above_frames(void) {
+    size_t n[3] = {1500, 512, 512};
+    dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 50, 0.7, 0, 3, NULL);
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    const size_t big = (size_t)1 << 17;
+    for (int task = 0; task < 2; task++) {
+        dd_train_cfg c;
+        tt_cfg(&c, task ? DD_TRAIN_DLA : DD_TRAIN_PA, 4, 16, 3, 495, 2); /* 495 frames */
+        dd_trainer *pa = NULL, *a = NULL, *b = NULL;
+        dd_model_ref ref, *pr = NULL;
+        if (task) { /* a frozen PA model: a briefly trained one */
+            dd_train_cfg cp;
+            tt_cfg(&cp, DD_TRAIN_PA, 4, 16, 3, 64, 1);
+            CHECK_OK(dd_trainer_create(&cp, ds, NULL, NULL, &pa));
+            if (!pa || run_steps(pa, 1, 0) != 0) {
+                CHECK(0, "PA model for the DLA case: %s", dd_last_error());
+                dd_trainer_destroy(&pa);
+                break;
+            }
+            ref = (dd_model_ref){"gru", *dd_model_config(dd_trainer_model(pa)), dd_trainer_params(pa),
+                                 dd_trainer_num_floats(pa)};
+            pr = &ref;
+        }
+        double t0 = cpu_s();
+        CHECK_OK(dd_trainer_create(&c, ds, pr, NULL, &a));
+        CHECK(a && run_steps(a, 2, 0) == 0, "batch 495: %s", dd_last_error());
+        const double ta = cpu_s() - t0;
+
+        dd_train_cfg cb = c;
+        cb.batch = big;
+        logged[0] = '\0';
+        dd_log_set(capture_log, NULL, DD_LOG_WARN);
+        const long rss0 = peak_rss_kib();
+        t0 = cpu_s();
+        CHECK_OK(dd_trainer_create(&cb, ds, pr, NULL, &b));
+        dd_log_set(NULL, NULL, DD_LOG_ERROR);
+        CHECK(b && run_steps(b, 2, 0) == 0, "batch %zu: %s", big, dd_last_error());
+        const double tb = cpu_s() - t0;
+        const long grow = peak_rss_kib() - rss0;
+        printf("%s: batch 495: %.3f CPU s; batch %zu: %.3f CPU s, peak RSS +%ld KiB\n", task ? "DLA" : "PA", ta, big, tb, grow);
+        /* the data set is 2.5 k samples and the buffers of 495 frames of 16 samples a few
+         * MB; the batch as asked would be 2 M samples per buffer (hundreds of MB) */
+        CHECK(grow >= 0 && grow < 48 * 1024, "batch %zu on 495 frames: peak RSS grew by %ld KiB", big, grow);
+        CHECK(tb < 10 * ta + 0.05, "batch %zu took %.3f CPU s, batch 495 %.3f CPU s", big, tb, ta);
+        CHECK(strstr(logged, "batch 131072 is larger than the 495 training frames") != NULL, "warning: '%s'", logged);
+        if (a && b) {
+            CHECK(dd_trainer_num_batches(b) == 1 && dd_trainer_num_batches(a) == 1, "one batch per epoch: %llu",
+                  (unsigned long long)dd_trainer_num_batches(b));
+            CHECK(same_state(a, b), "batch %zu trains bit for bit as batch 495 (%s)", big, task ? "DLA" : "PA");
+            CHECK(dd_trainer_cfg(b)->batch == big, "the configuration keeps the batch asked for");
+        }
+        dd_trainer_destroy(&a);
+        dd_trainer_destroy(&b);
+        dd_trainer_destroy(&pa);
+    }
+    dd_dataset_free(&ds);
+}
+
 static void test_resume(const char *tmp) {
     size_t n[3] = {1500, 512, 512};
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 50, 0.7, 0, 3, NULL);
@@ -596,6 +684,7 @@ int main(void) {
     test_framing();
     test_sampler();
     test_cfg_json();
+    test_batch_above_frames();
     test_gradients();
     test_resume(tmp);
     test_strategy_threads();

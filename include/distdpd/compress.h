@@ -83,7 +83,9 @@ dd_status dd_compress_cfg_check(const dd_compress_cfg *c);
  * "dgc,density=0.001,momentum=0.9,warmup=1,clip=0,masking=1", "int4,ef=0". Keys: ef,
  * density, chunk, stochastic, sampled, sample, rank, momentum, clip, masking, warmup,
  * seed. Sets c->name and the given fields (and dgc's density default); others keep
- * their values. DD_ERR_ARG names the bad key or value and lists the choices. */
+ * their values. Values are decimal numbers (no 0x, inf or nan; "010" is ten); an empty
+ * setting ("topk," or "topk,,rank=2") is refused. DD_ERR_ARG names the bad key or value
+ * and lists the choices. */
 dd_status dd_compress_parse(dd_compress_cfg *c, const char *spec);
 
 /* The registered names, NULL-terminated, and a one-line description of each. */

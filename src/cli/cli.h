@@ -7,6 +7,7 @@
 #ifndef DD_CLI_H
 #define DD_CLI_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,17 +47,24 @@ int dd_cli_usage(const char *cmd, const char *fmt, ...)
     ;
 
 /* Reports a getopt_long() failure (return value c = '?' or ':'; optstrings start with
- * ':') as "unknown option '--x'" or "option '--x' needs a value"; returns 2. */
-int dd_cli_getopt_error(const char *cmd, int c, char **argv);
+ * ':') as "unknown option '--x'", "ambiguous option '--e' (could be --epochs,
+ * --eval-batch, ...)" (an abbreviation of several entries of longopts, the table given to
+ * getopt_long), "option '--x' takes no value" or "option '--x' needs a value"; returns 2. */
+int dd_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts);
 
 /* Value parsers. Each returns 0 and stores the value, or prints
  *   distdpd CMD: OPT: expected a positive integer, got 'abc'
- * (or "... must be in [lo, hi], got X") and returns 2. */
+ * (or "... must be in [lo, hi], got X") and returns 2. Numbers are decimal everywhere:
+ * integers are decimal digits (leading zeros allowed, "010" is ten; no 0x, no octal),
+ * real numbers decimal with an optional exponent ("5e-3"; no hexadecimal, inf or nan). */
 int dd_cli_parse_size(const char *cmd, const char *opt, const char *val, size_t lo, size_t hi,
                       size_t *out); /* integer in [lo, hi]; lo >= 1 -> "positive integer" */
 int dd_cli_parse_u64(const char *cmd, const char *opt, const char *val, uint64_t *out);
 int dd_cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi,
                         double *out); /* finite number in [lo, hi] */
+/* A whole number in [lo, hi] written as a decimal number, also with an exponent ("2e6";
+ * "1.5" is "expected an integer"), for counts too large for dd_cli_parse_size's digits. */
+int dd_cli_parse_whole(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out);
 /* One of the NULL-terminated choices; *out = its index. */
 int dd_cli_parse_choice(const char *cmd, const char *opt, const char *val,
                         const char *const *choices, int *out);

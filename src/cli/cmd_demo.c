@@ -810,7 +810,7 @@ int dd_cmd_demo(int argc, char **argv) {
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv);
+        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);

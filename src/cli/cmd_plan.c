@@ -27,21 +27,24 @@ static void help(void) {
            "recommends an algorithm, a bucket size and whether compression pays.\n"
            "\n"
            "options:\n"
-           "  --params P             model parameters (float32 gradient elements), >= 1\n"
+           "  --params P             model parameters (float32 gradient elements): an integer\n"
+           "                         >= 1, in digits or with an exponent (1911, 2e6)\n"
            "  --ranks N              rank count to recommend for (default 64)\n"
            "  --link NAME            link between nodes: ethernet-10g (default), ethernet-100g,\n"
            "                         infiniband-hdr, nvlink, shm, or measured (the calibration\n"
            "                         file's values; the default when --calibration is given)\n"
            "  --intra NAME           link inside a node for hier (default shm, or measured)\n"
            "  --ranks-per-node G     ranks per node for hier (default 8)\n"
-           "  --step-compute-s S     forward + backward time per step and rank, seconds\n"
+           "  --step-compute-s S     forward + backward time per step and rank, seconds (instead\n"
+           "                         of --samples and --flops)\n"
            "  --samples N            samples per rank and step, for the compute time when\n"
            "                         --step-compute-s is not given (default 12800 = 64 x 200)\n"
            "  --flops F              sustained FLOP/s per rank (default 1e9); compute time =\n"
            "                         6 P N / F (forward 2 P, backward 4 P per sample)\n"
            "  --bucket-mb B          gradient bucket size in MB (default: the best of 0.064 ..\n"
            "                         64 MB and one bucket)\n"
-           "  --no-overlap           one allreduce after the backward pass (no buckets)\n"
+           "  --no-overlap           one allreduce after the backward pass (no buckets: not with\n"
+           "                         --bucket-mb)\n"
            "  --calibration FILE     read the calibration written by --calibrate; its gamma\n"
            "                         (local reduction cost) then applies to every CPU link\n"
            "  --calibrate            measure alpha, beta, gamma here (run under mpirun -np 2 or\n"
@@ -192,6 +195,7 @@ int dd_cmd_plan(int argc, char **argv) {
                                              {NULL, 0, NULL, 0}};
     const char *link_name = NULL, *intra_name = NULL, *cal_path = NULL;
     double params = 0, compute = 0, samples = 12800, flops = 1e9, bucket_mb = 0;
+    const char *estimate = NULL; /* --samples or --flops given */
     size_t ranks = 64, rpn = 8;
     int json = 0, calibrate = 0, overlap = 1, have_params = 0, c, rc;
     optind = 0;
@@ -199,7 +203,7 @@ int dd_cmd_plan(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case O_PARAMS:
-            if ((rc = dd_cli_parse_double(NAME, "--params", optarg, 1, 1e13, &params))) return rc;
+            if ((rc = dd_cli_parse_whole(NAME, "--params", optarg, 1, 1e13, &params))) return rc;
             have_params = 1;
             break;
         case O_RANKS:
@@ -214,10 +218,12 @@ int dd_cmd_plan(int argc, char **argv) {
             if ((rc = dd_cli_parse_double(NAME, "--step-compute-s", optarg, 1e-9, 1e6, &compute))) return rc;
             break;
         case O_SAMPLES:
-            if ((rc = dd_cli_parse_double(NAME, "--samples", optarg, 1, 1e12, &samples))) return rc;
+            if ((rc = dd_cli_parse_whole(NAME, "--samples", optarg, 1, 1e12, &samples))) return rc;
+            estimate = "--samples";
             break;
         case O_FLOPS:
             if ((rc = dd_cli_parse_double(NAME, "--flops", optarg, 1, 1e18, &flops))) return rc;
+            estimate = "--flops";
             break;
         case O_BUCKET:
             if ((rc = dd_cli_parse_double(NAME, "--bucket-mb", optarg, 1e-6, 1e6, &bucket_mb))) return rc;
@@ -227,12 +233,18 @@ int dd_cmd_plan(int argc, char **argv) {
         case O_CALIBRATE: calibrate = 1; break;
         case O_JSON: json = 1; break;
         case 'h': help(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv);
+        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
     if (calibrate) return run_calibrate(cal_path ? cal_path : "distdpd-calibration.json", json);
     if (!have_params) return dd_cli_usage(NAME, "missing --params P (or --calibrate)");
+    /* options that the others would silently override */
+    if (compute > 0 && estimate)
+        return dd_cli_usage(NAME, "%s cannot be given with --step-compute-s (--samples and --flops estimate the "
+                                  "compute time that --step-compute-s gives)", estimate);
+    if (!overlap && bucket_mb > 0)
+        return dd_cli_usage(NAME, "--bucket-mb cannot be given with --no-overlap (one allreduce, no buckets)");
 
     dd_plan_calib cal;
     int have_cal = 0;

@@ -423,25 +423,28 @@ static void help_train(int dpd) {
     if (dpd)
         printf("  --pa-run RUN_PA     the PA model run (its best.ckpt is frozen)\n"
                "  --ila               indirect learning instead of direct learning\n"
-               "  --gain G            target gain G > 0 (default: from the training split)\n"
-               "  --gain-mode M       max (default: max|y|/max|x|) or ls (|least-squares gain|)\n"
+               "  --gain G            target gain, 0 < G <= 1e6 (default: derived from the training\n"
+               "                      split as --gain-mode says)\n"
+               "  --gain-mode M       how G is derived when --gain is not given: max (default:\n"
+               "                      max|y|/max|x|) or ls (|least-squares gain|)\n"
                "  --select S          best epoch by the PA model's validation ACLR (model,\n"
                "                      default) or by the true PA's (true; simulated data only)\n");
     printf("\n"
            "training (defaults: the OpenDPD reference recipe):\n"
            "  --frame F           frame length (default 200)\n"
            "  --stride S          frame stride (default 1)\n"
-           "  --batch B           frames per batch (default 64; the last partial batch is kept)\n"
+           "  --batch B           frames per batch (default 64; the last partial batch is kept;\n"
+           "                      a B above the training frames works as B = their number)\n"
            "  --epochs E          epochs (default 20)\n"
            "  --lr LR             learning rate (default 5e-3)\n"
            "  --opt O             adamw (default; betas 0.9/0.999, eps 1e-8, weight decay 0.01),\n"
            "                      adam or sgd\n"
            "  --weight-decay WD   weight decay (default: the optimiser's)\n"
-           "  --momentum M        SGD momentum (default 0)\n"
+           "  --momentum M        SGD momentum (default 0; --opt sgd only)\n"
            "  --lr-schedule S     plateau (default: x0.5 after 5 epochs without improvement of\n"
            "                      the selection metric, down to 5e-5), constant, step, cosine\n"
-           "  --patience P, --factor F, --min-lr LR   plateau settings\n"
-           "  --step-size N, --gamma G                 step schedule (N in steps)\n"
+           "  --patience P, --factor F, --min-lr LR   plateau only (--min-lr at most --lr)\n"
+           "  --step-size N, --gamma G                 step only (N in steps)\n"
            "  --warmup N          linear warm-up over N steps (default 0)\n"
            "  --clip C            gradient-norm clipping (default 200; 0 = off)\n"
            "  --seed S            seed of the initialisation and the shuffling (default 0)\n"
@@ -472,7 +475,7 @@ static void help_train(int dpd) {
            "                      metrics.jsonl gets comm_bytes_per_step, compression_ratio\n"
            "                      and compress_time_s; distdpd compressors lists them\n"
            "  --error-feedback on|off  keep what compression dropped and add it next step\n"
-           "                      (default on for every lossy compressor)\n"
+           "                      (default on; only with a lossy --compress)\n"
            "\n"
            "display:\n"
            "  --progress P        auto (default: a bar on a terminal, lines otherwise), bar,\n"
@@ -480,6 +483,8 @@ static void help_train(int dpd) {
            "  -q, --quiet         no progress and no summary;  -v, --verbose: more log output\n"
            "  -h, --help          this help\n"
            "\n"
+           "Numbers are decimal (010 is ten; no 0x). Options that the chosen schedule,\n"
+           "optimiser or compressor would ignore are usage errors.\n"
            "exit status: 0 ok, 1 runtime error, 2 usage error\n");
 }
 
@@ -557,7 +562,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     dd_train_cfg_default(&cfg, dpd ? DD_TRAIN_DLA : DD_TRAIN_PA);
     const char *data = NULL, *out = NULL, *resume = NULL, *pa_run = NULL, *cfg_opt = NULL;
     int opt_kind = DD_OPTIM_ADAMW, sched_kind = DD_LR_PLATEAU, verbosity = 0, progress = 0, report = 1, c, rc, ila = 0;
-    int epochs_given = 0;
+    int epochs_given = 0, gain_given = 0, gain_mode_given = 0, sched_given = 0;
     double wd = NAN, momentum = NAN, patience = NAN, factor = NAN, min_lr = NAN, gamma = NAN;
     size_t v, step_size = 0, warmup = 0;
     uint64_t u;
@@ -623,14 +628,25 @@ static int cmd_train(int argc, char **argv, int dpd) {
             DBL_OPT(O_MINLR, "--min-lr", 0.0, 10.0, min_lr)
             DBL_OPT(O_GAMMA, "--gamma", 0.0, 1e6, gamma)
             DBL_OPT(O_CLIP, "--clip", 0.0, 1e12, cfg.clip)
-            DBL_OPT(O_GAIN, "--gain", 0.0, 1e6, cfg.gain)
 #undef DBL_OPT
+        case O_GAIN:
+            if (!dpd) return dd_cli_usage(NAME, "option '--gain' belongs to train-dpd");
+            oname = "--gain";
+            /* 0 is the library's "derive G from the data"; on the command line that is
+             * leaving --gain out, as the help says (G > 0) */
+            if ((rc = dd_cli_parse_double(NAME, "--gain", optarg, -1e300, 1e300, &cfg.gain))) return rc;
+            if (!(cfg.gain > 0 && cfg.gain <= 1e6))
+                return dd_cli_usage(NAME, "--gain: must be in (0, 1e+06], got '%s'%s", optarg,
+                                    cfg.gain <= 0 ? " (leave --gain out to derive G from the training split)" : "");
+            gain_given = 1;
+            break;
         case O_OPT:
             oname = "--opt";
             if ((rc = dd_cli_parse_choice(NAME, "--opt", optarg, opts_opt, &opt_kind))) return rc;
             break;
         case O_SCHED:
             oname = "--lr-schedule";
+            sched_given = 1;
             if ((rc = dd_cli_parse_choice(NAME, "--lr-schedule", optarg, opts_sched, &sched_kind))) return rc;
             break;
         case O_SEED:
@@ -660,6 +676,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
             compress_spec = optarg;
             break;
         case O_EF:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+                return dd_cli_usage(NAME, "--error-feedback: expected on or off, got '%s'", optarg);
             ef_opt = optarg;
             break;
         case 'v': verbosity++; break;
@@ -678,6 +696,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
             if (dpd && c == O_GAINMODE) {
                 oname = "--gain-mode";
                 if ((rc = dd_cli_parse_choice(NAME, "--gain-mode", optarg, opts_gain, &cfg.gain_mode))) return rc;
+                gain_mode_given = 1;
                 break;
             }
             if (dpd && c == O_SELECT) {
@@ -685,12 +704,13 @@ static int cmd_train(int argc, char **argv, int dpd) {
                 if ((rc = dd_cli_parse_choice(NAME, "--select", optarg, opts_select, &cfg.select_true))) return rc;
                 break;
             }
+            /* the option's name, not argv[optind - 1] (the value of '--gain-mode max') */
             if (c == O_PARUN || c == O_ILA || c == O_GAINMODE || c == O_SELECT)
-                return dd_cli_usage(NAME, "option '%s' belongs to train-dpd", argv[optind - 1]);
-            return dd_cli_getopt_error(NAME, c, argv);
+                return dd_cli_usage(NAME, "option '%s' belongs to train-dpd",
+                                    c == O_PARUN ? "--pa-run" : c == O_ILA ? "--ila" : c == O_GAINMODE ? "--gain-mode"
+                                                                                                 : "--select");
+            return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
-        if (c == O_GAIN && !dpd) return dd_cli_usage(NAME, "option '--gain' belongs to train-dpd");
-        if (c == O_GAIN) oname = "--gain";
         if (oname && !cfg_opt) cfg_opt = oname;
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
@@ -723,6 +743,26 @@ static int cmd_train(int argc, char **argv, int dpd) {
             if (opt_kind != DD_OPTIM_SGD) return dd_cli_usage(NAME, "--momentum applies to --opt sgd only");
             cfg.optim.momentum = momentum;
         }
+        /* settings of one schedule given to another would be ignored: say so */
+        {
+            const char *sn = opts_sched[sched_kind], *dflt = sched_given ? "" : " (the default)";
+            const char *pl = !isnan(patience) ? "--patience"
+                             : !isnan(factor) ? "--factor"
+                             : !isnan(min_lr) ? "--min-lr"
+                                              : NULL;
+            const char *sp = step_size ? "--step-size" : !isnan(gamma) ? "--gamma" : NULL;
+            if (pl && sched_kind != DD_LR_PLATEAU)
+                return dd_cli_usage(NAME, "%s applies to --lr-schedule plateau only, not %s%s", pl, sn, dflt);
+            if (sp && sched_kind != DD_LR_STEP)
+                return dd_cli_usage(NAME, "%s applies to --lr-schedule step only, not %s%s", sp, sn, dflt);
+        }
+        if (!isnan(min_lr) && min_lr > cfg.lr)
+            return dd_cli_usage(NAME, "--min-lr %g is above --lr %g: the plateau schedule lowers the lr to --min-lr, "
+                                      "never raises it",
+                                min_lr, cfg.lr);
+        if (gain_given && gain_mode_given)
+            return dd_cli_usage(NAME, "--gain-mode chooses how G is derived from the training split: it cannot be given "
+                                      "with --gain");
         dd_lr_cfg base = cfg.sched; /* keeps the OpenDPD plateau settings */
         if (sched_kind != DD_LR_PLATEAU) {
             cfg.sched = dd_lr_cfg_default((dd_lr_kind)sched_kind, cfg.lr);
@@ -752,9 +792,18 @@ static int cmd_train(int argc, char **argv, int dpd) {
     if (compress_spec && dd_compress_parse(&dpc.compress, compress_spec) != DD_OK)
         return dd_cli_usage(NAME, "%s", dd_last_error());
     if (ef_opt) {
-        if (!strcmp(ef_opt, "on")) dpc.compress.error_feedback = 1;
-        else if (!strcmp(ef_opt, "off")) dpc.compress.error_feedback = 0;
-        else return dd_cli_usage(NAME, "--error-feedback: expected on or off, got '%s'", ef_opt);
+        /* a lossless compressor (none, fp32: also a resumed run without one) keeps no
+         * residual: --error-feedback would be ignored */
+        dd_compressor *cp = NULL;
+        int lossy = dd_compress_create(&dpc.compress, &cp) == DD_OK && dd_compress_lossy(cp);
+        dd_compress_destroy(&cp);
+        if (!lossy && !compress_spec)
+            return dd_cli_usage(NAME, "--error-feedback needs --compress: %s was trained without it (plain float32 "
+                                      "gradients lose nothing)", out);
+        if (!lossy)
+            return dd_cli_usage(NAME, "--error-feedback applies to lossy compressors only; %s loses nothing",
+                                dpc.compress.name);
+        dpc.compress.error_feedback = !strcmp(ef_opt, "on");
     }
     const int compressing = strcmp(dpc.compress.name, "none") != 0;
     quiet_end(&q);
@@ -1037,7 +1086,7 @@ int dd_cmd_run(int argc, char **argv) {
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help_run(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv);
+        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
@@ -1168,7 +1217,7 @@ int dd_cmd_eval(int argc, char **argv) {
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help_eval(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv);
+        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);

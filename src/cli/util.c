@@ -31,13 +31,34 @@ int dd_cli_usage(const char *cmd, const char *fmt, ...) {
     return DD_EXIT_USAGE;
 }
 
-int dd_cli_getopt_error(const char *cmd, int c, char **argv) {
+/* The long options of longopts whose names start with the n characters of name (an
+ * abbreviation getopt_long found ambiguous): "--epochs, --eval-batch, ..." into buf;
+ * returns how many there are. */
+static int prefix_matches(const struct option *longopts, const char *name, size_t n, char *buf, size_t cap) {
+    int k = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const struct option *o = longopts; o && o->name; o++) {
+        if (strncmp(o->name, name, n) != 0) continue;
+        if (used < cap) used += (size_t)snprintf(buf + used, cap - used, "%s--%s", k ? ", " : "", o->name);
+        k++;
+    }
+    return k;
+}
+
+int dd_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts) {
     const char *word = (optind > 0) ? argv[optind - 1] : "?";
     if (c == ':') return dd_cli_usage(cmd, "option '%s' needs a value", word);
     if (strncmp(word, "--", 2) == 0) {
         const char *eq = strchr(word, '=');
         if (eq && optopt != 0) /* a known long option that takes no value */
             return dd_cli_usage(cmd, "option '%.*s' takes no value", (int)(eq - word), word);
+        /* getopt_long answers '?' both for an unknown name and for an abbreviation that
+         * several options share (--e: --epochs, --eval-batch, ...) */
+        size_t n = eq ? (size_t)(eq - word - 2) : strlen(word + 2);
+        char cand[1024];
+        if (n > 0 && prefix_matches(longopts, word + 2, n, cand, sizeof cand) > 1)
+            return dd_cli_usage(cmd, "ambiguous option '--%.*s' (could be %s)", (int)n, word + 2, cand);
         return dd_cli_usage(cmd, "unknown option '%s'", word);
     }
     if (optopt > 0 && optopt < 128) return dd_cli_usage(cmd, "unknown option '-%c'", optopt);
@@ -75,14 +96,42 @@ int dd_cli_parse_u64(const char *cmd, const char *opt, const char *val, uint64_t
     const char *p = val;
     while (*p == ' ') p++;
     errno = 0;
-    char *end;
-    unsigned long long v = (*p == '-' || *p == '+') ? 0 : strtoull(p, &end, 0);
-    if (*p == '\0' || *p == '-' || *p == '+' || end == p || !is_blank(end) || errno == ERANGE) {
+    char *end = (char *)p;
+    /* base 10: "010" is ten, as for every other integer option (base 0 read it as octal) */
+    unsigned long long v = (*p >= '0' && *p <= '9') ? strtoull(p, &end, 10) : 0;
+    if (end == p || !is_blank(end)) {
         fprintf(stderr, "distdpd %s: %s: expected a non-negative integer, got '%s'\n", cmd, opt, val);
+        return DD_EXIT_USAGE;
+    }
+    if (errno == ERANGE) {
+        fprintf(stderr, "distdpd %s: %s: must be in [0, %llu], got '%s'\n", cmd, opt, (unsigned long long)UINT64_MAX,
+                val);
         return DD_EXIT_USAGE;
     }
     *out = (uint64_t)v;
     return 0;
+}
+
+/* 1 when s is a decimal number: blanks, [+-], digits with at most one '.', at least one
+ * digit, an optional exponent e[+-]digits, blanks. No hexadecimal (strtod reads 0x10 as
+ * 16), no inf or nan. */
+static int is_decimal_number(const char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s == '+' || *s == '-') s++;
+    int digits = 0;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+    if (*s == '.') {
+        s++;
+        while (*s >= '0' && *s <= '9') s++, digits++;
+    }
+    if (!digits) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return is_blank(s);
 }
 
 int dd_cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi,
@@ -90,8 +139,25 @@ int dd_cli_parse_double(const char *cmd, const char *opt, const char *val, doubl
     errno = 0;
     char *end;
     double v = strtod(val, &end);
-    if (end == val || !is_blank(end) || is_blank(val)) {
+    if (!is_decimal_number(val) || end == val || !is_blank(end)) {
         fprintf(stderr, "distdpd %s: %s: expected a number, got '%s'\n", cmd, opt, val);
+        return DD_EXIT_USAGE;
+    }
+    if (!isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "distdpd %s: %s: must be in [%g, %g], got '%s'\n", cmd, opt, lo, hi, val);
+        return DD_EXIT_USAGE;
+    }
+    *out = v;
+    return 0;
+}
+
+int dd_cli_parse_whole(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out) {
+    double v;
+    errno = 0;
+    char *end;
+    v = strtod(val, &end);
+    if (!is_decimal_number(val) || end == val || !is_blank(end) || (isfinite(v) && v != floor(v))) {
+        fprintf(stderr, "distdpd %s: %s: expected an integer, got '%s'\n", cmd, opt, val);
         return DD_EXIT_USAGE;
     }
     if (!isfinite(v) || v < lo || v > hi) {

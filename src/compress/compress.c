@@ -120,11 +120,31 @@ dd_status dd_compress_cfg_check(const dd_compress_cfg *c) {
     return DD_OK;
 }
 
+/* 1 when s is a decimal number ([+-], digits with at most one '.', an optional exponent
+ * e[+-]digits): strtod alone also reads hexadecimal (0x10 = 16), inf and nan. */
+static int is_decimal(const char *s) {
+    if (*s == '+' || *s == '-') s++;
+    int digits = 0;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+    if (*s == '.') {
+        s++;
+        while (*s >= '0' && *s <= '9') s++, digits++;
+    }
+    if (!digits) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == '\0';
+}
+
 static dd_status parse_num(const char *spec, const char *key, const char *val, double lo, double hi, double *out) {
     char *end = NULL;
     errno = 0;
     double v = strtod(val, &end);
-    if (!*val || *end || errno || !isfinite(v))
+    if (!is_decimal(val) || *end || errno || !isfinite(v))
         return dd_error(DD_ERR_ARG, "--compress '%s': %s = '%s' is not a number", spec, key, val);
     if (v < lo || v > hi)
         return dd_error(DD_ERR_ARG, "--compress '%s': %s = %s is out of range [%g, %g]", spec, key, val, lo, hi);
@@ -150,17 +170,22 @@ dd_status dd_compress_parse(dd_compress_cfg *c, const char *spec) {
     char buf[512];
     if (strlen(spec) >= sizeof buf) return dd_error(DD_ERR_ARG, "--compress: the value is too long");
     snprintf(buf, sizeof buf, "%s", spec);
-    char *save = NULL, *tok = strtok_r(buf, ",", &save);
-    if (!tok || !*tok) return dd_error(DD_ERR_ARG, "--compress '%s': no compressor name", spec);
+    /* split at every ',' (strtok would skip empty fields: 'topk,' must not pass as 'topk') */
+    char *tok = buf, *next = strchr(buf, ',');
+    if (next) *next++ = '\0';
+    if (!*tok) return dd_error(DD_ERR_ARG, "--compress '%s': no compressor name", spec);
     if (!find_codec(tok)) {
         char names[256];
         list_names(names, sizeof names);
         return dd_error(DD_ERR_ARG, "--compress '%s': unknown compressor '%s' (choices: %s)", spec, tok, names);
     }
     dd_compress_cfg t = *c;
-    snprintf(t.name, sizeof t.name, "%s", tok);
+    snprintf(t.name, sizeof t.name, "%.*s", (int)sizeof t.name - 1, tok); /* a registered name: it fits */
     int density_set = 0;
-    while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
+    while ((tok = next) != NULL) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        if (!*tok) return dd_error(DD_ERR_ARG, "--compress '%s': empty setting after ',' (expected key=value)", spec);
         char *eq = strchr(tok, '=');
         if (!eq) return dd_error(DD_ERR_ARG, "--compress '%s': '%s' is not key=value", spec, tok);
         *eq = '\0';

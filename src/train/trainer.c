@@ -306,11 +306,15 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
     if ((st = dd_lr_sched_init(&tr->sched, &tr->cfg.sched)) != DD_OK) goto fail;
     tr->last_lr = dd_lr_sched_lr(&tr->sched, 0);
 
-    /* step buffers, for the largest slice of a global batch (a global batch never holds
-     * more frames than there are) */
+    /* step buffers: a global batch never holds more than the frames there are, so a batch
+     * above the frame count trains exactly as batch = count (one batch per epoch) and
+     * the buffers are sized by the data, not by the batch asked for */
     {
-        const size_t gmax = cfg->batch < tr->fr.count ? cfg->batch : (size_t)tr->fr.count;
-        tr->bmax = (gmax + (size_t)tr->nranks - 1) / (size_t)tr->nranks;
+        const size_t bglob = cfg->batch < tr->fr.count ? cfg->batch : (size_t)tr->fr.count;
+        if (cfg->batch > bglob && tr->rank == 0)
+            dd_log(DD_LOG_WARN, "batch %zu is larger than the %zu training frames: each step takes all %zu frames "
+                                "(as batch %zu)", cfg->batch, bglob, bglob, bglob);
+        tr->bmax = (bglob + (size_t)tr->nranks - 1) / (size_t)tr->nranks;
     }
     if (tr->bmax > 0) {
         const size_t fl = tr->bmax * cfg->frame * 2;

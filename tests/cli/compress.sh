@@ -2,8 +2,9 @@
 # Gradient compression through the command line (train-pa --compress SPEC
 # [--error-feedback on|off], distdpd compressors) on a tiny simulated data set:
 #   - distdpd compressors lists the 11 compressors (text and JSON);
-#   - bad --compress values are usage errors (exit 2) naming the bad name, key or value;
-#     --error-feedback needs --compress;
+#   - bad --compress values are usage errors (exit 2) naming the bad name, key or value
+#     (also empty settings and hexadecimal values); --error-feedback needs a lossy
+#     --compress (also on --resume) and names a bad value on every path;
 #   - one process with int8: metrics.jsonl records compression_ratio (4n / (n + 4 ceil(n /
 #     256)) for chunks of 256: 3.8 .. 4 here), comm_bytes_per_step and
 #     compress_time_s; parallel.json records the full compressor spec;
@@ -44,6 +45,34 @@ expect_rc 2 "--error-feedback alone"
 has "$ERR" "--error-feedback needs --compress" "says why"
 run train-pa --data "$D" "${SMALL[@]}" --compress int8 --error-feedback maybe --out "$TMP/bad"
 expect_rc 2 "--error-feedback value"
+has "$ERR" "distdpd train-pa: --error-feedback: expected on or off, got 'maybe'" "names the bad value"
+# every path names the bad value (without --compress it said "needs --compress")
+run train-pa --data "$D" "${SMALL[@]}" --error-feedback maybe --out "$TMP/bad"
+expect_rc 2 "--error-feedback maybe without --compress"
+has "$ERR" "distdpd train-pa: --error-feedback: expected on or off, got 'maybe'" "names the bad value without --compress"
+# an empty setting is an error (strtok skipped it: 'topk,' ran as 'topk')
+for spec in 'topk,' 'topk,,density=0.1' 'int8,chunk=128,'; do
+    run train-pa --data "$D" "${SMALL[@]}" --compress "$spec" --out "$TMP/bad"
+    expect_rc 2 "--compress '$spec'"
+    has "$ERR" "distdpd train-pa: --compress '$spec': empty setting after ',' (expected key=value)" "--compress '$spec' message"
+done
+run train-pa --data "$D" "${SMALL[@]}" --compress ',topk' --out "$TMP/bad"
+expect_rc 2 "--compress ',topk'"
+has "$ERR" "--compress ',topk': no compressor name" "leading comma message"
+# values are decimal: 0x10 was read as 16
+run train-pa --data "$D" "${SMALL[@]}" --compress int8,chunk=0x10 --out "$TMP/bad"
+expect_rc 2 "--compress int8,chunk=0x10"
+has "$ERR" "--compress 'int8,chunk=0x10': chunk = '0x10' is not a number" "hexadecimal setting refused"
+run train-pa --data "$D" "${SMALL[@]}" --compress topk,density=inf --out "$TMP/bad"
+expect_rc 2 "--compress topk,density=inf"
+has "$ERR" "density = 'inf' is not a number" "inf setting refused"
+# --error-feedback with a lossless compressor would be ignored
+run train-pa --data "$D" "${SMALL[@]}" --compress fp32 --error-feedback on --out "$TMP/bad"
+expect_rc 2 "--error-feedback with fp32"
+has "$ERR" "distdpd train-pa: --error-feedback applies to lossy compressors only; fp32 loses nothing" "fp32 message"
+run train-pa --data "$D" "${SMALL[@]}" --compress none --error-feedback off --out "$TMP/bad"
+expect_rc 2 "--error-feedback with none"
+has "$ERR" "--error-feedback applies to lossy compressors only; none loses nothing" "none message"
 [ ! -e "$TMP/bad" ] && pass || fail "a usage error wrote no run directory"
 
 ev() { "$DD_CLI" eval --run "$1" --ckpt last --json | sed 's/,"eval_time_s":[^,}]*//; s/"run":"[^"]*",//'; }
@@ -60,12 +89,25 @@ CT=$(json_num "$M" compress_time_s)
 awk -v t="$CT" 'BEGIN { exit !(t > 0) }' && pass || fail "compress_time_s > 0: '$CT'"
 has "$(cat "$TMP/i8/parallel.json")" '"compress":	"int8,ef=1,density=' "parallel.json: the full spec"
 
+# --resume: a bad --error-feedback is named; on a run trained without compression it is refused
+run train-pa --resume "$TMP/i8" --error-feedback maybe
+expect_rc 2 "--resume --error-feedback maybe"
+has "$ERR" "distdpd train-pa: --error-feedback: expected on or off, got 'maybe'" "names the bad value with --resume"
+# decimal settings: seed=010 is ten
+run train-pa --data "$D" "${SMALL[@]}" --epochs 1 --compress topk,seed=010 --out "$TMP/seed010"
+expect_rc 0 "--compress topk,seed=010"
+has "$(cat "$TMP/seed010/parallel.json")" ',seed=10"' "seed=010 is ten"
+
 # fp32 is lossless: equals the uncompressed run
 run train-pa --data "$D" "${SMALL[@]}" --out "$TMP/plain"
 expect_rc 0 "plain training"
 run train-pa --data "$D" "${SMALL[@]}" --compress fp32 --out "$TMP/fp32"
 expect_rc 0 "fp32 training"
 [ "$(ev "$TMP/plain")" = "$(ev "$TMP/fp32")" ] && pass || fail "fp32 equals the uncompressed run: $(ev "$TMP/plain") vs $(ev "$TMP/fp32")"
+
+run train-pa --resume "$TMP/plain" --epochs 3 --error-feedback on
+expect_rc 2 "--resume --error-feedback on a run without compression"
+has "$ERR" "distdpd train-pa: --error-feedback needs --compress: $TMP/plain was trained without it" "resume without compression message"
 
 # resume keeps the compressor and its residual: 1 + 1 epochs == 2 epochs
 run train-pa --data "$D" "${SMALL[@]}" --compress topk,density=0.1 --out "$TMP/straight"

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Error handling shared by all commands: unknown options and missing values exit 2
-# with "distdpd CMD: ..." and a --help hint; unreadable inputs exit 1 naming the path;
-# report/inspect option checks.
+# Error handling shared by all commands: unknown and ambiguous options and missing values
+# exit 2 with "distdpd CMD: ..." and a --help hint; numbers are decimal everywhere;
+# unreadable inputs exit 1 naming the path; report/inspect option checks.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -19,6 +19,38 @@ for c in simulate report demo; do
     expect_rc 2 "$c --out without value"
     has "$ERR" "distdpd $c: option '--out' needs a value" "$c missing value message"
 done
+
+# an abbreviation of several long options is ambiguous, not unknown (issue 10, item 9)
+run simulate --s 3 --out "$TMP/x"
+expect_rc 2 "simulate --s"
+has "$ERR" "distdpd simulate: ambiguous option '--s' (could be --signal, --samples, --seed, --snr, --symbols)" "--s message"
+has "$ERR" "Try 'distdpd simulate --help'." "ambiguous option help hint"
+run metrics --frob=3
+expect_rc 2 "metrics --frob=3"
+has "$ERR" "distdpd metrics: unknown option '--frob=3'" "a name that matches nothing stays unknown"
+run simulate --sa 2000 --se 010 --out "$TMP/uniq" -q
+expect_rc 0 "unique prefixes still work"
+
+# numbers are decimal in every command: 010 is ten, 08 eight, 0x10 and hexadecimal floats refused
+run simulate --out "$TMP/s010" --samples 2000 --seed 010 -q
+expect_rc 0 "simulate --seed 010"
+has "$(cat "$TMP/s010/simulation.json")" '"seed":	"10"' "simulate --seed 010 is ten"
+run simulate --out "$TMP/s08" --samples 2000 --seed 08 -q
+expect_rc 0 "simulate --seed 08"
+has "$(cat "$TMP/s08/simulation.json")" '"seed":	"8"' "simulate --seed 08 is eight"
+run simulate --out "$TMP/x" --samples 2000 --seed 0x10
+expect_rc 2 "simulate --seed 0x10"
+has "$ERR" "distdpd simulate: --seed: expected a non-negative integer, got '0x10'" "--seed 0x10 message"
+run demo --out "$TMP/x" --quick --samples 4000 --epochs-pa 1 --epochs-dpd 1 --seed 0x10
+expect_rc 2 "demo --seed 0x10"
+has "$ERR" "distdpd demo: --seed: expected a non-negative integer, got '0x10'" "demo --seed 0x10 message"
+run simulate --out "$TMP/x" --samples 2000 --drive 0x1p2
+expect_rc 2 "simulate --drive 0x1p2"
+has "$ERR" "distdpd simulate: --drive: expected a number, got '0x1p2'" "hexadecimal float refused"
+run simulate --out "$TMP/x" --samples 2000 --snr inf
+expect_rc 2 "simulate --snr inf"
+has "$ERR" "distdpd simulate: --snr: expected a number, got 'inf'" "inf refused"
+[ ! -e "$TMP/x" ] && pass || fail "a usage error wrote $TMP/x"
 
 run inspect --json=yes "$TMP/a"
 expect_rc 2 "--json=yes"

@@ -48,6 +48,32 @@ expect_rc 2 "measured without a calibration"
 has "$ERR" "needs --calibration FILE" "measured message"
 run plan --params 0
 expect_rc 2 "params 0"
+# integers are integers, in decimal (issue 10, item 9: --params 1.5 planned for 2)
+run plan --params 1.5
+expect_rc 2 "--params 1.5"
+has "$ERR" "distdpd plan: --params: expected an integer, got '1.5'" "--params 1.5 message"
+run plan --params 0x10
+expect_rc 2 "--params 0x10"
+has "$ERR" "distdpd plan: --params: expected an integer, got '0x10'" "--params 0x10 message"
+run plan --params 2000 --samples 2.5
+expect_rc 2 "--samples 2.5"
+has "$ERR" "distdpd plan: --samples: expected an integer, got '2.5'" "--samples 2.5 message"
+run plan --params 010 --json
+expect_rc 0 "--params 010"
+near "$(json_num "$OUT" grad_bytes)" 40 0 "--params 010 is ten parameters"
+run plan --params 2.5e3 --json
+expect_rc 0 "--params 2.5e3"
+near "$(json_num "$OUT" grad_bytes)" 10000 0 "--params 2.5e3 is 2500 parameters"
+# options that another would silently override
+run plan --params 2000 --step-compute-s 0.01 --flops 1e10
+expect_rc 2 "--flops with --step-compute-s"
+has "$ERR" "distdpd plan: --flops cannot be given with --step-compute-s" "--flops message"
+run plan --params 2000 --no-overlap --bucket-mb 4
+expect_rc 2 "--bucket-mb with --no-overlap"
+has "$ERR" "distdpd plan: --bucket-mb cannot be given with --no-overlap" "--bucket-mb message"
+run plan --par 2000 --r 8
+expect_rc 2 "plan --r"
+has "$ERR" "distdpd plan: ambiguous option '--r' (could be --ranks, --ranks-per-node)" "plan --r message"
 run plan --params 10 --calibration "$TMP/none.json"
 expect_rc 1 "missing calibration file"
 has "$ERR" "none.json: cannot open" "missing file message"

@@ -135,6 +135,142 @@ run train-pa --model list
 expect_rc 0 "--model list"
 has "$OUT" "gru" "model list"
 
+# ---- --batch above the training frames (issue 10, item 5): memory and time bounded by the
+# data, the same training as --batch = the frame count, a warning. Before, --batch 1048576
+# allocated the batch buffers for 1048576 frames (> 9.3 GB, over a minute): under a 1 GB
+# address-space limit it failed with "out of memory for the batch buffers".
+FR=$(json_num "$(cat "$TMP/pa/config.json")" train_frames)
+[ -n "$FR" ] && [ "$FR" -gt 100 ] && pass || fail "train_frames in config.json: '$FR'"
+# runs distdpd under `ulimit -v` (KiB) and a timeout: RC, ERR, SECS (wall), RSS (peak KiB
+# from /usr/bin/time when there is one, else empty)
+bounded() {
+    local limit=$1
+    shift
+    local t0 t1
+    t0=$(date +%s.%N)
+    set +e
+    if [ -x /usr/bin/time ]; then
+        (ulimit -v "$limit"; exec /usr/bin/time -f '%M' -o "$TMP/.rss" timeout 120 "$DD_CLI" "$@") >"$TMP/.out" 2>"$TMP/.err"
+    else
+        (ulimit -v "$limit"; exec timeout 120 "$DD_CLI" "$@") >"$TMP/.out" 2>"$TMP/.err"
+    fi
+    RC=$?
+    set -e
+    t1=$(date +%s.%N)
+    ERR=$(cat "$TMP/.err")
+    SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+    RSS=$( [ -x /usr/bin/time ] && tail -n 1 "$TMP/.rss" || true)
+}
+NOTIME=(--progress none --no-report --epochs 2)
+LIMIT=1000000
+if ! (ulimit -v "$LIMIT"; "$DD_CLI" --version >/dev/null 2>&1); then
+    LIMIT=unlimited # a sanitizer build reserves terabytes of address space
+    echo "note: $DD_CLI does not start under ulimit -v 1000000: memory is checked by peak RSS only"
+fi
+bounded "$LIMIT" train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --batch "$FR" --out "$TMP/b_ref"
+expect_rc 0 "--batch = the $FR frames"
+T_REF=$SECS
+R_REF=$RSS
+for B in 100000 1048576; do
+    bounded "$LIMIT" train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --batch $B --out "$TMP/b_$B"
+    expect_rc 0 "--batch $B on $FR frames under a 1 GB address-space limit"
+    has "$ERR" "distdpd: warning: batch $B is larger than the $FR training frames: each step takes all $FR frames (as batch $FR)" "--batch $B warning"
+    echo "--batch $B on $FR frames: ${SECS} s, peak RSS ${RSS:-?} KiB (--batch $FR: ${T_REF} s, ${R_REF:-?} KiB)"
+    awk -v t="$SECS" -v r="$T_REF" 'BEGIN { exit !(t <= 3 * r + 2) }' && pass || fail "--batch $B took $SECS s, --batch $FR $T_REF s"
+    if [ -n "$RSS" ] && [ -n "$R_REF" ]; then
+        awk -v m="$RSS" -v r="$R_REF" 'BEGIN { exit !(m <= r + 16384) }' && pass || fail "--batch $B peak RSS $RSS KiB, --batch $FR $R_REF KiB"
+    fi
+    strip() { sed 's/"time_s":[^,]*,"eval_time_s":[^,]*,//' "$1/metrics.jsonl"; }
+    if [ -s "$TMP/b_$B/metrics.jsonl" ] && [ "$(strip "$TMP/b_ref")" = "$(strip "$TMP/b_$B")" ]; then
+        pass
+    else
+        fail "--batch $B trains differently from --batch $FR"
+    fi
+done
+has "$(cat "$TMP/b_1048576/config.json")" '"batch":	1048576' "config.json keeps the batch asked for"
+
+# ---- numbers are decimal (issue 10, item 9): --seed 010 was read as octal 8, --seed 08 refused.
+# The usage errors below give a short training too, so that a build that misses one fails
+# fast instead of training the default recipe.
+CHEAP=("${SMALL[@]}" "${NOTIME[@]}" --epochs 1 -q)
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --seed 010 --out "$TMP/seed010" -q
+expect_rc 0 "--seed 010"
+has "$(cat "$TMP/seed010/config.json")" '"seed":	"10"' "--seed 010 is ten"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --seed 08 --out "$TMP/seed08" -q
+expect_rc 0 "--seed 08"
+has "$(cat "$TMP/seed08/config.json")" '"seed":	"8"' "--seed 08 is eight"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --hidden 010 --out "$TMP/hidden010" -q
+expect_rc 0 "--hidden 010"
+has "$(cat "$TMP/hidden010/config.json")" '"hidden":	10' "--hidden 010 is ten, as --seed 010"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --seed 0x10
+expect_rc 2 "--seed 0x10"
+has "$ERR" "distdpd train-pa: --seed: expected a non-negative integer, got '0x10'" "--seed 0x10 message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --seed 18446744073709551616
+expect_rc 2 "--seed 2^64"
+has "$ERR" "--seed: must be in [0, 18446744073709551615], got '18446744073709551616'" "--seed range message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr 0x1p-8
+expect_rc 2 "--lr 0x1p-8"
+has "$ERR" "distdpd train-pa: --lr: expected a number, got '0x1p-8'" "hexadecimal --lr refused"
+
+# ---- option names, not values, in "belongs to train-dpd"
+for o in "--pa-run $TMP/pa" "--ila" "--gain-mode max" "--gain-mode=ls" "--select true" "--gain 2"; do
+    name=${o%% *}
+    name=${name%%=*}
+    # shellcheck disable=SC2086
+    run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" $o
+    expect_rc 2 "train-pa $o"
+    has "$ERR" "distdpd train-pa: option '$name' belongs to train-dpd" "train-pa $o names $name"
+done
+
+# ---- an abbreviation of several options is ambiguous, not unknown
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --e 3
+expect_rc 2 "--e"
+has "$ERR" "distdpd train-pa: ambiguous option '--e' (could be --epochs, --eval-batch, --error-feedback)" "--e message"
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain-m=ls --g 2
+expect_rc 2 "--g"
+has "$ERR" "ambiguous option '--g' (could be --gamma, --gain, --gain-mode)" "--g message"
+
+# ---- --gain: (0, 1e6] as the help says (0 was taken as "derive G from the data")
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain 0
+expect_rc 2 "--gain 0"
+has "$ERR" "distdpd train-dpd: --gain: must be in (0, 1e+06], got '0' (leave --gain out to derive G from the training split)" "--gain 0 message"
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain 2e6
+expect_rc 2 "--gain 2e6"
+has "$ERR" "--gain: must be in (0, 1e+06], got '2e6'" "--gain 2e6 message"
+run train-dpd --help
+has "$OUT" "--gain G            target gain, 0 < G <= 1e6" "help gives --gain's range"
+
+# ---- contradictory options are usage errors (they were silently ignored)
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule cosine --patience 3
+expect_rc 2 "--patience with cosine"
+has "$ERR" "distdpd train-pa: --patience applies to --lr-schedule plateau only, not cosine" "--patience message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule step --factor 0.3
+expect_rc 2 "--factor with step"
+has "$ERR" "--factor applies to --lr-schedule plateau only, not step" "--factor message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule constant --min-lr 1e-6
+expect_rc 2 "--min-lr with constant"
+has "$ERR" "--min-lr applies to --lr-schedule plateau only, not constant" "--min-lr message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --step-size 100
+expect_rc 2 "--step-size with the default plateau"
+has "$ERR" "--step-size applies to --lr-schedule step only, not plateau (the default)" "--step-size message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr-schedule cosine --gamma 0.5
+expect_rc 2 "--gamma with cosine"
+has "$ERR" "--gamma applies to --lr-schedule step only, not cosine" "--gamma message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --lr 1e-3 --min-lr 1e-2
+expect_rc 2 "--min-lr above --lr"
+has "$ERR" "distdpd train-pa: --min-lr 0.01 is above --lr 0.001" "--min-lr above --lr message"
+run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain 0.5 --gain-mode ls
+expect_rc 2 "--gain with --gain-mode"
+has "$ERR" "--gain-mode chooses how G is derived from the training split: it cannot be given with --gain" "--gain-mode message"
+run train-pa --data "$D" "${CHEAP[@]}" --out "$TMP/x" --opt adam --momentum 0.9
+expect_rc 2 "--momentum with adam"
+has "$ERR" "--momentum applies to --opt sgd only" "--momentum message"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --lr-schedule step --step-size 10 --gamma 0.5 --out "$TMP/step" -q
+expect_rc 0 "--step-size and --gamma with step"
+run train-pa --data "$D" "${SMALL[@]}" "${NOTIME[@]}" --epochs 1 --patience 2 --factor 0.3 --min-lr 1e-4 --out "$TMP/plateau" -q
+expect_rc 0 "plateau settings with the default plateau"
+[ ! -e "$TMP/x" ] && pass || fail "a usage error wrote $TMP/x"
+
 # ---- runtime errors (exit 1): missing data, missing run, bad checkpoints
 run train-pa --data "$TMP/nonexistent" --out "$TMP/x2" --epochs 1
 expect_rc 1 "missing data set"
