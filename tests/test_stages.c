@@ -3,7 +3,8 @@
  * output, their FLOPs add up to the model's; running the stages one at a time (each with
  * its own workspace and only its own copy of its parameter slice, as a pipeline or a
  * sharded strategy does) gives the whole model's output and gradients bit for bit, and
- * so does a split into two ranges; dd_model_backward_cb reports each stage's gradient
+ * so does a split into two ranges, and inference (forward only, buffers shared between
+ * the stages) in a workspace no larger than training's; dd_model_backward_cb reports each stage's gradient
  * range once, last stage first, when that range is already final. */
 #include <math.h>
 #include <stdio.h>
@@ -134,6 +135,19 @@ static void check_stages(const char *name, const dd_model_cfg *cfg) {
     float *ws = dd_calloc(dd_model_workspace_size(m, B, T), sizeof(float));
     CHECK_OK(dd_model_forward(m, p, x, y, B, T, ws));
     CHECK_OK(dd_model_backward(m, p, g, x, dy, dx, B, T, ws));
+
+    /* forward only (inference): the same output in a workspace that keeps nothing */
+    {
+        size_t wi = dd_model_infer_workspace(m, B, T);
+        CHECK(wi > 0 && wi <= dd_model_workspace_size(m, B, T), "%s: inference workspace %zu > training %zu", name, wi,
+              dd_model_workspace_size(m, B, T));
+        float *wsi = dd_calloc(wi, sizeof(float)), *yi = malloc(nx * sizeof *yi);
+        dd_stage_src full = {p, NULL, NULL, NULL, NULL, NULL};
+        CHECK_OK(dd_model_infer(m, &full, x, yi, B, T, wsi));
+        CHECK(same(yi, y, nx), "%s: inference differs from the forward", name);
+        free(yi);
+        dd_free(wsi);
+    }
 
     /* one stage at a time, private parameter copies, boundary activations passed by hand */
     private_src ps;

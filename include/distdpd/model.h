@@ -157,6 +157,15 @@ dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const
                                   const float *in, const float *x0, const float *dout, float *din,
                                   float *dx0, int B, int T, float *ws);
 
+/* Forward only (evaluation, inference): the same output as dd_model_forward, in a
+ * workspace of dd_model_infer_workspace(m, B, T) floats, which keeps nothing for a
+ * backward (the stages share one saved area and the activations between them alternate
+ * between two buffers), so it grows with the widest stage, not with the depth. Parameters
+ * from a stage source (its callbacks are made for every stage, in order). */
+size_t dd_model_infer_workspace(const dd_model *m, int B, int T);
+dd_status dd_model_infer(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int B, int T,
+                         float *ws);
+
 /* dd_model_run_stream with parameters from a stage source: its callbacks are made for
  * every stage of every chunk, in order, so ranks streaming the same length keep their
  * collectives matched. */

@@ -293,45 +293,77 @@ static void compress_spec_string(const dd_compress_cfg *c, char *buf, size_t cap
              (unsigned long long)c->seed);
 }
 
-/* RUN/parallel.json (rank 0): ranks, where they ran, the strategy and its timing. */
+/* The largest rank's arena peaks (params, grads, optim, activations, dd_mem_stats) and
+ * peak RSS, into mem[0..4] on every rank (a collective). */
+static dd_status gather_memory(dd_comm *w, double mem[5]) {
+    dd_mem_stats ms;
+    dd_mem_stats_get(&ms);
+    double mine[5];
+    for (int k = 0; k < DD_MEM_KINDS; k++) mine[k] = (double)ms.peak[k];
+    mine[4] = (double)dd_mem_peak_rss();
+    const int n = dd_comm_size(w);
+    double *all = calloc(5 * (size_t)n, sizeof *all);
+    if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
+    dd_status st = dd_comm_allgather(w, mine, sizeof mine, all);
+    for (int k = 0; k < 5; k++) {
+        mem[k] = 0;
+        for (int r = 0; st == DD_OK && r < n; r++) mem[k] = all[5 * r + k] > mem[k] ? all[5 * r + k] : mem[k];
+    }
+    free(all);
+    return st;
+}
+
+/* RUN/parallel.json (rank 0), written for every run: ranks, where they ran, the strategy,
+ * its timing, and "memory": the largest rank's arena peaks and peak RSS. */
 static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cfg *dc, const dd_dp *dp,
-                                     const char *hosts) {
+                                     const dd_zero *zs, dd_shard_mode shard, const char *hosts, const double mem[5]) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return DD_ERR_NOMEM;
-    cJSON_AddStringToObject(o, "strategy", "data-parallel (synchronous)");
+    cJSON_AddStringToObject(o, "strategy", zs ? "sharded data-parallel (ZeRO)" : dp ? "data-parallel (synchronous)" : "single process");
     cJSON_AddNumberToObject(o, "ranks", nranks);
-    cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(dc->algo));
-    cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
-    {
-        char spec[512];
-        compress_spec_string(&dc->compress, spec, sizeof spec);
-        cJSON_AddStringToObject(o, "compress", spec);
-        dd_compressor *cp = dd_dp_compressor(dp);
-        if (cp) {
-            dd_compress_stats cs;
-            dd_compress_stats_get(cp, &cs);
-            double ns = cs.steps ? (double)cs.steps : 1.0;
-            cJSON *k = cJSON_AddObjectToObject(o, "rank0_compression");
-            if (k) {
-                cJSON_AddBoolToObject(k, "error_feedback", dd_compress_has_ef(cp));
-                cJSON_AddNumberToObject(k, "compression_ratio", dd_compress_ratio(&cs));
-                cJSON_AddNumberToObject(k, "payload_bytes_per_step", (double)cs.payload_bytes / ns);
-                cJSON_AddNumberToObject(k, "bytes_sent_per_step", (double)cs.bytes_sent / ns);
-                cJSON_AddNumberToObject(k, "compress_s_per_step", cs.compress_s / ns);
-                cJSON_AddNumberToObject(k, "decompress_s_per_step", cs.decompress_s / ns);
-                cJSON_AddNumberToObject(k, "comm_s_per_step", cs.comm_s / ns);
+    cJSON_AddStringToObject(o, "shard", dd_shard_name(shard));
+    cJSON *mo = cJSON_AddObjectToObject(o, "memory");
+    if (mo) {
+        cJSON_AddNumberToObject(mo, "params_bytes", mem[0]);
+        cJSON_AddNumberToObject(mo, "grads_bytes", mem[1]);
+        cJSON_AddNumberToObject(mo, "optim_bytes", mem[2]);
+        cJSON_AddNumberToObject(mo, "activations_bytes", mem[3]);
+        cJSON_AddNumberToObject(mo, "peak_rss_bytes", mem[4]);
+    }
+    if (dp || zs) cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(dc->algo));
+    if (dp) {
+        cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
+        {
+            char spec[512];
+            compress_spec_string(&dc->compress, spec, sizeof spec);
+            cJSON_AddStringToObject(o, "compress", spec);
+            dd_compressor *cp = dd_dp_compressor(dp);
+            if (cp) {
+                dd_compress_stats cs;
+                dd_compress_stats_get(cp, &cs);
+                double ns = cs.steps ? (double)cs.steps : 1.0;
+                cJSON *k = cJSON_AddObjectToObject(o, "rank0_compression");
+                if (k) {
+                    cJSON_AddBoolToObject(k, "error_feedback", dd_compress_has_ef(cp));
+                    cJSON_AddNumberToObject(k, "compression_ratio", dd_compress_ratio(&cs));
+                    cJSON_AddNumberToObject(k, "payload_bytes_per_step", (double)cs.payload_bytes / ns);
+                    cJSON_AddNumberToObject(k, "bytes_sent_per_step", (double)cs.bytes_sent / ns);
+                    cJSON_AddNumberToObject(k, "compress_s_per_step", cs.compress_s / ns);
+                    cJSON_AddNumberToObject(k, "decompress_s_per_step", cs.decompress_s / ns);
+                    cJSON_AddNumberToObject(k, "comm_s_per_step", cs.comm_s / ns);
+                }
             }
         }
-    }
-    cJSON_AddNumberToObject(o, "buckets", (double)dd_dp_num_buckets(dp));
-    cJSON *b = cJSON_AddArrayToObject(o, "bucket_ranges");
-    for (size_t i = 0; b && i < dd_dp_num_buckets(dp); i++) {
-        size_t lo = 0, hi = 0;
-        dd_dp_bucket(dp, i, &lo, &hi);
-        cJSON *r = cJSON_CreateArray();
-        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)lo));
-        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)hi));
-        cJSON_AddItemToArray(b, r);
+        cJSON_AddNumberToObject(o, "buckets", (double)dd_dp_num_buckets(dp));
+        cJSON *b = cJSON_AddArrayToObject(o, "bucket_ranges");
+        for (size_t i = 0; b && i < dd_dp_num_buckets(dp); i++) {
+            size_t lo = 0, hi = 0;
+            dd_dp_bucket(dp, i, &lo, &hi);
+            cJSON *r = cJSON_CreateArray();
+            cJSON_AddItemToArray(r, cJSON_CreateNumber((double)lo));
+            cJSON_AddItemToArray(r, cJSON_CreateNumber((double)hi));
+            cJSON_AddItemToArray(b, r);
+        }
     }
     cJSON *h = cJSON_AddArrayToObject(o, "hosts");
     int nhosts = 0;
@@ -353,7 +385,7 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cf
     dd_dp_stats st;
     dd_dp_stats_get(dp, &st);
     double n = st.steps ? (double)st.steps : 1.0;
-    cJSON *t = cJSON_AddObjectToObject(o, "rank0_timing");
+    cJSON *t = dp ? cJSON_AddObjectToObject(o, "rank0_timing") : NULL;
     if (t) {
         cJSON_AddNumberToObject(t, "steps", (double)st.steps);
         cJSON_AddNumberToObject(t, "comm_s_per_step", st.comm_s / n);
@@ -362,6 +394,19 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cf
         cJSON_AddNumberToObject(t, "max_exposed_s", st.max_exposed_s);
         cJSON_AddNumberToObject(t, "gradient_bytes_per_step", (double)st.bytes / n);
         cJSON_AddNumberToObject(t, "bytes_sent_per_step", (double)st.bytes_sent / n);
+    }
+    if (zs) {
+        dd_zero_stats zst;
+        dd_zero_stats_get(zs, &zst);
+        double nz = zst.steps ? (double)zst.steps : 1.0;
+        cJSON *z = cJSON_AddObjectToObject(o, "rank0_timing");
+        if (z) {
+            cJSON_AddNumberToObject(z, "steps", (double)zst.steps);
+            cJSON_AddNumberToObject(z, "comm_s_per_step", zst.comm_s / nz);
+            cJSON_AddNumberToObject(z, "wait_s_per_step", zst.wait_s / nz);
+            cJSON_AddNumberToObject(z, "exposed_s_per_step", zst.exposed_s / nz);
+            cJSON_AddNumberToObject(z, "bytes_sent_per_step", (double)zst.bytes_sent / nz);
+        }
     }
     char *txt = cJSON_Print(o);
     cJSON_Delete(o);
@@ -526,7 +571,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         O_DATA = 256, O_MODEL, O_HIDDEN, O_LAYERS, O_MEMORY, O_ORDER, O_KERNEL, O_CROSS, O_FRAME, O_STRIDE, O_BATCH,
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
-        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET, O_COMPRESS, O_EF
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET, O_COMPRESS, O_EF, O_SHARD, O_MEMLIMIT
     };
     static const struct option longopts[] = {
         {"data", required_argument, NULL, O_DATA},          {"model", required_argument, NULL, O_MODEL},
@@ -550,6 +595,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
         {"allreduce", required_argument, NULL, O_ALLREDUCE}, {"bucket-mb", required_argument, NULL, O_BUCKET},
         {"compress", required_argument, NULL, O_COMPRESS},  {"error-feedback", required_argument, NULL, O_EF},
+        {"shard", required_argument, NULL, O_SHARD},        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
     static const char *const opts_opt[] = {"sgd", "adam", "adamw", NULL};
@@ -571,6 +617,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
     dd_dp_cfg dpc;
     dd_dp_cfg_default(&dpc);
     const char *compress_spec = NULL, *ef_opt = NULL;
+    dd_shard_mode shard = DD_SHARD_NONE;
+    size_t mem_limit_mb = 0;
     char compress_buf[512];
     /* every rank parses the same options: only rank 0 prints usage errors and help */
     quiet_streams q;
@@ -674,6 +722,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
             break;
         case O_COMPRESS:
             compress_spec = optarg;
+            break;
+        case O_SHARD:
+            if (dd_shard_parse(optarg, &shard) != DD_OK) return dd_cli_usage(NAME, "--shard: %s", dd_last_error());
+            break;
+        case O_MEMLIMIT:
+            if ((rc = dd_cli_parse_size(NAME, "--mem-limit-mb", optarg, 1, (size_t)1 << 30, &mem_limit_mb))) return rc;
             break;
         case O_EF:
             if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
@@ -806,12 +860,17 @@ static int cmd_train(int argc, char **argv, int dpd) {
         dpc.compress.error_feedback = !strcmp(ef_opt, "on");
     }
     const int compressing = strcmp(dpc.compress.name, "none") != 0;
+    if (compressing && shard >= DD_SHARD_ZERO2)
+        return dd_cli_usage(NAME, "--compress works with --shard none or zero1 (the gradients are allreduced); %s "
+                                  "reduce-scatters them and no compressor has a reduce-scatter form",
+                            dd_shard_name(shard));
     quiet_end(&q);
     dd_cli_log_init(verbosity);
 
     /* MPI when started by mpirun / srun (nothing otherwise) */
     dd_comm *world = NULL;
     dd_dp *dp = NULL;
+    dd_zero *zs = NULL;
     dd_strategy strat;
     char *hosts = NULL;
     int rank = 0, nranks = 1, ret = DD_EXIT_OK, interrupted = 0;
@@ -820,12 +879,22 @@ static int cmd_train(int argc, char **argv, int dpd) {
     if (st != DD_OK) return dd_cli_fail(NAME, st);
     rank = dd_comm_rank(world);
     nranks = dd_comm_size(world);
-    if (nranks > 1 || compressing) {
+    if (mem_limit_mb) dd_mem_set_limit(mem_limit_mb * (size_t)1048576);
+    if (shard >= DD_SHARD_ZERO2) {
+        dd_zero_cfg zc;
+        dd_zero_cfg_default(&zc);
+        zc.shard = shard;
+        zc.algo = dpc.algo;
+        if ((st = dd_zero_create(world, &zc, &zs)) != DD_OK) goto fail;
+        dd_zero_strategy(zs, &strat);
+        dd_zero_set_stop_source(zs, &stop_flag);
+    } else if (nranks > 1 || compressing || shard == DD_SHARD_ZERO1) {
+        dpc.shard = shard;
         if ((st = dd_dp_create(world, &dpc, &dp)) != DD_OK) goto fail;
         dd_dp_strategy(dp, &strat);
         dd_dp_set_stop_source(dp, &stop_flag);
-        if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
     }
+    if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
 
     char databuf[4200];
     if (data) data = dd_rf_resolve_dataset(data, databuf, sizeof databuf);
@@ -851,7 +920,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.write_report = report;
     o.progress = on_progress;
     o.progress_user = &ps;
-    o.strategy = dp ? &strat : NULL;
+    o.strategy = dp || zs ? &strat : NULL;
     o.stop = &stop_flag; /* with ranks the strategy's agreed stop decides */
     o.interrupted = &interrupted;
     stop_flag = 0;
@@ -867,7 +936,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
     ps.steps = NULL;
     if (ps.bar_shown) fprintf(stderr, "\n");
     if (st != DD_OK) goto fail;
-    if (dp && rank == 0 && (st = write_parallel_json(out, nranks, &dpc, dp, hosts)) != DD_OK) goto fail;
+    {
+        /* every rank's arena peaks and peak RSS; the largest goes to parallel.json */
+        double mem[5];
+        if ((st = gather_memory(world, mem)) != DD_OK) goto fail;
+        if (rank == 0 && (st = write_parallel_json(out, nranks, &dpc, dp, zs, shard, hosts, mem)) != DD_OK) goto fail;
+    }
     if (interrupted) {
         if (rank == 0)
             fprintf(stderr, "distdpd %s: interrupted; %s/last.ckpt holds the state: continue with 'distdpd %s --resume %s'\n",
@@ -912,6 +986,14 @@ static int cmd_train(int argc, char **argv, int dpd) {
                        (double)cs.bytes_sent / n, 1e3 * (cs.compress_s + cs.decompress_s) / n);
             }
         }
+        if (zs) {
+            dd_zero_stats zst;
+            dd_zero_stats_get(zs, &zst);
+            double n = zst.steps ? (double)zst.steps : 1.0;
+            printf("parallel:   %d ranks, --shard %s: communication %.3f ms/step, of which waiting %.3f ms/step in "
+                   "backward/forward and %.3f ms/step after backward (rank 0)\n",
+                   nranks, dd_shard_name(shard), 1e3 * zst.comm_s / n, 1e3 * zst.wait_s / n, 1e3 * zst.exposed_s / n);
+        }
         printf("done in %.2f s\n", dd_now() - t0);
     }
     goto done;
@@ -929,6 +1011,7 @@ fail:
 done:
     free(hosts);
     dd_dp_destroy(&dp);
+    dd_zero_destroy(&zs);
     dd_comm_free(&world);
     dd_comm_finalize();
     return ret;

@@ -389,6 +389,55 @@ dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const
     return DD_OK;
 }
 
+/* ---- inference: forward only, buffers shared between the stages ---- */
+
+/* Nothing is kept for a backward: one saved area and one scratch area serve every stage in
+ * turn, and the activations between stages alternate between two buffers. */
+static size_t infer_layout(const dd_model *m, int B, int T, float *base, float **act, float **saved, float **scratch) {
+    dd_ws_carver c = {base, 0};
+    const size_t BT = (size_t)B * (size_t)T;
+    size_t maxw = 0, maxs = 0, maxk = 0;
+    for (size_t s = 0; s < m->nstages; s++) {
+        const dd_stage_def *st = &m->stages[s];
+        if (s > 0 && (size_t)st->in_w > maxw) maxw = (size_t)st->in_w;
+        size_t v = st->ops->saved(m, st, B, T), k = st->ops->scratch ? st->ops->scratch(m, st, B, T) : 0;
+        if (v > maxs) maxs = v;
+        if (k > maxk) maxk = k;
+    }
+    float *p0 = dd_ws_take(&c, BT * maxw), *p1 = dd_ws_take(&c, BT * maxw);
+    if (act) act[0] = p0, act[1] = p1;
+    float *sv = dd_ws_take(&c, maxs), *sc = dd_ws_take(&c, maxk);
+    if (saved) *saved = sv;
+    if (scratch) *scratch = sc;
+    return c.used;
+}
+
+size_t dd_model_infer_workspace(const dd_model *m, int B, int T) {
+    if (!m || B < 1 || T < 1) return 0;
+    return infer_layout(m, B, T, NULL, NULL, NULL, NULL);
+}
+
+dd_status dd_model_infer(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int B, int T,
+                         float *ws) {
+    if (!m) return dd_error(DD_ERR_ARG, "dd_model_infer: model is NULL");
+    DD_TRY(check_range(m, "dd_model_infer", 0, m->nstages, src));
+    if (!x || !y || !ws)
+        return dd_error(DD_ERR_ARG, "dd_model_infer (model %s): %s is NULL", m->name, !x ? "x" : !y ? "y" : "ws");
+    DD_TRY(check_dims(m, "dd_model_infer", B, T));
+    float *act[2], *saved = NULL, *scratch = NULL;
+    infer_layout(m, B, T, ws, act, &saved, &scratch);
+    for (size_t s = 0; s < m->nstages; s++) {
+        const dd_stage_def *st = &m->stages[s];
+        dd_stage_params sp;
+        DD_TRY(stage_view(m, src, s, 0, &sp));
+        const float *in = s == 0 ? x : act[s & 1];
+        float *out = s + 1 == m->nstages ? y : act[(s + 1) & 1];
+        st->ops->forward(m, st, &sp, in, x, out, B, T, saved, scratch);
+        if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
+    }
+    return DD_OK;
+}
+
 /* ---- forward / backward of the whole model ---- */
 
 dd_status dd_model_forward(const dd_model *m, const float *params, const float *x, float *y,
@@ -439,22 +488,23 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
     return pa < pb + nb && pb < pa + na;
 }
 
-/* One chunk of a recurrent stream through every stage (ws sized for (1, T) or more). */
+/* One chunk of a recurrent stream through every stage (ws: dd_model_infer_workspace for
+ * (1, T) or more). */
 static dd_status stream_chunk(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int T,
                               float *state, float *ws) {
-    float *act[DD_MODEL_MAX_STAGES], *saved[DD_MODEL_MAX_STAGES], *scratch = NULL, *dbuf[2];
-    range_layout(m, 0, m->nstages, 1, T, ws, act, saved, &scratch, dbuf, NULL);
+    float *act[2], *saved = NULL, *scratch = NULL;
+    infer_layout(m, 1, T, ws, act, &saved, &scratch);
     for (size_t s = 0; s < m->nstages; s++) {
         const dd_stage_def *st = &m->stages[s];
         dd_stage_params sp;
         DD_TRY(stage_view(m, src, s, 0, &sp));
-        const float *in = s == 0 ? x : act[s];
-        float *out = s + 1 == m->nstages ? y : act[s + 1];
+        const float *in = s == 0 ? x : act[s & 1];
+        float *out = s + 1 == m->nstages ? y : act[(s + 1) & 1];
         if (st->ops->forward_state) {
-            st->ops->forward_state(m, st, &sp, in, x, out, T, state, saved[s], scratch);
+            st->ops->forward_state(m, st, &sp, in, x, out, T, state, saved, scratch);
             state += st->ops->state_size(m, st);
         } else {
-            st->ops->forward(m, st, &sp, in, x, out, 1, T, saved[s], scratch);
+            st->ops->forward(m, st, &sp, in, x, out, 1, T, saved, scratch);
         }
         if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
     }
@@ -488,7 +538,7 @@ dd_status dd_model_run_stream_src(const dd_model *m, const dd_stage_src *src, co
         size_t ns = 0;
         for (size_t k = 0; k < m->nstages; k++)
             if (m->stages[k].ops->state_size) ns += m->stages[k].ops->state_size(m, &m->stages[k]);
-        ws = dd_calloc(dd_model_workspace_size(m, 1, Tc), sizeof *ws);
+        ws = dd_calloc(dd_model_infer_workspace(m, 1, Tc), sizeof *ws);
         state = dd_calloc(ns ? ns : 1, sizeof *state);
         if (!ws || !state) {
             s = dd_error(DD_ERR_NOMEM, "dd_model_run_stream (model %s): out of memory", m->name);
@@ -511,7 +561,7 @@ dd_status dd_model_run_stream_src(const dd_model *m, const dd_stage_src *src, co
                          m->name, m->history);
             goto cleanup;
         }
-        ws = dd_calloc(dd_model_workspace_size(m, 1, (int)Tmax), sizeof *ws);
+        ws = dd_calloc(dd_model_infer_workspace(m, 1, (int)Tmax), sizeof *ws);
         ybuf = dd_calloc(2 * Tmax, sizeof *ybuf);
         if (!ws || !ybuf) {
             s = dd_error(DD_ERR_NOMEM, "dd_model_run_stream (model %s): out of memory", m->name);
@@ -521,8 +571,7 @@ dd_status dd_model_run_stream_src(const dd_model *m, const dd_stage_src *src, co
             size_t c = n - s0 < chunk ? n - s0 : chunk;
             size_t f = s0 >= R ? s0 - R : 0;
             size_t len = s0 + c - f;
-            if ((s = dd_model_range_forward(m, 0, m->nstages, src, (const float *)(x + f), (const float *)(x + f),
-                                            ybuf, 1, (int)len, ws)) != DD_OK)
+            if ((s = dd_model_infer(m, src, (const float *)(x + f), ybuf, 1, (int)len, ws)) != DD_OK)
                 goto cleanup;
             memcpy(y + s0, ybuf + 2 * (s0 - f), c * sizeof *y);
         }

@@ -104,10 +104,24 @@ dd_status dd_zero_create(dd_comm *comm, const dd_zero_cfg *cfg, dd_zero **out) {
     return DD_OK;
 }
 
+/* Waits for *req politely: tests it and gives the core away between tests (with more
+ * ranks than free cores, a spinning MPI_Wait slows down the ranks still computing), then
+ * frees it. */
+static dd_status wait_req(dd_comm_req **req) {
+    int done = 0;
+    dd_status st = DD_OK;
+    for (int spins = 0; *req && st == DD_OK && !done; spins++) {
+        if (spins > 0) sched_yield();
+        st = dd_comm_test(*req, &done);
+    }
+    dd_comm_req_free(req);
+    return st;
+}
+
 static void wait_all(dd_zero *z) {
     for (int k = 0; k < 2; k++) {
-        dd_comm_req_free(&z->preq[k]);
-        dd_comm_req_free(&z->greq[k]);
+        (void)wait_req(&z->preq[k]);
+        (void)wait_req(&z->greq[k]);
     }
 }
 
@@ -258,7 +272,7 @@ static dd_status z_setup(void *self, dd_trainer *tr) {
 
 /* Starts gathering stage s's parameters into buffer k. */
 static dd_status start_gather(dd_zero *z, size_t s, int k) {
-    dd_comm_req_free(&z->preq[k]); /* a gather not consumed: finish it first */
+    DD_TRY(wait_req(&z->preq[k])); /* a gather not consumed: finish it first */
     float *params = NULL;
     size_t plo = 0;
     dd_trainer_storage(z->tr, &params, NULL, &plo, NULL, NULL, NULL);
@@ -282,7 +296,7 @@ static dd_status z_stage_params(void *self, size_t s, int bwd, const float **p) 
     }
     if (z->preq[k]) {
         double t0 = dd_comm_wtime();
-        dd_status st = dd_comm_wait(&z->preq[k]);
+        dd_status st = wait_req(&z->preq[k]);
         z->st.comm_s += dd_comm_wtime() - t0;
         z->st.wait_s += dd_comm_wtime() - t0;
         if (st != DD_OK) {
@@ -302,7 +316,7 @@ static dd_status z_stage_grads(void *self, size_t s, float **g) {
     const int k = z->gnext;
     if (z->greq[k]) {
         double t0 = dd_comm_wtime();
-        dd_status st = dd_comm_wait(&z->greq[k]);
+        dd_status st = wait_req(&z->greq[k]);
         z->st.comm_s += dd_comm_wtime() - t0;
         z->st.wait_s += dd_comm_wtime() - t0;
         if (st != DD_OK) return dd_error_prefix(st, "reduce-scatter of the gradients of stage %ld: ", z->gst[k]);
@@ -355,9 +369,10 @@ static dd_status z_grads(dd_zero *z, dd_trainer *tr, uint64_t epoch, uint64_t ba
     dd_status st = dd_trainer_compute_grads(tr, epoch, lo, hi, bg, &src, &sse);
     double t0 = dd_comm_wtime();
     for (int k = 0; k < 2; k++) {
-        dd_status s2 = z->greq[k] ? dd_comm_wait(&z->greq[k]) : DD_OK;
+        dd_status s2 = wait_req(&z->greq[k]);
         if (st == DD_OK && s2 != DD_OK) st = dd_error_prefix(s2, "reduce-scatter of the gradients: ");
-        dd_comm_req_free(&z->preq[k]); /* no gather may read the slice while it is updated */
+        if (s2 == DD_OK) s2 = wait_req(&z->preq[k]); /* no gather may read the slice while it is updated */
+        if (st == DD_OK && s2 != DD_OK) st = dd_error_prefix(s2, "gathering parameters: ");
     }
     z->st.exposed_s += dd_comm_wtime() - t0;
     DD_TRY(st);

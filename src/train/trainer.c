@@ -119,11 +119,11 @@ static dd_status setup_eval(dd_trainer *tr) {
     tr->eb = tr->cfg.eval_batch < maxseg ? tr->cfg.eval_batch : maxseg;
     if (tr->eb > 0) {
         const int T = (int)tr->ds->spec.nperseg;
-        tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->m, (int)tr->eb, T) + 16,
+        tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->m, (int)tr->eb, T) + 16,
                                     sizeof(float), "the evaluation workspace");
         int ok = tr->ews_m != NULL;
         if (ok && tr->pa) {
-            tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->pa, (int)tr->eb, T) + 16,
+            tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->pa, (int)tr->eb, T) + 16,
                                         sizeof(float), "the PA model's evaluation workspace");
             tr->eout1 = dd_arena_calloc(DD_MEM_ACTIVATIONS, tr->eb * (size_t)T * 2, sizeof(float),
                                         "the evaluation buffers");
@@ -631,17 +631,17 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
     dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
     metrics_nan(m);
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
-    const size_t T = tr->ds->spec.nperseg, S = dd_model_num_stages(tr->m);
-    const dd_stage_src ps = param_src(tr);
+    const size_t T = tr->ds->spec.nperseg;
+    const dd_stage_src ps = param_src(tr), pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
     for (size_t c = 0; c < ev->nseg; c += tr->eb) {
         size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
         const float *in = (const float *)(ev->in + c * T); /* (k, T, 2) */
         float *out = (float *)(ev->pred + c * T);
         if (tr->pa) {
-            DD_TRY(dd_model_range_forward(tr->m, 0, S, &ps, in, in, tr->eout1, (int)k, (int)T, tr->ews_m));
-            DD_TRY(dd_model_forward(tr->pa, tr->pa_params, tr->eout1, out, (int)k, (int)T, tr->ews_p));
+            DD_TRY(dd_model_infer(tr->m, &ps, in, tr->eout1, (int)k, (int)T, tr->ews_m));
+            DD_TRY(dd_model_infer(tr->pa, &pas, tr->eout1, out, (int)k, (int)T, tr->ews_p));
         } else {
-            DD_TRY(dd_model_range_forward(tr->m, 0, S, &ps, in, in, out, (int)k, (int)T, tr->ews_m));
+            DD_TRY(dd_model_infer(tr->m, &ps, in, out, (int)k, (int)T, tr->ews_m));
         }
     }
     if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
