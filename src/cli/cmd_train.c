@@ -11,7 +11,9 @@
  * averaged with --allreduce in buckets of --bucket-mb. Only rank 0 prints and writes
  * (the run directory, RUN/dp_steps.csv with the per-step communication times,
  * RUN/parallel.json); an error on any rank is printed with its rank and aborts all ranks
- * (MPI_Abort), so a failing run never hangs. See docs/parallel.md. */
+ * (MPI_Abort), so a failing run never hangs. Rank 0 holds the run directory's lock
+ * (train.h dd_run_lock_acquire) from before training until its last file is written. See
+ * docs/parallel.md. */
 #include <complex.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -515,6 +517,39 @@ static const char *resumed_compress(const char *run, char *buf, size_t cap) {
     return ret;
 }
 
+/* --resume: the task of run RUN (config.json's, else last.ckpt's); 0 when neither says. */
+static int resumed_task(const char *run, dd_train_task *task) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", run);
+    int found = 0;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        char *txt = NULL;
+        long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+        if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)len + 1)) != NULL)
+            txt[fread(txt, 1, (size_t)len, f)] = '\0';
+        fclose(f);
+        cJSON *j = txt ? cJSON_Parse(txt) : NULL;
+        free(txt);
+        const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "config") : NULL;
+        const cJSON *t = c ? cJSON_GetObjectItemCaseSensitive(c, "task") : NULL;
+        found = cJSON_IsString(t) && dd_train_task_parse(t->valuestring, task) == DD_OK;
+        cJSON_Delete(j);
+    }
+    if (!found) {
+        dd_run_model rm;
+        snprintf(path, sizeof path, "%s/last.ckpt", run);
+        struct stat sb;
+        if (stat(path, &sb) == 0 && dd_run_model_load(run, "last", &rm) == DD_OK) {
+            *task = rm.cfg.task;
+            found = 1;
+            dd_run_model_free(&rm);
+        }
+    }
+    dd_error_clear();
+    return found;
+}
+
 static int cmd_train(int argc, char **argv, int dpd) {
     const char *NAME = dpd ? "train-dpd" : "train-pa";
     enum {
@@ -706,6 +741,11 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if (out && strcmp(out, resume) != 0) return dd_cli_usage(NAME, "--out and --resume name different runs");
         if (pa_run) return dd_cli_usage(NAME, "--pa-run cannot be given with --resume (the run holds its PA model)");
         out = resume;
+        dd_train_task rt;
+        if (resumed_task(resume, &rt) && (rt != DD_TRAIN_PA) != dpd)
+            return dd_cli_usage(NAME, "%s is a %s run (task %s): continue it with 'distdpd %s --resume %s'", resume,
+                                rt == DD_TRAIN_PA ? "PA model" : "DPD", dd_train_task_name(rt),
+                                rt == DD_TRAIN_PA ? "train-pa" : "train-dpd", resume);
     } else {
         if (!out) return dd_cli_usage(NAME, "missing --out RUN");
         if (!dpd && !data) return dd_cli_usage(NAME, "missing --data DIR");
@@ -769,6 +809,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     dd_dp *dp = NULL;
     dd_train_hooks hooks;
     char *hosts = NULL;
+    dd_run_lock *lock = NULL;
     int rank = 0, nranks = 1, ret = DD_EXIT_OK, interrupted = 0;
     dd_status st = dd_comm_init(NULL, NULL);
     if (st == DD_OK) st = dd_comm_world(&world);
@@ -803,6 +844,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
     ps.dp = dp;
     ps.root = rank == 0;
     ps.out = out;
+    /* rank 0 owns the run directory from here until its last file (parallel.json) is
+     * written; a resume of a directory that does not exist is left to dd_train_run's message */
+    struct stat osb;
+    if (rank == 0 && (!resume || (stat(out, &osb) == 0 && S_ISDIR(osb.st_mode))) &&
+        (st = dd_run_lock_acquire(out, !resume, &lock)) != DD_OK)
+        goto fail;
 
     dd_train_run_opts o;
     memset(&o, 0, sizeof o);
@@ -818,6 +865,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.hooks = dp ? &hooks : NULL;
     o.stop = dp ? dd_dp_stop_flag(dp) : &stop_flag; /* with ranks: the stop all ranks agreed on */
     o.interrupted = &interrupted;
+    o.lock = lock;
     stop_flag = 0;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -891,6 +939,7 @@ fail:
     }
     ret = dd_cli_fail(NAME, st);
 done:
+    dd_run_lock_release(&lock);
     free(hosts);
     dd_dp_destroy(&dp);
     dd_comm_free(&world);

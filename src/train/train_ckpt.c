@@ -92,6 +92,32 @@ void dd_spec_unpack(const double v[9], dd_spec *s) {
     s->split[2] = v[8];
 }
 
+/* ---------------------------------------------------------------- identity */
+
+void dd_trainer_set_identity(dd_trainer *tr, const char *run_id, const uint64_t data_id[DD_DATA_ID_N]) {
+    if (!tr) return;
+    if (run_id) snprintf(tr->run_id, sizeof tr->run_id, "%s", run_id);
+    if (data_id) {
+        memcpy(tr->data_id, data_id, sizeof tr->data_id);
+        tr->has_data_id = 1;
+    }
+}
+
+void dd_train_data_id(const dd_dataset *ds, uint64_t id[DD_DATA_ID_N]) {
+    for (int k = 0; k < 3; k++) {
+        const size_t n = ds->n[k];
+        uint64_t h = dd_hash64(0x6464706464617461ull + (uint64_t)k, (uint64_t)n);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t a, b;
+            memcpy(&a, &ds->in[k][i], sizeof a);
+            memcpy(&b, &ds->out[k][i], sizeof b);
+            h = dd_hash64(h ^ a, b);
+        }
+        id[k] = (uint64_t)n;
+        id[3 + k] = h;
+    }
+}
+
 /* ---------------------------------------------------------------- model sections */
 
 static dd_status get_sized(const dd_ckpt_reader *r, const char *path, const char *name, size_t want, const void **d) {
@@ -298,6 +324,9 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
         if ((st = dd_ckpt_add(w, "history", hist, nh * sizeof(double))) != DD_OK) goto fail;
     }
     if (tr->pa && (st = add_model(w, "pa.", tr->pa, tr->pa_params)) != DD_OK) goto fail;
+    /* the run's identity (optional sections: checkpoints of earlier versions lack them) */
+    if (tr->run_id[0] && (st = dd_ckpt_add_str(w, "run_id", tr->run_id)) != DD_OK) goto fail;
+    if (tr->has_data_id && (st = dd_ckpt_add(w, "data_id", tr->data_id, sizeof tr->data_id)) != DD_OK) goto fail;
     if (tr->hooks.on_save && (st = tr->hooks.on_save(tr->hooks.user, w)) != DD_OK) goto fail;
     dd_free(cfg);
     free(hist);
