@@ -15,6 +15,7 @@
  * (train.h dd_run_lock_acquire) from before training until its last file is written. See
  * docs/parallel.md. */
 #include <complex.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -66,6 +67,37 @@ typedef struct {
     double ep_comm, ep_exposed, ep_step; /* their sums */
 } progress_state;
 
+/* Before dp_steps.csv is appended to: drops the rows of steps at or after (epoch, batch),
+ * the first step of this process, and a partial last line. Such rows come from an
+ * earlier process of the run that went on after its last checkpoint and was killed; the
+ * resumed run re-runs those steps, so the file keeps one row per step. */
+static void steps_truncate(const char *path, int epoch, uint64_t batch) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char line[512];
+    long keep = 0;
+    int first = 1;
+    while (fgets(line, sizeof line, f)) {
+        long next = ftell(f);
+        size_t l = strlen(line);
+        if (l == 0 || line[l - 1] != '\n') break; /* partial (or overlong) line */
+        if (first) {
+            if (strncmp(line, "epoch,", 6) != 0) break;
+            first = 0;
+        } else {
+            int e = 0;
+            unsigned long long b = 0;
+            if (sscanf(line, "%d,%llu,", &e, &b) != 2) break;
+            if (e > epoch || (e == epoch && b >= batch)) break;
+        }
+        keep = next;
+    }
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    fclose(f);
+    if (size > keep && truncate(path, (off_t)keep) != 0)
+        fprintf(stderr, "distdpd: warning: cannot drop the rows of re-run steps from %s: %s\n", path, strerror(errno));
+}
+
 /* One line per step of a data-parallel run into RUN/dp_steps.csv (rank 0): the step's
  * wall time, the time in communication calls, the part not hidden by backward (the wait
  * after it), the part hidden, and the previous step's exposed time averaged over ranks. */
@@ -86,6 +118,7 @@ static void dp_step_line(progress_state *s, const dd_train_progress *p) {
     if (!s->steps) {
         char path[4200];
         snprintf(path, sizeof path, "%s/dp_steps.csv", s->out);
+        steps_truncate(path, p->epoch, p->batch);
         struct stat sb;
         int fresh = stat(path, &sb) != 0 || sb.st_size == 0;
         s->steps = fopen(path, "a");
@@ -98,6 +131,16 @@ static void dp_step_line(progress_state *s, const dd_train_progress *p) {
     }
     fprintf(s->steps, "%d,%llu,%.6e,%.6e,%.6e,%.6e,%.6e\n", p->epoch, (unsigned long long)p->batch, step_s,
             st.last_comm_s, st.last_exposed_s, st.last_hidden_s, st.prev_exposed_mean_s);
+}
+
+/* The strategy's before_save hook, preceded by a flush of dp_steps.csv: whenever a
+ * checkpoint is written, the rows of every step it holds are in the file (a kill -9
+ * afterwards loses none; the rows after it are dropped on resume, steps_truncate). */
+static progress_state *steps_state;
+static dd_status (*dp_before_save)(void *user);
+static dd_status flush_then_before_save(void *user) {
+    if (steps_state && steps_state->steps) fflush(steps_state->steps);
+    return dp_before_save ? dp_before_save(user) : DD_OK;
 }
 
 static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int is_dpd) {
@@ -828,6 +871,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
         }
         if ((st = dd_dp_create(world, &dpc, &dp)) != DD_OK) goto fail;
         dd_dp_hooks(dp, &hooks);
+        dp_before_save = hooks.before_save;
+        hooks.before_save = flush_then_before_save;
         dd_dp_set_stop_source(dp, &stop_flag);
         if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
     }
@@ -844,6 +889,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     ps.dp = dp;
     ps.root = rank == 0;
     ps.out = out;
+    steps_state = &ps;
     /* rank 0 owns the run directory from here until its last file (parallel.json) is
      * written; a resume of a directory that does not exist is left to dd_train_run's message */
     struct stat osb;
@@ -877,6 +923,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     signal(SIGUSR1, SIG_DFL);
     if (ps.steps) fclose(ps.steps);
     ps.steps = NULL;
+    steps_state = NULL;
     if (ps.bar_shown) fprintf(stderr, "\n");
     if (st != DD_OK) goto fail;
     if (dp && rank == 0 && (st = write_parallel_json(out, nranks, &dpc, dp, hosts)) != DD_OK) goto fail;

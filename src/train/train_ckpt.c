@@ -28,6 +28,7 @@ void dd_rec_pack(const dd_epoch_record *r, double *v) {
     v[33] = r->comm_bytes_per_step;
     v[34] = r->compression_ratio;
     v[35] = r->compress_time_s;
+    v[DD_REC_FLAGS] = DD_REC_FLAG_COMM_EXACT;
     const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
     for (int k = 0; k < 4; k++) {
         double *p = v + 8 + 6 * k;
@@ -51,10 +52,15 @@ void dd_rec_unpack(const double *v, dd_epoch_record *r) {
     r->has_true = (int)v[6];
     r->best = (int)v[7];
     r->grad_norm_max = v[32];
-    /* checkpoints before these fields hold 0 there: read as "not recorded" */
-    r->comm_bytes_per_step = v[33] != 0 ? v[33] : NAN;
-    r->compression_ratio = v[34] != 0 ? v[34] : NAN;
-    r->compress_time_s = v[35] != 0 ? v[35] : NAN;
+    if (v[DD_REC_FLAGS] == DD_REC_FLAG_COMM_EXACT) { /* NaN = not recorded; 0 is a value (one process) */
+        r->comm_bytes_per_step = v[33];
+        r->compression_ratio = v[34];
+        r->compress_time_s = v[35];
+    } else { /* checkpoints before these fields hold 0 there: read as "not recorded" */
+        r->comm_bytes_per_step = v[33] != 0 ? v[33] : NAN;
+        r->compression_ratio = v[34] != 0 ? v[34] : NAN;
+        r->compress_time_s = v[35] != 0 ? v[35] : NAN;
+    }
     dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
     for (int k = 0; k < 4; k++) {
         const double *p = v + 8 + 6 * k;

@@ -109,8 +109,12 @@ static inline void dd_mcfg_unpack(const int64_t v[DD_MCFG_N], dd_model_cfg *c) {
     c->cross = (int)v[5];
 }
 
-/* Fields of one serialised epoch record (doubles). */
+/* Fields of one serialised epoch record (doubles). The last one holds flags:
+ * DD_REC_FLAG_COMM_EXACT = the communication fields (33..35) are stored as they are (NaN:
+ * not recorded); records without it hold 0 for "not recorded" there. */
 #define DD_REC_FIELDS 48
+#define DD_REC_FLAGS 47
+#define DD_REC_FLAG_COMM_EXACT 1.0
 void dd_rec_pack(const dd_epoch_record *r, double *v);
 void dd_rec_unpack(const double *v, dd_epoch_record *r);
 
