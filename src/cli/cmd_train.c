@@ -1089,6 +1089,43 @@ static dd_status write_iq(const char *path, const dd_cf32 *y, size_t n, double f
     }
 }
 
+/* The files an I/Q path names: itself, or a SigMF recording's -meta and -data files. */
+static int iq_files(const char *path, char files[2][4200]) {
+    if (iq_kind_of(path) != IQ_SIGMF) {
+        snprintf(files[0], sizeof files[0], "%s", path);
+        return 1;
+    }
+    char prefix[4200];
+    snprintf(prefix, sizeof prefix, "%s", path);
+    size_t l = strlen(prefix);
+    if (ends_with(prefix, ".sigmf-meta") || ends_with(prefix, ".sigmf-data"))
+        prefix[l - 11] = '\0';
+    else if (ends_with(prefix, ".sigmf"))
+        prefix[l - 6] = '\0';
+    snprintf(files[0], sizeof files[0], "%.4180s.sigmf-meta", prefix);
+    snprintf(files[1], sizeof files[1], "%.4180s.sigmf-data", prefix);
+    return 2;
+}
+
+/* 1 when writing `out` would replace a file of `in` (the same file by device and inode:
+ * also through links or another spelling of the path); *which receives that file. */
+static int overwrites_input(const char *in, const char *out, char which[4200]) {
+    char fi[2][4200], fo[2][4200];
+    int ni = iq_files(in, fi), no = iq_files(out, fo);
+    for (int a = 0; a < no; a++) {
+        struct stat so;
+        if (stat(fo[a], &so) != 0) continue;
+        for (int b = 0; b < ni; b++) {
+            struct stat si;
+            if (stat(fi[b], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+                snprintf(which, 4200, "%.4199s", fi[b]);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* ================================================================ run */
 
 static void help_run(void) {
@@ -1153,6 +1190,9 @@ int dd_cmd_run(int argc, char **argv) {
     if (!run) return dd_cli_usage(NAME, "missing --run RUN");
     if (!in) return dd_cli_usage(NAME, "missing --in X");
     if (!out) return dd_cli_usage(NAME, "missing --out Y");
+    char same[4200];
+    if (overwrites_input(in, out, same))
+        return dd_cli_usage(NAME, "--out %s would overwrite the input %s: write the output to another file", out, same);
     dd_cli_log_init(verbosity);
     dd_run_model rm;
     dd_cf32 *x = NULL, *y = NULL, *z = NULL;

@@ -1,12 +1,14 @@
 #!/bin/bash
-# Run directories have one owner and one identity (docs/training.md "Run directory"):
+# Run directories have one owner and one identity (docs/training.md "Run directory"), and
+# the commands do not replace data they were not asked to:
 # - a second train-pa into a run directory that is training, and a --resume of it, are
 #   refused naming the owner's pid; of two simultaneous starts exactly one trains and the
 #   directory stays consistent; after a kill -9 of the owner a --resume works (no stale
 #   lock) and removes the temporary files the killed owner left;
 # - --resume refuses a last.ckpt of another run (other model, a DPD checkpoint in a PA run,
 #   another data set) with exit 1, naming the differences, config.json untouched;
-#   train-pa --resume of a DPD run and train-dpd --resume of a PA run are usage errors.
+#   train-pa --resume of a DPD run and train-dpd --resume of a PA run are usage errors;
+# - simulate does not replace a data set without --force; run refuses --out = --in.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -145,5 +147,36 @@ expect_rc 1 "--resume on another data set of the same size"
 has "$ERR" "was made on another data set than $TMP/sim2: the train split holds other samples" "data difference named"
 run train-pa --resume "$TMP/x2" --data "$D" --epochs 2 -q
 expect_rc 0 "--resume on its own data set"
+
+# ---- simulate does not replace a data set; run does not overwrite its input
+cp "$D/train_input.csv" "$TMP/keep.csv"
+run simulate --out "$D" --samples 6000 --seed 9 -q
+expect_rc 1 "simulate into an existing data set"
+has "$ERR" "$D already holds a data set (spec.json, train_input.csv, train_output.csv, ...): choose another --out, or give --force to replace it" "simulate refusal"
+if cmp -s "$TMP/keep.csv" "$D/train_input.csv"; then pass; else fail "the data set was replaced"; fi
+cp -r "$D" "$TMP/simf"
+run simulate --out "$TMP/simf" --samples 6000 --seed 9 --format bin --force -q
+expect_rc 0 "simulate --force"
+if [ -s "$TMP/simf/data.ddb" ] && [ ! -e "$TMP/simf/spec.json" ] && [ ! -e "$TMP/simf/train_input.csv" ]; then pass; else
+    fail "--force left another format's files: $(ls "$TMP/simf")"
+fi
+run inspect "$TMP/simf"
+expect_rc 0 "the replaced data set loads"
+has "$OUT" "3600" "the new data set's train split"
+cp "$D/test_input.csv" "$TMP/x.csv"
+sum=$(md5sum <"$TMP/x.csv")
+run run --run "$TMP/pa" --in "$TMP/x.csv" --out "$TMP/x.csv"
+expect_rc 2 "run --out = --in"
+has "$ERR" "--out $TMP/x.csv would overwrite the input $TMP/x.csv" "run refusal"
+ln -s x.csv "$TMP/y.csv"
+run run --run "$TMP/pa" --in "$TMP/x.csv" --out "$TMP/y.csv"
+expect_rc 2 "run --out = a link to --in"
+run run --run "$TMP/pa" --in "$TMP/x.csv" --out "$TMP/./x.csv"
+expect_rc 2 "run --out = --in spelt differently"
+if [ "$(md5sum <"$TMP/x.csv")" = "$sum" ]; then pass; else fail "the input was changed"; fi
+run run --run "$TMP/pa" --in "$TMP/x.csv" --out "$TMP/z.sigmf-meta"
+expect_rc 0 "run to SigMF"
+run run --run "$TMP/pa" --in "$TMP/z.sigmf-meta" --out "$TMP/z.sigmf-data"
+expect_rc 2 "run --out = the same SigMF recording"
 
 finish
