@@ -40,8 +40,9 @@
 
 /* ================================================================ interruption */
 
-/* SIGINT / SIGTERM / SIGUSR1 during training: finish the step, write last.ckpt, exit 1 with a
- * message saying how to resume. A second signal kills the process as usual. */
+/* SIGINT / SIGTERM / SIGHUP / SIGUSR1 during training: finish the step, write last.ckpt, exit 1
+ * with a message saying how to resume. A second signal kills the process as usual. SIGHUP
+ * is left alone when it is ignored at start (nohup). */
 static volatile int stop_flag;
 static void on_signal(int sig) {
     stop_flag = 1;
@@ -507,7 +508,8 @@ static void help_train(int dpd) {
            "                      dp_steps.csv: per-step communication time not hidden, and\n"
            "                      parallel.json); a checkpoint resumes on any number of ranks;\n"
            "                      kill -USR1 <mpirun> stops all ranks after the same step with\n"
-           "                      RUN/last.ckpt written (as SIGINT/SIGTERM on one process)\n"
+           "                      RUN/last.ckpt written (as SIGINT, SIGTERM or SIGHUP on one\n"
+           "                      process)\n"
            "  --compress SPEC     gradient compression: NAME[,key=value...] with NAME one of\n"
            "                      none (default), fp32, fp16, bf16, int8, int4, sign, topk,\n"
            "                      randk, powersgd, dgc; keys density, chunk, stochastic,\n"
@@ -913,13 +915,17 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.interrupted = &interrupted;
     o.lock = lock;
     stop_flag = 0;
+    struct sigaction hup_old;
+    const int hup = sigaction(SIGHUP, NULL, &hup_old) == 0 && hup_old.sa_handler != SIG_IGN; /* not under nohup */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    if (hup) signal(SIGHUP, on_signal); /* the terminal went away: stop as on SIGTERM */
     signal(SIGUSR1, on_signal); /* mpirun forwards SIGUSR1 to the ranks (SIGTERM kills the job) */
     double t0 = dd_now();
     st = dd_train_run(resume ? NULL : &cfg, &o);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    if (hup) signal(SIGHUP, SIG_DFL);
     signal(SIGUSR1, SIG_DFL);
     if (ps.steps) fclose(ps.steps);
     ps.steps = NULL;

@@ -8,7 +8,8 @@
 # - --resume refuses a last.ckpt of another run (other model, a DPD checkpoint in a PA run,
 #   another data set) with exit 1, naming the differences, config.json untouched;
 #   train-pa --resume of a DPD run and train-dpd --resume of a PA run are usage errors;
-# - simulate does not replace a data set without --force; run refuses --out = --in.
+# - simulate does not replace a data set without --force; run refuses --out = --in;
+# - SIGHUP stops training like SIGTERM (checkpoint, exit 1), except under nohup.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -178,5 +179,37 @@ run run --run "$TMP/pa" --in "$TMP/x.csv" --out "$TMP/z.sigmf-meta"
 expect_rc 0 "run to SigMF"
 run run --run "$TMP/pa" --in "$TMP/z.sigmf-meta" --out "$TMP/z.sigmf-data"
 expect_rc 2 "run --out = the same SigMF recording"
+
+# ---- SIGHUP stops like SIGTERM: last.ckpt written, exit 1
+"$DD_CLI" train-pa --data "$DB" "${BIG[@]}" --epochs 1000 --out "$TMP/hup" -q 2>"$TMP/hup.err" &
+PID=$!
+watchdog "$PID"
+wait_for "$TMP/hup/config.json" || true
+sleep 0.5
+kill -HUP "$PID"
+set +e
+wait "$PID"
+RC=$?
+set -e
+ERR=$(cat "$TMP/hup.err")
+expect_rc 1 "SIGHUP"
+has "$ERR" "interrupted; $TMP/hup/last.ckpt holds the state" "SIGHUP writes the checkpoint"
+run eval --run "$TMP/hup" --ckpt last --json
+expect_rc 0 "the SIGHUP checkpoint loads"
+# ... but not under nohup (SIGHUP ignored at start stays ignored)
+( trap '' HUP; exec "$DD_CLI" train-pa --data "$DB" "${BIG[@]}" --epochs 1000 --out "$TMP/nohup" -q 2>"$TMP/nohup.err" ) &
+PID=$!
+watchdog "$PID"
+wait_for "$TMP/nohup/config.json" || true
+sleep 0.5
+kill -HUP "$PID"
+sleep 1
+if kill -0 "$PID" 2>/dev/null; then pass; else fail "SIGHUP stopped a run started with SIGHUP ignored"; fi
+kill -TERM "$PID" 2>/dev/null || true
+set +e
+wait "$PID"
+RC=$?
+set -e
+expect_rc 1 "SIGTERM after the ignored SIGHUP"
 
 finish
