@@ -415,7 +415,28 @@ const dd_model *dd_trainer_pa_model(const dd_trainer *tr, const float **params);
  * RUN/history.csv   the same in OpenDPD's history columns
  * RUN/best.ckpt     checkpoint of the best epoch; RUN/last.ckpt of the last
  * RUN/report.html   learning curves, time per epoch, spectra of the best model
+ * RUN/.lock         the owner's lock (flock) and its "pid host"
+ *
+ * A run directory has one owner: the process (rank 0) that trains it holds an exclusive
+ * flock on RUN/.lock for the whole run. The kernel drops the lock when the process ends,
+ * however it ends (a kill -9 leaves the file but no lock), so a second writer is refused
+ * while the owner lives and never by a stale lock. Every run gets a random 128-bit run id
+ * at creation, written into config.json and every checkpoint; --resume refuses a
+ * last.ckpt whose run id, task, model, configuration or data set differ from the run's.
  * ------------------------------------------------------------------------------------ */
+
+typedef struct dd_run_lock dd_run_lock;
+
+/* Takes the exclusive lock of run directory `run` (RUN/.lock, created; with create = 1
+ * the directory is created first, else it must exist) without waiting, and writes this
+ * process's "pid host" into the lock file. Errors: DD_ERR_ARG when another process holds
+ * it ("RUN is in use by pid P on host H (RUN/.lock): ..."), DD_ERR_IO. On a file system
+ * without locks (ENOLCK, EOPNOTSUPP) a warning is logged and an unlocked handle returned.
+ * Release with dd_run_lock_release (the process's end releases it too). */
+dd_status dd_run_lock_acquire(const char *run, int create, dd_run_lock **out);
+/* Empties the lock file, releases the lock and frees the handle; sets *lk to NULL. Safe
+ * on NULL. */
+void dd_run_lock_release(dd_run_lock **lk);
 
 typedef struct {
     const char *data;    /* data set path (dd_dataset_load); NULL on resume = the run's */
@@ -438,10 +459,20 @@ typedef struct {
                                  agreement (stop_agreed) decides instead, so that every
                                  rank stops after the same step */
     int *interrupted;         /* may be NULL; receives 1 when stopped by *stop, else 0 */
+    dd_run_lock *lock;        /* rank 0: the lock of `out` the caller already holds
+                                 (dd_run_lock_acquire, e.g. to keep it while it writes
+                                 files of its own after the run), or NULL: dd_train_run
+                                 takes it itself and releases it before returning */
 } dd_train_run_opts;
 
 /* Trains cfg on o->data into the run directory o->out (see above). On success the run
- * directory is complete. Errors from every layer, each naming the file involved. */
+ * directory is complete. Rank 0 holds the directory's lock throughout and, once it holds
+ * it, removes the temporary files (NAME.tmp.PID[.K]) a killed owner left behind. A new
+ * run is refused (DD_ERR_ARG) when out already holds a run (config.json, last.ckpt,
+ * best.ckpt or metrics.jsonl); a resume is refused (DD_ERR_MISMATCH, naming every field
+ * that differs) when last.ckpt does not belong to the run of config.json or was made on
+ * another data set, before anything is written. Errors from every layer, each naming the
+ * file involved. */
 dd_status dd_train_run(const dd_train_cfg *cfg, const dd_train_run_opts *o);
 
 /* A trained model loaded from a run directory (or a checkpoint file). */

@@ -1,9 +1,12 @@
 /* `distdpd simulate`: generates the OFDM test signal (ofdm.h), passes it through a
  * simulated PA (pa.h) and writes the pair as a data set (OpenDPD layout, binary or
  * SigMF) plus simulation.json and pa.json, then prints a short measurement summary. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "rf.h"
@@ -11,6 +14,44 @@
 static const char *const NAME = "simulate";
 static const char *const presets[] = {"default", "1x20", "1x100", "2x100", "5x40", "10x20", NULL};
 static const char *const formats[] = {"opendpd", "bin", "sigmf", NULL};
+
+/* The files of a data set that simulate writes (in any format), and its sidecars. */
+static const char *const dataset_files[] = {
+    "spec.json",        "train_input.csv",   "train_output.csv",  "val_input.csv",    "val_output.csv",
+    "test_input.csv",   "test_output.csv",   "data.ddb",          "signal_input.sigmf-meta",
+    "signal_input.sigmf-data", "signal_output.sigmf-meta", "signal_output.sigmf-data", "simulation.json",
+    "pa.json",          NULL};
+
+/* Lists (up to 3) files of dataset_files present in dir into buf; returns how many exist. */
+static int existing_dataset(const char *dir, char *buf, size_t cap) {
+    int n = 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int k = 0; dataset_files[k]; k++) {
+        char p[4200];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, dataset_files[k]);
+        if (stat(p, &sb) != 0) continue;
+        if (n < 3 && used < cap)
+            used += (size_t)snprintf(buf + used, cap - used, "%s%s", n ? ", " : "", dataset_files[k]);
+        else if (n == 3 && used < cap)
+            used += (size_t)snprintf(buf + used, cap - used, ", ...");
+        n++;
+    }
+    return n;
+}
+
+/* --force: removes the data set files of every format, so that DIR then holds exactly the
+ * new data set (a bin data set next to old CSVs would be ambiguous). */
+static dd_status remove_dataset(const char *dir) {
+    for (int k = 0; dataset_files[k]; k++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", dir, dataset_files[k]);
+        if (unlink(p) != 0 && errno != ENOENT)
+            return dd_error(DD_ERR_IO, "%s: cannot remove the data set file being replaced: %s", p, strerror(errno));
+    }
+    return DD_OK;
+}
 
 static void help(void) {
     printf("usage: distdpd simulate --out DIR [options]\n"
@@ -25,7 +66,8 @@ static void help(void) {
            "start in the steady state.\n"
            "\n"
            "options:\n"
-           "  --out DIR           output directory (created if needed)\n"
+           "  --out DIR           output directory (created if needed; must not hold a data set)\n"
+           "  --force             replace the data set DIR already holds\n"
            "  --pa NAME           PA model (default realistic); --pa list shows the models\n"
            "  --signal PRESET     OFDM preset: default (= 1x20), 1x20, 1x100, 2x100, 5x40,\n"
            "                      10x20 (carriers x MHz, 30 kHz SCS); --signal list\n"
@@ -65,20 +107,21 @@ static void list_presets(void) {
 }
 
 int dd_cmd_simulate(int argc, char **argv) {
-    enum { O_OUT = 256, O_PA, O_SIGNAL, O_SAMPLES, O_SEED, O_DRIVE, O_SNR, O_QAM, O_PAPR, O_SYMBOLS, O_FORMAT };
+    enum { O_OUT = 256, O_PA, O_SIGNAL, O_SAMPLES, O_SEED, O_DRIVE, O_SNR, O_QAM, O_PAPR, O_SYMBOLS, O_FORMAT, O_FORCE };
     static const struct option longopts[] = {
         {"out", required_argument, NULL, O_OUT},         {"pa", required_argument, NULL, O_PA},
         {"signal", required_argument, NULL, O_SIGNAL},   {"samples", required_argument, NULL, O_SAMPLES},
         {"seed", required_argument, NULL, O_SEED},       {"drive", required_argument, NULL, O_DRIVE},
         {"snr", required_argument, NULL, O_SNR},         {"qam", required_argument, NULL, O_QAM},
         {"papr", required_argument, NULL, O_PAPR},       {"symbols", required_argument, NULL, O_SYMBOLS},
-        {"format", required_argument, NULL, O_FORMAT},   {"verbose", no_argument, NULL, 'v'},
+        {"format", required_argument, NULL, O_FORMAT},   {"force", no_argument, NULL, O_FORCE},
+        {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},               {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     dd_sim_cfg cfg;
     dd_sim_cfg_default(&cfg);
     const char *out = NULL;
-    int format = 0, verbosity = 0, c, rc, want_pa_list = 0, want_sig_list = 0;
+    int format = 0, verbosity = 0, c, rc, want_pa_list = 0, want_sig_list = 0, force = 0;
     size_t v;
     optind = 0;
     opterr = 0;
@@ -127,6 +170,7 @@ int dd_cmd_simulate(int argc, char **argv) {
         case O_FORMAT:
             if ((rc = dd_cli_parse_choice(NAME, "--format", optarg, formats, &format))) return rc;
             break;
+        case O_FORCE: force = 1; break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help(); return DD_EXIT_OK;
@@ -141,6 +185,13 @@ int dd_cmd_simulate(int argc, char **argv) {
     }
     if (!out) return dd_cli_usage(NAME, "missing --out DIR");
     dd_cli_log_init(verbosity);
+    {
+        char found[256];
+        if (existing_dataset(out, found, sizeof found) > 0 && !force)
+            return dd_cli_fail(NAME, dd_error(DD_ERR_ARG, "%s already holds a data set (%s): choose another --out, or "
+                                                          "give --force to replace it",
+                                              out, found));
+    }
 
     dd_sim sim;
     dd_dataset *ds = NULL;
@@ -152,6 +203,7 @@ int dd_cmd_simulate(int argc, char **argv) {
     double t0 = dd_now();
     if ((st = dd_sim_run(&cfg, &sim)) != DD_OK) return dd_cli_fail(NAME, st);
     if ((st = dd_sim_dataset(&sim, &ds)) != DD_OK) goto fail;
+    if (force && (st = remove_dataset(out)) != DD_OK) goto fail;
     if ((st = dd_sim_save(&cfg, &sim, ds, out, format, &data_path)) != DD_OK) goto fail;
     if (verbosity >= 0) {
         dd_rf_opts ro;

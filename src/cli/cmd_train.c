@@ -11,8 +11,11 @@
  * averaged with --allreduce in buckets of --bucket-mb. Only rank 0 prints and writes
  * (the run directory, RUN/dp_steps.csv with the per-step communication times,
  * RUN/parallel.json); an error on any rank is printed with its rank and aborts all ranks
- * (MPI_Abort), so a failing run never hangs. See docs/parallel.md. */
+ * (MPI_Abort), so a failing run never hangs. Rank 0 holds the run directory's lock
+ * (train.h dd_run_lock_acquire) from before training until its last file is written. See
+ * docs/parallel.md. */
 #include <complex.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
@@ -37,8 +40,9 @@
 
 /* ================================================================ interruption */
 
-/* SIGINT / SIGTERM / SIGUSR1 during training: finish the step, write last.ckpt, exit 1 with a
- * message saying how to resume. A second signal kills the process as usual. */
+/* SIGINT / SIGTERM / SIGHUP / SIGUSR1 during training: finish the step, write last.ckpt, exit 1
+ * with a message saying how to resume. A second signal kills the process as usual. SIGHUP
+ * is left alone when it is ignored at start (nohup). */
 static volatile int stop_flag;
 static void on_signal(int sig) {
     stop_flag = 1;
@@ -64,6 +68,37 @@ typedef struct {
     double ep_comm, ep_exposed, ep_step; /* their sums */
 } progress_state;
 
+/* Before dp_steps.csv is appended to: drops the rows of steps at or after (epoch, batch),
+ * the first step of this process, and a partial last line. Such rows come from an
+ * earlier process of the run that went on after its last checkpoint and was killed; the
+ * resumed run re-runs those steps, so the file keeps one row per step. */
+static void steps_truncate(const char *path, int epoch, uint64_t batch) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char line[512];
+    long keep = 0;
+    int first = 1;
+    while (fgets(line, sizeof line, f)) {
+        long next = ftell(f);
+        size_t l = strlen(line);
+        if (l == 0 || line[l - 1] != '\n') break; /* partial (or overlong) line */
+        if (first) {
+            if (strncmp(line, "epoch,", 6) != 0) break;
+            first = 0;
+        } else {
+            int e = 0;
+            unsigned long long b = 0;
+            if (sscanf(line, "%d,%llu,", &e, &b) != 2) break;
+            if (e > epoch || (e == epoch && b >= batch)) break;
+        }
+        keep = next;
+    }
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    fclose(f);
+    if (size > keep && truncate(path, (off_t)keep) != 0)
+        fprintf(stderr, "distdpd: warning: cannot drop the rows of re-run steps from %s: %s\n", path, strerror(errno));
+}
+
 /* One line per step of a data-parallel run into RUN/dp_steps.csv (rank 0): the step's
  * wall time, the time in communication calls, the part not hidden by backward (the wait
  * after it), the part hidden, and the previous step's exposed time averaged over ranks. */
@@ -84,6 +119,7 @@ static void dp_step_line(progress_state *s, const dd_train_progress *p) {
     if (!s->steps) {
         char path[4200];
         snprintf(path, sizeof path, "%s/dp_steps.csv", s->out);
+        steps_truncate(path, p->epoch, p->batch);
         struct stat sb;
         int fresh = stat(path, &sb) != 0 || sb.st_size == 0;
         s->steps = fopen(path, "a");
@@ -96,6 +132,17 @@ static void dp_step_line(progress_state *s, const dd_train_progress *p) {
     }
     fprintf(s->steps, "%d,%llu,%.6e,%.6e,%.6e,%.6e,%.6e\n", p->epoch, (unsigned long long)p->batch, step_s,
             st.last_comm_s, st.last_exposed_s, st.last_hidden_s, st.prev_exposed_mean_s);
+}
+
+/* The strategy's before_save hook, preceded by a flush of dp_steps.csv: whenever a
+ * checkpoint is written, the rows of every step it holds are in the file (a kill -9
+ * afterwards loses none; the rows after it are dropped on resume, steps_truncate). */
+static progress_state *steps_state;
+static dd_status (*dp_before_save)(void *self, dd_trainer *tr);
+static dd_strategy_ops flush_ops; /* the data-parallel strategy with the flush before saving */
+static dd_status flush_then_before_save(void *self, dd_trainer *tr) {
+    if (steps_state && steps_state->steps) fflush(steps_state->steps);
+    return dp_before_save ? dp_before_save(self, tr) : DD_OK;
 }
 
 static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int is_dpd) {
@@ -510,7 +557,8 @@ static void help_train(int dpd) {
            "                      dp_steps.csv: per-step communication time not hidden, and\n"
            "                      parallel.json); a checkpoint resumes on any number of ranks;\n"
            "                      kill -USR1 <mpirun> stops all ranks after the same step with\n"
-           "                      RUN/last.ckpt written (as SIGINT/SIGTERM on one process)\n"
+           "                      RUN/last.ckpt written (as SIGINT, SIGTERM or SIGHUP on one\n"
+           "                      process)\n"
            "  --compress SPEC     gradient compression: NAME[,key=value...] with NAME one of\n"
            "                      none (default), fp32, fp16, bf16, int8, int4, sign, topk,\n"
            "                      randk, powersgd, dgc; keys density, chunk, stochastic,\n"
@@ -563,6 +611,39 @@ static const char *resumed_compress(const char *run, char *buf, size_t cap) {
     }
     cJSON_Delete(j);
     return ret;
+}
+
+/* --resume: the task of run RUN (config.json's, else last.ckpt's); 0 when neither says. */
+static int resumed_task(const char *run, dd_train_task *task) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", run);
+    int found = 0;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        char *txt = NULL;
+        long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+        if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)len + 1)) != NULL)
+            txt[fread(txt, 1, (size_t)len, f)] = '\0';
+        fclose(f);
+        cJSON *j = txt ? cJSON_Parse(txt) : NULL;
+        free(txt);
+        const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "config") : NULL;
+        const cJSON *t = c ? cJSON_GetObjectItemCaseSensitive(c, "task") : NULL;
+        found = cJSON_IsString(t) && dd_train_task_parse(t->valuestring, task) == DD_OK;
+        cJSON_Delete(j);
+    }
+    if (!found) {
+        dd_run_model rm;
+        snprintf(path, sizeof path, "%s/last.ckpt", run);
+        struct stat sb;
+        if (stat(path, &sb) == 0 && dd_run_model_load(run, "last", &rm) == DD_OK) {
+            *task = rm.cfg.task;
+            found = 1;
+            dd_run_model_free(&rm);
+        }
+    }
+    dd_error_clear();
+    return found;
 }
 
 static int cmd_train(int argc, char **argv, int dpd) {
@@ -780,6 +861,11 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if (out && strcmp(out, resume) != 0) return dd_cli_usage(NAME, "--out and --resume name different runs");
         if (pa_run) return dd_cli_usage(NAME, "--pa-run cannot be given with --resume (the run holds its PA model)");
         out = resume;
+        dd_train_task rt;
+        if (resumed_task(resume, &rt) && (rt != DD_TRAIN_PA) != dpd)
+            return dd_cli_usage(NAME, "%s is a %s run (task %s): continue it with 'distdpd %s --resume %s'", resume,
+                                rt == DD_TRAIN_PA ? "PA model" : "DPD", dd_train_task_name(rt),
+                                rt == DD_TRAIN_PA ? "train-pa" : "train-dpd", resume);
     } else {
         if (!out) return dd_cli_usage(NAME, "missing --out RUN");
         if (!dpd && !data) return dd_cli_usage(NAME, "missing --data DIR");
@@ -873,6 +959,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     dd_zero *zs = NULL;
     dd_strategy strat;
     char *hosts = NULL;
+    dd_run_lock *lock = NULL;
     int rank = 0, nranks = 1, ret = DD_EXIT_OK, interrupted = 0;
     dd_status st = dd_comm_init(NULL, NULL);
     if (st == DD_OK) st = dd_comm_world(&world);
@@ -892,6 +979,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
         dpc.shard = shard;
         if ((st = dd_dp_create(world, &dpc, &dp)) != DD_OK) goto fail;
         dd_dp_strategy(dp, &strat);
+        /* dp_steps.csv is flushed with every checkpoint, so a resume finds the rows of
+         * every step up to the checkpoint */
+        flush_ops = *strat.ops;
+        dp_before_save = strat.ops->before_save;
+        flush_ops.before_save = flush_then_before_save;
+        strat.ops = &flush_ops;
         dd_dp_set_stop_source(dp, &stop_flag);
     }
     if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
@@ -908,6 +1001,13 @@ static int cmd_train(int argc, char **argv, int dpd) {
     ps.dp = dp;
     ps.root = rank == 0;
     ps.out = out;
+    steps_state = &ps;
+    /* rank 0 owns the run directory from here until its last file (parallel.json) is
+     * written; a resume of a directory that does not exist is left to dd_train_run's message */
+    struct stat osb;
+    if (rank == 0 && (!resume || (stat(out, &osb) == 0 && S_ISDIR(osb.st_mode))) &&
+        (st = dd_run_lock_acquire(out, !resume, &lock)) != DD_OK)
+        goto fail;
 
     dd_train_run_opts o;
     memset(&o, 0, sizeof o);
@@ -923,17 +1023,23 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.strategy = dp || zs ? &strat : NULL;
     o.stop = &stop_flag; /* with ranks the strategy's agreed stop decides */
     o.interrupted = &interrupted;
+    o.lock = lock;
     stop_flag = 0;
+    struct sigaction hup_old;
+    const int hup = sigaction(SIGHUP, NULL, &hup_old) == 0 && hup_old.sa_handler != SIG_IGN; /* not under nohup */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    if (hup) signal(SIGHUP, on_signal); /* the terminal went away: stop as on SIGTERM */
     signal(SIGUSR1, on_signal); /* mpirun forwards SIGUSR1 to the ranks (SIGTERM kills the job) */
     double t0 = dd_now();
     st = dd_train_run(resume ? NULL : &cfg, &o);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    if (hup) signal(SIGHUP, SIG_DFL);
     signal(SIGUSR1, SIG_DFL);
     if (ps.steps) fclose(ps.steps);
     ps.steps = NULL;
+    steps_state = NULL;
     if (ps.bar_shown) fprintf(stderr, "\n");
     if (st != DD_OK) goto fail;
     {
@@ -1009,6 +1115,7 @@ fail:
     }
     ret = dd_cli_fail(NAME, st);
 done:
+    dd_run_lock_release(&lock);
     free(hosts);
     dd_dp_destroy(&dp);
     dd_zero_destroy(&zs);
@@ -1112,6 +1219,43 @@ static dd_status write_iq(const char *path, const dd_cf32 *y, size_t n, double f
     }
 }
 
+/* The files an I/Q path names: itself, or a SigMF recording's -meta and -data files. */
+static int iq_files(const char *path, char files[2][4200]) {
+    if (iq_kind_of(path) != IQ_SIGMF) {
+        snprintf(files[0], sizeof files[0], "%s", path);
+        return 1;
+    }
+    char prefix[4200];
+    snprintf(prefix, sizeof prefix, "%s", path);
+    size_t l = strlen(prefix);
+    if (ends_with(prefix, ".sigmf-meta") || ends_with(prefix, ".sigmf-data"))
+        prefix[l - 11] = '\0';
+    else if (ends_with(prefix, ".sigmf"))
+        prefix[l - 6] = '\0';
+    snprintf(files[0], sizeof files[0], "%.4180s.sigmf-meta", prefix);
+    snprintf(files[1], sizeof files[1], "%.4180s.sigmf-data", prefix);
+    return 2;
+}
+
+/* 1 when writing `out` would replace a file of `in` (the same file by device and inode:
+ * also through links or another spelling of the path); *which receives that file. */
+static int overwrites_input(const char *in, const char *out, char which[4200]) {
+    char fi[2][4200], fo[2][4200];
+    int ni = iq_files(in, fi), no = iq_files(out, fo);
+    for (int a = 0; a < no; a++) {
+        struct stat so;
+        if (stat(fo[a], &so) != 0) continue;
+        for (int b = 0; b < ni; b++) {
+            struct stat si;
+            if (stat(fi[b], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+                snprintf(which, 4200, "%.4199s", fi[b]);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* ================================================================ run */
 
 static void help_run(void) {
@@ -1176,6 +1320,9 @@ int dd_cmd_run(int argc, char **argv) {
     if (!run) return dd_cli_usage(NAME, "missing --run RUN");
     if (!in) return dd_cli_usage(NAME, "missing --in X");
     if (!out) return dd_cli_usage(NAME, "missing --out Y");
+    char same[4200];
+    if (overwrites_input(in, out, same))
+        return dd_cli_usage(NAME, "--out %s would overwrite the input %s: write the output to another file", out, same);
     dd_cli_log_init(verbosity);
     dd_run_model rm;
     dd_cf32 *x = NULL, *y = NULL, *z = NULL;

@@ -19,6 +19,7 @@
 
 #define DP_MAX_VALS 64 /* values of the trainer's reduction (it passes 1) */
 #define DP_EXTRA 2     /* appended: stop flag, previous step's exposed seconds */
+#define EPC_N 6        /* section dp.epoch_comm: ranks, steps, bytes, elements, payload, seconds */
 
 typedef struct {
     size_t lo, hi; /* gradient floats [lo, hi) */
@@ -58,7 +59,7 @@ struct dd_dp {
     uint64_t nsteps;     /* steps since create (for fault injection) */
     int fail_rank;       /* fault injection (DD_DP_FAIL=RANK:STEP): this rank fails ... */
     uint64_t fail_step;  /* ... at this step (1-based); -1 / 0: none */
-    uint64_t sent_mark;  /* comm bytes_sent at the end of the last step */
+    uint64_t sent_mark;  /* comm bytes_sent at the start of the step */
     uint64_t step_wire;  /* compression: gradient bytes this rank sent this step (the
                             compressor's wire count: e.g. an allgather's p - 1 copies) */
 
@@ -70,6 +71,14 @@ struct dd_dp {
     /* epoch accounting: values at the start of the epoch */
     uint64_t ep_steps0, ep_sent0, ep_elem0, ep_payload0;
     double ep_ctime0;
+    /* the part of the epoch before the checkpoint this process resumed from (section
+       dp.epoch_comm): its steps (every rank) and, on rank 0, the sums over all ranks of
+       bytes sent, compressed elements, payload bytes and compression seconds, scaled to
+       this number of ranks */
+    uint64_t ep_prev_steps;
+    double ep_prev[4];
+    double ep_ckpt[EPC_N]; /* before_save: the epoch so far, summed over ranks (for on_save) */
+    int ep_ckpt_ok;        /* ep_ckpt holds the current step's figures */
 
     /* the trainer's layout: bucket ranges are its parameter-table entries */
     const dd_param_table *table;
@@ -464,6 +473,7 @@ static dd_status reduce_step(dd_dp *dp, float *grads, size_t n, double *vals, in
         dp->sent_mark = cs.bytes_sent;
         dp->prev_exposed = exposed;
         dp->cstate_ok = 0;
+        dp->ep_ckpt_ok = 0;
     }
     dp->in_step = 0;
     dp->grads = NULL;
@@ -541,8 +551,35 @@ static void ccfg_pack(const dd_compressor *cp, double *v) {
     v[11] = (double)c->seed;
 }
 
-/* Gathers every rank's compression state to rank 0 (all ranks call it). */
+/* This rank's communication figures of the epoch so far (bytes sent, compressed elements,
+ * payload bytes, compression seconds), plus, on rank 0, those of the part before the
+ * checkpoint it resumed from. */
+static void epoch_figures(const dd_dp *dp, double v[4]) {
+    dd_compress_stats cs;
+    dd_compress_stats_get(dp->cp, &cs);
+    v[0] = (double)(dp->st.bytes_sent - dp->ep_sent0);
+    v[1] = (double)(cs.elements - dp->ep_elem0);
+    v[2] = (double)(cs.payload_bytes - dp->ep_payload0);
+    v[3] = cs.compress_s + cs.decompress_s - dp->ep_ctime0;
+    if (dp->rank == 0)
+        for (int k = 0; k < 4; k++) v[k] += dp->ep_prev[k];
+}
+
+/* Sums the epoch's figures so far over the ranks for the checkpoint (rank 0 writes them in
+ * save), then gathers every rank's compression state to rank 0 (all ranks call it). */
 static dd_status gather_compress_state(dd_dp *dp) {
+    if (!dp->ep_ckpt_ok) {
+        double v[4];
+        epoch_figures(dp, v);
+        if (dp->size > 1) {
+            dd_status s = dd_comm_allreduce(dp->c, DD_ALLREDUCE_RING, v, 4, DD_F64);
+            if (s != DD_OK) return dd_error_prefix(s, "data parallel: epoch statistics for the checkpoint: ");
+        }
+        dp->ep_ckpt[0] = dp->size;
+        dp->ep_ckpt[1] = (double)(dp->ep_prev_steps + (dp->st.steps - dp->ep_steps0));
+        for (int k = 0; k < 4; k++) dp->ep_ckpt[2 + k] = v[k];
+        dp->ep_ckpt_ok = 1;
+    }
     if (!dp->cp || dp->cstate_ok) return DD_OK;
     size_t m = 0;
     DD_TRY(dd_compress_state_export(dp->cp, NULL, &m));
@@ -572,6 +609,7 @@ static dd_status s_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
     dd_dp *dp = self;
     (void)tr;
     DD_TRY(dd_ckpt_add_u64(w, "dp", (uint64_t)dp->size));
+    if (dp->ep_ckpt_ok) DD_TRY(dd_ckpt_add(w, "dp.epoch_comm", dp->ep_ckpt, sizeof dp->ep_ckpt));
     if (!dp->cp) return DD_OK;
     if (!dp->cstate_ok)
         return dd_error(DD_ERR_INTERNAL, "data parallel: the compression state was not gathered before the checkpoint "
@@ -673,6 +711,33 @@ static dd_status s_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
     if (dp->rank == 0 && n != (uint64_t)dp->size)
         dd_log(DD_LOG_INFO, "checkpoint written by %llu rank%s, resuming on %d", (unsigned long long)n, n == 1 ? "" : "s",
                dp->size);
+    /* the epoch's communication figures continue from the checkpoint's */
+    dd_compress_stats cs;
+    dd_compress_stats_get(dp->cp, &cs);
+    dp->ep_steps0 = dp->st.steps;
+    dp->ep_sent0 = dp->st.bytes_sent;
+    dp->ep_elem0 = cs.elements;
+    dp->ep_payload0 = cs.payload_bytes;
+    dp->ep_ctime0 = cs.compress_s + cs.decompress_s;
+    dp->ep_prev_steps = 0;
+    memset(dp->ep_prev, 0, sizeof dp->ep_prev);
+    dp->ep_ckpt_ok = 0;
+    if (dd_ckpt_has(r, "dp.epoch_comm")) {
+        const void *d = NULL;
+        size_t bytes = 0;
+        double e[EPC_N];
+        DD_TRY(dd_ckpt_get(r, "dp.epoch_comm", &d, &bytes));
+        if (bytes != sizeof e)
+            return dd_error(DD_ERR_FORMAT, "checkpoint section dp.epoch_comm: %zu bytes, expected %zu", bytes, sizeof e);
+        memcpy(e, d, sizeof e);
+        if (!(e[0] >= 1 && e[1] >= 0 && e[1] < 1e15))
+            return dd_error(DD_ERR_FORMAT, "checkpoint section dp.epoch_comm: %g ranks, %g steps", e[0], e[1]);
+        dp->ep_prev_steps = (uint64_t)e[1];
+        if (dp->rank == 0) { /* sums over e[0] ranks, as if over this many */
+            const double scale = e[0] == dp->size ? 1.0 : (double)dp->size / e[0];
+            for (int k = 0; k < 4; k++) dp->ep_prev[k] = e[2 + k] * scale;
+        }
+    }
     if (dp->cp) {
         dd_status s = load_compress(dp, r);
         if (s != DD_OK) return dd_error_prefix(s, "data parallel: compression state: ");
@@ -685,12 +750,11 @@ static dd_status s_epoch_stats(void *self, double out[3]) {
     dd_dp *dp = self;
     dd_compress_stats cs;
     dd_compress_stats_get(dp->cp, &cs);
-    const double steps = (double)(dp->st.steps - dp->ep_steps0);
+    const double steps = (double)(dp->ep_prev_steps + (dp->st.steps - dp->ep_steps0));
     double v[4];
-    v[0] = steps > 0 ? (double)(dp->st.bytes_sent - dp->ep_sent0) / steps : 0.0;
-    v[1] = (double)(cs.elements - dp->ep_elem0);
-    v[2] = (double)(cs.payload_bytes - dp->ep_payload0);
-    v[3] = cs.compress_s + cs.decompress_s - dp->ep_ctime0;
+    epoch_figures(dp, v);
+    dp->ep_prev_steps = 0;
+    memset(dp->ep_prev, 0, sizeof dp->ep_prev);
     dp->ep_steps0 = dp->st.steps;
     dp->ep_sent0 = dp->st.bytes_sent;
     dp->ep_elem0 = cs.elements;
@@ -700,7 +764,7 @@ static dd_status s_epoch_stats(void *self, double out[3]) {
         dd_status s = dd_comm_allreduce(dp->c, DD_ALLREDUCE_RING, v, 4, DD_F64);
         if (s != DD_OK) return dd_error_prefix(s, "data parallel: epoch statistics: ");
     }
-    out[0] = v[0] / dp->size;
+    out[0] = steps > 0 ? v[0] / dp->size / steps : 0.0; /* per rank and step */
     out[1] = dp->cp && v[2] > 0 ? 4.0 * v[1] / v[2] : 1.0;
     out[2] = v[3] / dp->size;
     return DD_OK;
@@ -735,6 +799,13 @@ static dd_status dp_grads(dd_dp *dp, dd_trainer *tr, uint64_t epoch, uint64_t ba
     dp->tr = tr;
     dp->step_grads = grads;
     memset(grads, 0, n * sizeof(float));
+    /* a step's bytes are those sent from here to the end of its reductions: what went
+     * between steps (the parameter broadcast of a setup, the evaluation's broadcast, the
+     * epoch statistics, a checkpoint's gathers) is not gradient traffic, and counting it
+     * made the first epoch after a resume differ from a straight run's */
+    dd_comm_stats cs;
+    dd_comm_stats_get(dp->c, &cs);
+    dp->sent_mark = cs.bytes_sent;
     dd_stage_src src = {dd_trainer_params(tr), grads, dp, NULL, NULL, stage_done};
     double v[1] = {0.0};
     dd_status s = dd_trainer_compute_grads(tr, epoch, lo, hi, bg, &src, &v[0]);

@@ -362,6 +362,10 @@ static dd_status z_stage_done(void *self, size_t s, int bwd) {
 static dd_status z_grads(dd_zero *z, dd_trainer *tr, uint64_t epoch, uint64_t batch, double v[3]) {
     uint64_t lo, hi, bg;
     dd_trainer_batch_slice(tr, batch, z->rank, z->size, &lo, &hi, &bg);
+    /* a step's bytes are those sent from here to its end (not the broadcasts between steps) */
+    dd_comm_stats cs;
+    dd_comm_stats_get(z->c, &cs);
+    z->sent_mark = cs.bytes_sent;
     dd_stage_src src = {NULL, NULL, z, NULL, z_stage_grads, z_stage_done};
     if (z->cfg.shard == DD_SHARD_ZERO3) src.stage_params = z_stage_params;
     else src.params = dd_trainer_params(tr); /* zero2: the whole parameters */

@@ -1,12 +1,18 @@
 /* Run directories (train.h): the training driver dd_train_run (config.json,
  * metrics.jsonl, history.csv, best.ckpt, last.ckpt, report.html; exact resume from
- * last.ckpt), loading a trained model back from a run, and re-evaluating a run. */
+ * last.ckpt), the run directory's owner lock (RUN/.lock) and identity (run id, data set
+ * identity: a resume must continue its own run), loading a trained model back from a run,
+ * and re-evaluating a run. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -252,6 +258,7 @@ static dd_status write_config_json(const char *dir, dd_trainer *tr, const char *
     cJSON *root = cJSON_CreateObject();
     if (!root) return DD_ERR_NOMEM;
     cJSON_AddStringToObject(root, "generator", "distdpd " DD_VERSION_STRING);
+    if (tr->run_id[0]) cJSON_AddStringToObject(root, "run_id", tr->run_id);
     if (command) cJSON_AddStringToObject(root, "command", command);
     cJSON_AddStringToObject(root, "data", data ? data : "");
     if (pa_run) cJSON_AddStringToObject(root, "pa_run", pa_run);
@@ -291,6 +298,12 @@ static dd_status write_config_json(const char *dir, dd_trainer *tr, const char *
         cJSON_AddNumberToObject(t, "test_samples", (double)tr->ds->n[2]);
         cJSON_AddNumberToObject(t, "train_frames", (double)tr->fr.count);
         cJSON_AddNumberToObject(t, "batches_per_epoch", (double)tr->nbatches);
+        if (tr->has_data_id) {
+            char fp[3 * 17 + 1];
+            snprintf(fp, sizeof fp, "%016llx-%016llx-%016llx", (unsigned long long)tr->data_id[3],
+                     (unsigned long long)tr->data_id[4], (unsigned long long)tr->data_id[5]);
+            cJSON_AddStringToObject(t, "fingerprint", fp);
+        }
     }
     if (cfg->task != DD_TRAIN_PA) {
         cJSON *tp = cJSON_AddObjectToObject(root, "true_pa");
@@ -505,8 +518,447 @@ static int stop_now(const dd_train_run_opts *o, const dd_trainer *tr) {
     return o->stop && *o->stop;
 }
 
+/* ---------------------------------------------------------------- the owner's lock */
+
+struct dd_run_lock {
+    int fd;      /* RUN/.lock, flock(LOCK_EX) held (-1 after release) */
+    int locked;  /* 0: the file system has no locks (warned) */
+};
+
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+dd_status dd_run_lock_acquire(const char *run, int create, dd_run_lock **out) {
+    if (!out) return dd_error(DD_ERR_ARG, "dd_run_lock_acquire: NULL output");
+    *out = NULL;
+    if (!run || !*run) return dd_error(DD_ERR_ARG, "dd_run_lock_acquire: no run directory");
+    if (create) {
+        DD_TRY(dd_train_mkdirs(run));
+    } else if (!is_dir(run)) {
+        return dd_error(DD_ERR_IO, "%s: no such run directory", run);
+    }
+    char path[DD_TRAIN_PATH_MAX + 32];
+    DD_TRY(join(path, sizeof path, run, ".lock"));
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) return dd_error(DD_ERR_IO, "%s: cannot open the run directory's lock: %s", path, strerror(errno));
+    int locked = 1;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == EINTR) continue;
+        if (e == EWOULDBLOCK) {
+            /* the holder writes its pid right after taking the lock: give it a moment */
+            char who[256] = "";
+            for (int tries = 0; tries < 20; tries++) {
+                ssize_t k = pread(fd, who, sizeof who - 1, 0);
+                who[k > 0 ? k : 0] = '\0';
+                if (k > 0 && strchr(who, '\n')) break;
+                usleep(10000);
+            }
+            close(fd);
+            long pid = 0;
+            char host[200] = "";
+            if (sscanf(who, "%ld %199s", &pid, host) == 2 && pid > 0)
+                return dd_error(DD_ERR_ARG, "%s is in use by pid %ld on host %s (%s): wait for that run to end or choose "
+                                            "another --out",
+                                run, pid, host, path);
+            return dd_error(DD_ERR_ARG, "%s is in use by another process (%s): wait for that run to end or choose another "
+                                        "--out",
+                            run, path);
+        }
+        if (e == ENOLCK || e == EOPNOTSUPP || e == EINVAL || e == ENOSYS) {
+            dd_log(DD_LOG_WARN, "%s: the file system cannot lock files (%s): nothing stops a second run from writing into %s",
+                   path, strerror(e), run);
+            locked = 0;
+            break;
+        }
+        close(fd);
+        return dd_error(DD_ERR_IO, "%s: cannot lock: %s", path, strerror(e));
+    }
+    dd_run_lock *lk = calloc(1, sizeof *lk);
+    if (!lk) {
+        close(fd);
+        return dd_error(DD_ERR_NOMEM, "out of memory");
+    }
+    lk->fd = fd;
+    lk->locked = locked;
+    /* the holder, for the message a second writer gets */
+    char who[320], host[256] = "?";
+    if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
+    host[sizeof host - 1] = '\0';
+    int n = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host);
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, who, (size_t)n, 0) != n)
+        dd_log(DD_LOG_WARN, "%s: cannot write the owner's pid into the lock file: %s", path, strerror(errno));
+    *out = lk;
+    return DD_OK;
+}
+
+void dd_run_lock_release(dd_run_lock **lk) {
+    if (!lk || !*lk) return;
+    if ((*lk)->fd >= 0) {
+        if ((*lk)->locked && ftruncate((*lk)->fd, 0) != 0) { /* nothing to do: the pid is stale */ }
+        close((*lk)->fd); /* drops the flock */
+    }
+    free(*lk);
+    *lk = NULL;
+}
+
+/* Removes the temporary files of the run's own atomic writers (NAME.tmp.PID and the
+ * checkpoints' NAME.tmp.PID.K) that a killed owner left behind. Called by the lock holder
+ * only: every writer of these files is the owner of the run, so none of them is alive. */
+static void remove_stale_tmp(const char *dir) {
+    static const char *const names[] = {"last.ckpt",     "best.ckpt",   "config.json", "metrics.jsonl",
+                                        "history.csv",   "report.html", "parallel.json", NULL};
+    DIR *d = opendir(dir);
+    if (!d) return;
+    int removed = 0;
+    char first[256] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name;
+        int match = 0;
+        for (int k = 0; names[k] && !match; k++) {
+            size_t l = strlen(names[k]);
+            if (strncmp(nm, names[k], l) != 0 || strncmp(nm + l, ".tmp.", 5) != 0) continue;
+            const char *p = nm + l + 5;
+            int digits = 0, dots = 0;
+            for (; *p; p++) {
+                if (*p >= '0' && *p <= '9') {
+                    digits++;
+                } else if (*p == '.' && digits && dots == 0) {
+                    dots++;
+                    digits = 0;
+                } else {
+                    break;
+                }
+            }
+            match = *p == '\0' && digits > 0;
+        }
+        if (!match) continue;
+        char path[DD_TRAIN_PATH_MAX + 300];
+        if (snprintf(path, sizeof path, "%s/%s", dir, nm) >= (int)sizeof path) continue;
+        if (unlink(path) == 0) {
+            if (!removed) snprintf(first, sizeof first, "%s", nm);
+            removed++;
+        } else {
+            dd_log(DD_LOG_WARN, "%s: cannot remove this stale temporary file: %s", path, strerror(errno));
+        }
+    }
+    closedir(d);
+    if (removed)
+        dd_log(DD_LOG_INFO, "%s: removed %d stale temporary file%s of a process that was killed while writing (%s%s)", dir,
+               removed, removed == 1 ? "" : "s", first, removed > 1 ? ", ..." : "");
+}
+
+/* ---------------------------------------------------------------- identity */
+
+/* A new run id: 128 random bits as 32 hex digits. */
+static void new_run_id(char id[DD_RUN_ID_LEN + 1]) {
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t k = getrandom(b + got, sizeof b - got, 0);
+        if (k > 0) {
+            got += (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno == EINTR) continue;
+        break;
+    }
+    if (got < sizeof b) { /* no getrandom: /dev/urandom, else time and pid */
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (f) {
+            got = fread(b, 1, sizeof b, f);
+            fclose(f);
+        }
+        if (got < sizeof b) {
+            uint64_t h0 = dd_hash64((uint64_t)(dd_now() * 1e9), (uint64_t)getpid());
+            uint64_t h1 = dd_hash64(h0, (uint64_t)(uintptr_t)&got);
+            memcpy(b, &h0, 8);
+            memcpy(b + 8, &h1, 8);
+        }
+    }
+    for (int i = 0; i < 16; i++) snprintf(id + 2 * i, 3, "%02x", b[i]);
+}
+
+static int run_id_ok(const char *s) {
+    if (strlen(s) != DD_RUN_ID_LEN) return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+    return 1;
+}
+
+/* What a checkpoint says about the run it belongs to. */
+typedef struct {
+    char run_id[DD_RUN_ID_LEN + 1]; /* "" = none (an earlier version's checkpoint) */
+    uint64_t data_id[DD_DATA_ID_N];
+    int has_data_id;
+    double spec[9];
+    int has_spec;
+    uint64_t num_frames;
+} ckpt_ident;
+
+static dd_status read_ckpt_ident(const char *path, ckpt_ident *id) {
+    memset(id, 0, sizeof *id);
+    dd_ckpt_reader *r = NULL;
+    DD_TRY(dd_ckpt_open(path, &r));
+    dd_status st = DD_OK;
+    const void *d;
+    size_t bytes;
+    if (dd_ckpt_has(r, "run_id")) {
+        const char *s;
+        if ((st = dd_ckpt_get_str(r, "run_id", &s)) != DD_OK) goto done;
+        if (!run_id_ok(s)) {
+            st = dd_error(DD_ERR_FORMAT, "%s: section 'run_id' is not a run id (32 hex digits): '%.40s'", path, s);
+            goto done;
+        }
+        snprintf(id->run_id, sizeof id->run_id, "%s", s);
+    }
+    if (dd_ckpt_has(r, "data_id")) {
+        if ((st = dd_ckpt_get(r, "data_id", &d, &bytes)) != DD_OK) goto done;
+        if (bytes != sizeof id->data_id) {
+            st = dd_error(DD_ERR_FORMAT, "%s: section 'data_id' has %zu bytes, expected %zu", path, bytes, sizeof id->data_id);
+            goto done;
+        }
+        memcpy(id->data_id, d, sizeof id->data_id);
+        id->has_data_id = 1;
+    }
+    if (dd_ckpt_has(r, "spec") && dd_ckpt_get(r, "spec", &d, &bytes) == DD_OK && bytes == sizeof id->spec) {
+        memcpy(id->spec, d, sizeof id->spec);
+        id->has_spec = 1;
+    }
+    if (dd_ckpt_has(r, "num_frames")) st = dd_ckpt_get_u64(r, "num_frames", &id->num_frames);
+done:
+    dd_ckpt_close(&r);
+    return st;
+}
+
+/* A JSON value as text for a message (strings without quotes). */
+static void json_val(const cJSON *v, char *buf, size_t cap) {
+    if (!v) {
+        snprintf(buf, cap, "(none)");
+    } else if (cJSON_IsString(v)) {
+        snprintf(buf, cap, "%s", v->valuestring);
+    } else {
+        char *t = cJSON_PrintUnformatted(v);
+        snprintf(buf, cap, "%s", t ? t : "?");
+        cJSON_free(t);
+    }
+}
+
+static double json_number(const cJSON *o, const char *k) {
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* Checks that the checkpoint `last` (prev, ck) belongs to the run of RUN/config.json (cj,
+ * NULL when there is none): run id, task, model and every configuration field except the
+ * number of epochs, the frozen PA model, and the data set's split lengths, frames and
+ * fingerprint. Lists every difference. run_id receives the id the resumed run keeps. */
+static dd_status check_run_identity(const char *out, const char *last, const dd_run_model *prev, const ckpt_ident *ck,
+                                    const cJSON *cj, char run_id[DD_RUN_ID_LEN + 1]) {
+    if (!cj) {
+        dd_log(DD_LOG_WARN, "%s has no config.json: resuming from %s alone (its configuration is written anew)", out, last);
+        if (ck->run_id[0])
+            snprintf(run_id, DD_RUN_ID_LEN + 1, "%s", ck->run_id);
+        else
+            new_run_id(run_id);
+        return DD_OK;
+    }
+    char cpath[DD_TRAIN_PATH_MAX + 32];
+    DD_TRY(join(cpath, sizeof cpath, out, "config.json"));
+    tbuf diff = {0};
+    int ndiff = 0;
+#define DIFF(...)                                         \
+    do {                                                  \
+        tb_printf(&diff, "%s", ndiff++ ? ", " : "");      \
+        tb_printf(&diff, __VA_ARGS__);                    \
+    } while (0)
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(cj, "run_id");
+    const char *cj_id = cJSON_IsString(rid) ? rid->valuestring : NULL;
+    if (cj_id && !run_id_ok(cj_id)) {
+        free(diff.p);
+        return dd_error(DD_ERR_FORMAT, "%s: \"run_id\" is not a run id (32 hex digits): '%.40s'", cpath, cj_id);
+    }
+    /* the configuration, field by field (epochs may change on resume) */
+    const cJSON *cc = cJSON_GetObjectItemCaseSensitive(cj, "config");
+    dd_train_cfg jc;
+    if (!cJSON_IsObject(cc)) {
+        DIFF("configuration present (config.json: none)");
+    } else {
+        dd_status s2 = dd_train_cfg_from_obj(cc, cpath, &jc);
+        if (s2 != DD_OK) {
+            free(diff.p);
+            return dd_error_prefix(s2, "cannot check that %s belongs to this run: ", last);
+        }
+        cJSON *a = dd_train_cfg_json_obj(&prev->cfg), *b = dd_train_cfg_json_obj(&jc);
+        for (const cJSON *x = a ? a->child : NULL; x && b; x = x->next) {
+            if (strcmp(x->string, "epochs") == 0) continue;
+            const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
+            if (y && cJSON_Compare(x, y, 1)) continue;
+            char va[128], vb[128];
+            json_val(x, va, sizeof va);
+            json_val(y, vb, sizeof vb);
+            DIFF("%s %s (config.json: %s)", x->string, va, vb);
+        }
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    /* the frozen PA model of a DPD */
+    const cJSON *pm = cJSON_GetObjectItemCaseSensitive(cj, "pa_model");
+    const cJSON *pn = pm ? cJSON_GetObjectItemCaseSensitive(pm, "name") : NULL;
+    if (prev->pa_model || pm) {
+        const char *mine = prev->pa_model ? dd_model_name(prev->pa_model) : "none";
+        const char *theirs = cJSON_IsString(pn) ? pn->valuestring : "none";
+        if (strcmp(mine, theirs) != 0) {
+            DIFF("PA model %s (config.json: %s)", mine, theirs);
+        } else if (prev->pa_model) {
+            double h = json_number(pm, "hidden"), np = json_number(pm, "n_params");
+            if (!isnan(h) && h != dd_model_config(prev->pa_model)->hidden)
+                DIFF("PA model hidden %d (config.json: %.0f)", dd_model_config(prev->pa_model)->hidden, h);
+            if (!isnan(np) && np != (double)dd_model_num_params(prev->pa_model))
+                DIFF("PA model parameters %zu (config.json: %.0f)", dd_model_num_params(prev->pa_model), np);
+        }
+    }
+    /* the data set */
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(cj, "data_stats");
+    if (ds) {
+        static const char *const keys[3] = {"train_samples", "val_samples", "test_samples"};
+        for (int k = 0; k < 3 && ck->has_data_id; k++) {
+            double v = json_number(ds, keys[k]);
+            if (!isnan(v) && v != (double)ck->data_id[k])
+                DIFF("%s %llu (config.json: %.0f)", keys[k], (unsigned long long)ck->data_id[k], v);
+        }
+        double fr = json_number(ds, "train_frames");
+        if (!isnan(fr) && ck->num_frames && fr != (double)ck->num_frames)
+            DIFF("train_frames %llu (config.json: %.0f)", (unsigned long long)ck->num_frames, fr);
+        const cJSON *fp = cJSON_GetObjectItemCaseSensitive(ds, "fingerprint");
+        if (cJSON_IsString(fp) && ck->has_data_id) {
+            char mine[3 * 17 + 1];
+            snprintf(mine, sizeof mine, "%016llx-%016llx-%016llx", (unsigned long long)ck->data_id[3],
+                     (unsigned long long)ck->data_id[4], (unsigned long long)ck->data_id[5]);
+            if (strcmp(mine, fp->valuestring) != 0) DIFF("data fingerprint %s (config.json: %s)", mine, fp->valuestring);
+        }
+    }
+    /* last: the run id (an earlier version's files have none) */
+    if (cj_id || ck->run_id[0]) {
+        if (!cj_id || !ck->run_id[0] || strcmp(cj_id, ck->run_id) != 0)
+            DIFF("run id %s (config.json: %s)", ck->run_id[0] ? ck->run_id : "none (an earlier distdpd's checkpoint)",
+                 cj_id ? cj_id : "none");
+    }
+#undef DIFF
+    if (diff.oom) {
+        free(diff.p);
+        return dd_error(DD_ERR_NOMEM, "out of memory");
+    }
+    if (ndiff) {
+        dd_status st = dd_error(DD_ERR_MISMATCH,
+                                "%s belongs to another run: %s; nothing was written (put the run's own last.ckpt back, or "
+                                "train the other one with a new --out)",
+                                last, diff.p);
+        free(diff.p);
+        return st;
+    }
+    free(diff.p);
+    if (ck->run_id[0]) {
+        snprintf(run_id, DD_RUN_ID_LEN + 1, "%s", ck->run_id);
+    } else {
+        new_run_id(run_id);
+        dd_log(DD_LOG_WARN,
+               "%s has no run id (written by an earlier distdpd): resuming after checking its task, model, "
+               "configuration and data only; the run gets run id %s",
+               last, run_id);
+    }
+    return DD_OK;
+}
+
+/* Checks that the data set about to be trained on is the one the checkpoint was made on:
+ * split lengths and content (data_id), and the spec fields the metrics use. */
+static dd_status check_data_identity(const char *last, const char *data, const ckpt_ident *ck, const dd_dataset *ds,
+                                     const uint64_t id[DD_DATA_ID_N]) {
+    tbuf diff = {0};
+    int ndiff = 0;
+    static const char *const split[3] = {"train", "val", "test"};
+    for (int k = 0; k < 3 && ck->has_data_id; k++) {
+        if (id[k] != ck->data_id[k])
+            tb_printf(&diff, "%sthe %s split has %llu samples (%s: %llu)", ndiff++ ? ", " : "", split[k],
+                      (unsigned long long)id[k], "last.ckpt", (unsigned long long)ck->data_id[k]);
+        else if (id[3 + k] != ck->data_id[3 + k])
+            tb_printf(&diff, "%sthe %s split holds other samples (hash %016llx, last.ckpt: %016llx)", ndiff++ ? ", " : "",
+                      split[k], (unsigned long long)id[3 + k], (unsigned long long)ck->data_id[3 + k]);
+    }
+    if (ck->has_spec) {
+        dd_spec cs;
+        dd_spec_unpack(ck->spec, &cs);
+        const dd_spec *sp = &ds->spec;
+        const char *names[6] = {"input_signal_fs", "bw_main_ch", "bw_sub_ch", "n_sub_ch", "nperseg", "bw_occupied"};
+        double a[6] = {sp->fs, sp->bw_main, sp->bw_sub, sp->n_sub, (double)sp->nperseg, sp->bw_occupied};
+        double b[6] = {cs.fs, cs.bw_main, cs.bw_sub, cs.n_sub, (double)cs.nperseg, cs.bw_occupied};
+        for (int k = 0; k < 6; k++)
+            if (a[k] != b[k] && !(isnan(a[k]) && isnan(b[k])))
+                tb_printf(&diff, "%sspec %s %.10g (last.ckpt: %.10g)", ndiff++ ? ", " : "", names[k], a[k], b[k]);
+    }
+    if (diff.oom) {
+        free(diff.p);
+        return dd_error(DD_ERR_NOMEM, "out of memory");
+    }
+    if (ndiff) {
+        dd_status st = dd_error(DD_ERR_MISMATCH,
+                                "%s was made on another data set than %s: %s; nothing was written (give the run's own "
+                                "data set with --data, or start a new run)",
+                                last, data, diff.p);
+        free(diff.p);
+        return st;
+    }
+    free(diff.p);
+    return DD_OK;
+}
+
+/* A new run must not go into a directory that holds one. */
+static dd_status check_no_run(const char *out) {
+    static const char *const marks[] = {"config.json", "last.ckpt", "best.ckpt", "metrics.jsonl", NULL};
+    char found[128] = "", p[DD_TRAIN_PATH_MAX + 32];
+    size_t n = 0;
+    int has_last = 0;
+    for (int k = 0; marks[k]; k++) {
+        if (join(p, sizeof p, out, marks[k]) != DD_OK || !file_exists(p)) continue;
+        n += (size_t)snprintf(found + n, sizeof found - n, "%s%s", n ? ", " : "", marks[k]);
+        if (k == 1) has_last = 1;
+    }
+    if (!n) return DD_OK;
+    if (has_last)
+        return dd_error(DD_ERR_ARG, "%s already holds a run (%s): continue it with --resume or choose another --out", out,
+                        found);
+    return dd_error(DD_ERR_ARG,
+                    "%s already holds a run (%s) without a last.ckpt to --resume from (its owner was killed before the "
+                    "first checkpoint): remove the directory or choose another --out",
+                    out, found);
+}
+
+/* RUN/config.json parsed, or *cj = NULL when there is none. */
+static dd_status read_config_json(const char *out, cJSON **cj) {
+    *cj = NULL;
+    char cpath[DD_TRAIN_PATH_MAX + 32], *txt = NULL;
+    DD_TRY(join(cpath, sizeof cpath, out, "config.json"));
+    if (!file_exists(cpath)) return DD_OK;
+    DD_TRY(dd_train_read_text(cpath, &txt, NULL));
+    *cj = cJSON_Parse(txt);
+    free(txt);
+    if (!*cj || !cJSON_IsObject(*cj)) {
+        cJSON_Delete(*cj);
+        *cj = NULL;
+        return dd_error(DD_ERR_FORMAT,
+                        "%s: not a JSON object, so last.ckpt cannot be checked against the run (remove config.json to "
+                        "resume from last.ckpt alone)",
+                        cpath);
+    }
+    return DD_OK;
+}
+
 dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     if (!o || !o->out) return dd_error(DD_ERR_ARG, "dd_train_run: no run directory");
+    if (!o->resume && !cfg_in) return dd_error(DD_ERR_ARG, "dd_train_run: no configuration");
     const int root = !o->strategy || o->strategy->rank == 0;
     char last[DD_TRAIN_PATH_MAX + 32], best[DD_TRAIN_PATH_MAX + 32], dir[DD_TRAIN_PATH_MAX];
     DD_TRY(join(last, sizeof last, o->out, "last.ckpt"));
@@ -517,16 +969,34 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     dd_dataset *ds = NULL;
     dd_trainer *tr = NULL;
     dd_pa *tpa = NULL;
+    dd_run_lock *own_lock = NULL;
+    cJSON *cj = NULL;
     dd_status st = DD_OK;
     dd_train_cfg cfg;
     const char *data = o->data;
     const char *pa_run = o->pa_run;
     char pa_run_buf[DD_TRAIN_PATH_MAX];
+    char run_id[DD_RUN_ID_LEN + 1] = "";
+    uint64_t data_id[DD_DATA_ID_N];
+    ckpt_ident ck;
+    memset(&ck, 0, sizeof ck);
     dd_model_ref pref, *pp = NULL;
 
     if (o->resume) {
-        if (!file_exists(last)) return dd_error(DD_ERR_IO, "%s: nothing to resume: no last.ckpt in the run directory", o->out);
+        if (!is_dir(o->out)) return dd_error(DD_ERR_IO, "%s: nothing to resume: no such run directory", o->out);
+        /* the owner's lock first: a run that is still training is not resumed */
+        if (root && !o->lock && (st = dd_run_lock_acquire(o->out, 0, &own_lock)) != DD_OK) return st;
+        if (root) remove_stale_tmp(o->out);
+        if (!file_exists(last)) {
+            st = dd_error(DD_ERR_IO, "%s: nothing to resume: no last.ckpt in the run directory", o->out);
+            goto done;
+        }
         if ((st = dd_run_model_load(o->out, "last", &prev)) != DD_OK) goto done;
+        if (root) { /* is last.ckpt this run's? (refused before anything is written) */
+            if ((st = read_ckpt_ident(last, &ck)) != DD_OK) goto done;
+            if ((st = read_config_json(o->out, &cj)) != DD_OK) goto done;
+            if ((st = check_run_identity(o->out, last, &prev, &ck, cj, run_id)) != DD_OK) goto done;
+        }
         cfg = prev.cfg;
         if (o->epochs_override > 0) {
             if (o->epochs_override < prev.epoch) {
@@ -537,20 +1007,12 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
             cfg.epochs = o->epochs_override;
         }
         if (!data) data = prev.data;
-        if (!pa_run) { /* keep the PA run recorded in config.json */
-            char cpath[DD_TRAIN_PATH_MAX + 32], *txt = NULL;
-            if (join(cpath, sizeof cpath, o->out, "config.json") == DD_OK && file_exists(cpath) &&
-                dd_train_read_text(cpath, &txt, NULL) == DD_OK) {
-                cJSON *cj = cJSON_Parse(txt);
-                const cJSON *pr = cj ? cJSON_GetObjectItemCaseSensitive(cj, "pa_run") : NULL;
-                if (cJSON_IsString(pr)) {
-                    snprintf(pa_run_buf, sizeof pa_run_buf, "%s", pr->valuestring);
-                    pa_run = pa_run_buf;
-                }
-                cJSON_Delete(cj);
+        if (!pa_run && cj) { /* keep the PA run recorded in config.json */
+            const cJSON *pr = cJSON_GetObjectItemCaseSensitive(cj, "pa_run");
+            if (cJSON_IsString(pr)) {
+                snprintf(pa_run_buf, sizeof pa_run_buf, "%s", pr->valuestring);
+                pa_run = pa_run_buf;
             }
-            free(txt);
-            dd_error_clear();
         }
         if (prev.pa_model) {
             pref.name = dd_model_name(prev.pa_model);
@@ -560,12 +1022,8 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
             pp = &pref;
         }
     } else {
-        if (!cfg_in) return dd_error(DD_ERR_ARG, "dd_train_run: no configuration");
         cfg = *cfg_in;
         DD_TRY(dd_train_cfg_check(&cfg));
-        if (file_exists(last))
-            return dd_error(DD_ERR_ARG, "%s already holds a run (last.ckpt): continue it with --resume or choose another --out",
-                            o->out);
         if (cfg.task != DD_TRAIN_PA) {
             if (!pa_run) return dd_error(DD_ERR_ARG, "DPD training needs the PA model run (--pa-run)");
             if ((st = dd_run_model_load(pa_run, "best", &parun)) != DD_OK) goto done;
@@ -580,13 +1038,25 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
             pp = &pref;
             if (!data) data = parun.data;
         }
+        if (root) {
+            /* claim the directory: the lock, then (only then, so that two simultaneous
+             * starts cannot both pass) the check that it holds no run yet */
+            if (!o->lock && (st = dd_run_lock_acquire(o->out, 1, &own_lock)) != DD_OK) goto done;
+            if (o->lock && (st = dd_train_mkdirs(o->out)) != DD_OK) goto done;
+            remove_stale_tmp(o->out);
+            if ((st = check_no_run(o->out)) != DD_OK) goto done;
+            new_run_id(run_id);
+        }
     }
     if (!data || !*data) {
         st = dd_error(DD_ERR_ARG, "no data set given (--data)");
         goto done;
     }
-    if (root && (st = dd_train_mkdirs(o->out)) != DD_OK) goto done;
     if ((st = dd_dataset_load(data, &ds)) != DD_OK) goto done;
+    if (root) {
+        dd_train_data_id(ds, data_id);
+        if (o->resume && (st = check_data_identity(last, data, &ck, ds, data_id)) != DD_OK) goto done;
+    }
     if ((st = dd_trainer_create(&cfg, ds, pp, o->strategy, &tr)) != DD_OK) goto done;
     {
         /* checkpoints record the absolute path, so a resume works from any directory */
@@ -594,6 +1064,7 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
         dd_trainer_set_data_path(tr, abs ? abs : data);
         free(abs);
     }
+    if (root) dd_trainer_set_identity(tr, run_id, data_id);
     int true_found = 0;
     if (cfg.task != DD_TRAIN_PA) {
         data_dir(data, dir, sizeof dir);
@@ -657,5 +1128,7 @@ done:
     dd_dataset_free(&ds);
     dd_run_model_free(&prev);
     dd_run_model_free(&parun);
+    cJSON_Delete(cj);
+    dd_run_lock_release(&own_lock);
     return st;
 }

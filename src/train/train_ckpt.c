@@ -28,6 +28,7 @@ void dd_rec_pack(const dd_epoch_record *r, double *v) {
     v[33] = r->comm_bytes_per_step;
     v[34] = r->compression_ratio;
     v[35] = r->compress_time_s;
+    v[DD_REC_FLAGS] = DD_REC_FLAG_COMM_EXACT;
     const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
     for (int k = 0; k < 4; k++) {
         double *p = v + 8 + 6 * k;
@@ -51,10 +52,15 @@ void dd_rec_unpack(const double *v, dd_epoch_record *r) {
     r->has_true = (int)v[6];
     r->best = (int)v[7];
     r->grad_norm_max = v[32];
-    /* checkpoints before these fields hold 0 there: read as "not recorded" */
-    r->comm_bytes_per_step = v[33] != 0 ? v[33] : NAN;
-    r->compression_ratio = v[34] != 0 ? v[34] : NAN;
-    r->compress_time_s = v[35] != 0 ? v[35] : NAN;
+    if (v[DD_REC_FLAGS] == DD_REC_FLAG_COMM_EXACT) { /* NaN = not recorded; 0 is a value (one process) */
+        r->comm_bytes_per_step = v[33];
+        r->compression_ratio = v[34];
+        r->compress_time_s = v[35];
+    } else { /* checkpoints before these fields hold 0 there: read as "not recorded" */
+        r->comm_bytes_per_step = v[33] != 0 ? v[33] : NAN;
+        r->compression_ratio = v[34] != 0 ? v[34] : NAN;
+        r->compress_time_s = v[35] != 0 ? v[35] : NAN;
+    }
     dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
     for (int k = 0; k < 4; k++) {
         const double *p = v + 8 + 6 * k;
@@ -90,6 +96,32 @@ void dd_spec_unpack(const double v[9], dd_spec *s) {
     s->split[0] = v[6];
     s->split[1] = v[7];
     s->split[2] = v[8];
+}
+
+/* ---------------------------------------------------------------- identity */
+
+void dd_trainer_set_identity(dd_trainer *tr, const char *run_id, const uint64_t data_id[DD_DATA_ID_N]) {
+    if (!tr) return;
+    if (run_id) snprintf(tr->run_id, sizeof tr->run_id, "%s", run_id);
+    if (data_id) {
+        memcpy(tr->data_id, data_id, sizeof tr->data_id);
+        tr->has_data_id = 1;
+    }
+}
+
+void dd_train_data_id(const dd_dataset *ds, uint64_t id[DD_DATA_ID_N]) {
+    for (int k = 0; k < 3; k++) {
+        const size_t n = ds->n[k];
+        uint64_t h = dd_hash64(0x6464706464617461ull + (uint64_t)k, (uint64_t)n);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t a, b;
+            memcpy(&a, &ds->in[k][i], sizeof a);
+            memcpy(&b, &ds->out[k][i], sizeof b);
+            h = dd_hash64(h ^ a, b);
+        }
+        id[k] = (uint64_t)n;
+        id[3 + k] = h;
+    }
 }
 
 /* ---------------------------------------------------------------- model sections */
@@ -311,6 +343,9 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
         if ((st = dd_ckpt_add(w, "history", hist, nh * sizeof(double))) != DD_OK) goto fail;
     }
     if (tr->pa && (st = add_model(w, "pa.", tr->pa, tr->pa_params)) != DD_OK) goto fail;
+    /* the run's identity (optional sections: checkpoints of earlier versions lack them) */
+    if (tr->run_id[0] && (st = dd_ckpt_add_str(w, "run_id", tr->run_id)) != DD_OK) goto fail;
+    if (tr->has_data_id && (st = dd_ckpt_add(w, "data_id", tr->data_id, sizeof tr->data_id)) != DD_OK) goto fail;
     if (tr->st.ops->save && (st = tr->st.ops->save(tr->st.self, (dd_trainer *)tr, w)) != DD_OK) goto fail;
     dd_free(cfg);
     free(hist);

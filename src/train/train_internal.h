@@ -12,6 +12,8 @@
 
 #define DD_TRAIN_CKPT_VERSION 1u /* layout of the trainer's sections (section "trainer") */
 #define DD_TRAIN_PATH_MAX 4096
+#define DD_RUN_ID_LEN 32 /* hex digits of a run id (128 bits) */
+#define DD_DATA_ID_N 6   /* data set identity: n[train, val, test], hash[train, val, test] */
 
 /* One evaluation split cut into padded segments. */
 typedef struct {
@@ -89,6 +91,11 @@ struct dd_trainer {
 
     dd_epoch_record *hist;
     size_t nhist, caphist;
+
+    /* identity of the run (written into checkpoints when set; dd_train_run sets them) */
+    char run_id[DD_RUN_ID_LEN + 1]; /* 32 hex digits, "" = none */
+    uint64_t data_id[DD_DATA_ID_N]; /* split lengths and content hashes (dd_train_data_id) */
+    int has_data_id;
 };
 
 /* dd_model_cfg <-> int64 array (checkpoint section "model_cfg"), in this order. */
@@ -112,8 +119,12 @@ static inline void dd_mcfg_unpack(const int64_t v[DD_MCFG_N], dd_model_cfg *c) {
     c->cross = (int)v[5];
 }
 
-/* Fields of one serialised epoch record (doubles). */
+/* Fields of one serialised epoch record (doubles). The last one holds flags:
+ * DD_REC_FLAG_COMM_EXACT = the communication fields (33..35) are stored as they are (NaN:
+ * not recorded); records without it hold 0 for "not recorded" there. */
 #define DD_REC_FIELDS 48
+#define DD_REC_FLAGS 47
+#define DD_REC_FLAG_COMM_EXACT 1.0
 void dd_rec_pack(const dd_epoch_record *r, double *v);
 void dd_rec_unpack(const double *v, dd_epoch_record *r);
 
@@ -130,6 +141,12 @@ dd_status dd_trainer_unshard_params(dd_trainer *tr);
 
 /* Records the data set path stored in checkpoints. */
 void dd_trainer_set_data_path(dd_trainer *tr, const char *path);
+/* Records the run id and the data set identity written into checkpoints (sections
+ * run_id and data_id; either may be NULL = none). */
+void dd_trainer_set_identity(dd_trainer *tr, const char *run_id, const uint64_t data_id[DD_DATA_ID_N]);
+/* The identity of a data set: split lengths and a 64-bit hash of each split's input and
+ * output samples (their bits). */
+void dd_train_data_id(const dd_dataset *ds, uint64_t id[DD_DATA_ID_N]);
 
 /* Spec <-> 9 doubles. */
 void dd_spec_pack(const dd_spec *s, double v[9]);
