@@ -87,6 +87,10 @@ dd_status dd_compress_cfg_check(const dd_compress_cfg *c);
  * setting ("topk," or "topk,,rank=2") is refused. DD_ERR_ARG names the bad key or value
  * and lists the choices. */
 dd_status dd_compress_parse(dd_compress_cfg *c, const char *spec);
+/* The configuration as a spec with every setting ("int8,ef=1,density=...,seed=0"; "none"),
+ * which dd_compress_parse reads back to the same configuration; written into buf (always
+ * NUL-terminated when cap > 0). Returns the length it needed, like snprintf. */
+size_t dd_compress_spec(const dd_compress_cfg *c, char *buf, size_t cap);
 
 /* The registered names, NULL-terminated, and a one-line description of each. */
 const char *const *dd_compress_names(void);

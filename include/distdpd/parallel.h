@@ -103,7 +103,7 @@ void dd_dp_destroy(dd_dp **dp);
  *                  optimiser state) to rank 0 (collective);
  *   save           adds section "dp" (u64 ranks that wrote the checkpoint) (informative:
  *                  a checkpoint written by N ranks resumes on any M); with compression
- *                  also "compress.name", "compress.cfg", "compress.layout",
+ *                  also "compress.name", "compress.spec", "compress.cfg", "compress.layout",
  *                  "compress.ranks", "compress.state" and "compress.shared";
  *   load           logs (info) "checkpoint written by N ranks, resuming on M"; restores
  *                  the compression state: each rank its own when N == M, otherwise every

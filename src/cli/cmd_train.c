@@ -328,18 +328,6 @@ static dd_status gather_hosts(dd_comm *w, char **all) {
 
 /* The compressor as a --compress value with every setting (written to parallel.json so
  * that --resume continues with the same one). */
-static void compress_spec_string(const dd_compress_cfg *c, char *buf, size_t cap) {
-    if (!strcmp(c->name, "none")) {
-        snprintf(buf, cap, "none");
-        return;
-    }
-    snprintf(buf, cap, "%s,ef=%d,density=%.17g,chunk=%zu,stochastic=%d,sampled=%d,sample=%.17g,rank=%d,momentum=%.17g,"
-                       "clip=%.17g,masking=%d,warmup=%.17g,seed=%llu",
-             c->name, c->error_feedback < 0 ? (strcmp(c->name, "fp32") ? 1 : 0) : c->error_feedback, c->density, c->chunk,
-             c->stochastic, c->sampled, c->sample, c->rank, c->momentum, c->clip, c->masking, c->warmup,
-             (unsigned long long)c->seed);
-}
-
 /* The largest rank's arena peaks (params, grads, optim, activations, dd_mem_stats) and
  * peak RSS, into mem[0..4] on every rank (a collective). */
 static dd_status gather_memory(dd_comm *w, double mem[5]) {
@@ -382,7 +370,7 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cf
         cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
         {
             char spec[512];
-            compress_spec_string(&dc->compress, spec, sizeof spec);
+            dd_compress_spec(&dc->compress, spec, sizeof spec);
             cJSON_AddStringToObject(o, "compress", spec);
             dd_compressor *cp = dd_dp_compressor(dp);
             if (cp) {
@@ -588,9 +576,26 @@ static void list_models(void) {
     for (size_t i = 0; i < n; i++) printf("  %-12s %s\n", m[i]->name, m[i]->summary);
 }
 
-/* --resume without --compress: the compressor recorded in RUN/parallel.json, if any. */
+/* --resume without --compress: the compressor recorded in RUN/last.ckpt (section
+ * compress.spec), else in RUN/parallel.json, if any. */
 static const char *resumed_compress(const char *run, char *buf, size_t cap) {
     char path[4200];
+    /* last.ckpt first: it is the state resumed (parallel.json is written when a run ends,
+     * so after a crash it may be an earlier run's) */
+    snprintf(path, sizeof path, "%s/last.ckpt", run);
+    dd_ckpt_reader *r = NULL;
+    if (dd_ckpt_open(path, &r) == DD_OK) {
+        const char *spec = NULL;
+        const char *ret = NULL;
+        if (dd_ckpt_has(r, "compress.spec") && dd_ckpt_get_str(r, "compress.spec", &spec) == DD_OK &&
+            strlen(spec) < cap) {
+            snprintf(buf, cap, "%s", spec);
+            ret = buf;
+        }
+        dd_ckpt_close(&r);
+        if (ret) return ret;
+    }
+    dd_error_clear();
     snprintf(path, sizeof path, "%s/parallel.json", run);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

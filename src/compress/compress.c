@@ -584,3 +584,17 @@ dd_status dd_compress_layout_import(dd_compressor *c, size_t arena_n, const uint
     }
     return DD_OK;
 }
+
+size_t dd_compress_spec(const dd_compress_cfg *c, char *buf, size_t cap) {
+    int w;
+    if (!c || !strcmp(c->name, "none"))
+        w = snprintf(buf, cap, "none");
+    else
+        w = snprintf(buf, cap,
+                     "%s,ef=%d,density=%.17g,chunk=%zu,stochastic=%d,sampled=%d,sample=%.17g,rank=%d,momentum=%.17g,"
+                     "clip=%.17g,masking=%d,warmup=%.17g,seed=%llu",
+                     c->name, c->error_feedback < 0 ? (strcmp(c->name, "fp32") ? 1 : 0) : c->error_feedback, c->density,
+                     c->chunk, c->stochastic, c->sampled, c->sample, c->rank, c->momentum, c->clip, c->masking,
+                     c->warmup, (unsigned long long)c->seed);
+    return w < 0 ? 0 : (size_t)w;
+}

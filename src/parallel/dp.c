@@ -618,6 +618,11 @@ static dd_status s_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
     double cv[CCFG_N];
     ccfg_pack(dp->cp, cv);
     DD_TRY(dd_ckpt_add_str(w, "compress.name", cc->name));
+    {
+        char spec[512];
+        dd_compress_spec(cc, spec, sizeof spec);
+        DD_TRY(dd_ckpt_add_str(w, "compress.spec", spec)); /* what --resume continues with */
+    }
     DD_TRY(dd_ckpt_add(w, "compress.cfg", cv, sizeof cv));
     size_t nb = 0;
     DD_TRY(dd_compress_layout_export(dp->cp, NULL, &nb));

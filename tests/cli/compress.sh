@@ -9,8 +9,9 @@
 #     256)) for chunks of 256: 3.8 .. 4 here), comm_bytes_per_step and
 #     compress_time_s; parallel.json records the full compressor spec;
 #   - fp32 (lossless) trains exactly like the uncompressed run (same eval metrics);
-#   - a resumed run continues with the compressor recorded in parallel.json, and its
-#     result equals a straight run (the residual is checkpointed: bit-exact resume);
+#   - a resumed run continues with the compressor recorded in last.ckpt (also when
+#     parallel.json was never written: a crash), and its result equals a straight run
+#     (the residual is checkpointed: bit-exact resume);
 #   - 2 ranks under mpirun with topk: both ranks agree (one summary), ratio recorded.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -118,6 +119,14 @@ run train-pa --resume "$TMP/split" --epochs 2 -q
 expect_rc 0 "topk resumed"
 has "$(cat "$TMP/split/parallel.json")" '"compress":	"topk,' "the resumed run recorded topk"
 [ "$(ev "$TMP/straight")" = "$(ev "$TMP/split")" ] && pass || fail "resume with the residual equals a straight run"
+# a run that crashed before writing parallel.json: the compressor comes from last.ckpt
+run train-pa --data "$D" "${SMALL[@]}" --compress topk,density=0.1 --epochs 1 --out "$TMP/crashed"
+expect_rc 0 "topk first epoch (crashed run)"
+rm -f "$TMP/crashed/parallel.json"
+run train-pa --resume "$TMP/crashed" --epochs 2 -q
+expect_rc 0 "topk resumed without parallel.json"
+has "$(cat "$TMP/crashed/parallel.json")" '"compress":	"topk,' "the compressor recorded in last.ckpt continues"
+[ "$(ev "$TMP/straight")" = "$(ev "$TMP/crashed")" ] && pass || fail "resume from last.ckpt alone equals a straight run"
 
 if command -v mpirun >/dev/null 2>&1; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
