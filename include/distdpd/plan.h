@@ -1,8 +1,9 @@
 /* distdpd planning at scale: an alpha-beta-gamma cost model of the allreduce algorithms
  * of comm.h, link presets, a data-parallel step model with bucketed overlap, the
- * scaling table at 8..4096 ranks with a recommendation, and the calibration of alpha,
- * beta and gamma by measurement on the machine it runs on (stored as JSON).
- * Formulas and preset sources: docs/comm.md.
+ * scaling table at 8..4096 ranks with a recommendation, the calibration of alpha,
+ * beta and gamma by measurement on the machine it runs on (stored as JSON), and the
+ * memory per rank and communication per step of the sharding modes (ZeRO) for a model.
+ * Formulas and preset sources: docs/comm.md, docs/sharding.md (Planning).
  *
  * Units: seconds, bytes. alpha = seconds per message, beta = seconds per byte on the
  * link, gamma = seconds per byte of float32 summed locally. */
@@ -13,6 +14,10 @@
 
 #include "distdpd/comm.h"
 #include "distdpd/core.h"
+#include "distdpd/model.h"
+#include "distdpd/optim.h"
+#include "distdpd/parallel.h"
+#include "distdpd/train.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -166,6 +171,95 @@ dd_status dd_plan_calib_load(const char *path, dd_plan_calib *out);
  * only. seconds[a * nsizes + i] receives the result on every rank. Collective. */
 dd_status dd_plan_measure(dd_comm *c, const dd_allreduce_algo *algos, int nalgo,
                           const size_t *bytes, int nsizes, int reps, double *seconds);
+
+/* ---- sharded data parallelism: memory and communication per rank (plan_shard.c) ---- */
+
+/* What a run of `mpirun -np ranks distdpd train-pa|train-dpd --shard MODE` allocates and
+ * communicates, predicted from the code's own sizes: the model's parameter table (arena
+ * padding included), its stages, dd_model_workspace_size, dd_shard_partition and the
+ * trainer's and strategies' buffers (docs/sharding.md, "Planning"). Start from
+ * dd_plan_shard_cfg_default(). */
+typedef struct {
+    const dd_model *model;     /* the model trained (required) */
+    const dd_model *pa;        /* the frozen PA model of a DPD task (dla, ila), else NULL */
+    dd_train_task task;        /* DD_TRAIN_PA (default), DD_TRAIN_DLA or DD_TRAIN_ILA */
+    dd_optim_kind opt;         /* optimiser (default adamw): adamw and adam keep 2 state
+                                  arrays, sgd with momentum 1, plain sgd none */
+    double momentum;           /* sgd only (default 0) */
+    size_t batch;              /* global batch in frames, [1, 2^20] (default 64) */
+    size_t frame;              /* frame length in samples, [1, 2^20] (default 200);
+                                  frame * batch <= 2^28 */
+    size_t frames;             /* training frames in the data set (0, the default: at least
+                                  batch); a global batch never holds more */
+    size_t eval_batch;         /* evaluation segments per forward, [1, 4096] (default 16) */
+    size_t nperseg;            /* evaluation segment length, [1, 2^20] (default 2560) */
+    size_t eval_segments;      /* segments of the larger of the validation and test splits
+                                  (0, the default: at least eval_batch; evaluation buffers
+                                  hold min(eval_batch, eval_segments) segments) */
+    int ranks;                 /* P, [1, 2^24] */
+    dd_shard_mode shard;       /* none (default), zero1, zero2, zero3 */
+    dd_allreduce_algo algo;    /* --allreduce of none/zero1 and of the small reductions
+                                  (default ring) */
+    double bucket_mb;          /* none/zero1 gradient buckets in MiB as dd_dp_cfg.bucket_mb
+                                  (default 4; 0: one allreduce after backward) */
+    dd_link link;              /* between ranks (default ethernet-10g) */
+    dd_link intra;             /* inside a node, for hier (default shm) */
+    int ranks_per_node;        /* for hier (default 8) */
+} dd_plan_shard_cfg;
+
+void dd_plan_shard_cfg_default(dd_plan_shard_cfg *cfg);
+
+/* Arena bytes rank `rank` (0 <= rank < ranks) allocates, per dd_mem_kind, as
+ * dd_mem_stats counts them after the trainer and the strategy are set up (they stay so
+ * through every step). Errors: DD_ERR_ARG naming the field. */
+dd_status dd_plan_shard_memory(const dd_plan_shard_cfg *cfg, int rank, size_t bytes[DD_MEM_KINDS]);
+
+typedef struct {
+    dd_shard_mode shard;
+    int ranks;
+    size_t floats;             /* parameter arena length n (padding included) */
+    size_t params;             /* parameters (no padding) */
+    size_t stages;             /* the model's stages */
+    size_t stage_max;          /* floats of the largest stage */
+    size_t slice;              /* floats of rank 0's slice (the largest; n when unsharded) */
+    size_t batch_per_rank;     /* frames of the largest slice of a global batch */
+    size_t eval_batch;         /* segments of the evaluation buffers (0: none) */
+    /* memory: rank 0's, the largest of every kind (it has the first, never shorter,
+       slice and the evaluation buffers) */
+    size_t mem[DD_MEM_KINDS];  /* bytes per kind */
+    size_t mem_total;          /* their sum */
+    size_t report_bytes;       /* zero3: the whole parameter arena rank 0 allocates after
+                                  training for report.html (kind params, while the slice
+                                  is still held: the run's peak params are mem[params] +
+                                  this); 0 for the other modes */
+    /* communication per optimiser step; at one rank nothing is communicated (all 0) */
+    int collectives;           /* collective calls per step (every rank makes the same) */
+    size_t buckets;            /* none/zero1: gradient allreduces (buckets) per step */
+    double grad_bytes;         /* bytes a rank sends, averaged over the ranks, for the
+                                  gradients: allreduce 2(P-1)/P, reduce-scatter (P-1)/P of
+                                  4 n */
+    double gather_bytes;       /* likewise for the parameter allgathers: (P-1)/P of the
+                                  bytes gathered */
+    double small_bytes;        /* likewise for the reduction of the loss, norm and flags */
+    double bytes_sent;         /* their sum */
+    double messages;           /* latency steps (alpha terms) a rank goes through */
+    double time_s;             /* modelled time of the step's collectives one after
+                                  another (an upper bound on the exposed time: bucket
+                                  allreduces, reduce-scatters and zero3's gathers overlap
+                                  compute) */
+} dd_plan_shard_result;
+
+/* Memory and communication of one mode at cfg->ranks. Errors: DD_ERR_ARG naming the
+ * field (no model, a DPD task without its PA model, ranges above). */
+dd_status dd_plan_shard_run(const dd_plan_shard_cfg *cfg, dd_plan_shard_result *out);
+
+/* Results of dd_plan_shard_run with cfg (any mix of modes and rank counts) as a JSON
+ * document: {"inputs": {...}, "rows": [{"ranks", "shard", "memory_bytes": {"params",
+ * "grads", "optim", "activations", "total"}, "memory_ratio_to_none", "comm_per_step":
+ * {...}}, ...]}; the ratios are to mode none at the row's rank count. link_name may be
+ * NULL. *json is allocated; caller frees with free(). */
+dd_status dd_plan_shard_json(const dd_plan_shard_cfg *cfg, const dd_plan_shard_result *rows, size_t nrows,
+                             const char *link_name, char **json);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,11 @@
 /* `distdpd plan`: predicts from the alpha-beta-gamma model the time of one allreduce of
  * all gradients with each algorithm and the data-parallel efficiency at 8 .. 4096 ranks,
- * and recommends an algorithm, a bucket size and whether compression pays; with
- * --calibrate (under mpirun -np >= 2) measures alpha, beta and gamma on this machine,
- * writes them to a JSON file that later runs read with --calibration, and compares the
- * calibrated model with measured allreduce times. */
+ * and recommends an algorithm, a bucket size and whether compression pays; with --model
+ * (and the model's options, taken from the registry) predicts for each sharding mode
+ * (--shard none|zero1|zero2|zero3) the memory per rank by kind and the communication of
+ * a step (dd_plan_shard_run); with --calibrate (under mpirun -np >= 2) measures alpha,
+ * beta and gamma on this machine, writes them to a JSON file that later runs read with
+ * --calibration, and compares the calibrated model with measured allreduce times. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +18,35 @@
 
 static const char *const NAME = "plan";
 
+/* One help line per model option of the registry: the models that declare it. */
+static void help_model_opts(const char *indent, const char *prefix) {
+    size_t nreg = 0;
+    const dd_model_info *const *reg = dd_model_registry(&nreg);
+    const char *seen[32];
+    size_t ns = 0;
+    for (size_t i = 0; i < nreg; i++)
+        for (const dd_model_opt_info *o = reg[i]->opts; o && o->name; o++) {
+            size_t j = 0;
+            while (j < ns && strcmp(seen[j], o->name) != 0) j++;
+            if (j < ns || ns == sizeof seen / sizeof seen[0]) continue;
+            seen[ns++] = o->name;
+            char flag[64], users[256];
+            size_t len = 0;
+            snprintf(flag, sizeof flag, "%s%s%s V", indent, prefix, o->name);
+            users[0] = '\0';
+            for (size_t k = 0; k < nreg; k++)
+                for (const dd_model_opt_info *q = reg[k]->opts; q && q->name; q++)
+                    if (strcmp(q->name, o->name) == 0 && len < sizeof users) {
+                        int w = snprintf(users + len, sizeof users - len, "%s%s", len ? ", " : "", reg[k]->name);
+                        if (w > 0) len += (size_t)w;
+                    }
+            printf("%-24s model option (%s)\n", flag, users);
+        }
+}
+
 static void help(void) {
     printf("usage: distdpd plan --params P [options]\n"
+           "       distdpd plan --model NAME [--hidden H --layers L ...] [sharding options]\n"
            "       mpirun -np N distdpd plan --calibrate [--calibration FILE]\n"
            "\n"
            "Predicts, from an alpha-beta-gamma cost model, the time of one allreduce of all\n"
@@ -54,7 +83,29 @@ static void help(void) {
            "  --json                 print one JSON object instead of text\n"
            "  -h, --help             this help\n"
            "\n"
-           "Link presets and the model's formulas: docs/comm.md.\n"
+           "sharding (--model): memory per rank (params, grads, optim, activations: the arenas\n"
+           "train-pa/train-dpd --shard allocates, exactly) and communication per step of each mode:\n"
+           "  --model NAME           a model of the registry (distdpd models lists them)\n");
+    help_model_opts("  --", "");
+    printf("  --task pa|dla|ila      what is trained (default pa); dla and ila train a DPD through\n"
+           "                         a frozen --pa-model NAME with its own --pa-hidden, --pa-layers...\n"
+           "  --batch B              global batch in frames (default 64)\n"
+           "  --frame F              frame length (default 200)\n"
+           "  --frames N             training frames of the data set (default: at least the batch;\n"
+           "                         a global batch never holds more)\n"
+           "  --eval-batch N         evaluation segments per forward pass (default 16)\n"
+           "  --nperseg N            evaluation segment length (default 2560)\n"
+           "  --eval-segments N      segments of the larger of the validation and test splits\n"
+           "                         (default: at least --eval-batch)\n"
+           "  --ranks P[,P2...]      rank counts (default 64)\n"
+           "  --shard MODE           none, zero1, zero2, zero3 or all (default all)\n"
+           "  --opt NAME             sgd, adam or adamw (default adamw); --momentum M for sgd\n"
+           "  --allreduce ALGO       ring (default), tree, rhd, hier or mpi, as train-pa's\n"
+           "  --bucket-mb B          as train-pa's: gradient buckets in MiB (default 4; 0: one\n"
+           "                         allreduce after backward)\n"
+           "  --link, --intra, --ranks-per-node, --calibration, --json as above\n"
+           "\n"
+           "Link presets and the model's formulas: docs/comm.md; sharding: docs/sharding.md.\n"
            "exit status: 0 ok, 1 runtime error (calibration file, MPI), 2 usage\n");
 }
 
@@ -173,42 +224,264 @@ static int parse_link(const char *opt, const char *val, int have_cal, const dd_p
     return 0;
 }
 
+/* ---- --model: the sharding modes ------------------------------------------------- */
+
+#define MAX_MOPTS 16   /* distinct model option names over the registry */
+#define MAX_RANKS 16   /* rank counts of --ranks P,P2,... */
+
+/* The dd_model_cfg field of a registry option name (model.h), or NULL. */
+static int *model_cfg_slot(dd_model_cfg *c, const char *name) {
+    if (!strcmp(name, "hidden")) return &c->hidden;
+    if (!strcmp(name, "layers")) return &c->layers;
+    if (!strcmp(name, "memory")) return &c->memory;
+    if (!strcmp(name, "order")) return &c->order;
+    if (!strcmp(name, "kernel")) return &c->kernel;
+    if (!strcmp(name, "cross")) return &c->cross;
+    return NULL;
+}
+
+/* The option names the registered models declare (each once, in registry order). */
+static size_t model_opt_names(const char **names) {
+    size_t nreg = 0, k = 0;
+    const dd_model_info *const *reg = dd_model_registry(&nreg);
+    for (size_t i = 0; i < nreg; i++)
+        for (const dd_model_opt_info *o = reg[i]->opts; o && o->name; o++) {
+            size_t j = 0;
+            while (j < k && strcmp(names[j], o->name) != 0) j++;
+            if (j == k && k < MAX_MOPTS) names[k++] = o->name;
+        }
+    return k;
+}
+
+static void known_models(char *buf, size_t cap) {
+    size_t nreg = 0, len = 0;
+    const dd_model_info *const *reg = dd_model_registry(&nreg);
+    buf[0] = '\0';
+    for (size_t i = 0; i < nreg && len < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", reg[i]->name);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+/* Builds model `name` from the option values given (vals[k] for names[k], NULL = not
+ * given); prefix is "" or "pa-" for the messages. Returns 0 or an exit status. */
+static int make_model(const char *opt, const char *name, const char *prefix, const char **names, size_t nnames,
+                      const char *const *vals, dd_model **out) {
+    const dd_model_info *info = dd_model_find(name);
+    if (!info) {
+        char known[512];
+        known_models(known, sizeof known);
+        return dd_cli_usage(NAME, "%s: unknown model '%s' (known: %s)", opt, name, known);
+    }
+    dd_model_cfg mc;
+    memset(&mc, 0, sizeof mc);
+    for (size_t k = 0; k < nnames; k++) {
+        if (!vals[k]) continue;
+        const dd_model_opt_info *o = info->opts;
+        while (o && o->name && strcmp(o->name, names[k]) != 0) o++;
+        if (!o || !o->name) {
+            char list[256];
+            size_t len = 0;
+            list[0] = '\0';
+            for (const dd_model_opt_info *q = info->opts; q && q->name && len < sizeof list; q++) {
+                int w = snprintf(list + len, sizeof list - len, "%s--%s%s", len ? ", " : "", prefix, q->name);
+                if (w < 0) break;
+                len += (size_t)w;
+            }
+            return dd_cli_usage(NAME, "--%s%s: model %s has no option %s (its options: %s)", prefix, names[k], name,
+                                names[k], len ? list : "none");
+        }
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s%s", prefix, names[k]);
+        size_t v;
+        int rc = dd_cli_parse_size(NAME, flag, vals[k], (size_t)o->lo, (size_t)o->hi, &v);
+        if (rc) return rc;
+        int *slot = model_cfg_slot(&mc, names[k]);
+        if (!slot) {
+            fprintf(stderr, "distdpd %s: model option %s has no field in dd_model_cfg\n", NAME, flag);
+            return DD_EXIT_RUNTIME;
+        }
+        *slot = (int)v;
+    }
+    dd_status st = dd_model_create(name, &mc, out);
+    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    return 0;
+}
+
+static void fmt_ms(char *buf, size_t n, double s) {
+    if (s == 0) snprintf(buf, n, "0");
+    else if (s < 1e-3) snprintf(buf, n, "%.1f us", s * 1e6);
+    else if (s < 1) snprintf(buf, n, "%.3f ms", s * 1e3);
+    else snprintf(buf, n, "%.3f s", s);
+}
+
+static int run_shard_plan(dd_plan_shard_cfg *cfg, const int *ranks, int nranks, int mode, const char *link_name,
+                          int json) {
+    const int m0 = mode < 0 ? DD_SHARD_NONE : mode, m1 = mode < 0 ? DD_SHARD_ZERO3 : mode;
+    const size_t per = (size_t)(m1 - m0 + 1);
+    dd_plan_shard_result *rows = calloc((size_t)nranks * per, sizeof *rows);
+    if (!rows) return dd_cli_fail(NAME, dd_error(DD_ERR_NOMEM, "out of memory"));
+    /* none at each rank count too, for the ratios */
+    dd_plan_shard_result *none = calloc((size_t)nranks, sizeof *none);
+    dd_status st = none ? DD_OK : dd_error(DD_ERR_NOMEM, "out of memory");
+    size_t nr = 0;
+    for (int i = 0; st == DD_OK && i < nranks; i++) {
+        cfg->ranks = ranks[i];
+        cfg->shard = DD_SHARD_NONE;
+        st = dd_plan_shard_run(cfg, &none[i]);
+        for (int m = m0; st == DD_OK && m <= m1; m++) {
+            cfg->shard = (dd_shard_mode)m;
+            st = dd_plan_shard_run(cfg, &rows[nr++]);
+        }
+    }
+    if (st != DD_OK) {
+        free(rows);
+        free(none);
+        return dd_cli_fail(NAME, st);
+    }
+    if (json) {
+        char *txt = NULL;
+        st = dd_plan_shard_json(cfg, rows, nr, link_name, &txt);
+        free(rows);
+        free(none);
+        if (st != DD_OK) return dd_cli_fail(NAME, st);
+        printf("%s\n", txt);
+        free(txt);
+        return DD_EXIT_OK;
+    }
+    const dd_plan_shard_result *r0 = &none[0];
+    char desc[256], b1[32], b2[32];
+    dd_model_describe(cfg->model, desc, sizeof desc);
+    fmt_bytes(b1, sizeof b1, 4.0 * (double)r0->floats);
+    printf("model:      %s; arena %zu floats (%s) in %zu stages, the largest %zu floats\n", desc, r0->floats, b1,
+           r0->stages, r0->stage_max);
+    if (cfg->pa) {
+        dd_model_describe(cfg->pa, desc, sizeof desc);
+        printf("PA model:   %s (frozen, not sharded)\n", desc);
+    }
+    const int arrays = cfg->opt == DD_OPTIM_SGD ? (cfg->momentum != 0 ? 1 : 0) : 2;
+    printf("training:   task %s, global batch %zu frames of %zu samples", dd_train_task_name(cfg->task), cfg->batch,
+           cfg->frame);
+    if (cfg->frames) printf(" (data: %zu frames)", cfg->frames);
+    printf(", %s (%d state array%s); evaluation %zu x %zu samples on rank 0%s\n", dd_optim_kind_name(cfg->opt), arrays,
+           arrays == 1 ? "" : "s", r0->eval_batch, cfg->nperseg, m1 == DD_SHARD_ZERO3 ? " (every rank with zero3)" : "");
+    print_link("link:", link_name, &cfg->link);
+    if (cfg->bucket_mb > 0) snprintf(b2, sizeof b2, "buckets of %g MiB", cfg->bucket_mb);
+    else snprintf(b2, sizeof b2, "one allreduce after backward");
+    printf("allreduce:  %s (none, zero1: %s; the small reductions of every mode)\n", dd_allreduce_name(cfg->algo), b2);
+    printf("\nper rank (rank 0, the largest), bytes; communication per optimiser step and rank\n");
+    printf("%7s %-6s %10s %10s %10s %11s %10s %8s  %10s %11s %8s %10s\n", "ranks", "mode", "params", "grads", "optim",
+           "activations", "total", "vs none", "comm sent", "collectives", "messages", "comm time");
+    for (size_t i = 0; i < nr; i++) {
+        const dd_plan_shard_result *r = &rows[i];
+        const dd_plan_shard_result *nn = &none[i / per];
+        char m[DD_MEM_KINDS + 1][32], cs[32], ct[32];
+        for (int k = 0; k < DD_MEM_KINDS; k++) fmt_bytes(m[k], sizeof m[k], (double)r->mem[k]);
+        fmt_bytes(m[DD_MEM_KINDS], sizeof m[DD_MEM_KINDS], (double)r->mem_total);
+        fmt_bytes(cs, sizeof cs, r->bytes_sent);
+        fmt_ms(ct, sizeof ct, r->time_s);
+        printf("%7d %-6s %10s %10s %10s %11s %10s %7.3fx  %10s %11d %8.0f %10s\n", r->ranks, dd_shard_name(r->shard),
+               m[0], m[1], m[2], m[3], m[4], nn->mem_total ? (double)r->mem_total / (double)nn->mem_total : 0.0, cs,
+               r->collectives, r->messages, ct);
+    }
+    if (m1 == DD_SHARD_ZERO3) {
+        fmt_bytes(b1, sizeof b1, 4.0 * (double)r0->floats);
+        printf("\nzero3: after training rank 0 also allocates the whole parameters (%s) for report.html.\n", b1);
+    }
+    printf("\ncomm sent: bytes a rank sends (average over the ranks): gradient allreduce 2(P-1)/P x 4n\n"
+           "(none, zero1) or reduce-scatter (P-1)/P x 4n per stage (zero2, zero3), parameter allgathers\n"
+           "(P-1)/P of what is gathered (zero1, zero2: 4n; zero3: every stage before its forward and all\n"
+           "but the last two before their backward). comm time: the collectives one after another\n"
+           "(buckets, reduce-scatters and zero3's gathers overlap compute, so this bounds what shows).\n"
+           "Formulas: docs/sharding.md (Planning).\n");
+    free(rows);
+    free(none);
+    return DD_EXIT_OK;
+}
+
 int dd_cmd_plan(int argc, char **argv) {
     enum {
         O_PARAMS = 256, O_RANKS, O_LINK, O_INTRA, O_RPN, O_COMPUTE, O_SAMPLES, O_FLOPS, O_BUCKET,
-        O_NOOVERLAP, O_CALFILE, O_CALIBRATE, O_JSON
+        O_NOOVERLAP, O_CALFILE, O_CALIBRATE, O_JSON, O_MODEL, O_TASK, O_PAMODEL, O_BATCH, O_FRAME, O_FRAMES,
+        O_EVALBATCH, O_NPERSEG, O_EVALSEG, O_SHARD, O_OPT, O_MOMENTUM, O_ALLREDUCE,
+        O_MOPT = 512,                /* + k: --NAME of model option k */
+        O_PAOPT = O_MOPT + MAX_MOPTS /* + k: --pa-NAME */
     };
-    static const struct option longopts[] = {{"params", required_argument, NULL, O_PARAMS},
-                                             {"ranks", required_argument, NULL, O_RANKS},
-                                             {"link", required_argument, NULL, O_LINK},
-                                             {"intra", required_argument, NULL, O_INTRA},
-                                             {"ranks-per-node", required_argument, NULL, O_RPN},
-                                             {"step-compute-s", required_argument, NULL, O_COMPUTE},
-                                             {"samples", required_argument, NULL, O_SAMPLES},
-                                             {"flops", required_argument, NULL, O_FLOPS},
-                                             {"bucket-mb", required_argument, NULL, O_BUCKET},
-                                             {"no-overlap", no_argument, NULL, O_NOOVERLAP},
-                                             {"calibration", required_argument, NULL, O_CALFILE},
-                                             {"calibrate", no_argument, NULL, O_CALIBRATE},
-                                             {"json", no_argument, NULL, O_JSON},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option base[] = {{"params", required_argument, NULL, O_PARAMS},
+                                         {"ranks", required_argument, NULL, O_RANKS},
+                                         {"link", required_argument, NULL, O_LINK},
+                                         {"intra", required_argument, NULL, O_INTRA},
+                                         {"ranks-per-node", required_argument, NULL, O_RPN},
+                                         {"step-compute-s", required_argument, NULL, O_COMPUTE},
+                                         {"samples", required_argument, NULL, O_SAMPLES},
+                                         {"flops", required_argument, NULL, O_FLOPS},
+                                         {"bucket-mb", required_argument, NULL, O_BUCKET},
+                                         {"no-overlap", no_argument, NULL, O_NOOVERLAP},
+                                         {"calibration", required_argument, NULL, O_CALFILE},
+                                         {"calibrate", no_argument, NULL, O_CALIBRATE},
+                                         {"json", no_argument, NULL, O_JSON},
+                                         {"model", required_argument, NULL, O_MODEL},
+                                         {"task", required_argument, NULL, O_TASK},
+                                         {"pa-model", required_argument, NULL, O_PAMODEL},
+                                         {"batch", required_argument, NULL, O_BATCH},
+                                         {"frame", required_argument, NULL, O_FRAME},
+                                         {"frames", required_argument, NULL, O_FRAMES},
+                                         {"eval-batch", required_argument, NULL, O_EVALBATCH},
+                                         {"nperseg", required_argument, NULL, O_NPERSEG},
+                                         {"eval-segments", required_argument, NULL, O_EVALSEG},
+                                         {"shard", required_argument, NULL, O_SHARD},
+                                         {"opt", required_argument, NULL, O_OPT},
+                                         {"momentum", required_argument, NULL, O_MOMENTUM},
+                                         {"allreduce", required_argument, NULL, O_ALLREDUCE},
+                                         {"help", no_argument, NULL, 'h'}};
+    enum { NBASE = sizeof base / sizeof base[0] };
+    /* the model options come from the registry: --NAME and --pa-NAME for each */
+    const char *mnames[MAX_MOPTS];
+    const size_t nm = model_opt_names(mnames);
+    char panames[MAX_MOPTS][48];
+    struct option longopts[NBASE + 2 * MAX_MOPTS + 1];
+    memcpy(longopts, base, sizeof base);
+    size_t no = NBASE;
+    for (size_t k = 0; k < nm; k++) {
+        snprintf(panames[k], sizeof panames[k], "pa-%s", mnames[k]);
+        longopts[no++] = (struct option){mnames[k], required_argument, NULL, O_MOPT + (int)k};
+        longopts[no++] = (struct option){panames[k], required_argument, NULL, O_PAOPT + (int)k};
+    }
+    longopts[no] = (struct option){NULL, 0, NULL, 0};
+
     const char *link_name = NULL, *intra_name = NULL, *cal_path = NULL;
     double params = 0, compute = 0, samples = 12800, flops = 1e9, bucket_mb = 0;
     const char *estimate = NULL; /* --samples or --flops given */
-    size_t ranks = 64, rpn = 8;
+    size_t rpn = 8;
     int json = 0, calibrate = 0, overlap = 1, have_params = 0, c, rc;
+    const char *bucket_arg = NULL;
+    /* --model */
+    const char *model = NULL, *pa_model = NULL, *mvals[MAX_MOPTS] = {0}, *pavals[MAX_MOPTS] = {0};
+    const char *model_only = NULL, *pa_only = NULL; /* an option given that needs --model / --pa-model */
+    const char *ranks_arg = NULL;
+    dd_plan_shard_cfg sc;
+    dd_plan_shard_cfg_default(&sc);
+    int mode = -1; /* --shard all */
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c >= O_MOPT && c < O_MOPT + (int)nm) {
+            mvals[c - O_MOPT] = optarg;
+            if (!model_only) model_only = longopts[NBASE + 2 * (size_t)(c - O_MOPT)].name;
+            continue;
+        }
+        if (c >= O_PAOPT && c < O_PAOPT + (int)nm) {
+            pavals[c - O_PAOPT] = optarg;
+            if (!pa_only) pa_only = panames[c - O_PAOPT];
+            continue;
+        }
         switch (c) {
         case O_PARAMS:
             if ((rc = dd_cli_parse_whole(NAME, "--params", optarg, 1, 1e13, &params))) return rc;
             have_params = 1;
             break;
-        case O_RANKS:
-            if ((rc = dd_cli_parse_size(NAME, "--ranks", optarg, 1, 1u << 24, &ranks))) return rc;
-            break;
+        case O_RANKS: ranks_arg = optarg; break;
         case O_LINK: link_name = optarg; break;
         case O_INTRA: intra_name = optarg; break;
         case O_RPN:
@@ -225,26 +498,118 @@ int dd_cmd_plan(int argc, char **argv) {
             if ((rc = dd_cli_parse_double(NAME, "--flops", optarg, 1, 1e18, &flops))) return rc;
             estimate = "--flops";
             break;
-        case O_BUCKET:
-            if ((rc = dd_cli_parse_double(NAME, "--bucket-mb", optarg, 1e-6, 1e6, &bucket_mb))) return rc;
-            break;
+        case O_BUCKET: bucket_arg = optarg; break; /* MB, or MiB with --model: parsed below */
         case O_NOOVERLAP: overlap = 0; break;
         case O_CALFILE: cal_path = optarg; break;
         case O_CALIBRATE: calibrate = 1; break;
         case O_JSON: json = 1; break;
+        case O_MODEL: model = optarg; break;
+        case O_PAMODEL:
+            pa_model = optarg;
+            if (!model_only) model_only = "pa-model";
+            break;
+        case O_TASK: {
+            static const char *const tasks[] = {"pa", "dla", "ila", NULL};
+            int t;
+            if ((rc = dd_cli_parse_choice(NAME, "--task", optarg, tasks, &t))) return rc;
+            sc.task = (dd_train_task)t;
+            if (!model_only) model_only = "task";
+            break;
+        }
+        case O_BATCH:
+            if ((rc = dd_cli_parse_size(NAME, "--batch", optarg, 1, (size_t)1 << 20, &sc.batch))) return rc;
+            if (!model_only) model_only = "batch";
+            break;
+        case O_FRAME:
+            if ((rc = dd_cli_parse_size(NAME, "--frame", optarg, 1, (size_t)1 << 20, &sc.frame))) return rc;
+            if (!model_only) model_only = "frame";
+            break;
+        case O_FRAMES:
+            if ((rc = dd_cli_parse_size(NAME, "--frames", optarg, 1, (size_t)1 << 40, &sc.frames))) return rc;
+            if (!model_only) model_only = "frames";
+            break;
+        case O_EVALBATCH:
+            if ((rc = dd_cli_parse_size(NAME, "--eval-batch", optarg, 1, 4096, &sc.eval_batch))) return rc;
+            if (!model_only) model_only = "eval-batch";
+            break;
+        case O_NPERSEG:
+            if ((rc = dd_cli_parse_size(NAME, "--nperseg", optarg, 1, (size_t)1 << 20, &sc.nperseg))) return rc;
+            if (!model_only) model_only = "nperseg";
+            break;
+        case O_EVALSEG:
+            if ((rc = dd_cli_parse_size(NAME, "--eval-segments", optarg, 1, (size_t)1 << 40, &sc.eval_segments)))
+                return rc;
+            if (!model_only) model_only = "eval-segments";
+            break;
+        case O_SHARD: {
+            static const char *const modes[] = {"none", "zero1", "zero2", "zero3", "all", NULL};
+            if ((rc = dd_cli_parse_choice(NAME, "--shard", optarg, modes, &mode))) return rc;
+            if (mode == 4) mode = -1;
+            if (!model_only) model_only = "shard";
+            break;
+        }
+        case O_OPT: {
+            static const char *const opts[] = {"sgd", "adam", "adamw", NULL};
+            int k;
+            if ((rc = dd_cli_parse_choice(NAME, "--opt", optarg, opts, &k))) return rc;
+            sc.opt = k == 0 ? DD_OPTIM_SGD : k == 1 ? DD_OPTIM_ADAM : DD_OPTIM_ADAMW;
+            if (!model_only) model_only = "opt";
+            break;
+        }
+        case O_MOMENTUM:
+            if ((rc = dd_cli_parse_double(NAME, "--momentum", optarg, 0.0, 0.999999, &sc.momentum))) return rc;
+            if (!model_only) model_only = "momentum";
+            break;
+        case O_ALLREDUCE: {
+            dd_allreduce_algo a;
+            if (dd_allreduce_parse(optarg, &a) != DD_OK)
+                return dd_cli_usage(NAME, "--allreduce: expected ring, tree, rhd, hier or mpi, got '%s'", optarg);
+            sc.algo = a;
+            if (!model_only) model_only = "allreduce";
+            break;
+        }
         case 'h': help(); return DD_EXIT_OK;
         default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
-    if (calibrate) return run_calibrate(cal_path ? cal_path : "distdpd-calibration.json", json);
-    if (!have_params) return dd_cli_usage(NAME, "missing --params P (or --calibrate)");
-    /* options that the others would silently override */
-    if (compute > 0 && estimate)
-        return dd_cli_usage(NAME, "%s cannot be given with --step-compute-s (--samples and --flops estimate the "
-                                  "compute time that --step-compute-s gives)", estimate);
-    if (!overlap && bucket_mb > 0)
-        return dd_cli_usage(NAME, "--bucket-mb cannot be given with --no-overlap (one allreduce, no buckets)");
+    if (calibrate) {
+        if (model || have_params)
+            return dd_cli_usage(NAME, "--calibrate measures this machine: it takes no --%s", model ? "model" : "params");
+        return run_calibrate(cal_path ? cal_path : "distdpd-calibration.json", json);
+    }
+    if (model && have_params)
+        return dd_cli_usage(NAME, "--params cannot be given with --model (the model's own parameter count is used)");
+    if (!model && !have_params) return dd_cli_usage(NAME, "missing --params P or --model NAME (or --calibrate)");
+    if (!model && model_only)
+        return dd_cli_usage(NAME, "--%s needs --model NAME (planning a model's sharding modes)", model_only);
+    if (pa_only && !pa_model) return dd_cli_usage(NAME, "--%s needs --pa-model NAME", pa_only);
+
+    /* --ranks: one count, or a list with --model */
+    int ranks[MAX_RANKS], nranks = 0;
+    if (!ranks_arg) {
+        ranks[nranks++] = 64;
+    } else {
+        const char *p = ranks_arg;
+        for (;;) {
+            const char *e = strchr(p, ',');
+            const size_t len = e ? (size_t)(e - p) : strlen(p);
+            char tok[32];
+            if (len == 0 || len >= sizeof tok)
+                return dd_cli_usage(NAME, "--ranks: expected a positive integer or a list P,P2,..., got '%s'",
+                                    ranks_arg);
+            if (nranks == MAX_RANKS) return dd_cli_usage(NAME, "--ranks: at most %d rank counts", MAX_RANKS);
+            memcpy(tok, p, len);
+            tok[len] = '\0';
+            size_t v;
+            if ((rc = dd_cli_parse_size(NAME, "--ranks", tok, 1, 1u << 24, &v))) return rc;
+            ranks[nranks++] = (int)v;
+            if (!e) break;
+            p = e + 1;
+        }
+        if (nranks > 1 && !model)
+            return dd_cli_usage(NAME, "--ranks: a list of rank counts needs --model NAME (--params takes one)");
+    }
 
     dd_plan_calib cal;
     int have_cal = 0;
@@ -253,6 +618,48 @@ int dd_cmd_plan(int argc, char **argv) {
         if (st != DD_OK) return dd_cli_fail(NAME, st);
         have_cal = 1;
     }
+
+    if (model) {
+        /* options of the --params step model that do not apply */
+        if (compute > 0) return dd_cli_usage(NAME, "--step-compute-s cannot be given with --model");
+        if (estimate) return dd_cli_usage(NAME, "%s cannot be given with --model", estimate);
+        if (!overlap) return dd_cli_usage(NAME, "--no-overlap cannot be given with --model (--bucket-mb 0 is one allreduce)");
+        if (bucket_arg && (rc = dd_cli_parse_double(NAME, "--bucket-mb", bucket_arg, 0, 4096, &sc.bucket_mb)))
+            return rc;
+        if (sc.task != DD_TRAIN_PA && !pa_model)
+            return dd_cli_usage(NAME, "--task %s needs --pa-model NAME (the frozen PA model)", dd_train_task_name(sc.task));
+        if (sc.task == DD_TRAIN_PA && pa_model)
+            return dd_cli_usage(NAME, "--pa-model applies to --task dla or ila (a DPD trained through a PA model)");
+        if (sc.momentum != 0 && sc.opt != DD_OPTIM_SGD) return dd_cli_usage(NAME, "--momentum applies to --opt sgd only");
+        if (sc.frame * sc.batch > ((size_t)1 << 28))
+            return dd_cli_usage(NAME, "--frame x --batch = %zu exceeds 2^28 samples per step", sc.frame * sc.batch);
+        if (!link_name) link_name = have_cal ? "measured" : "ethernet-10g";
+        if (!intra_name) intra_name = have_cal ? "measured" : "shm";
+        if ((rc = parse_link("--link", link_name, have_cal, &cal, &sc.link))) return rc;
+        if ((rc = parse_link("--intra", intra_name, have_cal, &cal, &sc.intra))) return rc;
+        sc.ranks_per_node = (int)rpn;
+        dd_model *m = NULL, *pa = NULL;
+        if ((rc = make_model("--model", model, "", mnames, nm, mvals, &m))) return rc;
+        if (pa_model && (rc = make_model("--pa-model", pa_model, "pa-", mnames, nm, pavals, &pa))) {
+            dd_model_destroy(&m);
+            return rc;
+        }
+        sc.model = m;
+        sc.pa = pa;
+        rc = run_shard_plan(&sc, ranks, nranks, mode, link_name, json);
+        dd_model_destroy(&m);
+        dd_model_destroy(&pa);
+        return rc;
+    }
+
+    /* options that the others would silently override */
+    if (compute > 0 && estimate)
+        return dd_cli_usage(NAME, "%s cannot be given with --step-compute-s (--samples and --flops estimate the "
+                                  "compute time that --step-compute-s gives)", estimate);
+    if (bucket_arg && (rc = dd_cli_parse_double(NAME, "--bucket-mb", bucket_arg, 1e-6, 1e6, &bucket_mb))) return rc;
+    if (!overlap && bucket_arg)
+        return dd_cli_usage(NAME, "--bucket-mb cannot be given with --no-overlap (one allreduce, no buckets)");
+
     dd_plan_cfg cfg;
     dd_plan_cfg_default(&cfg);
     if (!link_name) link_name = have_cal ? "measured" : "ethernet-10g";
@@ -260,7 +667,7 @@ int dd_cmd_plan(int argc, char **argv) {
     if ((rc = parse_link("--link", link_name, have_cal, &cal, &cfg.link))) return rc;
     if ((rc = parse_link("--intra", intra_name, have_cal, &cal, &cfg.intra))) return rc;
     cfg.params = params;
-    cfg.ranks = (int)ranks;
+    cfg.ranks = ranks[0];
     cfg.ranks_per_node = (int)rpn;
     cfg.compute_s = compute > 0 ? compute : 6.0 * params * samples / flops;
     cfg.bucket_bytes = bucket_mb * 1e6;

@@ -2,7 +2,9 @@
 # distdpd plan: the scaling table and recommendation; the model's numbers through --json
 # against the alpha-beta formulas for a calibration file with known values; usage and
 # runtime errors; --calibrate refusing one rank and working under mpirun -np 2 (its file
-# read back by a later plan run). Skipped while the command is not registered.
+# read back by a later plan run); --model: the sharding modes' memory and communication
+# through --json against closed forms (tests/test_plan.c has them), model options from
+# the registry, and their errors. Skipped while the command is not registered.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -84,6 +86,103 @@ has "$ERR" "'alpha_s' must be a number" "malformed file message"
 run plan --calibrate
 expect_rc 1 "calibrate on one rank"
 has "$ERR" "needs at least 2 MPI ranks" "one-rank calibration message"
+
+# --model: the sharding modes. gru(hidden=4): 144 floats, stages [0, 112) and [112, 144);
+# 4 ranks: slices of 48 floats, batch slices of 2 frames (tests/test_plan.c, closed forms)
+run plan --help
+has "$OUT" "--model NAME" "help documents --model"
+has "$OUT" "--kernel V" "help lists the registry's model options"
+has "$OUT" "--shard MODE" "help documents --shard"
+run plan --model gru --hidden 4 --batch 6 --frame 10 --eval-batch 2 --nperseg 512 --ranks 4 --shard zero3 --json
+expect_rc 0 "plan --model gru --shard zero3 --json"
+near "$(json_num "$OUT" grads)" 1088 0 "zero3 gradients: (48 + 2 x 112) floats"
+near "$(json_num "$OUT" optim)" 384 0 "zero3 optimiser: 2 x 48 floats"
+near "$(json_num "$OUT" collectives)" 5 0 "zero3: 2 reduce-scatters, the loss, 2 gathers"
+near "$(json_num "$OUT" gather_bytes)" 432 1e-9 "zero3 gathers (P-1)/P x 576 bytes"
+near "$(json_num "$OUT" floats)" 144 0 "arena floats"
+run plan --model gru --hidden 4 --batch 6 --frame 10 --eval-batch 2 --nperseg 512 --ranks 4 --shard none --json \
+    --bucket-mb 0
+expect_rc 0 "plan --model gru --shard none --bucket-mb 0"
+near "$(json_num "$OUT" grads)" 576 0 "none: whole gradients"
+near "$(json_num "$OUT" optim)" 1152 0 "none: whole optimiser state"
+near "$(json_num "$OUT" grad_bytes)" 864 1e-9 "none: ring allreduce 2 (P-1)/P x 576"
+near "$(json_num "$OUT" collectives)" 2 0 "none: one allreduce and the loss"
+run plan --model gru --hidden 4 --batch 6 --frame 10 --ranks 4 --shard zero1 --opt sgd --json
+expect_rc 0 "plan --opt sgd"
+near "$(json_num "$OUT" optim)" 0 0 "plain sgd keeps no state"
+run plan --model gru --hidden 4 --batch 6 --frame 10 --ranks 4 --shard zero1 --opt sgd --momentum 0.9 --json
+near "$(json_num "$OUT" optim)" 192 0 "sgd with momentum: one array of the 48-float slice"
+run plan --model hammerstein --hidden 64 --layers 8 --ranks 1,4,16
+expect_rc 0 "plan --model hammerstein, three rank counts"
+has "$OUT" "hammerstein(hidden=64, layers=8" "model line"
+has "$OUT" "     16 zero3" "zero3 row at 16 ranks"
+has "$OUT" "vs none" "ratio column"
+has "$OUT" "collectives" "collectives column"
+run plan --model resnet --kernel 3 --task dla --pa-model gru --pa-hidden 8 --ranks 2 --shard zero2
+expect_rc 0 "plan --task dla --pa-model gru --pa-hidden 8"
+has "$OUT" "PA model:   gru(hidden=8" "PA model line"
+run plan --model gru --task dla
+expect_rc 2 "dla without a PA model"
+has "$ERR" "distdpd plan: --task dla needs --pa-model NAME" "dla message"
+run plan --model gru --pa-model gru
+expect_rc 2 "--pa-model with task pa"
+has "$ERR" "--pa-model applies to --task dla or ila" "--pa-model message"
+run plan --model gru --pa-hidden 8 --task dla --pa-model
+expect_rc 2 "--pa-model without a value"
+run plan --model gru --task ila --pa-hidden 8
+expect_rc 2 "--pa-hidden without --pa-model"
+has "$ERR" "distdpd plan: --pa-hidden needs --pa-model NAME" "--pa-hidden message"
+run plan --model nosuch
+expect_rc 2 "unknown model"
+has "$ERR" "distdpd plan: --model: unknown model 'nosuch' (known: gmp," "unknown model message"
+run plan --model gru --order 3
+expect_rc 2 "an option the model does not have"
+has "$ERR" "distdpd plan: --order: model gru has no option order (its options: --hidden, --layers)" "--order message"
+run plan --model gru --hidden 0
+expect_rc 2 "--hidden 0"
+has "$ERR" "distdpd plan: --hidden: must be in [1, 4096], got '0'" "--hidden range message"
+run plan --model gru --hidden 1.5
+expect_rc 2 "--hidden 1.5"
+has "$ERR" "distdpd plan: --hidden: expected a positive integer, got '1.5'" "--hidden decimal only"
+run plan --model gru --hidden 0x10
+expect_rc 2 "--hidden 0x10"
+has "$ERR" "expected a positive integer, got '0x10'" "--hidden no hexadecimal"
+run plan --model gru --batch 0
+expect_rc 2 "--batch 0"
+has "$ERR" "distdpd plan: --batch: must be in [1, 1048576], got '0'" "--batch message"
+run plan --params 2000 --batch 8
+expect_rc 2 "--batch without --model"
+has "$ERR" "distdpd plan: --batch needs --model NAME" "--batch without --model message"
+run plan --params 2000 --hidden 8
+expect_rc 2 "--hidden without --model"
+has "$ERR" "distdpd plan: --hidden needs --model NAME" "--hidden without --model message"
+run plan --params 2000 --ranks 2,4
+expect_rc 2 "a rank list with --params"
+has "$ERR" "--ranks: a list of rank counts needs --model NAME" "rank list message"
+run plan --model gru --params 2000
+expect_rc 2 "--params with --model"
+has "$ERR" "--params cannot be given with --model" "--params with --model message"
+run plan --model gru --step-compute-s 0.1
+expect_rc 2 "--step-compute-s with --model"
+has "$ERR" "--step-compute-s cannot be given with --model" "--step-compute-s message"
+run plan --model gru --shard zero4
+expect_rc 2 "--shard zero4"
+has "$ERR" "distdpd plan: --shard: expected one of none, zero1, zero2, zero3, all; got 'zero4'" "--shard message"
+run plan --model gru --momentum 0.9
+expect_rc 2 "--momentum with adamw"
+has "$ERR" "--momentum applies to --opt sgd only" "--momentum message"
+run plan --model gru --ranks 2,,4
+expect_rc 2 "--ranks 2,,4"
+has "$ERR" "--ranks: expected a positive integer or a list P,P2,..., got '2,,4'" "--ranks 2,,4 message"
+run plan --model gru --ranks 2,
+expect_rc 2 "--ranks 2,"
+has "$ERR" "--ranks: expected a positive integer or a list" "--ranks trailing comma message"
+run plan --model gru --bucket-mb 5000
+expect_rc 2 "--bucket-mb above 4096 MiB with --model"
+has "$ERR" "distdpd plan: --bucket-mb: must be in [0, 4096], got '5000'" "--bucket-mb message"
+run plan --model gru --allreduce token
+expect_rc 2 "--allreduce token"
+has "$ERR" "--allreduce: expected ring, tree, rhd, hier or mpi, got 'token'" "--allreduce message"
 
 if command -v mpirun >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
