@@ -223,7 +223,7 @@ static void test_shard_memory(void) {
     c.frame = 10;
     c.eval_batch = 2;
     c.nperseg = 512;
-    const size_t ws = dd_model_workspace_size(m, 6, 10), ev = dd_model_workspace_size(m, 2, 512) + 16;
+    const size_t ws = dd_model_workspace_size(m, 6, 10), ev = dd_model_infer_workspace(m, 2, 512) + 16;
     size_t b[DD_MEM_KINDS];
     /* one rank, no sharding: 4n, 4n, 2 x 4n (adamw); 4 batch buffers of 6 x 10 x 2 floats,
      * the workspace + 16 and rank 0's evaluation workspace */
@@ -279,14 +279,14 @@ static void test_shard_memory(void) {
     c.frames = 5;
     c.eval_segments = 1;
     CHECK_OK(dd_plan_shard_memory(&c, 0, b));
-    const size_t ws3 = dd_model_workspace_size(m, 3, 10), ev1 = dd_model_workspace_size(m, 1, 512) + 16;
+    const size_t ws3 = dd_model_workspace_size(m, 3, 10), ev1 = dd_model_infer_workspace(m, 1, 512) + 16;
     CHECK(b[3] == 4 * (4 * 60 + ws3 + 16 + ev1), "frames 5 < batch 6: 3 frames per rank, 1 segment: %zu", b[3]);
     /* direct learning through a PA model: 2 more batch buffers and the PA's workspace;
      * evaluation adds the PA's workspace and one output buffer; ila only the evaluation */
     c.task = DD_TRAIN_DLA;
     c.pa = pa;
     CHECK_OK(dd_plan_shard_memory(&c, 0, b));
-    const size_t pw = dd_model_workspace_size(pa, 3, 10), pe = dd_model_workspace_size(pa, 1, 512) + 16;
+    const size_t pw = dd_model_workspace_size(pa, 3, 10), pe = dd_model_infer_workspace(pa, 1, 512) + 16;
     CHECK(b[3] == 4 * (6 * 60 + ws3 + 16 + pw + 16 + ev1 + pe + 512 * 2), "dla activations %zu", b[3]);
     c.task = DD_TRAIN_ILA;
     CHECK_OK(dd_plan_shard_memory(&c, 0, b));

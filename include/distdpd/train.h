@@ -459,6 +459,9 @@ typedef struct {
                                  agreement (stop_agreed) decides instead, so that every
                                  rank stops after the same step */
     int *interrupted;         /* may be NULL; receives 1 when stopped by *stop, else 0 */
+    dd_mem_stats *mem;        /* may be NULL; receives this process's arena accounting
+                                 (dd_mem_stats) at the end of training, before the report
+                                 (whose forward passes are not training's memory) */
     dd_run_lock *lock;        /* rank 0: the lock of `out` the caller already holds
                                  (dd_run_lock_acquire, e.g. to keep it while it writes
                                  files of its own after the run), or NULL: dd_train_run

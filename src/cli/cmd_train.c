@@ -328,11 +328,15 @@ static dd_status gather_hosts(dd_comm *w, char **all) {
 
 /* The compressor as a --compress value with every setting (written to parallel.json so
  * that --resume continues with the same one). */
-/* The largest rank's arena peaks (params, grads, optim, activations, dd_mem_stats) and
- * peak RSS, into mem[0..4] on every rank (a collective). */
-static dd_status gather_memory(dd_comm *w, double mem[5]) {
+/* The largest rank's arena peaks during training (params, grads, optim, activations:
+ * ms_train, else dd_mem_stats now) and peak RSS, into mem[0..4] on every rank (a
+ * collective). */
+static dd_status gather_memory(dd_comm *w, const dd_mem_stats *ms_train, double mem[5]) {
     dd_mem_stats ms;
-    dd_mem_stats_get(&ms);
+    if (ms_train)
+        ms = *ms_train;
+    else
+        dd_mem_stats_get(&ms);
     double mine[5];
     for (int k = 0; k < DD_MEM_KINDS; k++) mine[k] = (double)ms.peak[k];
     mine[4] = (double)dd_mem_peak_rss();
@@ -533,8 +537,8 @@ static void help_train(int dpd) {
            "  --ckpt-every N      also write last.ckpt every N steps (default: each epoch)\n"
            "  --no-test           do not evaluate the test split each epoch\n"
            "  --no-report         do not write report.html\n"
-           "\n"
-           "data parallel (when started by mpirun -np N / srun with N > 1 processes):\n"
+           "\n");
+    printf("data parallel (when started by mpirun -np N / srun with N > 1 processes):\n"
            "  --allreduce A       gradient allreduce: ring (default), tree, rhd, hier or mpi\n"
            "  --bucket-mb X       gradient bucket size in MiB, last layer first; each bucket's\n"
            "                      reduction starts when its gradients are final (default 4;\n"
@@ -557,6 +561,16 @@ static void help_train(int dpd) {
            "                      and compress_time_s; distdpd compressors lists them\n"
            "  --error-feedback on|off  keep what compression dropped and add it next step\n"
            "                      (default on; only with a lossy --compress)\n"
+           "  --shard MODE        sharded data parallelism (docs/sharding.md): none (default),\n"
+           "                      zero1 (optimiser state partitioned over the ranks), zero2\n"
+           "                      (+ gradients reduce-scattered), zero3 (+ parameters gathered\n"
+           "                      stage by stage); same result as none up to float rounding;\n"
+           "                      --compress with none and zero1 only; a checkpoint resumes\n"
+           "                      with any --shard on any number of ranks\n"
+           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
+           "                      gradients, optimiser state or activations beyond it fails,\n"
+           "                      naming what, how much and the limit (default: none);\n"
+           "                      RUN/parallel.json records each kind's peak (\"memory\")\n"
            "\n"
            "display:\n"
            "  --progress P        auto (default: a bar on a terminal, lines otherwise), bar,\n"
@@ -1028,6 +1042,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.strategy = dp || zs ? &strat : NULL;
     o.stop = &stop_flag; /* with ranks the strategy's agreed stop decides */
     o.interrupted = &interrupted;
+    dd_mem_stats mem_train;
+    dd_mem_stats_get(&mem_train);
+    o.mem = &mem_train;
     o.lock = lock;
     stop_flag = 0;
     struct sigaction hup_old;
@@ -1050,7 +1067,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     {
         /* every rank's arena peaks and peak RSS; the largest goes to parallel.json */
         double mem[5];
-        if ((st = gather_memory(world, mem)) != DD_OK) goto fail;
+        if ((st = gather_memory(world, &mem_train, mem)) != DD_OK) goto fail;
         if (rank == 0 && (st = write_parallel_json(out, nranks, &dpc, dp, zs, shard, hosts, mem)) != DD_OK) goto fail;
     }
     if (interrupted) {

@@ -151,8 +151,8 @@ static void memory_floats(const dd_plan_shard_cfg *c, int r, size_t fl[DD_MEM_KI
     if (r == 0 || c->shard == DD_SHARD_ZERO3) {
         const size_t eb = eval_segments(c);
         const int T = (int)c->nperseg;
-        act += dd_model_workspace_size(m, (int)eb, T) + 16;
-        if (c->pa) act += dd_model_workspace_size(c->pa, (int)eb, T) + 16 + eb * c->nperseg * 2;
+        act += dd_model_infer_workspace(m, (int)eb, T) + 16;
+        if (c->pa) act += dd_model_infer_workspace(c->pa, (int)eb, T) + 16 + eb * c->nperseg * 2;
     }
     fl[DD_MEM_ACTIVATIONS] = act;
 }

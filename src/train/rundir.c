@@ -1113,6 +1113,7 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
         if (o->stop_after_epochs > 0 && done_epochs >= o->stop_after_epochs) break;
     }
     if (root && tr->nhist > 0 && !file_exists(best)) st = dd_error(DD_ERR_INTERNAL, "%s: best.ckpt is missing", o->out);
+    if (o->mem) dd_mem_stats_get(o->mem);
     if (st == DD_OK && root && o->write_report && tr->nhist > 0) {
         if ((st = dd_trainer_unshard_params(tr)) != DD_OK) {
             dd_log(DD_LOG_WARN, "%s: no report.html: %s", o->out, dd_last_error());

@@ -75,6 +75,23 @@ for mode in zero1 zero2 zero3; do
     fi
 done
 
+# ---- distdpd plan predicts every rank's memory of these runs within 10 % (parallel.json:
+# the largest rank's training peaks). The simulated data: 7,200 training samples (1,793
+# frames of 32 with stride 4), nperseg 3,072, one evaluation segment per split.
+for mode in zero1 zero2 zero3; do
+    run plan --model resnet --hidden 8 --layers 3 --kernel 2 --batch 30 --frame 32 --frames 1793 --nperseg 3072 \
+        --eval-segments 1 --ranks 2 --shard "$mode" --json
+    expect_rc 0 "plan --shard $mode"
+    PJ=$(cat "$TMP/$mode/parallel.json")
+    PL=$(tr -d '\n\t ' <<<"$OUT" | sed 's/.*"memory_bytes"://')
+    for k in params grads optim activations; do
+        meas=$(json_num "$PJ" "${k}_bytes")
+        pred=$(json_num "$PL" "$k")
+        if [ -n "$pred" ] && awk -v a="$pred" -v b="$meas" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.1 * b) }'
+        then pass; else fail "plan --shard $mode: $k predicted '$pred' bytes, parallel.json '$meas'"; fi
+    done
+done
+
 # ---- zero3 on 2 ranks, stopped after epoch 1, resumed on one process without sharding
 mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 1 --shard zero3 --out "$TMP/z3r" -q
 expect_rc 0 "zero3, epoch 1"
