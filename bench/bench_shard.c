@@ -40,9 +40,9 @@ int main(int argc, char **argv) {
     dd_train_cfg c;
     dd_train_cfg_default(&c, DD_TRAIN_PA);
     snprintf(c.model, sizeof c.model, "%s", argv[2]);
-    c.model_cfg.hidden = atoi(argv[3]);
-    c.model_cfg.layers = atoi(argv[4]);
-    c.model_cfg.kernel = atoi(argv[5]);
+    dd_model_cfg_set(&c.model_cfg, "hidden", atoi(argv[3]));
+    dd_model_cfg_set(&c.model_cfg, "layers", atoi(argv[4]));
+    dd_model_cfg_set(&c.model_cfg, "kernel", atoi(argv[5]));
     c.batch = (size_t)atoi(argv[6]);
     c.stride = 50;
     c.eval_test = 0;

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
     dd_train_cfg cfg;
     dd_train_cfg_default(&cfg, DD_TRAIN_PA);
     snprintf(cfg.model, sizeof cfg.model, "%s", model);
-    cfg.model_cfg.hidden = hidden;
+    dd_model_cfg_set(&cfg.model_cfg, "hidden", hidden);
     cfg.epochs = epochs < 1 ? 1 : epochs;
     if (dd_trainer_create(&cfg, ds, NULL, NULL, &tr) != DD_OK) {
         fprintf(stderr, "bench_train: %s\n", dd_last_error());
@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
     }
     const dd_model *m = dd_trainer_model(tr);
     const double fps = dd_model_flops_per_sample(m, 0) + dd_model_flops_per_sample(m, 1);
-    const int H = dd_model_config(m)->hidden;
+    const int H = dd_model_cfg_get(dd_model_config(m), "hidden");
     const size_t np = dd_model_num_params(m);
     if (steps > 0) {
         const uint64_t nb = dd_trainer_num_batches(tr);

@@ -27,11 +27,11 @@ int main(int argc, char **argv) {
     const char *name = argv[1], *out = argv[6];
     dd_model_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.hidden = atoi(argv[2]);
+    dd_model_cfg_set(&cfg, "hidden", atoi(argv[2]));
     uint64_t seed = strtoull(argv[3], NULL, 10);
     uint64_t frames = strtoull(argv[4], NULL, 10);
     int epochs = atoi(argv[5]);
-    if (cfg.hidden < 1 || frames < 1 || epochs < 1) {
+    if (atoi(argv[2]) < 1 || frames < 1 || epochs < 1) {
         fprintf(stderr, "recipe_export: HIDDEN, FRAMES and EPOCHS must be >= 1\n");
         return 2;
     }
@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     }
     dd_model_init(m, p, seed);
     fprintf(f, "{\"model\": \"%s\", \"hidden\": %d, \"seed\": %llu, \"frames\": %llu, \"epochs\": %d,\n",
-            name, dd_model_config(m)->hidden, (unsigned long long)seed, (unsigned long long)frames,
+            name, dd_model_cfg_get(dd_model_config(m), "hidden"), (unsigned long long)seed, (unsigned long long)frames,
             epochs);
     fprintf(f, "\"params\": {");
     for (size_t e = 0; e < t->count; e++) {

@@ -234,7 +234,7 @@ static void test_equivalence(void) {
         dd_model *pm = NULL;
         dd_model_cfg pc;
         memset(&pc, 0, sizeof pc);
-        pc.hidden = 5;
+        dd_model_cfg_set(&pc, "hidden", 5);
         CHECK_OK(dd_model_create("gru", &pc, &pm));
         float *pp = pm ? dd_calloc(dd_model_params(pm)->total, sizeof(float)) : NULL;
         if (pm && pp) {
@@ -309,7 +309,7 @@ static void test_stop_and_mismatch(void) {
     /* ranks with different models: the setup hook fails on every rank */
     if (g_size > 1) {
         dd_train_cfg cm = c;
-        cm.model_cfg.hidden = g_rank == 0 ? 4 : 5;
+        dd_model_cfg_set(&cm.model_cfg, "hidden", g_rank == 0 ? 4 : 5);
         CHECK_OK(dd_dp_create(g_world, NULL, &dp));
         dd_dp_strategy(dp, &h);
         CHECK_ERR(dd_trainer_create(&cm, ds, NULL, &h, &tr), DD_ERR_MISMATCH, "same model");

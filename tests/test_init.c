@@ -56,7 +56,7 @@ int main(void) {
     /* The gru model's initialisation follows OpenDPD's reset_parameters(). */
     dd_model *g = NULL;
     dd_model_cfg cfg = {0};
-    cfg.hidden = 23;
+    dd_model_cfg_set(&cfg, "hidden", 23);
     CHECK_OK(dd_model_create("gru", &cfg, &g));
     if (g) {
         const dd_param_table *t = dd_model_params(g);

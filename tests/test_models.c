@@ -15,6 +15,7 @@
 #include "distdpd/fit.h"
 #include "distdpd/model.h"
 #include "distdpd/param.h"
+#include "test_model_util.h"
 
 /* Random frames: I and Q uniform in +-0.7, away from exact zero. */
 static void rand_x(float *x, size_t n, dd_rng *rng) {
@@ -65,9 +66,10 @@ static int fd_ok(const dd_model *m, float *p, float *x, const float *r, float *y
 }
 
 /* The per-model contract checks (cfg NULL: the defaults). */
-static void check_model(const char *name, const dd_model_cfg *cfg) {
+static void check_model(const char *name, const char *opts) {
     dd_model *m = NULL;
-    CHECK_OK(dd_model_create(name, cfg, &m));
+    dd_model_cfg cfg = tm_mcfg(opts);
+    CHECK_OK(dd_model_create(name, &cfg, &m));
     if (!m) return;
     char desc[256];
     dd_model_describe(m, desc, sizeof desc);
@@ -235,39 +237,45 @@ static size_t count_params(const char *name, dd_model_cfg cfg) {
 
 static void test_counts(void) {
     dd_model_cfg c = {0};
-    c.hidden = 23;
+    dd_model_cfg_set(&c, "hidden", 23);
     CHECK(count_params("gru", c) == 1911, "gru H=23: %zu", count_params("gru", c));
-    c.hidden = 28;
+    dd_model_cfg_set(&c, "hidden", 28);
     CHECK(count_params("gru", c) == 2746, "gru H=28: %zu", count_params("gru", c));
     /* the documented formulas */
     for (int H = 1; H <= 40; H += 13) {
         c = (dd_model_cfg){0};
-        c.hidden = H;
+        dd_model_cfg_set(&c, "hidden", H);
         CHECK(count_params("gru", c) == (size_t)(3 * H * H + 14 * H + 2), "gru %d", H);
         CHECK(count_params("lstm", c) == (size_t)(4 * H * H + 18 * H + 2), "lstm %d", H);
         CHECK(count_params("dgru", c) == (size_t)(4 * H * H + 27 * H + 14), "dgru %d", H);
     }
     c = (dd_model_cfg){0};
-    c.hidden = 10, c.layers = 3, c.kernel = 4;
+    dd_model_cfg_set(&c, "hidden", 10);
+    dd_model_cfg_set(&c, "layers", 3);
+    dd_model_cfg_set(&c, "kernel", 4);
     CHECK(count_params("tcn", c) == (size_t)(7 * 10 + 3 * 4 * 10 + 2 * 10), "tcn");
     CHECK(count_params("resnet", c) == (size_t)(7 * 10 + 3 * (4 * 100 + 100 + 20) + 2 * 10 + 2),
           "resnet");
     c = (dd_model_cfg){0};
-    c.hidden = 10, c.layers = 3, c.memory = 5;
+    dd_model_cfg_set(&c, "hidden", 10);
+    dd_model_cfg_set(&c, "layers", 3);
+    dd_model_cfg_set(&c, "memory", 5);
     CHECK(count_params("rvtdnn", c) == (size_t)(11 * 10 + 2 * 110 + 22), "rvtdnn");
     CHECK(count_params("arvtdnn", c) == (size_t)(26 * 10 + 2 * 110 + 22), "arvtdnn");
     CHECK(count_params("hammerstein", c) == (size_t)(3 * (100 + 50 + 2 + 40)), "hammerstein");
     c = (dd_model_cfg){0};
-    c.order = 7, c.memory = 3, c.cross = 2;
+    dd_model_cfg_set(&c, "order", 7);
+    dd_model_cfg_set(&c, "memory", 3);
+    dd_model_cfg_set(&c, "cross", 2);
     CHECK(count_params("gmp", c) == (size_t)(2 * (7 * 3 + 6 * 2 * 2)), "gmp");
-    c.cross = 0;
+    dd_model_cfg_set(&c, "cross", 0);
     CHECK(count_params("mp", c) == (size_t)(2 * 7 * 3), "mp");
     /* defaults are filled in and unused fields read back as 0 */
     dd_model *m = NULL;
     c = (dd_model_cfg){0};
-    c.kernel = 9; /* gru ignores kernel */
+    dd_model_cfg_set(&c, "kernel", 9); /* gru ignores kernel */
     CHECK_OK(dd_model_create("gru", &c, &m));
-    CHECK(dd_model_config(m)->hidden == 23 && dd_model_config(m)->kernel == 0, "gru cfg");
+    CHECK(dd_model_cfg_get(dd_model_config(m), "hidden") == 23 && dd_model_cfg_get(dd_model_config(m), "kernel") == 0, "gru cfg");
     char desc[128];
     dd_model_describe(m, desc, sizeof desc);
     CHECK(strcmp(desc, "gru(hidden=23, layers=1): 1,911 parameters") == 0, "describe: '%s'", desc);
@@ -281,34 +289,34 @@ static void test_bad_configs(void) {
     CHECK_ERR(dd_model_create("nosuch", NULL, &m), DD_ERR_ARG, "unknown model 'nosuch'");
     CHECK(m == NULL, "out not cleared");
     CHECK_ERR(dd_model_create(NULL, NULL, &m), DD_ERR_ARG, "name");
-    c.hidden = -1;
+    dd_model_cfg_set(&c, "hidden", -1);
     CHECK_ERR(dd_model_create("gru", &c, &m), DD_ERR_ARG, "model gru: hidden = -1");
     CHECK(m == NULL, "out not NULL after error");
-    c.hidden = 5000;
+    dd_model_cfg_set(&c, "hidden", 5000);
     CHECK_ERR(dd_model_create("dgru", &c, &m), DD_ERR_ARG, "hidden = 5000");
     c = (dd_model_cfg){0};
-    c.layers = 1025;
+    dd_model_cfg_set(&c, "layers", 1025);
     CHECK_ERR(dd_model_create("tcn", &c, &m), DD_ERR_ARG, "layers = 1025");
     c = (dd_model_cfg){0};
-    c.layers = 65;
+    dd_model_cfg_set(&c, "layers", 65);
     CHECK_ERR(dd_model_create("gru", &c, &m), DD_ERR_ARG, "model gru: layers = 65 is out of range [1, 64]");
     c = (dd_model_cfg){0};
-    c.order = 17;
+    dd_model_cfg_set(&c, "order", 17);
     CHECK_ERR(dd_model_create("gmp", &c, &m), DD_ERR_ARG, "order = 17");
     c = (dd_model_cfg){0};
-    c.cross = -2;
+    dd_model_cfg_set(&c, "cross", -2);
     CHECK_ERR(dd_model_create("gmp", &c, &m), DD_ERR_ARG, "cross = -2");
     c = (dd_model_cfg){0};
-    c.memory = 65;
+    dd_model_cfg_set(&c, "memory", 65);
     CHECK_ERR(dd_model_create("mp", &c, &m), DD_ERR_ARG, "memory = 65");
     c = (dd_model_cfg){0};
-    c.kernel = -3;
+    dd_model_cfg_set(&c, "kernel", -3);
     CHECK_ERR(dd_model_create("resnet", &c, &m), DD_ERR_ARG, "kernel = -3");
     c = (dd_model_cfg){0};
-    c.layers = -1;
+    dd_model_cfg_set(&c, "layers", -1);
     CHECK_ERR(dd_model_create("hammerstein", &c, &m), DD_ERR_ARG, "layers = -1");
     c = (dd_model_cfg){0};
-    c.memory = 2000;
+    dd_model_cfg_set(&c, "memory", 2000);
     CHECK_ERR(dd_model_create("rvtdnn", &c, &m), DD_ERR_ARG, "memory = 2000");
     /* least squares only for linear-in-parameter models */
     CHECK_OK(dd_model_create("lstm", NULL, &m));
@@ -323,8 +331,9 @@ static void test_bad_configs(void) {
 /* GMP: least squares recovers known coefficients; model output == dd_gmp_apply. */
 static void test_gmp_ls(const char *name) {
     dd_model_cfg c = {0};
-    c.order = 5, c.memory = 3;
-    if (strcmp(name, "gmp") == 0) c.cross = 2;
+    dd_model_cfg_set(&c, "order", 5);
+    dd_model_cfg_set(&c, "memory", 3);
+    if (strcmp(name, "gmp") == 0) dd_model_cfg_set(&c, "cross", 2);
     dd_model *m = NULL;
     CHECK_OK(dd_model_create(name, &c, &m));
     if (!m) return;
@@ -349,8 +358,9 @@ static void test_gmp_ls(const char *name) {
     CHECK_OK(dd_model_run_stream(m, ptrue, x, y, n));
 
     /* the same coefficients through fit.h's evaluator */
-    dd_gmp_shape s = dd_gmp_shape_mp(c.order, c.memory, 0);
-    if (c.cross) s.kb = c.order - 1, s.lb = s.mb = c.cross;
+    const int K = dd_model_cfg_get(&c, "order"), M = dd_model_cfg_get(&c, "memory"), C = dd_model_cfg_get(&c, "cross");
+    dd_gmp_shape s = dd_gmp_shape_mp(K, M, 0);
+    if (C) s.kb = K - 1, s.lb = s.mb = C;
     size_t nc = dd_gmp_ncoef(&s);
     CHECK(2 * nc == dd_model_num_params(m), "%s: %zu coefficients vs %zu params", name, nc,
           dd_model_num_params(m));
@@ -391,7 +401,8 @@ static void test_gmp_ls(const char *name) {
 /* The Hammerstein stack at a million parameters runs forward and backward. */
 static void test_big_hammerstein(void) {
     dd_model_cfg c = {0};
-    c.hidden = 512, c.layers = 4;
+    dd_model_cfg_set(&c, "hidden", 512);
+    dd_model_cfg_set(&c, "layers", 4);
     dd_model *m = NULL;
     CHECK_OK(dd_model_create("hammerstein", &c, &m));
     if (!m) return;
@@ -449,10 +460,10 @@ int main(void) {
     }
     for (size_t i = 0; i < n; i++) check_model(reg[i]->name, NULL);
     /* stacked recurrent layers and deeper conv stacks than the defaults */
-    check_model("gru", &(dd_model_cfg){.hidden = 9, .layers = 3});
-    check_model("lstm", &(dd_model_cfg){.hidden = 7, .layers = 2});
-    check_model("tcn", &(dd_model_cfg){.hidden = 8, .layers = 14, .kernel = 2});
-    check_model("resnet", &(dd_model_cfg){.hidden = 10, .layers = 6, .kernel = 2});
+    check_model("gru", "hidden=9,layers=3");
+    check_model("lstm", "hidden=7,layers=2");
+    check_model("tcn", "hidden=8,layers=14,kernel=2");
+    check_model("resnet", "hidden=10,layers=6,kernel=2");
     test_counts();
     test_bad_configs();
     test_gmp_ls("gmp");

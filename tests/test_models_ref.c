@@ -80,12 +80,8 @@ static void run_case(const cJSON *cs) {
     const char *cname = cJSON_GetObjectItemCaseSensitive(cs, "name")->valuestring;
     const char *mname = cJSON_GetObjectItemCaseSensitive(cs, "model")->valuestring;
     dd_model_cfg cfg = {0};
-    cfg.hidden = cfgi(cs, "hidden");
-    cfg.layers = cfgi(cs, "layers");
-    cfg.memory = cfgi(cs, "memory");
-    cfg.order = cfgi(cs, "order");
-    cfg.kernel = cfgi(cs, "kernel");
-    cfg.cross = cfgi(cs, "cross");
+    static const char *const keys[] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) dd_model_cfg_set(&cfg, keys[k], cfgi(cs, keys[k]));
     const int B = cfgi(cs, "B"), T = cfgi(cs, "T");
     dd_model *m = NULL;
     CHECK_OK(dd_model_create(mname, &cfg, &m));

@@ -13,6 +13,7 @@
 #include "dd_test.h"
 #include "distdpd/parallel.h"
 #include "distdpd/plan.h"
+#include "test_model_util.h"
 
 static dd_link mk(double a, double b, double g, double a1, double b1) {
     dd_link l = {a, b, g, a1, b1};
@@ -208,7 +209,7 @@ static void test_presets(void) {
  * floats (each entry 16-aligned); stages rnn.l0 [0, 112) and fc_out [112, 144). */
 static void test_shard_memory(void) {
     dd_model *m = NULL, *pa = NULL;
-    dd_model_cfg mc = {.hidden = 4}, pc = {.hidden = 2};
+    dd_model_cfg mc = tm_mcfg("hidden=4"), pc = tm_mcfg("hidden=2");
     CHECK_OK(dd_model_create("gru", &mc, &m));
     CHECK_OK(dd_model_create("gru", &pc, &pa));
     if (!m || !pa) return;
@@ -321,7 +322,7 @@ static void test_shard_memory(void) {
 
 static void test_shard_comm(void) {
     dd_model *m = NULL, *m4 = NULL;
-    dd_model_cfg mc = {.hidden = 4}, mc4 = {.hidden = 4, .layers = 3};
+    dd_model_cfg mc = tm_mcfg("hidden=4"), mc4 = tm_mcfg("hidden=4,layers=3");
     CHECK_OK(dd_model_create("gru", &mc, &m));
     CHECK_OK(dd_model_create("gru", &mc4, &m4));
     if (!m || !m4) return;

@@ -27,6 +27,7 @@
 #include "distdpd/parallel.h"
 #include "distdpd/plan.h"
 #include "distdpd/train.h"
+#include "test_model_util.h"
 #include "test_mpi_util.h"
 #include "test_train_util.h"
 
@@ -222,21 +223,21 @@ static void test_models(void) {
     tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
     struct {
         const char *name;
-        dd_model_cfg mc;
-    } models[] = {{"gru", {.hidden = 6, .layers = 2}},
-                  {"resnet", {.hidden = 8, .layers = 3, .kernel = 2}},
-                  {"hammerstein", {.hidden = 8, .layers = 3, .memory = 3}}};
+        const char *mc; /* its options */
+    } models[] = {{"gru", "hidden=6,layers=2"},
+                  {"resnet", "hidden=8,layers=3,kernel=2"},
+                  {"hammerstein", "hidden=8,layers=3,memory=3"}};
     for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
         dd_train_cfg cc = c;
         snprintf(cc.model, sizeof cc.model, "%s", models[k].name);
-        cc.model_cfg = models[k].mc;
+        cc.model_cfg = tm_mcfg(models[k].mc);
         for (int md = DD_SHARD_NONE; md <= DD_SHARD_ZERO3; md++) check_case(models[k].name, &cc, ds, NULL, md);
     }
     /* a global batch above the 62 training frames; plain SGD (no optimiser state) */
     {
         dd_train_cfg cc = c;
         snprintf(cc.model, sizeof cc.model, "hammerstein");
-        cc.model_cfg = models[2].mc;
+        cc.model_cfg = tm_mcfg(models[2].mc);
         cc.batch = 100;
         snprintf(cc.opt, sizeof cc.opt, "sgd");
         cc.optim = dd_optim_cfg_default(DD_OPTIM_SGD);
@@ -248,7 +249,7 @@ static void test_models(void) {
     /* a DPD by direct learning through a frozen PA model (and indirect learning) */
     {
         dd_model *pm = NULL;
-        dd_model_cfg pcfg = {.hidden = 5};
+        dd_model_cfg pcfg = tm_mcfg("hidden=5");
         CHECK_OK(dd_model_create("gru", &pcfg, &pm));
         float *pp = pm ? dd_calloc(dd_model_params(pm)->total, sizeof(float)) : NULL;
         if (pm && pp) {
@@ -257,7 +258,7 @@ static void test_models(void) {
             dd_train_cfg cd;
             tt_cfg(&cd, DD_TRAIN_DLA, 4, 16, 3, 12, 2);
             snprintf(cd.model, sizeof cd.model, "resnet");
-            dd_model_cfg rc = {.hidden = 6, .layers = 2};
+            dd_model_cfg rc = tm_mcfg("hidden=6,layers=2");
             cd.model_cfg = rc;
             for (int md = DD_SHARD_NONE; md <= DD_SHARD_ZERO3; md++) check_case("resnet dla dpd", &cd, ds, &pa, md);
             cd.task = DD_TRAIN_ILA;

@@ -25,6 +25,7 @@
 #include "dd_test.h"
 #include "distdpd/parallel.h"
 #include "distdpd/train.h"
+#include "test_model_util.h"
 #include "test_mpi_util.h"
 #include "test_train_util.h"
 
@@ -185,14 +186,14 @@ static void test_equivalence(void) {
     tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
     struct {
         const char *name;
-        dd_model_cfg mc;
-    } models[] = {{"gru", {.hidden = 6, .layers = 2}},
-                  {"resnet", {.hidden = 8, .layers = 3, .kernel = 2}},
-                  {"hammerstein", {.hidden = 8, .layers = 3, .memory = 3}}};
+        const char *mc; /* its options */
+    } models[] = {{"gru", "hidden=6,layers=2"},
+                  {"resnet", "hidden=8,layers=3,kernel=2"},
+                  {"hammerstein", "hidden=8,layers=3,memory=3"}};
     for (size_t k = 0; k < 3; k++) {
         dd_train_cfg cc = c;
         snprintf(cc.model, sizeof cc.model, "%s", models[k].name);
-        cc.model_cfg = models[k].mc;
+        cc.model_cfg = tm_mcfg(models[k].mc);
         /* the one-process reference, computed on every rank (deterministic) */
         dd_trainer *one = NULL;
         CHECK_OK(dd_trainer_create(&cc, ds, NULL, NULL, &one));
@@ -204,7 +205,7 @@ static void test_equivalence(void) {
         size_t nh;
         const dd_epoch_record *h = dd_trainer_history(one, &nh);
         for (int m = DD_SHARD_NONE; m <= DD_SHARD_ZERO3; m++)
-            check_mode(models[k].name, &models[k].mc, &c, ds, NULL, (dd_shard_mode)m, dd_trainer_params(one),
+            check_mode(models[k].name, &cc.model_cfg, &c, ds, NULL, (dd_shard_mode)m, dd_trainer_params(one),
                        dd_trainer_num_floats(one), h[1].test.nmse_db);
         dd_trainer_destroy(&one);
     }
@@ -228,7 +229,7 @@ static void test_equivalence(void) {
     /* a DPD by direct learning through a frozen PA model, zero3 */
     {
         dd_model *pm = NULL;
-        dd_model_cfg pc = {.hidden = 5};
+        dd_model_cfg pc = tm_mcfg("hidden=5");
         CHECK_OK(dd_model_create("gru", &pc, &pm));
         float *pp = pm ? dd_calloc(dd_model_params(pm)->total, sizeof(float)) : NULL;
         if (pm && pp) {
@@ -237,7 +238,7 @@ static void test_equivalence(void) {
             dd_train_cfg cd;
             tt_cfg(&cd, DD_TRAIN_DLA, 4, 16, 3, 12, 2);
             snprintf(cd.model, sizeof cd.model, "resnet");
-            dd_model_cfg rc = {.hidden = 6, .layers = 2};
+            dd_model_cfg rc = tm_mcfg("hidden=6,layers=2");
             cd.model_cfg = rc;
             dd_trainer *one = NULL;
             CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &one));
@@ -314,7 +315,7 @@ static void test_resume(void) {
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 5, 16, 3, 12, 2);
     snprintf(c.model, sizeof c.model, "resnet");
-    c.model_cfg = (dd_model_cfg){.hidden = 6, .layers = 3, .kernel = 2};
+    c.model_cfg = tm_mcfg("hidden=6,layers=3,kernel=2");
     int ok = 1;
     if (g_rank == 0) {
         dd_dataset *ds = small_data();
@@ -401,7 +402,7 @@ static void test_stop_and_errors(void) {
     dd_zero_destroy(&z);
     if (g_size > 1) {
         dd_train_cfg cm = c;
-        cm.model_cfg.hidden = g_rank == 0 ? 4 : 5;
+        dd_model_cfg_set(&cm.model_cfg, "hidden", g_rank == 0 ? 4 : 5);
         CHECK_OK(dd_zero_create(g_world, &zc, &z));
         dd_zero_strategy(z, &st);
         CHECK_ERR(dd_trainer_create(&cm, ds, NULL, &st, &tr), DD_ERR_MISMATCH, "same model");

@@ -14,6 +14,7 @@
 #include "dd_test.h"
 #include "distdpd/core.h"
 #include "distdpd/model.h"
+#include "test_model_util.h"
 
 static void rand_vec(float *v, size_t n, double k, dd_rng *rng) {
     for (size_t i = 0; i < n; i++) v[i] = (float)((dd_rng_uniform(rng) * 2 - 1) * k);
@@ -78,9 +79,10 @@ static dd_status on_done(void *user, size_t lo, size_t hi) {
     return DD_OK;
 }
 
-static void check_stages(const char *name, const dd_model_cfg *cfg) {
+static void check_stages(const char *name, const char *opts) {
     dd_model *m = NULL;
-    CHECK_OK(dd_model_create(name, cfg, &m));
+    dd_model_cfg cfg = tm_mcfg(opts);
+    CHECK_OK(dd_model_create(name, &cfg, &m));
     if (!m) return;
     char desc[256];
     dd_model_describe(m, desc, sizeof desc);
@@ -254,10 +256,10 @@ int main(void) {
     size_t n = 0;
     const dd_model_info *const *reg = dd_model_registry(&n);
     for (size_t i = 0; i < n; i++) check_stages(reg[i]->name, NULL);
-    check_stages("gru", &(dd_model_cfg){.hidden = 9, .layers = 3});
-    check_stages("lstm", &(dd_model_cfg){.hidden = 7, .layers = 2});
-    check_stages("tcn", &(dd_model_cfg){.hidden = 8, .layers = 6, .kernel = 2});
-    check_stages("resnet", &(dd_model_cfg){.hidden = 10, .layers = 6, .kernel = 2});
-    check_stages("hammerstein", &(dd_model_cfg){.hidden = 12, .layers = 5, .memory = 3});
+    check_stages("gru", "hidden=9,layers=3");
+    check_stages("lstm", "hidden=7,layers=2");
+    check_stages("tcn", "hidden=8,layers=6,kernel=2");
+    check_stages("resnet", "hidden=10,layers=6,kernel=2");
+    check_stages("hammerstein", "hidden=12,layers=5,memory=3");
     return dd_test_done("test_stages");
 }

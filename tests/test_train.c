@@ -125,7 +125,7 @@ static void test_cfg_json(void) {
     dd_train_cfg c, d;
     dd_train_cfg_default(&c, DD_TRAIN_DLA);
     CHECK_OK(dd_train_cfg_check(&c));
-    c.model_cfg.hidden = 17;
+    dd_model_cfg_set(&c.model_cfg, "hidden", 17);
     c.frame = 123;
     c.stride = 7;
     c.batch = 33;
@@ -144,7 +144,7 @@ static void test_cfg_json(void) {
     CHECK_OK(dd_train_cfg_to_json(&d, &j2));
     CHECK(j1 && j2 && strcmp(j1, j2) == 0, "JSON round trip:\n%s\n%s", j1, j2);
     CHECK(d.seed == c.seed && d.lr == c.lr && d.gain == c.gain && d.task == DD_TRAIN_DLA && d.frame == 123 &&
-              d.sched.kind == DD_LR_COSINE && d.sched.warmup == 10 && d.model_cfg.hidden == 17,
+              d.sched.kind == DD_LR_COSINE && d.sched.warmup == 10 && dd_model_cfg_get(&d.model_cfg, "hidden") == 17,
           "fields restored exactly");
     dd_free(j1);
     dd_free(j2);
@@ -157,6 +157,57 @@ static void test_cfg_json(void) {
     dd_train_cfg_default(&c, DD_TRAIN_PA);
     c.lr = -1;
     CHECK_ERR(dd_train_cfg_check(&c), DD_ERR_ARG, "lr");
+    /* model options: "model_opts" of any name round-trips; a configuration written before
+     * models declared their own options (six flat keys, 0 = unused) reads as the options
+     * that were set */
+    CHECK_OK(dd_train_cfg_from_json("{\"task\":\"pa\",\"model\":\"tcn\",\"model_opts\":{\"hidden\":8,\"kernel\":3}}",
+                                    "cfg.json", &d));
+    CHECK(d.model_cfg.n == 2 && dd_model_cfg_get(&d.model_cfg, "kernel") == 3, "model_opts read");
+    CHECK_OK(dd_train_cfg_from_json("{\"task\":\"pa\",\"model\":\"gru\",\"hidden\":12,\"layers\":0,\"memory\":0,"
+                                    "\"order\":0,\"kernel\":0,\"cross\":0}",
+                                    "old.json", &d));
+    CHECK(d.model_cfg.n == 1 && dd_model_cfg_get(&d.model_cfg, "hidden") == 12, "legacy flat keys read");
+    CHECK_ERR(dd_train_cfg_from_json("{\"task\":\"pa\",\"model_opts\":{\"hidden\":1.5}}", "cfg.json", &d), DD_ERR_FORMAT,
+              "hidden");
+}
+
+/* dd_model_cfg: named options, parse/format round trip, errors. */
+static void test_model_cfg(void) {
+    dd_model_cfg c;
+    memset(&c, 0, sizeof c);
+    CHECK(dd_model_cfg_get(&c, "hidden") == 0, "empty configuration");
+    CHECK_OK(dd_model_cfg_set(&c, "hidden", 23));
+    CHECK_OK(dd_model_cfg_set(&c, "my_new_option", 7)); /* any name a model may declare */
+    CHECK_OK(dd_model_cfg_set(&c, "hidden", 24));
+    CHECK(c.n == 2 && dd_model_cfg_get(&c, "hidden") == 24 && dd_model_cfg_get(&c, "my_new_option") == 7, "set");
+    char buf[128];
+    dd_model_cfg_format(&c, buf, sizeof buf);
+    CHECK(strcmp(buf, "hidden=24,my_new_option=7") == 0, "format '%s'", buf);
+    dd_model_cfg d;
+    memset(&d, 0, sizeof d);
+    CHECK_OK(dd_model_cfg_parse(&d, buf));
+    CHECK(dd_model_cfg_equal(&c, &d), "parse(format) == original");
+    CHECK_OK(dd_model_cfg_set(&d, "hidden", 0)); /* unset: the default */
+    CHECK(d.n == 1 && !dd_model_cfg_equal(&c, &d), "unset");
+    CHECK_ERR(dd_model_cfg_set(&c, "Hidden", 3), DD_ERR_ARG, "Hidden");
+    CHECK_ERR(dd_model_cfg_parse(&c, "hidden=0x10"), DD_ERR_ARG, "decimal");
+    CHECK_ERR(dd_model_cfg_parse(&c, "hidden=3,"), DD_ERR_ARG, "empty item");
+    CHECK_ERR(dd_model_cfg_parse(&c, "hidden"), DD_ERR_ARG, "name=value");
+    CHECK(dd_model_cfg_get(&c, "hidden") == 24, "unchanged after a failed parse");
+    for (int k = 0; k < DD_MODEL_MAX_OPTS; k++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "o%d", k);
+        dd_model_cfg_set(&d, nm, 1);
+    }
+    CHECK_ERR(dd_model_cfg_set(&d, "one_too_many", 1), DD_ERR_ARG, "more than");
+    /* a created model lists exactly its declared options, in their order */
+    dd_model *m = NULL;
+    memset(&c, 0, sizeof c);
+    dd_model_cfg_set(&c, "kernel", 9); /* gru does not declare kernel: ignored */
+    CHECK_OK(dd_model_create("gru", &c, &m));
+    dd_model_cfg_format(dd_model_config(m), buf, sizeof buf);
+    CHECK(strcmp(buf, "hidden=23,layers=1") == 0, "gru's configuration '%s'", buf);
+    dd_model_destroy(&m);
 }
 
 /* ---------------------------------------------------------------- gradients */
@@ -438,6 +489,45 @@ static void test_resume(const char *tmp) {
     while (!dd_trainer_epoch_done(e)) CHECK_OK(dd_trainer_step(e, NULL));
     CHECK_OK(dd_trainer_end_epoch(e, NULL));
     CHECK(same_state(a, e), "mid-epoch checkpoint resumes bit for bit");
+    /* a checkpoint written before models declared their own options (section model_cfg:
+     * six int64 hidden, layers, memory, order, kernel, cross; 0 = unused) resumes the same */
+    {
+        char p4[620];
+        snprintf(p4, sizeof p4, "%s/legacy.ckpt", tmp);
+        dd_ckpt_reader *r = NULL;
+        dd_ckpt_writer *w = NULL;
+        CHECK_OK(dd_ckpt_open(p2, &r));
+        CHECK_OK(dd_ckpt_write_begin(p4, &w));
+        for (size_t i = 0; r && w && i < dd_ckpt_count(r); i++) {
+            const char *nm = dd_ckpt_section_name(r, i);
+            const void *dat;
+            size_t bytes;
+            if (strcmp(nm, "model_opts") == 0) {
+                int64_t legacy[6] = {4, 0, 0, 0, 0, 0};
+                CHECK_OK(dd_ckpt_add(w, "model_cfg", legacy, sizeof legacy));
+                continue;
+            }
+            CHECK_OK(dd_ckpt_get(r, nm, &dat, &bytes));
+            CHECK_OK(dd_ckpt_add(w, nm, dat, bytes));
+        }
+        dd_ckpt_close(&r);
+        CHECK_OK(dd_ckpt_write_commit(&w));
+        dd_trainer *f = NULL;
+        CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &f));
+        if (f) {
+            CHECK_OK(dd_trainer_load(f, p4, 0));
+            while (!dd_trainer_epoch_done(f)) CHECK_OK(dd_trainer_step(f, NULL));
+            CHECK_OK(dd_trainer_end_epoch(f, NULL));
+            CHECK(same_state(a, f), "a checkpoint of the earlier format resumes bit for bit");
+        }
+        dd_trainer_destroy(&f);
+        dd_run_model rm;
+        CHECK_OK(dd_run_model_load(p4, "last", &rm));
+        CHECK(rm.model && dd_model_cfg_get(dd_model_config(rm.model), "hidden") == 4 &&
+                  dd_model_cfg_get(dd_model_config(rm.model), "layers") == 1,
+              "the earlier format's model loads with today's options");
+        dd_run_model_free(&rm);
+    }
     {
         size_t nh;
         const dd_epoch_record *h = dd_trainer_history(a, &nh);
@@ -471,7 +561,7 @@ static void test_resume(const char *tmp) {
         free(keep);
         /* incompatible: another hidden size, another stride */
         dd_train_cfg c2 = c;
-        c2.model_cfg.hidden = 5;
+        dd_model_cfg_set(&c2.model_cfg, "hidden", 5);
         CHECK_OK(dd_trainer_create(&c2, ds, NULL, NULL, &x));
         if (x) CHECK_ERR(dd_trainer_load(x, p1, 0), DD_ERR_MISMATCH, "hidden = 4");
         dd_trainer_destroy(&x);
@@ -684,6 +774,7 @@ int main(void) {
     test_framing();
     test_sampler();
     test_cfg_json();
+    test_model_cfg();
     test_batch_above_frames();
     test_gradients();
     test_resume(tmp);

@@ -372,7 +372,7 @@ int main(void) {
     snprintf(X, sizeof X, "%s/X", tmp);   /* scratch copies of R */
     cg = c;
     snprintf(cg.model, sizeof cg.model, "dgru");
-    cg.model_cfg.hidden = 5;
+    dd_model_cfg_set(&cg.model_cfg, "hidden", 5);
     CHECK_OK(train(&cg, data, G, NULL));
     tt_cfg(&cd, DD_TRAIN_DLA, 4, 32, 2, 32, 1);
     CHECK_OK(train(&cd, NULL, D, R));

@@ -80,7 +80,7 @@ static inline double tt_gain_only_nmse(const dd_dataset *ds, dd_split s) {
 static inline void tt_cfg(dd_train_cfg *c, dd_train_task task, int hidden, size_t frame, size_t stride, size_t batch,
                           int epochs) {
     dd_train_cfg_default(c, task);
-    c->model_cfg.hidden = hidden;
+    dd_model_cfg_set(&c->model_cfg, "hidden", hidden);
     c->frame = frame;
     c->stride = stride;
     c->batch = batch;

@@ -19,22 +19,39 @@
 extern "C" {
 #endif
 
-/* Hyper-parameters. Each model reads the fields it needs; 0 means "the model's default"
- * (dd_model_create fills them in, so cfg of a created model shows the values used). */
+/* Hyper-parameters: named integer options, as many as a model declares (its registry
+ * entry lists them, with defaults and ranges: dd_model_info.opts; `distdpd models` shows
+ * them). The zero-initialised struct sets none: every option is the model's default.
+ * dd_model_create fills in the defaults, so the configuration of a created model
+ * (dd_model_config) lists exactly its declared options with the values used, in the
+ * order the model declares them. Options a model does not declare are ignored (logged at
+ * DD_LOG_WARN). No list of option names is shared between models: a new model declares
+ * its own. */
+#define DD_MODEL_MAX_OPTS 16     /* options in one configuration */
+#define DD_MODEL_OPT_NAME_MAX 24 /* option names are 1..23 characters [a-z0-9_] */
 typedef struct {
-    int hidden;   /* hidden units (gru, dgru, lstm), channels (tcn, resnet), width
-                     (rvtdnn, arvtdnn, hammerstein nonlinearity); >= 1 */
-    int layers;   /* stacked layers / residual blocks / Hammerstein blocks; >= 1 */
-    int memory;   /* memory depth in samples: taps (rvtdnn, arvtdnn, gmp M, FIR length) */
-    int order;    /* nonlinearity order K (gmp/mp); >= 1 */
-    int kernel;   /* convolution kernel (tcn, resnet); >= 1 */
-    int cross;    /* gmp only: depth of the lagging cross terms, Lb = Mb (taps l < cross,
-                     envelope lags m = 1..cross); >= 1. mp is gmp without cross terms. */
+    char name[DD_MODEL_OPT_NAME_MAX];
+    int value;
+} dd_model_optval;
+typedef struct {
+    int n;                                /* options set, [0, DD_MODEL_MAX_OPTS] */
+    dd_model_optval v[DD_MODEL_MAX_OPTS]; /* in the order they were set */
 } dd_model_cfg;
-/* Valid ranges (checked by dd_model_create; 0 = the model's default, see docs/models.md):
- * hidden [1, 4096], layers [1, 64] (tcn [1, 12]), memory [1, 1024] (gmp/mp [1, 64]),
- * order [1, 16], kernel [1, 64], cross [1, 64]. Fields a model does not use are ignored
- * (logged at DD_LOG_WARN when non-zero) and read back as 0. */
+
+/* The value of option `name` in c; 0 when it is not set (= the model's default). */
+int dd_model_cfg_get(const dd_model_cfg *c, const char *name);
+/* Sets option `name` to value (replacing an earlier value; 0 = unset it: the default).
+ * Errors: DD_ERR_ARG (name not 1..23 characters of [a-z0-9_], more than
+ * DD_MODEL_MAX_OPTS options). */
+dd_status dd_model_cfg_set(dd_model_cfg *c, const char *name, int value);
+/* Sets the options of a "name=value,name=value" list (decimal integers; "" sets none).
+ * Errors: DD_ERR_ARG naming the bad item; c is unchanged on error. */
+dd_status dd_model_cfg_parse(dd_model_cfg *c, const char *list);
+/* "name=value,name=value" of the options set (always NUL-terminated when size > 0);
+ * returns the length it needed, like snprintf. dd_model_cfg_parse reads it back. */
+size_t dd_model_cfg_format(const dd_model_cfg *c, char *buf, size_t size);
+/* 1 when a and b set the same options to the same values (in any order). */
+int dd_model_cfg_equal(const dd_model_cfg *a, const dd_model_cfg *b);
 
 typedef struct dd_model dd_model;
 

@@ -92,6 +92,15 @@ dd_status dd_cli_write_text(const char *path, const char *text);
 struct cJSON;
 dd_status dd_cli_write_json(const char *path, struct cJSON *o);
 
+/* The models' options as flags (--hidden, --layers, ...): the option names the registered
+ * models declare (model.h dd_model_info.opts), each once, in registry order, into
+ * names[0..max); returns how many. A new model's options become flags of every command
+ * that takes a model without touching the command. */
+#define DD_CLI_MAX_MODEL_OPTS 32
+size_t dd_cli_model_opt_names(const char **names, size_t max);
+/* One help line per model option: "<indent><prefix>NAME V   model option (models...)". */
+void dd_cli_help_model_opts(const char *indent, const char *prefix);
+
 /* Formats a number for tables ("%.2f"; "n/a" if not finite) into buf. */
 const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals);
 

@@ -18,31 +18,6 @@
 
 static const char *const NAME = "plan";
 
-/* One help line per model option of the registry: the models that declare it. */
-static void help_model_opts(const char *indent, const char *prefix) {
-    size_t nreg = 0;
-    const dd_model_info *const *reg = dd_model_registry(&nreg);
-    const char *seen[32];
-    size_t ns = 0;
-    for (size_t i = 0; i < nreg; i++)
-        for (const dd_model_opt_info *o = reg[i]->opts; o && o->name; o++) {
-            size_t j = 0;
-            while (j < ns && strcmp(seen[j], o->name) != 0) j++;
-            if (j < ns || ns == sizeof seen / sizeof seen[0]) continue;
-            seen[ns++] = o->name;
-            char flag[64], users[256];
-            size_t len = 0;
-            snprintf(flag, sizeof flag, "%s%s%s V", indent, prefix, o->name);
-            users[0] = '\0';
-            for (size_t k = 0; k < nreg; k++)
-                for (const dd_model_opt_info *q = reg[k]->opts; q && q->name; q++)
-                    if (strcmp(q->name, o->name) == 0 && len < sizeof users) {
-                        int w = snprintf(users + len, sizeof users - len, "%s%s", len ? ", " : "", reg[k]->name);
-                        if (w > 0) len += (size_t)w;
-                    }
-            printf("%-24s model option (%s)\n", flag, users);
-        }
-}
 
 static void help(void) {
     printf("usage: distdpd plan --params P [options]\n"
@@ -86,7 +61,7 @@ static void help(void) {
            "sharding (--model): memory per rank (params, grads, optim, activations: the arenas\n"
            "train-pa/train-dpd --shard allocates, exactly) and communication per step of each mode:\n"
            "  --model NAME           a model of the registry (distdpd models lists them)\n");
-    help_model_opts("  --", "");
+    dd_cli_help_model_opts("  --", "");
     printf("  --task pa|dla|ila      what is trained (default pa); dla and ila train a DPD through\n"
            "                         a frozen --pa-model NAME with its own --pa-hidden, --pa-layers...\n"
            "  --batch B              global batch in frames (default 64)\n"
@@ -226,32 +201,9 @@ static int parse_link(const char *opt, const char *val, int have_cal, const dd_p
 
 /* ---- --model: the sharding modes ------------------------------------------------- */
 
-#define MAX_MOPTS 16   /* distinct model option names over the registry */
+#define MAX_MOPTS DD_CLI_MAX_MODEL_OPTS /* distinct model option names over the registry */
 #define MAX_RANKS 16   /* rank counts of --ranks P,P2,... */
 
-/* The dd_model_cfg field of a registry option name (model.h), or NULL. */
-static int *model_cfg_slot(dd_model_cfg *c, const char *name) {
-    if (!strcmp(name, "hidden")) return &c->hidden;
-    if (!strcmp(name, "layers")) return &c->layers;
-    if (!strcmp(name, "memory")) return &c->memory;
-    if (!strcmp(name, "order")) return &c->order;
-    if (!strcmp(name, "kernel")) return &c->kernel;
-    if (!strcmp(name, "cross")) return &c->cross;
-    return NULL;
-}
-
-/* The option names the registered models declare (each once, in registry order). */
-static size_t model_opt_names(const char **names) {
-    size_t nreg = 0, k = 0;
-    const dd_model_info *const *reg = dd_model_registry(&nreg);
-    for (size_t i = 0; i < nreg; i++)
-        for (const dd_model_opt_info *o = reg[i]->opts; o && o->name; o++) {
-            size_t j = 0;
-            while (j < k && strcmp(names[j], o->name) != 0) j++;
-            if (j == k && k < MAX_MOPTS) names[k++] = o->name;
-        }
-    return k;
-}
 
 static void known_models(char *buf, size_t cap) {
     size_t nreg = 0, len = 0;
@@ -297,12 +249,7 @@ static int make_model(const char *opt, const char *name, const char *prefix, con
         size_t v;
         int rc = dd_cli_parse_size(NAME, flag, vals[k], (size_t)o->lo, (size_t)o->hi, &v);
         if (rc) return rc;
-        int *slot = model_cfg_slot(&mc, names[k]);
-        if (!slot) {
-            fprintf(stderr, "distdpd %s: model option %s has no field in dd_model_cfg\n", NAME, flag);
-            return DD_EXIT_RUNTIME;
-        }
-        *slot = (int)v;
+        if (dd_model_cfg_set(&mc, names[k], (int)v) != DD_OK) return dd_cli_usage(NAME, "%s: %s", flag, dd_last_error());
     }
     dd_status st = dd_model_create(name, &mc, out);
     if (st != DD_OK) return dd_cli_fail(NAME, st);
@@ -438,7 +385,7 @@ int dd_cmd_plan(int argc, char **argv) {
     enum { NBASE = sizeof base / sizeof base[0] };
     /* the model options come from the registry: --NAME and --pa-NAME for each */
     const char *mnames[MAX_MOPTS];
-    const size_t nm = model_opt_names(mnames);
+    const size_t nm = dd_cli_model_opt_names(mnames, MAX_MOPTS);
     char panames[MAX_MOPTS][48];
     struct option longopts[NBASE + 2 * MAX_MOPTS + 1];
     memcpy(longopts, base, sizeof base);

@@ -497,13 +497,12 @@ static void help_train(int dpd) {
            "data and model:\n"
            "  --data DIR          data set (OpenDPD directory with spec.json, SigMF, .ddb)%s\n"
            "  --model NAME        model (default gru); distdpd train-pa --model list shows them\n"
-           "  --hidden H          hidden units / channels / width (default: the model's; gru 23)\n"
-           "  --layers L, --memory M, --order K, --kernel K, --cross C\n"
-           "                      other model hyper-parameters (default: the model's)\n"
-           "  --out RUN           run directory (created; must not hold a run yet)\n"
-           "  --resume RUN        continue RUN from last.ckpt exactly (only --epochs, --data and\n"
-           "                      display options may be given)\n",
+           "  --NAME V            the model's options (defaults and ranges: distdpd models):\n",
            dpd ? " (default: the PA run's)" : "");
+    dd_cli_help_model_opts("  --", "");
+    printf("  --out RUN           run directory (created; must not hold a run yet)\n"
+           "  --resume RUN        continue RUN from last.ckpt exactly (only --epochs, --data and\n"
+           "                      display options may be given)\n");
     if (dpd)
         printf("  --pa-run RUN_PA     the PA model run (its best.ckpt is frozen)\n"
                "  --ila               indirect learning instead of direct learning\n"
@@ -668,16 +667,14 @@ static int resumed_task(const char *run, dd_train_task *task) {
 static int cmd_train(int argc, char **argv, int dpd) {
     const char *NAME = dpd ? "train-dpd" : "train-pa";
     enum {
-        O_DATA = 256, O_MODEL, O_HIDDEN, O_LAYERS, O_MEMORY, O_ORDER, O_KERNEL, O_CROSS, O_FRAME, O_STRIDE, O_BATCH,
+        O_DATA = 256, O_MODEL, O_FRAME, O_STRIDE, O_BATCH,
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
-        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET, O_COMPRESS, O_EF, O_SHARD, O_MEMLIMIT
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET, O_COMPRESS, O_EF, O_SHARD, O_MEMLIMIT,
+        O_MOPT = 1024 /* + k: --NAME of model option k (the registry's) */
     };
-    static const struct option longopts[] = {
+    static const struct option opts_base[] = {
         {"data", required_argument, NULL, O_DATA},          {"model", required_argument, NULL, O_MODEL},
-        {"hidden", required_argument, NULL, O_HIDDEN},      {"layers", required_argument, NULL, O_LAYERS},
-        {"memory", required_argument, NULL, O_MEMORY},      {"order", required_argument, NULL, O_ORDER},
-        {"kernel", required_argument, NULL, O_KERNEL},      {"cross", required_argument, NULL, O_CROSS},
         {"frame", required_argument, NULL, O_FRAME},        {"stride", required_argument, NULL, O_STRIDE},
         {"batch", required_argument, NULL, O_BATCH},        {"epochs", required_argument, NULL, O_EPOCHS},
         {"lr", required_argument, NULL, O_LR},              {"opt", required_argument, NULL, O_OPT},
@@ -698,6 +695,24 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"shard", required_argument, NULL, O_SHARD},        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
+    /* the models' options (--hidden, --layers, ...) come from the registry, so a new
+     * model's options are flags here without touching this file; a name that clashes
+     * with an option above is left out (the model keeps its default) */
+    enum { NBASE = sizeof opts_base / sizeof opts_base[0] - 1 };
+    const char *mnames[DD_CLI_MAX_MODEL_OPTS];
+    char mflags[DD_CLI_MAX_MODEL_OPTS][DD_MODEL_OPT_NAME_MAX + 2];
+    size_t nm = dd_cli_model_opt_names(mnames, DD_CLI_MAX_MODEL_OPTS);
+    struct option longopts[NBASE + DD_CLI_MAX_MODEL_OPTS + 1];
+    memcpy(longopts, opts_base, NBASE * sizeof opts_base[0]);
+    size_t nlo = NBASE;
+    for (size_t k = 0; k < nm; k++) {
+        int clash = 0;
+        for (size_t j = 0; j < NBASE; j++) clash |= strcmp(opts_base[j].name, mnames[k]) == 0;
+        if (clash) continue;
+        snprintf(mflags[k], sizeof mflags[k], "--%s", mnames[k]);
+        longopts[nlo++] = (struct option){mnames[k], required_argument, NULL, O_MOPT + (int)k};
+    }
+    longopts[nlo] = (struct option){NULL, 0, NULL, 0};
     static const char *const opts_opt[] = {"sgd", "adam", "adamw", NULL};
     static const char *const opts_sched[] = {"constant", "step", "cosine", "plateau", NULL};
     static const char *const opts_gain[] = {"max", "ls", NULL};
@@ -741,12 +756,6 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if ((rc = dd_cli_parse_size(NAME, NM, optarg, LO, HI, &v))) return rc;           \
         DST;                                                                             \
         break;
-            SIZE_OPT(O_HIDDEN, "--hidden", 1, 4096, cfg.model_cfg.hidden = (int)v)
-            SIZE_OPT(O_LAYERS, "--layers", 1, 64, cfg.model_cfg.layers = (int)v)
-            SIZE_OPT(O_MEMORY, "--memory", 1, 1024, cfg.model_cfg.memory = (int)v)
-            SIZE_OPT(O_ORDER, "--order", 1, 16, cfg.model_cfg.order = (int)v)
-            SIZE_OPT(O_KERNEL, "--kernel", 1, 64, cfg.model_cfg.kernel = (int)v)
-            SIZE_OPT(O_CROSS, "--cross", 1, 64, cfg.model_cfg.cross = (int)v)
             SIZE_OPT(O_FRAME, "--frame", 1, (size_t)1 << 20, cfg.frame = v)
             SIZE_OPT(O_STRIDE, "--stride", 1, (size_t)1 << 20, cfg.stride = v)
             SIZE_OPT(O_BATCH, "--batch", 1, (size_t)1 << 20, cfg.batch = v)
@@ -838,6 +847,14 @@ static int cmd_train(int argc, char **argv, int dpd) {
         case 'q': verbosity = -1; break;
         case 'h': help_train(dpd); return DD_EXIT_OK;
         default:
+            if (c >= O_MOPT && c < O_MOPT + (int)nm) { /* a model option; the model checks its range */
+                const size_t k = (size_t)(c - O_MOPT);
+                oname = mflags[k];
+                if ((rc = dd_cli_parse_size(NAME, mflags[k], optarg, 1, 1000000000, &v))) return rc;
+                if (dd_model_cfg_set(&cfg.model_cfg, mnames[k], (int)v) != DD_OK)
+                    return dd_cli_usage(NAME, "%s: %s", mflags[k], dd_last_error());
+                break;
+            }
             if (dpd && c == O_PARUN) {
                 pa_run = optarg;
                 break;

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "distdpd/model.h"
 
 int dd_cli_fail(const char *cmd, dd_status s) {
     const char *msg = dd_last_error();
@@ -291,3 +292,37 @@ dd_status dd_cli_write_text(const char *path, const char *text) {
     return DD_OK;
 }
 
+
+/* ---- the models' options as command-line flags ---- */
+
+size_t dd_cli_model_opt_names(const char **names, size_t max) {
+    size_t nreg = 0, k = 0;
+    const dd_model_info *const *reg = dd_model_registry(&nreg);
+    for (size_t i = 0; i < nreg; i++)
+        for (const dd_model_opt_info *o = reg[i]->opts; o && o->name; o++) {
+            size_t j = 0;
+            while (j < k && strcmp(names[j], o->name) != 0) j++;
+            if (j == k && k < max) names[k++] = o->name;
+        }
+    return k;
+}
+
+void dd_cli_help_model_opts(const char *indent, const char *prefix) {
+    size_t nreg = 0;
+    const dd_model_info *const *reg = dd_model_registry(&nreg);
+    const char *seen[DD_CLI_MAX_MODEL_OPTS];
+    const size_t ns = dd_cli_model_opt_names(seen, DD_CLI_MAX_MODEL_OPTS);
+    for (size_t j = 0; j < ns; j++) {
+        char flag[64], users[256];
+        size_t len = 0;
+        snprintf(flag, sizeof flag, "%s%s%s V", indent, prefix, seen[j]);
+        users[0] = '\0';
+        for (size_t k = 0; k < nreg; k++)
+            for (const dd_model_opt_info *q = reg[k]->opts; q && q->name; q++)
+                if (strcmp(q->name, seen[j]) == 0 && len < sizeof users) {
+                    int w = snprintf(users + len, sizeof users - len, "%s%s", len ? ", " : "", reg[k]->name);
+                    if (w > 0) len += (size_t)w;
+                }
+        printf("%-24s model option (%s)\n", flag, users);
+    }
+}

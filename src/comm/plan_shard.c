@@ -339,10 +339,7 @@ dd_status dd_plan_shard_json(const dd_plan_shard_cfg *cfg, const dd_plan_shard_r
         const dd_model_cfg *mc = dd_model_config(cfg->model);
         cJSON *o = cJSON_AddObjectToObject(in, "model_cfg");
         if (!o) goto nomem;
-        const char *names[] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
-        const int vals[] = {mc->hidden, mc->layers, mc->memory, mc->order, mc->kernel, mc->cross};
-        for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
-            if (vals[i]) cJSON_AddNumberToObject(o, names[i], vals[i]);
+        for (int i = 0; i < mc->n; i++) cJSON_AddNumberToObject(o, mc->v[i].name, mc->v[i].value);
         cJSON_AddNumberToObject(in, "params", (double)dd_model_num_params(cfg->model));
         cJSON_AddNumberToObject(in, "floats", (double)dd_model_params(cfg->model)->total);
         cJSON_AddNumberToObject(in, "stages", (double)dd_model_num_stages(cfg->model));

@@ -26,13 +26,13 @@ typedef struct {
 } gmp_impl;
 
 static const dd_model_opt_info gmp_opts[] = {
-    {"order", "nonlinearity order K", 5, 1, DD_GMP_MAX_K},
     {"memory", "memory depth M (taps of the aligned terms)", 4, 1, DD_GMP_MAX_L},
+    {"order", "nonlinearity order K", 5, 1, DD_GMP_MAX_K},
     {"cross", "depth C of the lagging cross terms (Lb = Mb = C)", 2, 1, DD_GMP_MAX_L},
     {NULL, NULL, 0, 0, 0}};
 static const dd_model_opt_info mp_opts[] = {
-    {"order", "nonlinearity order K", 5, 1, DD_GMP_MAX_K},
     {"memory", "memory depth M", 4, 1, DD_GMP_MAX_L},
+    {"order", "nonlinearity order K", 5, 1, DD_GMP_MAX_K},
     {NULL, NULL, 0, 0, 0}};
 
 /* Saved: r = |x| (BT); scratch: dL/d|x| (BT). */

@@ -17,23 +17,106 @@
 
 /* ---- creation and configuration ---- */
 
-/* The dd_model_cfg field holding option `name`, or NULL. */
-static int *cfg_slot(dd_model_cfg *c, const char *name) {
-    if (!strcmp(name, "hidden")) return &c->hidden;
-    if (!strcmp(name, "layers")) return &c->layers;
-    if (!strcmp(name, "memory")) return &c->memory;
-    if (!strcmp(name, "order")) return &c->order;
-    if (!strcmp(name, "kernel")) return &c->kernel;
-    if (!strcmp(name, "cross")) return &c->cross;
-    return NULL;
+/* ---- configurations: named options ---- */
+
+static int valid_opt_name(const char *name) {
+    size_t n = name ? strlen(name) : 0;
+    if (n < 1 || n >= DD_MODEL_OPT_NAME_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_')) return 0;
+    return 1;
 }
 
-static const char *const cfg_names[] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
-
-int dd_model_opt(const dd_model *m, const char *name) {
-    int *v = cfg_slot((dd_model_cfg *)&m->cfg, name);
-    return v ? *v : 0;
+static int opt_index(const dd_model_cfg *c, const char *name) {
+    for (int i = 0; c && name && i < c->n && i < DD_MODEL_MAX_OPTS; i++)
+        if (strcmp(c->v[i].name, name) == 0) return i;
+    return -1;
 }
+
+int dd_model_cfg_get(const dd_model_cfg *c, const char *name) {
+    int i = opt_index(c, name);
+    return i < 0 ? 0 : c->v[i].value;
+}
+
+dd_status dd_model_cfg_set(dd_model_cfg *c, const char *name, int value) {
+    if (!c) return dd_error(DD_ERR_ARG, "dd_model_cfg_set: NULL configuration");
+    if (!valid_opt_name(name))
+        return dd_error(DD_ERR_ARG, "model option name '%s': 1 to %d characters of a-z, 0-9 and _",
+                        name ? name : "(null)", DD_MODEL_OPT_NAME_MAX - 1);
+    int i = opt_index(c, name);
+    if (value == 0) { /* unset: the default */
+        if (i >= 0) {
+            memmove(&c->v[i], &c->v[i + 1], (size_t)(c->n - i - 1) * sizeof c->v[0]);
+            c->n--;
+        }
+        return DD_OK;
+    }
+    if (i < 0) {
+        if (c->n >= DD_MODEL_MAX_OPTS)
+            return dd_error(DD_ERR_ARG, "model option %s: more than %d options", name, DD_MODEL_MAX_OPTS);
+        i = c->n++;
+        snprintf(c->v[i].name, sizeof c->v[i].name, "%s", name);
+    }
+    c->v[i].value = value;
+    return DD_OK;
+}
+
+dd_status dd_model_cfg_parse(dd_model_cfg *c, const char *list) {
+    if (!c || !list) return dd_error(DD_ERR_ARG, "dd_model_cfg_parse: NULL argument");
+    dd_model_cfg t = *c;
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char item[64];
+        if (len == 0 || len >= sizeof item)
+            return dd_error(DD_ERR_ARG, "model options '%s': %s item", list, len ? "an overlong" : "an empty");
+        memcpy(item, p, len);
+        item[len] = '\0';
+        char *eq = strchr(item, '=');
+        if (!eq) return dd_error(DD_ERR_ARG, "model options '%s': '%s' is not name=value", list, item);
+        *eq = '\0';
+        const char *v = eq + 1;
+        int neg = *v == '-';
+        const char *d = v + neg;
+        long long x = 0;
+        if (!*d) return dd_error(DD_ERR_ARG, "model options '%s': %s has no value", list, item);
+        for (; *d; d++) {
+            if (*d < '0' || *d > '9' || x > 1000000000LL)
+                return dd_error(DD_ERR_ARG, "model options '%s': %s = '%s' is not a decimal integer", list, item, v);
+            x = 10 * x + (*d - '0');
+        }
+        DD_TRY(dd_model_cfg_set(&t, item, (int)(neg ? -x : x)));
+        p += len;
+        if (*p == ',') {
+            p++;
+            if (!*p) return dd_error(DD_ERR_ARG, "model options '%s': an empty item", list);
+        }
+    }
+    *c = t;
+    return DD_OK;
+}
+
+size_t dd_model_cfg_format(const dd_model_cfg *c, char *buf, size_t size) {
+    size_t len = 0;
+    if (size) buf[0] = '\0';
+    for (int i = 0; c && i < c->n && i < DD_MODEL_MAX_OPTS; i++) {
+        int w = snprintf(len < size ? buf + len : NULL, len < size ? size - len : 0, "%s%s=%d", i ? "," : "",
+                         c->v[i].name, c->v[i].value);
+        if (w > 0) len += (size_t)w;
+    }
+    return len;
+}
+
+int dd_model_cfg_equal(const dd_model_cfg *a, const dd_model_cfg *b) {
+    for (int i = 0; a && i < a->n; i++)
+        if (dd_model_cfg_get(b, a->v[i].name) != a->v[i].value) return 0;
+    for (int i = 0; b && i < b->n; i++)
+        if (dd_model_cfg_get(a, b->v[i].name) != b->v[i].value) return 0;
+    return 1;
+}
+
+int dd_model_opt(const dd_model *m, const char *name) { return dd_model_cfg_get(&m->cfg, name); }
 
 const dd_model_info *dd_model_find(const char *name) {
     size_t n = 0;
@@ -43,27 +126,26 @@ const dd_model_info *dd_model_find(const char *name) {
     return NULL;
 }
 
-/* Defaults and ranges of the options the model declares; the others must be 0 (a
- * non-zero one is logged and cleared). */
+/* Defaults and ranges of the options the model declares; an option it does not declare
+ * is logged and dropped. The result lists the declared options in declaration order. */
 static dd_status apply_options(dd_model *m) {
     const dd_model_opt_info *o = m->info->opts;
-    for (size_t k = 0; k < sizeof cfg_names / sizeof cfg_names[0]; k++) {
+    dd_model_cfg given = m->cfg, out;
+    memset(&out, 0, sizeof out);
+    for (int i = 0; i < given.n && i < DD_MODEL_MAX_OPTS; i++) {
         int declared = 0;
-        for (size_t i = 0; o && o[i].name; i++) declared |= strcmp(o[i].name, cfg_names[k]) == 0;
-        int *v = cfg_slot(&m->cfg, cfg_names[k]);
-        if (!declared) {
-            if (*v != 0) dd_log(DD_LOG_WARN, "model %s ignores %s = %d", m->name, cfg_names[k], *v);
-            *v = 0;
-        }
+        for (size_t k = 0; o && o[k].name; k++) declared |= strcmp(o[k].name, given.v[i].name) == 0;
+        if (!declared) dd_log(DD_LOG_WARN, "model %s ignores %s = %d", m->name, given.v[i].name, given.v[i].value);
     }
-    for (size_t i = 0; o && o[i].name; i++) {
-        int *v = cfg_slot(&m->cfg, o[i].name);
-        if (!v) return dd_error(DD_ERR_INTERNAL, "model %s: option %s has no configuration field", m->name, o[i].name);
-        if (*v == 0) *v = o[i].def;
-        if (*v < o[i].lo || *v > o[i].hi)
-            return dd_error(DD_ERR_ARG, "model %s: %s = %d is out of range [%d, %d]", m->name, o[i].name, *v,
-                            o[i].lo, o[i].hi);
+    for (size_t k = 0; o && o[k].name; k++) {
+        int v = dd_model_cfg_get(&given, o[k].name);
+        if (v == 0) v = o[k].def;
+        if (v < o[k].lo || v > o[k].hi)
+            return dd_error(DD_ERR_ARG, "model %s: %s = %d is out of range [%d, %d]", m->name, o[k].name, v, o[k].lo,
+                            o[k].hi);
+        DD_TRY(dd_model_cfg_set(&out, o[k].name, v));
     }
+    m->cfg = out;
     return DD_OK;
 }
 
@@ -208,23 +290,17 @@ static void group_digits(size_t v, char *buf, size_t size) {
 }
 
 size_t dd_model_describe(const dd_model *m, char *buf, size_t size) {
-    char tmp[256], num[40];
+    char tmp[512], num[40];
     if (!m) {
         int w = snprintf(buf, size, "(null)");
         return w < 0 ? 0 : (size_t)w;
     }
-    static const char *names[] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
-    const int vals[] = {m->cfg.hidden, m->cfg.layers, m->cfg.memory,
-                        m->cfg.order,  m->cfg.kernel, m->cfg.cross};
     size_t len = 0;
     int w = snprintf(tmp, sizeof tmp, "%s(", m->name);
     len = w > 0 ? (size_t)w : 0;
-    int first = 1;
-    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
-        if (!vals[i] || len >= sizeof tmp) continue;
-        w = snprintf(tmp + len, sizeof tmp - len, "%s%s=%d", first ? "" : ", ", names[i], vals[i]);
+    for (int i = 0; i < m->cfg.n && len < sizeof tmp; i++) {
+        w = snprintf(tmp + len, sizeof tmp - len, "%s%s=%d", i ? ", " : "", m->cfg.v[i].name, m->cfg.v[i].value);
         if (w > 0) len += (size_t)w;
-        first = 0;
     }
     group_digits(m->table.nparams, num, sizeof num);
     if (len < sizeof tmp) snprintf(tmp + len, sizeof tmp - len, "): %s parameters", num);

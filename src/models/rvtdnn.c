@@ -24,9 +24,9 @@ typedef struct {
 } td_impl;
 
 static const dd_model_opt_info td_opts[] = {
-    {"memory", "taps M of the delay line", 8, 1, 1024},
     {"hidden", "units H of each tanh layer", 32, 1, 4096},
     {"layers", "tanh layers", 2, 1, TD_MAX_LAYERS},
+    {"memory", "taps M of the delay line", 8, 1, 1024},
     {NULL, NULL, 0, 0, 0}};
 
 /* Saved: U (BT, F*M) delay-line features, z_i (BT, H) tanh outputs. */

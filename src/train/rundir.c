@@ -217,7 +217,7 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
 
         minutes += (r->time_s + r->eval_time_s) / 60.0;
         tb_printf(&c, "%d,%d,%.10g,%.10g,%zu,%zu,%zu,%s,%d", r->epoch - 1, cfg->epochs, minutes, r->lr, cfg->batch,
-                  nparams, cfg->frame, cfg->model, cfg->model_cfg.hidden);
+                  nparams, cfg->frame, cfg->model, dd_model_cfg_get(&cfg->model_cfg, "hidden"));
         tb_csvnum(&c, r->train_loss);
         const dd_eval_metrics *ms[2] = {&r->val, &r->test};
         for (int k = 0; k < 2; k++) {
@@ -286,7 +286,9 @@ static dd_status write_config_json(const char *dir, dd_trainer *tr, const char *
         cJSON *p = cJSON_AddObjectToObject(root, "pa_model");
         if (p) {
             cJSON_AddStringToObject(p, "name", dd_model_name(tr->pa));
-            cJSON_AddNumberToObject(p, "hidden", dd_model_config(tr->pa)->hidden);
+            const dd_model_cfg *pc = dd_model_config(tr->pa);
+            cJSON *po = cJSON_AddObjectToObject(p, "model_opts");
+            for (int i = 0; po && i < pc->n; i++) cJSON_AddNumberToObject(po, pc->v[i].name, pc->v[i].value);
             cJSON_AddNumberToObject(p, "n_params", (double)dd_model_num_params(tr->pa));
         }
         cJSON_AddNumberToObject(root, "target_gain", cfg->gain);
@@ -795,6 +797,25 @@ static dd_status check_run_identity(const char *out, const char *last, const dd_
         cJSON *a = dd_train_cfg_json_obj(&prev->cfg), *b = dd_train_cfg_json_obj(&jc);
         for (const cJSON *x = a ? a->child : NULL; x && b; x = x->next) {
             if (strcmp(x->string, "epochs") == 0) continue;
+            if (strcmp(x->string, "model_opts") == 0) {
+                /* the model's options one by one (an option one side lacks: none) */
+                const cJSON *mb = cJSON_GetObjectItemCaseSensitive(b, "model_opts");
+                for (const cJSON *u = x->child; u; u = u->next) {
+                    const cJSON *v = mb ? cJSON_GetObjectItemCaseSensitive(mb, u->string) : NULL;
+                    if (v && cJSON_Compare(u, v, 1)) continue;
+                    char va[128], vb[128];
+                    json_val(u, va, sizeof va);
+                    json_val(v, vb, sizeof vb);
+                    DIFF("%s %s (config.json: %s)", u->string, va, vb);
+                }
+                for (const cJSON *v = mb ? mb->child : NULL; v; v = v->next)
+                    if (!cJSON_GetObjectItemCaseSensitive(x, v->string)) {
+                        char vb[128];
+                        json_val(v, vb, sizeof vb);
+                        DIFF("%s none (config.json: %s)", v->string, vb);
+                    }
+                continue;
+            }
             const cJSON *y = cJSON_GetObjectItemCaseSensitive(b, x->string);
             if (y && cJSON_Compare(x, y, 1)) continue;
             char va[128], vb[128];
@@ -814,9 +835,16 @@ static dd_status check_run_identity(const char *out, const char *last, const dd_
         if (strcmp(mine, theirs) != 0) {
             DIFF("PA model %s (config.json: %s)", mine, theirs);
         } else if (prev->pa_model) {
-            double h = json_number(pm, "hidden"), np = json_number(pm, "n_params");
-            if (!isnan(h) && h != dd_model_config(prev->pa_model)->hidden)
-                DIFF("PA model hidden %d (config.json: %.0f)", dd_model_config(prev->pa_model)->hidden, h);
+            const dd_model_cfg *pc = dd_model_config(prev->pa_model);
+            const cJSON *po = cJSON_GetObjectItemCaseSensitive(pm, "model_opts");
+            for (int i = 0; i < pc->n; i++) {
+                /* config.json of an earlier version holds "hidden" only */
+                double h = po ? json_number(po, pc->v[i].name)
+                              : strcmp(pc->v[i].name, "hidden") == 0 ? json_number(pm, "hidden") : NAN;
+                if (!isnan(h) && h != pc->v[i].value)
+                    DIFF("PA model %s %d (config.json: %.0f)", pc->v[i].name, pc->v[i].value, h);
+            }
+            double np = json_number(pm, "n_params");
             if (!isnan(np) && np != (double)dd_model_num_params(prev->pa_model))
                 DIFF("PA model parameters %zu (config.json: %.0f)", dd_model_num_params(prev->pa_model), np);
         }

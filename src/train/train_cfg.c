@@ -116,12 +116,8 @@ cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c) {
     if (!o) return NULL;
     cJSON_AddStringToObject(o, "task", dd_train_task_name(c->task));
     cJSON_AddStringToObject(o, "model", c->model);
-    add_num(o, "hidden", c->model_cfg.hidden);
-    add_num(o, "layers", c->model_cfg.layers);
-    add_num(o, "memory", c->model_cfg.memory);
-    add_num(o, "order", c->model_cfg.order);
-    add_num(o, "kernel", c->model_cfg.kernel);
-    add_num(o, "cross", c->model_cfg.cross);
+    cJSON *mo = cJSON_AddObjectToObject(o, "model_opts"); /* the options the model declares */
+    for (int i = 0; mo && i < c->model_cfg.n; i++) add_num(mo, c->model_cfg.v[i].name, c->model_cfg.v[i].value);
     add_num(o, "frame", (double)c->frame);
     add_num(o, "stride", (double)c->stride);
     add_num(o, "batch", (double)c->batch);
@@ -251,12 +247,24 @@ dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg 
         if (strlen(s) >= sizeof c->model) return dd_error(DD_ERR_FORMAT, "%s: key 'model' is too long", where);
         snprintf(c->model, sizeof c->model, "%s", s);
     }
-    DD_TRY(get_int(o, where, "hidden", &c->model_cfg.hidden));
-    DD_TRY(get_int(o, where, "layers", &c->model_cfg.layers));
-    DD_TRY(get_int(o, where, "memory", &c->model_cfg.memory));
-    DD_TRY(get_int(o, where, "order", &c->model_cfg.order));
-    DD_TRY(get_int(o, where, "kernel", &c->model_cfg.kernel));
-    DD_TRY(get_int(o, where, "cross", &c->model_cfg.cross));
+    const cJSON *mo = cJSON_GetObjectItemCaseSensitive(o, "model_opts");
+    if (mo) {
+        if (!cJSON_IsObject(mo)) return dd_error(DD_ERR_FORMAT, "%s: key 'model_opts' is not an object", where);
+        for (const cJSON *x = mo->child; x; x = x->next) {
+            int v = 0;
+            DD_TRY(get_int(mo, where, x->string, &v));
+            if (dd_model_cfg_set(&c->model_cfg, x->string, v) != DD_OK)
+                return dd_error_prefix(DD_ERR_FORMAT, "%s: key 'model_opts': ", where);
+        }
+    } else {
+        /* written before models declared their own options: six flat keys, 0 = unused */
+        static const char *const legacy[] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
+        for (size_t k = 0; k < sizeof legacy / sizeof legacy[0]; k++) {
+            int v = 0;
+            DD_TRY(get_int(o, where, legacy[k], &v));
+            if (v) DD_TRY(dd_model_cfg_set(&c->model_cfg, legacy[k], v));
+        }
+    }
     DD_TRY(get_size(o, where, "frame", &c->frame));
     DD_TRY(get_size(o, where, "stride", &c->stride));
     DD_TRY(get_size(o, where, "batch", &c->batch));

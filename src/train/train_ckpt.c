@@ -136,16 +136,48 @@ static dd_status get_sized(const dd_ckpt_reader *r, const char *path, const char
 
 #define TABLE_ENTRY_BYTES (DD_PARAM_NAME_MAX + 7 * 8)
 
-static dd_status add_model(dd_ckpt_writer *w, const char *prefix, const dd_model *m, const float *params) {
+/* The model's options of a checkpoint: section "<prefix>model_opts" ("name=value,...");
+ * checkpoints written before the models declared their own options hold
+ * "<prefix>model_cfg" instead: six int64 (hidden, layers, memory, order, kernel, cross;
+ * 0 = unused by the model), read here only. */
+static dd_status read_model_opts(const dd_ckpt_reader *r, const char *path, const char *prefix, dd_model_cfg *c) {
     char name[64];
-    const dd_model_cfg *c = dd_model_config(m);
+    memset(c, 0, sizeof *c);
+    snprintf(name, sizeof name, "%smodel_opts", prefix);
+    if (dd_ckpt_has(r, name)) {
+        const char *txt;
+        DD_TRY(dd_ckpt_get_str(r, name, &txt));
+        dd_status st = dd_model_cfg_parse(c, txt);
+        if (st != DD_OK) return dd_error_prefix(DD_ERR_FORMAT, "%s: section '%s': ", path, name);
+        return DD_OK;
+    }
+    static const char *const legacy[6] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
+    const void *d;
+    size_t bytes;
+    snprintf(name, sizeof name, "%smodel_cfg", prefix);
+    DD_TRY(dd_ckpt_get(r, name, &d, &bytes));
+    if (bytes != 6 * sizeof(int64_t))
+        return dd_error(DD_ERR_FORMAT, "%s: section '%s' has %zu bytes, expected %zu", path, name, bytes,
+                        6 * sizeof(int64_t));
+    int64_t cv[6];
+    memcpy(cv, d, sizeof cv);
+    for (int k = 0; k < 6; k++) {
+        if (cv[k] < 0 || cv[k] > 1000000000)
+            return dd_error(DD_ERR_FORMAT, "%s: section '%s' holds an invalid value %lld", path, name, (long long)cv[k]);
+        if (cv[k]) DD_TRY(dd_model_cfg_set(c, legacy[k], (int)cv[k]));
+    }
+    return DD_OK;
+}
+
+static dd_status add_model(dd_ckpt_writer *w, const char *prefix, const dd_model *m, const float *params) {
+    char name[64], opts[1024];
     const dd_param_table *t = dd_model_params(m);
-    int64_t cfgv[DD_MCFG_N];
-    dd_mcfg_pack(c, cfgv);
     snprintf(name, sizeof name, "%smodel", prefix);
     DD_TRY(dd_ckpt_add_str(w, name, dd_model_name(m)));
-    snprintf(name, sizeof name, "%smodel_cfg", prefix);
-    DD_TRY(dd_ckpt_add(w, name, cfgv, sizeof cfgv));
+    if (dd_model_cfg_format(dd_model_config(m), opts, sizeof opts) >= sizeof opts)
+        return dd_error(DD_ERR_INTERNAL, "model %s: its options do not fit %zu characters", dd_model_name(m), sizeof opts);
+    snprintf(name, sizeof name, "%smodel_opts", prefix);
+    DD_TRY(dd_ckpt_add_str(w, name, opts));
     size_t bytes = 16 + t->count * TABLE_ENTRY_BYTES;
     unsigned char *buf = calloc(1, bytes);
     if (!buf) return dd_error(DD_ERR_NOMEM, "out of memory serialising the parameter table");
@@ -178,19 +210,24 @@ dd_status dd_train_ckpt_check_model(const dd_ckpt_reader *r, const char *path, c
                         *prefix ? "PA model" : "model", dd_model_name(m));
     const void *d;
     size_t bytes;
-    snprintf(name, sizeof name, "%smodel_cfg", prefix);
-    DD_TRY(dd_ckpt_get(r, name, &d, &bytes));
-    if (bytes != DD_MCFG_N * sizeof(int64_t))
-        return dd_error(DD_ERR_FORMAT, "%s: section '%s' has %zu bytes, expected %zu", path, name, bytes,
-                        DD_MCFG_N * sizeof(int64_t));
-    int64_t cv[DD_MCFG_N], mv[DD_MCFG_N];
-    memcpy(cv, d, sizeof cv);
-    dd_mcfg_pack(dd_model_config(m), mv);
-    const char *const *fields = dd_mcfg_names;
-    for (int k = 0; k < DD_MCFG_N; k++)
-        if (cv[k] != mv[k])
-            return dd_error(DD_ERR_MISMATCH, "%s: %s '%s' was saved with %s = %lld, this one has %s = %lld", path,
-                            *prefix ? "PA model" : "model", mname, fields[k], (long long)cv[k], fields[k], (long long)mv[k]);
+    /* every option the model declares: the checkpoint's value, or the model's default
+     * where the checkpoint predates the option */
+    dd_model_cfg cc;
+    DD_TRY(read_model_opts(r, path, prefix, &cc));
+    const dd_model_info *info = dd_model_find(dd_model_name(m));
+    const dd_model_cfg *mc = dd_model_config(m);
+    for (size_t k = 0; info && info->opts && info->opts[k].name; k++) {
+        const char *o = info->opts[k].name;
+        int fv = dd_model_cfg_get(&cc, o), mv = dd_model_cfg_get(mc, o);
+        if (fv == 0) fv = info->opts[k].def;
+        if (fv != mv)
+            return dd_error(DD_ERR_MISMATCH, "%s: %s '%s' was saved with %s = %d, this one has %s = %d", path,
+                            *prefix ? "PA model" : "model", mname, o, fv, o, mv);
+    }
+    for (int i = 0; i < cc.n; i++)
+        if (dd_model_cfg_get(mc, cc.v[i].name) == 0)
+            return dd_error(DD_ERR_MISMATCH, "%s: %s '%s' was saved with option %s = %d, which this one does not have",
+                            path, *prefix ? "PA model" : "model", mname, cc.v[i].name, cc.v[i].value);
     const dd_param_table *t = dd_model_params(m);
     snprintf(name, sizeof name, "%sparam_table", prefix);
     DD_TRY(dd_ckpt_get(r, name, &d, &bytes));
@@ -240,18 +277,10 @@ dd_status dd_train_ckpt_read_model(const dd_ckpt_reader *r, const char *path, co
     *params = NULL;
     char name[64];
     const char *mname;
-    const void *d;
     snprintf(name, sizeof name, "%smodel", prefix);
     DD_TRY(dd_ckpt_get_str(r, name, &mname));
-    snprintf(name, sizeof name, "%smodel_cfg", prefix);
-    DD_TRY(get_sized(r, path, name, DD_MCFG_N * sizeof(int64_t), &d));
-    int64_t cv[DD_MCFG_N];
-    memcpy(cv, d, sizeof cv);
-    for (int k = 0; k < DD_MCFG_N; k++)
-        if (cv[k] < 0 || cv[k] > 1000000000)
-            return dd_error(DD_ERR_FORMAT, "%s: section '%s' holds an invalid value %lld", path, name, (long long)cv[k]);
     dd_model_cfg c;
-    dd_mcfg_unpack(cv, &c);
+    DD_TRY(read_model_opts(r, path, prefix, &c));
     dd_status st = dd_model_create(mname, &c, m);
     if (st != DD_OK) return dd_error_prefix(st, "%s: ", path);
     const float *p;

@@ -98,27 +98,6 @@ struct dd_trainer {
     int has_data_id;
 };
 
-/* dd_model_cfg <-> int64 array (checkpoint section "model_cfg"), in this order. */
-#define DD_MCFG_N 6
-static const char *const dd_mcfg_names[DD_MCFG_N] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
-static inline void dd_mcfg_pack(const dd_model_cfg *c, int64_t v[DD_MCFG_N]) {
-    v[0] = c->hidden;
-    v[1] = c->layers;
-    v[2] = c->memory;
-    v[3] = c->order;
-    v[4] = c->kernel;
-    v[5] = c->cross;
-}
-static inline void dd_mcfg_unpack(const int64_t v[DD_MCFG_N], dd_model_cfg *c) {
-    memset(c, 0, sizeof *c);
-    c->hidden = (int)v[0];
-    c->layers = (int)v[1];
-    c->memory = (int)v[2];
-    c->order = (int)v[3];
-    c->kernel = (int)v[4];
-    c->cross = (int)v[5];
-}
-
 /* Fields of one serialised epoch record (doubles). The last one holds flags:
  * DD_REC_FLAG_COMM_EXACT = the communication fields (33..35) are stored as they are (NaN:
  * not recorded); records without it hold 0 for "not recorded" there. */

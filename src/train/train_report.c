@@ -115,14 +115,18 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
     {
         const char *hd[2] = {"quantity", "value"};
         if ((st = dd_report_table_begin(r, NULL, 2, hd)) != DD_OK) goto done;
-        char v[128];
+        char v[320];
 #define ROW(k, ...)                                                        \
     do {                                                                   \
         snprintf(v, sizeof v, __VA_ARGS__);                                \
         const char *cells[2] = {k, v};                                     \
         if ((st = dd_report_table_row(r, cells)) != DD_OK) goto done;      \
     } while (0)
-        ROW("model", "%s, hidden %d (%zu parameters)", cfg->model, cfg->model_cfg.hidden, dd_model_num_params(tr->m));
+        {
+            char desc[256];
+            dd_model_describe(tr->m, desc, sizeof desc);
+            ROW("model", "%s", desc);
+        }
         ROW("frames", "length %zu, stride %zu: %llu frames, %llu batches of %zu per epoch", cfg->frame, cfg->stride,
             (unsigned long long)tr->fr.count, (unsigned long long)tr->nbatches, cfg->batch);
         ROW("optimiser", "%s, lr %g, schedule %s, clip %g, seed %llu", cfg->opt, cfg->lr,
