@@ -4,12 +4,16 @@
  * unreadable file, missing spec field, wrong type, non-numeric cell, NaN/Inf, wrong column
  * count, length mismatch, SigMF datatype, truncated or corrupted binary) must fail with
  * the right status and a message naming the file and line or field. The real DPA_200MHz
- * dataset must load (skipped if absent). Also measures CSV parsing speed. */
+ * dataset must load (skipped if absent). Also measures CSV parsing speed, and bounds the
+ * memory and time a CSV read may take against the data's size (sparse 2 GB files, a
+ * FIFO, /dev/zero, over-long lines). */
 #include "distdpd/dataset.h"
 #include "dd_test.h"
+#include "probe_test_util.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -678,6 +682,141 @@ static void test_bin(void) {
     dd_dataset_free(&ds);
 }
 
+/* Writes text then extends the file with a hole to `size` bytes (sparse: no disk). */
+static void write_sparse(const char *path, const char *text, off_t size) {
+    dd_test_write(path, text);
+    if (truncate(path, size) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+static dd_status probe_csv_fn(void *arg) {
+    dd_cf32 *x = NULL;
+    size_t n = 0;
+    dd_status st = dd_csv_read_iq((const char *)arg, &x, &n);
+    dd_free(x);
+    return st;
+}
+
+static dd_status probe_spec_fn(void *arg) {
+    dd_spec s;
+    return dd_spec_read_json((const char *)arg, &s, NULL, 0);
+}
+
+static dd_status probe_bin_fn(void *arg) {
+    dd_bin_view *v = NULL;
+    dd_status st = dd_bin_open((const char *)arg, &v);
+    dd_bin_close(&v);
+    return st;
+}
+
+/* Runs fn(path) in a child (10 s limit, 1 GiB more address space) and checks the
+ * outcome: status, a message containing `needle`, at most max_s seconds and max_kb KiB
+ * of peak RSS growth (not checked under ASan, whose allocator keeps freed memory). */
+static void check_probe(dd_status (*fn)(void *), const char *path, dd_status want, const char *needle,
+                        double max_s, long max_kb) {
+    probe_res r;
+    CHECK(probe_run(fn, (void *)path, 10, 1024, &r) == 0, "probe of %s did not run", path);
+    CHECK(r.exited, "%s: the read did not finish: %s", path, r.msg);
+    if (!r.exited) return;
+    CHECK(r.status == want, "%s: status %s, want %s: %s", path, dd_status_str(r.status), dd_status_str(want), r.msg);
+    CHECK(strstr(r.msg, needle) != NULL, "%s: message '%s' lacks '%s'", path, r.msg, needle);
+    CHECK(r.secs <= max_s, "%s: took %.3f s (limit %.3g s)", path, r.secs, max_s);
+    if (!PROBE_ASAN) CHECK(r.rss_kb <= max_kb, "%s: peak RSS grew by %ld KiB (limit %ld KiB)", path, r.rss_kb, max_kb);
+    printf("bounded read: %-24s %.4f s, peak RSS +%ld KiB: %s\n", strrchr(path, '/') ? strrchr(path, '/') + 1 : path, r.secs, r.rss_kb, r.msg);
+}
+
+/* The CSV and JSON readers work in memory bounded by the parsed data (one 1 MiB line
+ * buffer), stop at the first bad line, and refuse non-regular files before reading. */
+static void test_csv_bounded(void) {
+    const off_t G2 = (off_t)2 << 30;
+    /* a valid header, then 2 GB of NULs (a sparse file): line 2 at once */
+    write_sparse(P("sparse.csv"), "I,Q\n", G2);
+    check_probe(probe_csv_fn, P("sparse.csv"), DD_ERR_FORMAT, "sparse.csv:2: NUL byte", 1.0, 8 << 10);
+    /* a bad number on line 3, then 2 GB of NULs: the first bad line wins */
+    write_sparse(P("sparse3.csv"), "I,Q\n1,2\nx,3\n", G2);
+    check_probe(probe_csv_fn, P("sparse3.csv"), DD_ERR_FORMAT, "sparse3.csv:3: column 1 ('I') is not a number: 'x'",
+                1.0, 8 << 10);
+    /* NUL in the header line */
+    write_sparse(P("sparse1.csv"), "I,", G2);
+    check_probe(probe_csv_fn, P("sparse1.csv"), DD_ERR_FORMAT, "sparse1.csv:1: NUL byte", 1.0, 8 << 10);
+    remove(P("sparse.csv"));
+    remove(P("sparse3.csv"));
+    remove(P("sparse1.csv"));
+    /* one 3 MiB line of digits: refused after one buffer */
+    {
+        size_t n = (size_t)3 << 20;
+        char *b = malloc(n + 5);
+        memcpy(b, "I,Q\n", 4);
+        memset(b + 4, '1', n);
+        write_bytes(P("longline.csv"), b, n + 4);
+        free(b);
+        check_probe(probe_csv_fn, P("longline.csv"), DD_ERR_FORMAT, "longline.csv:2: line longer than 1048576 bytes",
+                    1.0, 8 << 10);
+        remove(P("longline.csv"));
+    }
+    /* a FIFO without a writer (a plain open would block forever), /dev/zero (endless),
+     * a directory: refused before anything is read */
+    if (mkfifo(P("fifo.csv"), 0600) == 0) {
+                check_probe(probe_csv_fn, P("fifo.csv"), DD_ERR_IO, "fifo.csv: not a regular file (a FIFO)", 1.0, 8 << 10);
+        check_probe(probe_spec_fn, P("fifo.csv"), DD_ERR_IO, "fifo.csv: not a regular file (a FIFO)", 1.0, 8 << 10);
+        check_probe(probe_bin_fn, P("fifo.csv"), DD_ERR_IO, "fifo.csv: not a regular file (a FIFO)", 1.0, 8 << 10);
+    } else {
+        CHECK(0, "mkfifo: %s", strerror(errno));
+    }
+    if (access("/dev/zero", R_OK) == 0) {
+        check_probe(probe_csv_fn, "/dev/zero", DD_ERR_IO, "/dev/zero: not a regular file (a character device)", 1.0,
+                    8 << 10);
+        check_probe(probe_spec_fn, "/dev/zero", DD_ERR_IO, "/dev/zero: not a regular file (a character device)", 1.0,
+                    8 << 10);
+    }
+    check_probe(probe_csv_fn, g_dir, DD_ERR_IO, "Is a directory", 1.0, 8 << 10);
+    /* a spec.json larger than the JSON limit is refused by its size, not read */
+    write_sparse(P("huge.json"), "{", (off_t)1 << 30);
+    check_probe(probe_spec_fn, P("huge.json"), DD_ERR_FORMAT, "huge.json: file too large: 1073741824 bytes (at most 67108864)", 1.0,
+                8 << 10);
+    remove(P("huge.json"));
+
+    /* A valid file: peak memory is the sample array (grown geometrically, at most twice
+     * the data) plus the line buffer, not a copy of the file. 500,000 rows: 4 MB of
+     * samples in a 9.5 MB file (the whole-file reader held up to 3x the file). */
+    {
+        const size_t n = 500000;
+        dd_cf32 *x = dd_calloc(n, sizeof *x);
+        dd_rng r;
+        dd_rng_seed(&r, 5);
+        fill(&r, x, n, 0.25);
+        CHECK_OK(dd_csv_write_iq(P("half.csv"), x, n));
+        long data_kb = (long)(n * sizeof *x / 1024);
+        check_probe(probe_csv_fn, P("half.csv"), DD_OK, "", 5.0, 2 * data_kb + 3 * 1024);
+        remove(P("half.csv"));
+        dd_free(x);
+    }
+
+    /* Lines that straddle the 1 MiB buffer boundary, with CRLF and lone CR endings whose
+     * CR and LF fall in different reads: every value read back exactly. */
+    for (int mode = 0; mode < 2; mode++) {
+        const size_t n = 200000;
+        const char *eol = mode ? "\r" : "\r\n";
+        FILE *f = fopen(P("straddle.csv"), "wb");
+        fprintf(f, "I,Q%s", eol);
+        for (size_t i = 0; i < n; i++) fprintf(f, "%zu,%s-%zu.5%s", i, i % 7 ? "" : "  ", i % 1000, eol);
+        fclose(f);
+        dd_cf32 *y = NULL;
+        size_t m = 0;
+        CHECK_OK(dd_csv_read_iq(P("straddle.csv"), &y, &m));
+        CHECK(m == n, "straddle (%s): %zu rows, want %zu", mode ? "CR" : "CRLF", m, n);
+        int bad = 0;
+        const float *v = (const float *)(const void *)y;
+        for (size_t i = 0; y && i < m && !bad; i++)
+            bad = v[2 * i] != (float)i || v[2 * i + 1] != -(float)(i % 1000) - 0.5f;
+        CHECK(!bad, "straddle (%s): a value differs", mode ? "CR" : "CRLF");
+        dd_free(y);
+    }
+    remove(P("straddle.csv"));
+}
+
 static void test_misc(void) {
     dd_dataset *rd = NULL;
     CHECK(strcmp(dd_split_name(DD_SPLIT_TRAIN), "train") == 0 && strcmp(dd_split_name(DD_SPLIT_VAL), "val") == 0 &&
@@ -917,6 +1056,7 @@ static void test_speed(void) {
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s", dd_test_tmpdir());
     test_csv();
+    test_csv_bounded();
     test_spec();
     test_opendpd();
     test_sigmf();

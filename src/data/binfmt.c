@@ -121,8 +121,13 @@ static dd_status pwrite_full(int fd, const void *buf, size_t n, uint64_t at, con
 }
 
 int dd_bin_is_bin(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* a FIFO must not block */
     if (fd < 0) return 0;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return 0;
+    }
     char m[8];
     ssize_t r = pread_full(fd, m, 8, 0);
     close(fd);
@@ -216,21 +221,8 @@ dd_status dd_bin_open(const char *path, dd_bin_view **out) {
     if (!v) return dd_error(DD_ERR_NOMEM, "out of memory opening %s", path);
     int fd = -1;
     if ((st = dd_path_cat(v->path, sizeof v->path, path, "")) != DD_OK) goto cleanup;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        st = dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        st = dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = dd_error(DD_ERR_FORMAT, "%s: not a regular file", path);
-        goto cleanup;
-    }
-    uint64_t fsize = (uint64_t)sb.st_size;
+    uint64_t fsize;
+    if ((st = dd_open_regular(path, &fd, &fsize)) != DD_OK) goto cleanup;
     unsigned char h[BIN_HEADER];
     memset(h, 0, sizeof h);
     ssize_t r = pread_full(fd, h, BIN_HEADER, 0);

@@ -184,7 +184,7 @@ dd_status dd_sigmf_read_ex(const char *arg, dd_cf32 **x, size_t *n, double *fs,
         }
     }
 
-    if ((st = dd_read_all(data, &raw, &len)) != DD_OK) goto cleanup;
+    if ((st = dd_read_all(data, SIZE_MAX, &raw, &len)) != DD_OK) goto cleanup;
     if (len % dt.bytes != 0) {
         st = dd_error(DD_ERR_CORRUPT,
                       "%s: size %zu bytes is not a multiple of the %zu-byte %s sample (truncated?)",

@@ -14,7 +14,7 @@ dd_status dd_json_read(const char *path, cJSON **root) {
     *root = NULL;
     char *buf;
     size_t len;
-    DD_TRY(dd_read_all(path, &buf, &len));
+    DD_TRY(dd_read_all(path, DD_JSON_MAX, &buf, &len));
     const char *end = NULL;
     dd_cloc loc;
     dd_cloc_push(&loc);

@@ -1,0 +1,81 @@
+#!/bin/bash
+# Inputs that must fail fast, in bounded memory, with a message that names the file and
+# says what is wrong: a 2 GB sparse CSV (NULs after a valid header), a FIFO and
+# /dev/zero as CSV or spec.json. Each run is limited in address space (ulimit -v, not
+# under ASan) and time (timeout), and its peak RSS is measured with /usr/bin/time when
+# that is installed.
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+
+ASAN=0
+if ldd "$DD_CLI" 2>/dev/null | grep -q libasan; then ASAN=1; fi
+HAVE_TIME=0
+if [ -x /usr/bin/time ]; then HAVE_TIME=1; else echo "note: /usr/bin/time not installed: peak RSS not checked"; fi
+
+# bounded KB SECONDS ARGS...: runs distdpd ARGS with at most KB KiB of address space and
+# SECONDS of wall time; sets RC, OUT, ERR, SECS and RSS_KB (peak RSS, empty if unknown).
+bounded() {
+    local kb=$1 secs=$2
+    shift 2
+    local t0 t1
+    t0=$(date +%s%N)
+    set +e
+    (
+        if [ "$ASAN" -eq 0 ]; then ulimit -v "$kb"; fi
+        if [ "$HAVE_TIME" -eq 1 ]; then
+            exec timeout -k 2 "$secs" /usr/bin/time -f "%M" -o "$TMP/.rss" "$DD_CLI" "$@"
+        else
+            exec timeout -k 2 "$secs" "$DD_CLI" "$@"
+        fi
+    ) >"$TMP/.out" 2>"$TMP/.err" </dev/null
+    RC=$?
+    set -e
+    t1=$(date +%s%N)
+    SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+    OUT=$(cat "$TMP/.out")
+    ERR=$(cat "$TMP/.err")
+    RSS_KB=""
+    if [ "$HAVE_TIME" -eq 1 ] && [ -s "$TMP/.rss" ]; then RSS_KB=$(tail -n 1 "$TMP/.rss" | tr -dc '0-9'); fi
+    echo "  distdpd $*: exit $RC, ${SECS} s, peak RSS ${RSS_KB:-?} KiB: $(head -n 1 <<<"$ERR" | cut -c1-200)"
+}
+
+# fast_small DESC MAX_SECS MAX_KB: the last bounded run took at most MAX_SECS and MAX_KB
+fast_small() {
+    if awk -v s="$SECS" -v m="$2" 'BEGIN { exit !(s <= m) }'; then pass; else fail "$1: took $SECS s (limit $2 s)"; fi
+    if [ -n "$RSS_KB" ]; then
+        if [ "$RSS_KB" -le "$3" ]; then pass; else fail "$1: peak RSS $RSS_KB KiB (limit $3 KiB)"; fi
+    fi
+}
+
+printf '{"input_signal_fs": 800e6, "bw_main_ch": 200e6, "bw_sub_ch": 20e6, "n_sub_ch": 10, "nperseg": 2560}\n' >"$TMP/spec.json"
+SPEC="$TMP/spec.json"
+
+# a valid header, then 2 GB of NULs (sparse: takes no disk)
+printf 'I,Q\n' >"$TMP/sparse.csv"
+truncate -s 2G "$TMP/sparse.csv"
+bounded 600000 20 metrics --ref "$TMP/sparse.csv" --test "$TMP/sparse.csv" --spec "$SPEC"
+expect_rc 1 "2 GB sparse CSV"
+has "$ERR" "$TMP/sparse.csv:2: NUL byte in a text file (binary data?)" "sparse CSV: line 2 named"
+fast_small "sparse CSV" 2 65536
+rm -f "$TMP/sparse.csv"
+
+# a FIFO nobody writes to: refused, not waited on (as a signal and as spec.json)
+mkfifo "$TMP/fifo"
+bounded 600000 10 metrics --ref "$TMP/fifo" --test "$TMP/fifo" --spec "$SPEC"
+expect_rc 1 "FIFO as CSV"
+has "$ERR" "cannot read $TMP/fifo: not a regular file (a FIFO)" "FIFO refused"
+fast_small "FIFO as CSV" 2 65536
+bounded 600000 10 metrics --ref "$TMP/x.csv" --test "$TMP/x.csv" --spec "$TMP/fifo"
+expect_rc 1 "FIFO as spec.json"
+has "$ERR" "cannot read $TMP/fifo: not a regular file (a FIFO)" "FIFO spec refused"
+bounded 600000 10 inspect "$TMP/fifo"
+expect_rc 1 "FIFO as a data set"
+has "$ERR" "$TMP/fifo" "FIFO data set named"
+
+# /dev/zero: endless, refused before reading
+bounded 600000 10 metrics --ref /dev/zero --test /dev/zero --spec "$SPEC"
+expect_rc 1 "/dev/zero as CSV"
+has "$ERR" "cannot read /dev/zero: not a regular file (a character device)" "/dev/zero refused"
+fast_small "/dev/zero" 2 65536
+
+finish
