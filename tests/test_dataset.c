@@ -126,6 +126,13 @@ static dd_dataset *make_ds(size_t n0, size_t n1, size_t n2, uint64_t seed) {
     return ds;
 }
 
+/* 1 if dd_last_error() holds only printable ASCII. */
+static int printable_msg(void) {
+    for (const unsigned char *p = (const unsigned char *)dd_last_error(); *p; p++)
+        if (*p < 0x20 || *p >= 0x7f) return 0;
+    return 1;
+}
+
 static void test_csv(void) {
     dd_cf32 *x = NULL;
     size_t n = 0;
@@ -196,6 +203,24 @@ static void test_csv(void) {
     write_bytes(P("nul.csv"), "I,Q\n0.1,0.2\n0.3\0,0.4\n", 21);
     CHECK_ERR(dd_csv_read_iq(P("nul.csv"), &x, &n), DD_ERR_FORMAT, "nul.csv:3: NUL byte");
     CHECK(x == NULL, "x set on error");
+
+    /* Binary content quoted in a message is escaped (\xNN) and shortened: no raw control
+     * or high bytes reach the terminal that prints the error. */
+    write_bytes(P("esc.csv"), "\x1b[2J\x07I,Q\xff\xfe\n1,2\n", 14);
+    CHECK_ERR(dd_csv_read_iq(P("esc.csv"), &x, &n), DD_ERR_FORMAT, "esc.csv:1: header must be 'I,Q', found '\\x1b[2J\\x07I,Q\\xff\\xfe'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
+    {
+        unsigned char junk[300];
+        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(0x80 + i % 0x70);
+        write_bytes(P("junk.csv"), junk, sizeof junk);
+        CHECK_ERR(dd_csv_read_iq(P("junk.csv"), &x, &n), DD_ERR_FORMAT, "junk.csv:1: header must be 'I,Q', found '\\x80\\x81");
+        CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
+        CHECK(strstr(dd_last_error(), "...'") != NULL && strlen(dd_last_error()) < 500 + strlen(g_dir),
+              "long binary header not shortened: %zu bytes", strlen(dd_last_error()));
+    }
+    write_bytes(P("esccell.csv"), "I,Q\n1,2\n\x01\\\x7f,3\n", 13);
+    CHECK_ERR(dd_csv_read_iq(P("esccell.csv"), &x, &n), DD_ERR_FORMAT, "esccell.csv:3: column 1 ('I') is not a number: '\\x01\\\\\\x7f'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
 
     /* Writer: atomic, refuses NaN and leaves nothing behind. */
     dd_cf32 bad[2] = {0};
@@ -292,6 +317,12 @@ static void test_spec(void) {
     /* Unknown format, syntax error, not an object, empty, missing file. */
     p = spec_variant("spec/spec.json", "\"split_csv\"", "\"parquet\"");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_UNSUPPORTED, "dataset_format' has unknown value 'parquet'");
+    p = spec_variant("fmtesc.json", "\"dataset_format\": \"split_csv\"", "\"dataset_format\": \"\\u001b]0;pwned\\u0007\"");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_UNSUPPORTED, "has unknown value '\\x1b]0;pwned\\x07'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
+    write_bytes(P("spec/bin.json"), "\x7f" "ELF\x02\x01\x01\x03\n", 9);
+    CHECK_ERR(dd_spec_read_json(P("spec/bin.json"), &s, fmt, sizeof fmt), DD_ERR_FORMAT, "bin.json:1: invalid JSON near '\\x7fELF\\x02\\x01\\x01\\x03'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
     p = spec_variant("spec/spec.json", "0.6,", "0.6");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_FORMAT, "spec.json:3: invalid JSON");
     dd_test_write(P("spec/spec.json"), "[1, 2]");
@@ -491,6 +522,9 @@ static void test_sigmf(void) {
     CHECK_ERR(dd_sigmf_read(P("sig/junk.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "junk.sigmf-meta: field 'core:datatype' has invalid value 'complex'");
     sigmf_fixture("sig/nosfx", "\"core:datatype\": \"cf32\", \"core:sample_rate\": 10", f4, 16);
     CHECK_ERR(dd_sigmf_read(P("sig/nosfx.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "invalid value 'cf32'");
+    /* content quoted in messages is escaped: no raw control bytes reach a terminal */
+    sigmf_fixture("sig/dtesc", "\"core:datatype\": \"\\u001b[2J\\u0007cf32\", \"core:sample_rate\": 10", f4, 16);
+    CHECK_ERR(dd_sigmf_read(P("sig/dtesc.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "invalid value '\\x1b[2J\\x07cf32'");
     sigmf_fixture("sig/dtnum", "\"core:datatype\": 5, \"core:sample_rate\": 10", f4, 16);
     CHECK_ERR(dd_sigmf_read(P("sig/dtnum.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "field 'core:datatype' must be a string");
     sigmf_fixture("sig/nodt", "\"core:sample_rate\": 10", f4, 16);

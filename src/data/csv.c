@@ -17,20 +17,14 @@ static int is_hspace(char c) { return c == ' ' || c == '\t'; }
 /* End of a line: CR, LF or the terminating NUL. */
 static int is_eol(char c) { return c == '\n' || c == '\r' || c == '\0'; }
 
-/* Copies the text of the cell starting at p (up to ',' or end of line) into out,
- * trimmed and shortened to fit, for error messages. */
+/* The text of the cell starting at p (up to ',' or end of line), trimmed, quoted and
+ * shortened (dd_quote) for error messages; cap >= 4 * 40 + 4. */
 static void cell_text(const char *p, char *out, size_t cap) {
     while (is_hspace(*p)) p++;
     const char *e = p;
     while (*e != ',' && !is_eol(*e)) e++;
     while (e > p && is_hspace(e[-1])) e--;
-    size_t len = (size_t)(e - p);
-    if (len + 1 > cap) {
-        snprintf(out, cap, "%.*s...", (int)(cap - 4), p);
-    } else {
-        memcpy(out, p, len);
-        out[len] = '\0';
-    }
+    dd_quote(out, cap, p, (size_t)(e - p), 40);
 }
 
 /* Case-insensitive comparison of [p, p+len) with the NUL-terminated name. */
@@ -67,8 +61,9 @@ static dd_status check_header(const char *path, const char *p, const char *e,
         strncat(want, names[i], sizeof want - strlen(want) - 1);
         if (i + 1 < ncols) strncat(want, ",", sizeof want - strlen(want) - 1);
     }
-    int shown = (int)(e - p) > 80 ? 80 : (int)(e - p);
-    return dd_error(DD_ERR_FORMAT, "%s:1: header must be '%s', found '%.*s'", path, want, shown, p);
+    char found[4 * 80 + 4];
+    dd_quote(found, sizeof found, p, (size_t)(e - p), 80);
+    return dd_error(DD_ERR_FORMAT, "%s:1: header must be '%s', found '%s'", path, want, found);
 }
 
 /* 1 if [p, p+len) is only white space (a line holds no CR or LF). */
@@ -167,14 +162,14 @@ static dd_status csv_parse(const char *path, const char *const *names, int ncols
             const char *after = e;
             while (is_hspace(*after)) after++;
             if (e == q || (*after != ',' && !is_eol(*after))) {
-                char txt[48];
+                char txt[4 * 40 + 4];
                 cell_text(cell, txt, sizeof txt);
                 st = dd_error(DD_ERR_FORMAT, "%s:%zu: column %d ('%s') is not a number: '%s'", path,
                               line, c + 1, names[c], txt);
                 goto cleanup;
             }
             if (!isfinite(x)) {
-                char txt[48];
+                char txt[4 * 40 + 4];
                 cell_text(cell, txt, sizeof txt);
                 st = dd_error(DD_ERR_RANGE, "%s:%zu: column %d ('%s') value is NaN/Inf%s: '%s'", path,
                               line, c + 1, names[c], errno == ERANGE ? " (overflows float32)" : "",

@@ -71,6 +71,13 @@ dd_status dd_lines_open(dd_lines *r, const char *path);
 dd_status dd_lines_next(dd_lines *r, char **line, size_t *len, int *got);
 void dd_lines_close(dd_lines *r);
 
+/* Quotes file content for an error message: at most max_in bytes of [p, p+len) into out
+ * (cap bytes, NUL-terminated), printable ASCII as is, a backslash as "\\", every other
+ * byte (control characters, bytes >= 0x7f) as "\xNN", and "..." when shortened, so a
+ * message never carries raw binary to a terminal. 4 * max_in + 4 bytes always suffice.
+ * Returns out. */
+const char *dd_quote(char *out, size_t cap, const char *p, size_t len, size_t max_in);
+
 /* Atomic file writing: dd_afile_open() creates PATH.tmp (and missing parent
  * directories); write through a->f;
  * dd_afile_close() flushes, fsyncs and closes (the temporary remains);

@@ -258,6 +258,37 @@ dd_status dd_lines_next(dd_lines *r, char **line, size_t *len, int *got) {
     }
 }
 
+const char *dd_quote(char *out, size_t cap, const char *p, size_t len, size_t max_in) {
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, i = 0;
+    if (cap < 8) {
+        if (cap) out[0] = '\0';
+        return out;
+    }
+    for (; i < len && i < max_in; i++) {
+        unsigned char c = (unsigned char)p[i];
+        size_t need = c >= 0x20 && c < 0x7f ? (c == '\\' ? 2 : 1) : 4;
+        if (o + need + 4 > cap) break; /* room for "..." and the NUL */
+        if (c == '\\') {
+            out[o++] = '\\';
+            out[o++] = '\\';
+        } else if (need == 1) {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    if (i < len) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 dd_status dd_afile_open(dd_afile *a, const char *path) {
     memset(a, 0, sizeof *a);
     DD_TRY(dd_path_cat(a->path, sizeof a->path, path, ""));

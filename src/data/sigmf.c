@@ -52,13 +52,15 @@ static dd_status parse_dtype(const char *meta, const char *s, sigmf_dt *dt) {
         if (!has_suffix && bits != 8) ok = 0;         /* multi-byte types need _le / _be */
         if (kind == 'f' && bits == 8) ok = 0;
     }
+    char q[4 * 40 + 4];
     if (!ok)
-        return dd_error(DD_ERR_FORMAT, "%s: field 'core:datatype' has invalid value '%.40s'", meta, s);
+        return dd_error(DD_ERR_FORMAT, "%s: field 'core:datatype' has invalid value '%s'", meta,
+                        dd_quote(q, sizeof q, s, strlen(s), 40));
     if (cr != 'c' || kind == 'u' || (kind == 'i' && bits == 64) || (kind == 'f' && bits == 16))
         return dd_error(DD_ERR_UNSUPPORTED,
                         "%s: core:datatype '%s' is not supported (distdpd reads complex cf32, cf64, "
                         "ci8, ci16, ci32, _le or _be)",
-                        meta, s);
+                        meta, dd_quote(q, sizeof q, s, strlen(s), 40));
     dt->kind = kind;
     dt->bits = (int)bits;
     dt->be = be;

@@ -28,10 +28,10 @@ dd_status dd_json_read(const char *path, cJSON **root) {
         size_t line = 1;
         const char *at = end && end >= buf && end <= buf + len ? end : buf;
         for (const char *q = buf; q < at; q++) line += *q == '\n';
-        char near[32];
+        char near[4 * 31 + 4];
         size_t k = 0;
-        for (const char *q = at; *q && *q != '\n' && k + 1 < sizeof near; q++) near[k++] = *q;
-        near[k] = '\0';
+        while (k < 31 && at[k] && at[k] != '\n') k++;
+        dd_quote(near, sizeof near, at, k, 31);
         dd_free(buf);
         return dd_error(DD_ERR_FORMAT, "%s:%zu: invalid JSON near '%s'", path, line, near);
     }
@@ -202,10 +202,11 @@ dd_status dd_spec_read_json(const char *path, dd_spec *spec, char *format, size_
         }
         fmt = df->valuestring;
         if (strcmp(fmt, "split_csv") != 0 && strcmp(fmt, "single_csv") != 0) {
+            char q[4 * 64 + 4];
             st = dd_error(DD_ERR_UNSUPPORTED,
-                          "%s: field 'dataset_format' has unknown value '%.64s' (expected "
+                          "%s: field 'dataset_format' has unknown value '%s' (expected "
                           "'split_csv' or 'single_csv')",
-                          path, fmt);
+                          path, dd_quote(q, sizeof q, fmt, strlen(fmt), 64));
             goto cleanup;
         }
     }

@@ -1,9 +1,10 @@
 #!/bin/bash
-# Inputs that must fail fast, in bounded memory, with a message that names the file and
-# says what is wrong: a 2 GB sparse CSV (NULs after a valid header), a FIFO and
-# /dev/zero as CSV or spec.json. Each run is limited in address space (ulimit -v, not
-# under ASan) and time (timeout), and its peak RSS is measured with /usr/bin/time when
-# that is installed.
+# Hostile data inputs that must fail fast, in bounded memory, with a message that names
+# the file and says what is wrong: a 2 GB sparse CSV (NULs after a valid header), a FIFO
+# and /dev/zero as CSV or spec.json, binary files given to distdpd metrics (the message
+# must not echo raw bytes). Each run is limited in address space (ulimit -v, not under
+# ASan) and time (timeout), and its peak RSS is measured with /usr/bin/time when that is
+# installed.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -77,5 +78,25 @@ bounded 600000 10 metrics --ref /dev/zero --test /dev/zero --spec "$SPEC"
 expect_rc 1 "/dev/zero as CSV"
 has "$ERR" "cannot read /dev/zero: not a regular file (a character device)" "/dev/zero refused"
 fast_small "/dev/zero" 2 65536
+
+# binary files: the error quotes their first bytes escaped (\xNN), shortened, never raw
+printable() { # the last run's stderr holds only printable ASCII and newlines
+    if [ "$(LC_ALL=C tr -d '\n\040-\176' <"$TMP/.err" | wc -c)" -eq 0 ]; then pass; else fail "$1: raw bytes in stderr: $(LC_ALL=C od -c "$TMP/.err" | head -n 4)"; fi
+}
+LC_ALL=C awk 'BEGIN { for (i = 0; i < 300; i++) printf "%c", 128 + i % 100 }' >"$TMP/high.bin"
+printf '\033[2J\033]0;owned\007I,Q\n1,2\n' >"$TMP/ctl.csv"
+bounded 600000 10 metrics --ref "$TMP/high.bin" --test "$TMP/high.bin" --spec "$SPEC"
+expect_rc 1 "metrics on a binary file"
+has "$ERR" "$TMP/high.bin:1: header must be 'I,Q', found '\x80\x81\x82" "binary header quoted escaped"
+has "$ERR" "...'" "binary header shortened"
+printable "metrics on a binary file"
+bounded 600000 10 metrics --ref "$TMP/ctl.csv" --test "$TMP/ctl.csv" --spec "$SPEC"
+expect_rc 1 "metrics on a CSV with terminal escapes"
+has "$ERR" "found '\x1b[2J\x1b]0;owned\x07I,Q'" "escape sequences quoted escaped"
+printable "metrics on a CSV with terminal escapes"
+bounded 600000 10 metrics --ref "$TMP/ctl.csv" --test "$TMP/ctl.csv" --spec "$TMP/high.bin"
+expect_rc 1 "metrics with a binary spec.json"
+has "$ERR" "$TMP/high.bin:1: invalid JSON near '\x80\x81" "binary spec quoted escaped"
+printable "metrics with a binary spec.json"
 
 finish
