@@ -859,6 +859,38 @@ static void test_misc(void) {
     CHECK_ERR(dd_dataset_load(P("no_such_thing"), &rd), DD_ERR_IO, "no_such_thing: No such file or directory");
     mkdir(P("emptydir"), 0777);
     CHECK_ERR(dd_dataset_load(P("emptydir"), &rd), DD_ERR_IO, "emptydir: not a dataset");
+    /* the real reason, not "No such file or directory": a symbolic link loop as the
+     * data set, as its spec.json, as a CSV; an unreadable directory (root reads
+     * everything, so that case only runs as another user) */
+    CHECK(symlink("loop", P("loop")) == 0, "symlink: %s", strerror(errno));
+    CHECK_ERR(dd_dataset_load(P("loop"), &rd), DD_ERR_IO, "cannot open");
+    CHECK_ERR(dd_dataset_load(P("loop"), &rd), DD_ERR_IO, "loop: Too many levels of symbolic links");
+    mkdir(P("loopdir"), 0777);
+    CHECK(symlink("spec.json", P("loopdir/spec.json")) == 0, "symlink: %s", strerror(errno));
+    CHECK_ERR(dd_dataset_load(P("loopdir"), &rd), DD_ERR_IO, "loopdir/spec.json: Too many levels of symbolic links");
+    {
+        dd_cf32 *x = NULL;
+        size_t n = 0;
+        CHECK_ERR(dd_csv_read_iq(P("loop"), &x, &n), DD_ERR_IO, "loop: Too many levels of symbolic links");
+    }
+    mkdir(P("shut"), 0777);
+    mkdir(P("shut/inner"), 0777);
+    dd_test_write(P("shut/inner/spec.json"), "{}");
+    mkdir(P("noread"), 0777);
+    chmod(P("shut"), 0);
+    chmod(P("noread"), 0300); /* searchable, not listable: no spec.json, cannot look for SigMF */
+    if (geteuid() != 0) {
+        CHECK_ERR(dd_dataset_load(P("shut/inner"), &rd), DD_ERR_IO, "shut/inner: Permission denied");
+        CHECK_ERR(dd_dataset_load(P("shut"), &rd), DD_ERR_IO, "shut/spec.json: Permission denied");
+        CHECK_ERR(dd_dataset_load(P("noread"), &rd), DD_ERR_IO, "cannot list");
+        CHECK_ERR(dd_dataset_load(P("noread"), &rd), DD_ERR_IO, "noread: Permission denied");
+    } else {
+        printf("skipped: the EACCES cases (unreadable directories) run only as a non-root user\n");
+    }
+    chmod(P("shut"), 0755);
+    chmod(P("noread"), 0755);
+    if (mkfifo(P("fifo.ds"), 0600) == 0)
+        CHECK_ERR(dd_dataset_load(P("fifo.ds"), &rd), DD_ERR_IO, "fifo.ds: not a regular file or directory (a FIFO)");
     dd_test_write(P("notes.txt"), "hello\n");
     CHECK_ERR(dd_dataset_load(P("notes.txt"), &rd), DD_ERR_FORMAT, "notes.txt: unknown dataset format");
     CHECK(rd == NULL, "dataset on error");

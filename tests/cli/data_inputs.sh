@@ -79,6 +79,30 @@ expect_rc 1 "/dev/zero as CSV"
 has "$ERR" "cannot read /dev/zero: not a regular file (a character device)" "/dev/zero refused"
 fast_small "/dev/zero" 2 65536
 
+# a symbolic link loop is reported as such, not as "No such file or directory"
+ln -s loop "$TMP/loop"
+mkdir "$TMP/loopdir"
+ln -s spec.json "$TMP/loopdir/spec.json"
+bounded 600000 10 inspect "$TMP/loop"
+expect_rc 1 "inspect a symlink loop"
+has "$ERR" "cannot open $TMP/loop: Too many levels of symbolic links" "symlink loop reason"
+bounded 600000 10 inspect "$TMP/loopdir"
+expect_rc 1 "inspect a data set whose spec.json is a loop"
+has "$ERR" "cannot open $TMP/loopdir/spec.json: Too many levels of symbolic links" "spec.json loop reason"
+bounded 600000 10 metrics --ref "$TMP/loop" --test "$TMP/loop" --spec "$SPEC"
+expect_rc 1 "metrics on a symlink loop"
+has "$ERR" "cannot open $TMP/loop: Too many levels of symbolic links" "metrics: symlink loop reason"
+if [ "$(id -u)" -ne 0 ]; then
+    mkdir -p "$TMP/shut/in"
+    chmod 0 "$TMP/shut"
+    bounded 600000 10 inspect "$TMP/shut/in"
+    expect_rc 1 "inspect inside an unreadable directory"
+    has "$ERR" "cannot open $TMP/shut/in: Permission denied" "EACCES reason"
+    chmod 755 "$TMP/shut"
+else
+    echo "skipped: the EACCES case (an unreadable directory) runs only as a non-root user"
+fi
+
 # binary files: the error quotes their first bytes escaped (\xNN), shortened, never raw
 printable() { # the last run's stderr holds only printable ASCII and newlines
     if [ "$(LC_ALL=C tr -d '\n\040-\176' <"$TMP/.err" | wc -c)" -eq 0 ]; then pass; else fail "$1: raw bytes in stderr: $(LC_ALL=C od -c "$TMP/.err" | head -n 4)"; fi
