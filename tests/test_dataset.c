@@ -683,6 +683,40 @@ static void test_bin(void) {
     CHECK_OK(dd_bin_open(P("data.ddb"), &v));
     if (v) CHECK_ERR(dd_bin_verify(v), DD_ERR_CORRUPT, "data.ddb: test output block checksum mismatch");
     dd_bin_close(&v);
+    img[size - 3] ^= 1;
+    /* NaN or Inf in the samples (written by another tool; the data CRCs are not checked
+     * on load): dd_dataset_load reports the file, split, block, sample and component,
+     * as the CSV reader does, instead of training diverging or "ref has zero energy". */
+    {
+        uint64_t off[6];
+        memcpy(off, img + 120, sizeof off);
+        const uint32_t qnan = 0x7fc00000u, pinf = 0x7f800000u, ninf = 0xff800000u;
+        struct {
+            int block;
+            size_t sample, comp;
+            uint32_t bits;
+            const char *name, *want;
+        } cases[4] = {
+            {0, 1234, 0, qnan, "nan_train.ddb", "nan_train.ddb: split 'train' input, sample 1234 (I) is NaN"},
+            {5, 776, 1, pinf, "inf_test.ddb", "inf_test.ddb: split 'test' output, sample 776 (Q) is +Inf"},
+            {3, 0, 0, ninf, "inf_val.ddb", "inf_val.ddb: split 'val' output, sample 0 (I) is -Inf"},
+            {1, 4999, 1, qnan | 0x80000000u, "nan_last.ddb", "nan_last.ddb: split 'train' output, sample 4999 (Q) is NaN"},
+        };
+        for (int c = 0; c < 4; c++) {
+            size_t at = (size_t)off[cases[c].block] + 8 * cases[c].sample + 4 * cases[c].comp;
+            unsigned char keep[4];
+            memcpy(keep, img + at, 4);
+            memcpy(img + at, &cases[c].bits, 4);
+            write_bytes(P(cases[c].name), img, size);
+            memcpy(img + at, keep, 4);
+            rd = (dd_dataset *)1;
+            CHECK_ERR(dd_dataset_load(P(cases[c].name), &rd), DD_ERR_RANGE, cases[c].want);
+            CHECK(rd == NULL, "dataset returned on error");
+            CHECK_OK(dd_bin_open(P(cases[c].name), &v)); /* the header-only open still works */
+            if (v) CHECK_ERR(dd_bin_verify(v), DD_ERR_CORRUPT, "block checksum mismatch");
+            dd_bin_close(&v);
+        }
+    }
     free(img);
 
     /* Streaming writer: chunks in any order; incomplete or overfull refused. */

@@ -95,6 +95,8 @@ static dd_status load_bin(const char *path, dd_dataset *ds) {
         ds->n[s] = dd_bin_count(v, (dd_split)s);
         DD_TRY(dd_bin_slice(v, (dd_split)s, 0, ds->n[s], &ds->in[s], &ds->out[s]));
     }
+    /* NaN/Inf are errors in every format: one pass over the mapped samples */
+    DD_TRY(dd_bin_check_finite(v));
     strcpy(ds->format, "bin");
     return DD_OK;
 }

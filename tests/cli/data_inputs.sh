@@ -103,6 +103,20 @@ else
     echo "skipped: the EACCES case (an unreadable directory) runs only as a non-root user"
 fi
 
+# NaN in a binary data set: reported at load with file, split, sample and component,
+# not as a diverged training or a zero-energy reference
+run simulate --out "$TMP/simb" --samples 8000 --format bin -q
+expect_rc 0 "simulate --format bin"
+cp "$TMP/simb/data.ddb" "$TMP/nan.ddb"
+off=$(od -An -t u8 -j 120 -N 8 "$TMP/nan.ddb" | tr -d ' ')
+printf '\000\000\300\177' | dd of="$TMP/nan.ddb" bs=1 seek=$((off + 8 * 1234)) conv=notrunc status=none
+bounded 2000000 60 train-pa --data "$TMP/nan.ddb" --epochs 1 --out "$TMP/run-nan"
+expect_rc 1 "train-pa on a .ddb holding a NaN"
+has "$ERR" "$TMP/nan.ddb: split 'train' input, sample 1234 (I) is NaN" "NaN located"
+bounded 2000000 60 inspect "$TMP/nan.ddb"
+expect_rc 1 "inspect a .ddb holding a NaN"
+has "$ERR" "$TMP/nan.ddb: split 'train' input, sample 1234 (I) is NaN" "inspect: NaN located"
+
 # binary files: the error quotes their first bytes escaped (\xNN), shortened, never raw
 printable() { # the last run's stderr holds only printable ASCII and newlines
     if [ "$(LC_ALL=C tr -d '\n\040-\176' <"$TMP/.err" | wc -c)" -eq 0 ]; then pass; else fail "$1: raw bytes in stderr: $(LC_ALL=C od -c "$TMP/.err" | head -n 4)"; fi
