@@ -308,6 +308,27 @@ static void test_spec(void) {
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "'n_sub_ch' (n_sub) must be >= 1");
     p = spec_variant("spec/spec.json", "2560", "8");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "'nperseg' must be >= 16, found 8");
+    /* absurd segment lengths are refused with the field named (nperseg 1e9 made the
+     * evaluation allocate 24 GB on a 7,680-sample split); the cap itself is accepted */
+    p = spec_variant("spec/spec.json", "2560", "1e9");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "spec.json: field 'nperseg' must be <= 1048576 (2^20 samples per evaluation segment), found 1000000000");
+    p = spec_variant("spec/spec.json", "2560", "3e7");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "field 'nperseg' must be <= 1048576");
+    p = spec_variant("spec/spec.json", "2560", "1048577");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "found 1048577");
+    p = spec_variant("spec/spec.json", "2560", "1048576");
+    CHECK_OK(dd_spec_read_json(p, &s, fmt, sizeof fmt));
+    CHECK(s.nperseg == DD_NPERSEG_MAX, "nperseg %zu", s.nperseg);
+    {
+        dd_spec big;
+        dd_spec_default(&big);
+        big.nperseg = DD_NPERSEG_MAX + 1;
+        CHECK_ERR(dd_spec_check(&big, "where"), DD_ERR_RANGE, "where: field 'nperseg' must be <= 1048576");
+        CHECK_ERR(dd_spec_write_json(P("spec/w3.json"), &big, NULL), DD_ERR_RANGE, "w3.json: field 'nperseg' must be <= 1048576");
+        size_t cnt[3] = {1, 1, 1};
+        dd_bin_writer *bw = NULL;
+        CHECK_ERR(dd_bin_writer_open(P("spec/w3.ddb"), &big, cnt, &bw), DD_ERR_RANGE, "w3.ddb: field 'nperseg' must be <= 1048576");
+    }
     p = spec_variant("spec/spec.json", "\"test\": 0.2", "\"test\": 0.1");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "'split_ratios' must sum to 1, found 0.9");
     p = spec_variant("spec/spec.json", "\"train\": 0.6, \"val\": 0.2", "\"train\": 1.0, \"val\": -0.2");
@@ -601,6 +622,8 @@ static void test_sigmf(void) {
     CHECK_ERR(dd_dataset_load(P("ann/z"), &rd), DD_ERR_FORMAT, "z_input.sigmf-meta: annotations label some splits but not 'val'");
     dd_test_write(P("ann/z_input.sigmf-meta"), "{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 10, \"distdpd:nperseg\": \"x\"}}");
     CHECK_ERR(dd_dataset_load(P("ann/z"), &rd), DD_ERR_FORMAT, "z_input.sigmf-meta: field 'distdpd:nperseg' must be a number");
+    dd_test_write(P("ann/z_input.sigmf-meta"), "{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 10, \"distdpd:nperseg\": 1e9}}");
+    CHECK_ERR(dd_dataset_load(P("ann/z"), &rd), DD_ERR_RANGE, "z_input.sigmf-meta: field 'distdpd:nperseg' must be in [16, 1048576], found 1000000000");
     dd_free(a);
     dd_dataset_free(&ds);
 }

@@ -376,7 +376,7 @@ static dd_status spec_from_global(const char *meta, const cJSON *g, double fs, d
     DD_TRY(dd_json_number(meta, g, "distdpd:bw_sub", 0, &s->bw_sub));
     DD_TRY(dd_json_number(meta, g, "distdpd:bw_occupied", 0, &s->bw_occupied));
     DD_TRY(dd_json_integer(meta, g, "distdpd:n_sub", 0, 1, 2147483647.0, &nsub));
-    DD_TRY(dd_json_integer(meta, g, "distdpd:nperseg", 0, 16, 1e15, &nper));
+    DD_TRY(dd_json_integer(meta, g, "distdpd:nperseg", 0, 16, (double)DD_NPERSEG_MAX, &nper));
     s->n_sub = (int)nsub;
     s->nperseg = (size_t)nper;
     const cJSON *sr = cJSON_GetObjectItemCaseSensitive(g, "distdpd:split_ratios");

@@ -114,6 +114,11 @@ dd_status dd_spec_check(const dd_spec *s, const char *where) {
     if (s->nperseg < 16)
         return dd_error(DD_ERR_RANGE, "%s: field 'nperseg' must be >= 16, found %zu", where,
                         s->nperseg);
+    if (s->nperseg > DD_NPERSEG_MAX)
+        return dd_error(DD_ERR_RANGE,
+                        "%s: field 'nperseg' must be <= %zu (2^20 samples per evaluation segment), "
+                        "found %zu",
+                        where, DD_NPERSEG_MAX, s->nperseg);
     if (!(isfinite(s->bw_occupied) && s->bw_occupied >= 0 && s->bw_occupied < s->fs))
         return dd_error(DD_ERR_RANGE,
                         "%s: field 'bw_occupied' must be in [0, fs = %g) (0 = bw_main), found %g",
@@ -149,6 +154,13 @@ dd_status dd_spec_read_json(const char *path, dd_spec *spec, char *format, size_
     s.n_sub = (int)nsub;
     if (nper < 16) {
         st = dd_error(DD_ERR_RANGE, "%s: field 'nperseg' must be >= 16, found %.0f", path, nper);
+        goto cleanup;
+    }
+    if (nper > (double)DD_NPERSEG_MAX) {
+        st = dd_error(DD_ERR_RANGE,
+                      "%s: field 'nperseg' must be <= %zu (2^20 samples per evaluation segment), "
+                      "found %.0f",
+                      path, DD_NPERSEG_MAX, nper);
         goto cleanup;
     }
     s.nperseg = (size_t)nper;

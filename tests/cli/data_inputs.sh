@@ -117,6 +117,21 @@ bounded 2000000 60 inspect "$TMP/nan.ddb"
 expect_rc 1 "inspect a .ddb holding a NaN"
 has "$ERR" "$TMP/nan.ddb: split 'train' input, sample 1234 (I) is NaN" "inspect: NaN located"
 
+# an absurd nperseg is refused with the field named, before anything is allocated for it
+sed 's/"nperseg": 2560/"nperseg": 1e9/' "$SPEC" >"$TMP/np1e9.json"
+printf 'I,Q\n0.5,0.25\n-0.25,0.5\n' >"$TMP/tiny.csv"
+bounded 600000 20 metrics --ref "$TMP/tiny.csv" --test "$TMP/tiny.csv" --spec "$TMP/np1e9.json"
+expect_rc 1 "metrics with nperseg 1e9"
+has "$ERR" "$TMP/np1e9.json: field 'nperseg' must be <= 1048576 (2^20 samples per evaluation segment), found 1000000000" "nperseg 1e9 named"
+fast_small "metrics with nperseg 1e9" 2 65536
+run simulate --out "$TMP/sim" --samples 8000 -q
+expect_rc 0 "simulate an OpenDPD data set"
+sed -E 's/"nperseg":[[:space:]]*[0-9.e+]+/"nperseg": 3e7/' "$TMP/sim/spec.json" >"$TMP/sim/spec2.json" && mv "$TMP/sim/spec2.json" "$TMP/sim/spec.json"
+bounded 2000000 60 train-pa --data "$TMP/sim" --epochs 1 --out "$TMP/run-np"
+expect_rc 1 "train-pa with nperseg 3e7"
+has "$ERR" "$TMP/sim/spec.json: field 'nperseg' must be <= 1048576" "train-pa: nperseg 3e7 named"
+fast_small "train-pa with nperseg 3e7" 5 131072
+
 # binary files: the error quotes their first bytes escaped (\xNN), shortened, never raw
 printable() { # the last run's stderr holds only printable ASCII and newlines
     if [ "$(LC_ALL=C tr -d '\n\040-\176' <"$TMP/.err" | wc -c)" -eq 0 ]; then pass; else fail "$1: raw bytes in stderr: $(LC_ALL=C od -c "$TMP/.err" | head -n 4)"; fi
