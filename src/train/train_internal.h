@@ -13,6 +13,13 @@
 #define DD_TRAIN_CKPT_VERSION 1u /* layout of the trainer's sections (section "trainer") */
 #define DD_TRAIN_PATH_MAX 4096
 
+/* Bytes one evaluation forward call may use for the model workspaces (and a DPD's
+ * intermediate output): 256 MiB. dd_trainer_create lowers the segments per call to fit
+ * (the metrics do not depend on it); when a single nperseg segment does not fit, each
+ * segment is streamed through dd_model_run_stream in bounded chunks instead (same
+ * outputs). A variable so that tests can lower it. */
+extern size_t dd_eval_ws_cap;
+
 /* One evaluation split cut into padded segments. */
 typedef struct {
     size_t n;        /* samples in the split (0 = not evaluated) */
@@ -60,7 +67,8 @@ struct dd_trainer {
     float *ws_m, *ws_p;
 
     /* evaluation */
-    size_t eb;             /* segments per forward */
+    size_t eb;             /* segments per forward (cfg.eval_batch, lowered to fit dd_eval_ws_cap) */
+    int estream;           /* 1: one segment's workspace exceeds the cap: segments are streamed */
     float *ews_m, *ews_p, *eout1;
     dd_eval_split ev[2];   /* [0] val, [1] test */
     dd_pa *true_pa;        /* noiseless clone (owned) or NULL */
