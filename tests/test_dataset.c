@@ -4,12 +4,16 @@
  * unreadable file, missing spec field, wrong type, non-numeric cell, NaN/Inf, wrong column
  * count, length mismatch, SigMF datatype, truncated or corrupted binary) must fail with
  * the right status and a message naming the file and line or field. The real DPA_200MHz
- * dataset must load (skipped if absent). Also measures CSV parsing speed. */
+ * dataset must load (skipped if absent). Also measures CSV parsing speed, and bounds the
+ * memory and time a CSV read may take against the data's size (sparse 2 GB files, a
+ * FIFO, /dev/zero, over-long lines). */
 #include "distdpd/dataset.h"
 #include "dd_test.h"
+#include "probe_test_util.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -122,6 +126,13 @@ static dd_dataset *make_ds(size_t n0, size_t n1, size_t n2, uint64_t seed) {
     return ds;
 }
 
+/* 1 if dd_last_error() holds only printable ASCII. */
+static int printable_msg(void) {
+    for (const unsigned char *p = (const unsigned char *)dd_last_error(); *p; p++)
+        if (*p < 0x20 || *p >= 0x7f) return 0;
+    return 1;
+}
+
 static void test_csv(void) {
     dd_cf32 *x = NULL;
     size_t n = 0;
@@ -192,6 +203,24 @@ static void test_csv(void) {
     write_bytes(P("nul.csv"), "I,Q\n0.1,0.2\n0.3\0,0.4\n", 21);
     CHECK_ERR(dd_csv_read_iq(P("nul.csv"), &x, &n), DD_ERR_FORMAT, "nul.csv:3: NUL byte");
     CHECK(x == NULL, "x set on error");
+
+    /* Binary content quoted in a message is escaped (\xNN) and shortened: no raw control
+     * or high bytes reach the terminal that prints the error. */
+    write_bytes(P("esc.csv"), "\x1b[2J\x07I,Q\xff\xfe\n1,2\n", 14);
+    CHECK_ERR(dd_csv_read_iq(P("esc.csv"), &x, &n), DD_ERR_FORMAT, "esc.csv:1: header must be 'I,Q', found '\\x1b[2J\\x07I,Q\\xff\\xfe'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
+    {
+        unsigned char junk[300];
+        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (unsigned char)(0x80 + i % 0x70);
+        write_bytes(P("junk.csv"), junk, sizeof junk);
+        CHECK_ERR(dd_csv_read_iq(P("junk.csv"), &x, &n), DD_ERR_FORMAT, "junk.csv:1: header must be 'I,Q', found '\\x80\\x81");
+        CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
+        CHECK(strstr(dd_last_error(), "...'") != NULL && strlen(dd_last_error()) < 500 + strlen(g_dir),
+              "long binary header not shortened: %zu bytes", strlen(dd_last_error()));
+    }
+    write_bytes(P("esccell.csv"), "I,Q\n1,2\n\x01\\\x7f,3\n", 13);
+    CHECK_ERR(dd_csv_read_iq(P("esccell.csv"), &x, &n), DD_ERR_FORMAT, "esccell.csv:3: column 1 ('I') is not a number: '\\x01\\\\\\x7f'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
 
     /* Writer: atomic, refuses NaN and leaves nothing behind. */
     dd_cf32 bad[2] = {0};
@@ -279,6 +308,27 @@ static void test_spec(void) {
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "'n_sub_ch' (n_sub) must be >= 1");
     p = spec_variant("spec/spec.json", "2560", "8");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "'nperseg' must be >= 16, found 8");
+    /* absurd segment lengths are refused with the field named (nperseg 1e9 made the
+     * evaluation allocate 24 GB on a 7,680-sample split); the cap itself is accepted */
+    p = spec_variant("spec/spec.json", "2560", "1e9");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "spec.json: field 'nperseg' must be <= 1048576 (2^20 samples per evaluation segment), found 1000000000");
+    p = spec_variant("spec/spec.json", "2560", "3e7");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "field 'nperseg' must be <= 1048576");
+    p = spec_variant("spec/spec.json", "2560", "1048577");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "found 1048577");
+    p = spec_variant("spec/spec.json", "2560", "1048576");
+    CHECK_OK(dd_spec_read_json(p, &s, fmt, sizeof fmt));
+    CHECK(s.nperseg == DD_NPERSEG_MAX, "nperseg %zu", s.nperseg);
+    {
+        dd_spec big;
+        dd_spec_default(&big);
+        big.nperseg = DD_NPERSEG_MAX + 1;
+        CHECK_ERR(dd_spec_check(&big, "where"), DD_ERR_RANGE, "where: field 'nperseg' must be <= 1048576");
+        CHECK_ERR(dd_spec_write_json(P("spec/w3.json"), &big, NULL), DD_ERR_RANGE, "w3.json: field 'nperseg' must be <= 1048576");
+        size_t cnt[3] = {1, 1, 1};
+        dd_bin_writer *bw = NULL;
+        CHECK_ERR(dd_bin_writer_open(P("spec/w3.ddb"), &big, cnt, &bw), DD_ERR_RANGE, "w3.ddb: field 'nperseg' must be <= 1048576");
+    }
     p = spec_variant("spec/spec.json", "\"test\": 0.2", "\"test\": 0.1");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_RANGE, "'split_ratios' must sum to 1, found 0.9");
     p = spec_variant("spec/spec.json", "\"train\": 0.6, \"val\": 0.2", "\"train\": 1.0, \"val\": -0.2");
@@ -288,6 +338,12 @@ static void test_spec(void) {
     /* Unknown format, syntax error, not an object, empty, missing file. */
     p = spec_variant("spec/spec.json", "\"split_csv\"", "\"parquet\"");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_UNSUPPORTED, "dataset_format' has unknown value 'parquet'");
+    p = spec_variant("fmtesc.json", "\"dataset_format\": \"split_csv\"", "\"dataset_format\": \"\\u001b]0;pwned\\u0007\"");
+    CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_UNSUPPORTED, "has unknown value '\\x1b]0;pwned\\x07'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
+    write_bytes(P("spec/bin.json"), "\x7f" "ELF\x02\x01\x01\x03\n", 9);
+    CHECK_ERR(dd_spec_read_json(P("spec/bin.json"), &s, fmt, sizeof fmt), DD_ERR_FORMAT, "bin.json:1: invalid JSON near '\\x7fELF\\x02\\x01\\x01\\x03'");
+    CHECK(printable_msg(), "raw bytes in '%s'", dd_last_error());
     p = spec_variant("spec/spec.json", "0.6,", "0.6");
     CHECK_ERR(dd_spec_read_json(p, &s, fmt, sizeof fmt), DD_ERR_FORMAT, "spec.json:3: invalid JSON");
     dd_test_write(P("spec/spec.json"), "[1, 2]");
@@ -487,6 +543,9 @@ static void test_sigmf(void) {
     CHECK_ERR(dd_sigmf_read(P("sig/junk.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "junk.sigmf-meta: field 'core:datatype' has invalid value 'complex'");
     sigmf_fixture("sig/nosfx", "\"core:datatype\": \"cf32\", \"core:sample_rate\": 10", f4, 16);
     CHECK_ERR(dd_sigmf_read(P("sig/nosfx.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "invalid value 'cf32'");
+    /* content quoted in messages is escaped: no raw control bytes reach a terminal */
+    sigmf_fixture("sig/dtesc", "\"core:datatype\": \"\\u001b[2J\\u0007cf32\", \"core:sample_rate\": 10", f4, 16);
+    CHECK_ERR(dd_sigmf_read(P("sig/dtesc.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "invalid value '\\x1b[2J\\x07cf32'");
     sigmf_fixture("sig/dtnum", "\"core:datatype\": 5, \"core:sample_rate\": 10", f4, 16);
     CHECK_ERR(dd_sigmf_read(P("sig/dtnum.sigmf-meta"), &y, &n, &fs), DD_ERR_FORMAT, "field 'core:datatype' must be a string");
     sigmf_fixture("sig/nodt", "\"core:sample_rate\": 10", f4, 16);
@@ -563,6 +622,8 @@ static void test_sigmf(void) {
     CHECK_ERR(dd_dataset_load(P("ann/z"), &rd), DD_ERR_FORMAT, "z_input.sigmf-meta: annotations label some splits but not 'val'");
     dd_test_write(P("ann/z_input.sigmf-meta"), "{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 10, \"distdpd:nperseg\": \"x\"}}");
     CHECK_ERR(dd_dataset_load(P("ann/z"), &rd), DD_ERR_FORMAT, "z_input.sigmf-meta: field 'distdpd:nperseg' must be a number");
+    dd_test_write(P("ann/z_input.sigmf-meta"), "{\"global\": {\"core:datatype\": \"cf32_le\", \"core:sample_rate\": 10, \"distdpd:nperseg\": 1e9}}");
+    CHECK_ERR(dd_dataset_load(P("ann/z"), &rd), DD_ERR_RANGE, "z_input.sigmf-meta: field 'distdpd:nperseg' must be in [16, 1048576], found 1000000000");
     dd_free(a);
     dd_dataset_free(&ds);
 }
@@ -645,6 +706,40 @@ static void test_bin(void) {
     CHECK_OK(dd_bin_open(P("data.ddb"), &v));
     if (v) CHECK_ERR(dd_bin_verify(v), DD_ERR_CORRUPT, "data.ddb: test output block checksum mismatch");
     dd_bin_close(&v);
+    img[size - 3] ^= 1;
+    /* NaN or Inf in the samples (written by another tool; the data CRCs are not checked
+     * on load): dd_dataset_load reports the file, split, block, sample and component,
+     * as the CSV reader does, instead of training diverging or "ref has zero energy". */
+    {
+        uint64_t off[6];
+        memcpy(off, img + 120, sizeof off);
+        const uint32_t qnan = 0x7fc00000u, pinf = 0x7f800000u, ninf = 0xff800000u;
+        struct {
+            int block;
+            size_t sample, comp;
+            uint32_t bits;
+            const char *name, *want;
+        } cases[4] = {
+            {0, 1234, 0, qnan, "nan_train.ddb", "nan_train.ddb: split 'train' input, sample 1234 (I) is NaN"},
+            {5, 776, 1, pinf, "inf_test.ddb", "inf_test.ddb: split 'test' output, sample 776 (Q) is +Inf"},
+            {3, 0, 0, ninf, "inf_val.ddb", "inf_val.ddb: split 'val' output, sample 0 (I) is -Inf"},
+            {1, 4999, 1, qnan | 0x80000000u, "nan_last.ddb", "nan_last.ddb: split 'train' output, sample 4999 (Q) is NaN"},
+        };
+        for (int c = 0; c < 4; c++) {
+            size_t at = (size_t)off[cases[c].block] + 8 * cases[c].sample + 4 * cases[c].comp;
+            unsigned char keep[4];
+            memcpy(keep, img + at, 4);
+            memcpy(img + at, &cases[c].bits, 4);
+            write_bytes(P(cases[c].name), img, size);
+            memcpy(img + at, keep, 4);
+            rd = (dd_dataset *)1;
+            CHECK_ERR(dd_dataset_load(P(cases[c].name), &rd), DD_ERR_RANGE, cases[c].want);
+            CHECK(rd == NULL, "dataset returned on error");
+            CHECK_OK(dd_bin_open(P(cases[c].name), &v)); /* the header-only open still works */
+            if (v) CHECK_ERR(dd_bin_verify(v), DD_ERR_CORRUPT, "block checksum mismatch");
+            dd_bin_close(&v);
+        }
+    }
     free(img);
 
     /* Streaming writer: chunks in any order; incomplete or overfull refused. */
@@ -678,6 +773,141 @@ static void test_bin(void) {
     dd_dataset_free(&ds);
 }
 
+/* Writes text then extends the file with a hole to `size` bytes (sparse: no disk). */
+static void write_sparse(const char *path, const char *text, off_t size) {
+    dd_test_write(path, text);
+    if (truncate(path, size) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+static dd_status probe_csv_fn(void *arg) {
+    dd_cf32 *x = NULL;
+    size_t n = 0;
+    dd_status st = dd_csv_read_iq((const char *)arg, &x, &n);
+    dd_free(x);
+    return st;
+}
+
+static dd_status probe_spec_fn(void *arg) {
+    dd_spec s;
+    return dd_spec_read_json((const char *)arg, &s, NULL, 0);
+}
+
+static dd_status probe_bin_fn(void *arg) {
+    dd_bin_view *v = NULL;
+    dd_status st = dd_bin_open((const char *)arg, &v);
+    dd_bin_close(&v);
+    return st;
+}
+
+/* Runs fn(path) in a child (10 s limit, 1 GiB more address space) and checks the
+ * outcome: status, a message containing `needle`, at most max_s seconds and max_kb KiB
+ * of peak RSS growth (not checked under ASan, whose allocator keeps freed memory). */
+static void check_probe(dd_status (*fn)(void *), const char *path, dd_status want, const char *needle,
+                        double max_s, long max_kb) {
+    probe_res r;
+    CHECK(probe_run(fn, (void *)path, 10, 1024, &r) == 0, "probe of %s did not run", path);
+    CHECK(r.exited, "%s: the read did not finish: %s", path, r.msg);
+    if (!r.exited) return;
+    CHECK(r.status == want, "%s: status %s, want %s: %s", path, dd_status_str(r.status), dd_status_str(want), r.msg);
+    CHECK(strstr(r.msg, needle) != NULL, "%s: message '%s' lacks '%s'", path, r.msg, needle);
+    CHECK(r.secs <= max_s, "%s: took %.3f s (limit %.3g s)", path, r.secs, max_s);
+    if (!PROBE_ASAN) CHECK(r.rss_kb <= max_kb, "%s: peak RSS grew by %ld KiB (limit %ld KiB)", path, r.rss_kb, max_kb);
+    printf("bounded read: %-24s %.4f s, peak RSS +%ld KiB: %s\n", strrchr(path, '/') ? strrchr(path, '/') + 1 : path, r.secs, r.rss_kb, r.msg);
+}
+
+/* The CSV and JSON readers work in memory bounded by the parsed data (one 1 MiB line
+ * buffer), stop at the first bad line, and refuse non-regular files before reading. */
+static void test_csv_bounded(void) {
+    const off_t G2 = (off_t)2 << 30;
+    /* a valid header, then 2 GB of NULs (a sparse file): line 2 at once */
+    write_sparse(P("sparse.csv"), "I,Q\n", G2);
+    check_probe(probe_csv_fn, P("sparse.csv"), DD_ERR_FORMAT, "sparse.csv:2: NUL byte", 1.0, 8 << 10);
+    /* a bad number on line 3, then 2 GB of NULs: the first bad line wins */
+    write_sparse(P("sparse3.csv"), "I,Q\n1,2\nx,3\n", G2);
+    check_probe(probe_csv_fn, P("sparse3.csv"), DD_ERR_FORMAT, "sparse3.csv:3: column 1 ('I') is not a number: 'x'",
+                1.0, 8 << 10);
+    /* NUL in the header line */
+    write_sparse(P("sparse1.csv"), "I,", G2);
+    check_probe(probe_csv_fn, P("sparse1.csv"), DD_ERR_FORMAT, "sparse1.csv:1: NUL byte", 1.0, 8 << 10);
+    remove(P("sparse.csv"));
+    remove(P("sparse3.csv"));
+    remove(P("sparse1.csv"));
+    /* one 3 MiB line of digits: refused after one buffer */
+    {
+        size_t n = (size_t)3 << 20;
+        char *b = malloc(n + 5);
+        memcpy(b, "I,Q\n", 4);
+        memset(b + 4, '1', n);
+        write_bytes(P("longline.csv"), b, n + 4);
+        free(b);
+        check_probe(probe_csv_fn, P("longline.csv"), DD_ERR_FORMAT, "longline.csv:2: line longer than 1048576 bytes",
+                    1.0, 8 << 10);
+        remove(P("longline.csv"));
+    }
+    /* a FIFO without a writer (a plain open would block forever), /dev/zero (endless),
+     * a directory: refused before anything is read */
+    if (mkfifo(P("fifo.csv"), 0600) == 0) {
+                check_probe(probe_csv_fn, P("fifo.csv"), DD_ERR_IO, "fifo.csv: not a regular file (a FIFO)", 1.0, 8 << 10);
+        check_probe(probe_spec_fn, P("fifo.csv"), DD_ERR_IO, "fifo.csv: not a regular file (a FIFO)", 1.0, 8 << 10);
+        check_probe(probe_bin_fn, P("fifo.csv"), DD_ERR_IO, "fifo.csv: not a regular file (a FIFO)", 1.0, 8 << 10);
+    } else {
+        CHECK(0, "mkfifo: %s", strerror(errno));
+    }
+    if (access("/dev/zero", R_OK) == 0) {
+        check_probe(probe_csv_fn, "/dev/zero", DD_ERR_IO, "/dev/zero: not a regular file (a character device)", 1.0,
+                    8 << 10);
+        check_probe(probe_spec_fn, "/dev/zero", DD_ERR_IO, "/dev/zero: not a regular file (a character device)", 1.0,
+                    8 << 10);
+    }
+    check_probe(probe_csv_fn, g_dir, DD_ERR_IO, "Is a directory", 1.0, 8 << 10);
+    /* a spec.json larger than the JSON limit is refused by its size, not read */
+    write_sparse(P("huge.json"), "{", (off_t)1 << 30);
+    check_probe(probe_spec_fn, P("huge.json"), DD_ERR_FORMAT, "huge.json: file too large: 1073741824 bytes (at most 67108864)", 1.0,
+                8 << 10);
+    remove(P("huge.json"));
+
+    /* A valid file: peak memory is the sample array (grown geometrically, at most twice
+     * the data) plus the line buffer, not a copy of the file. 500,000 rows: 4 MB of
+     * samples in a 9.5 MB file (the whole-file reader held up to 3x the file). */
+    {
+        const size_t n = 500000;
+        dd_cf32 *x = dd_calloc(n, sizeof *x);
+        dd_rng r;
+        dd_rng_seed(&r, 5);
+        fill(&r, x, n, 0.25);
+        CHECK_OK(dd_csv_write_iq(P("half.csv"), x, n));
+        long data_kb = (long)(n * sizeof *x / 1024);
+        check_probe(probe_csv_fn, P("half.csv"), DD_OK, "", 5.0, 2 * data_kb + 3 * 1024);
+        remove(P("half.csv"));
+        dd_free(x);
+    }
+
+    /* Lines that straddle the 1 MiB buffer boundary, with CRLF and lone CR endings whose
+     * CR and LF fall in different reads: every value read back exactly. */
+    for (int mode = 0; mode < 2; mode++) {
+        const size_t n = 200000;
+        const char *eol = mode ? "\r" : "\r\n";
+        FILE *f = fopen(P("straddle.csv"), "wb");
+        fprintf(f, "I,Q%s", eol);
+        for (size_t i = 0; i < n; i++) fprintf(f, "%zu,%s-%zu.5%s", i, i % 7 ? "" : "  ", i % 1000, eol);
+        fclose(f);
+        dd_cf32 *y = NULL;
+        size_t m = 0;
+        CHECK_OK(dd_csv_read_iq(P("straddle.csv"), &y, &m));
+        CHECK(m == n, "straddle (%s): %zu rows, want %zu", mode ? "CR" : "CRLF", m, n);
+        int bad = 0;
+        const float *v = (const float *)(const void *)y;
+        for (size_t i = 0; y && i < m && !bad; i++)
+            bad = v[2 * i] != (float)i || v[2 * i + 1] != -(float)(i % 1000) - 0.5f;
+        CHECK(!bad, "straddle (%s): a value differs", mode ? "CR" : "CRLF");
+        dd_free(y);
+    }
+    remove(P("straddle.csv"));
+}
+
 static void test_misc(void) {
     dd_dataset *rd = NULL;
     CHECK(strcmp(dd_split_name(DD_SPLIT_TRAIN), "train") == 0 && strcmp(dd_split_name(DD_SPLIT_VAL), "val") == 0 &&
@@ -686,6 +916,38 @@ static void test_misc(void) {
     CHECK_ERR(dd_dataset_load(P("no_such_thing"), &rd), DD_ERR_IO, "no_such_thing: No such file or directory");
     mkdir(P("emptydir"), 0777);
     CHECK_ERR(dd_dataset_load(P("emptydir"), &rd), DD_ERR_IO, "emptydir: not a dataset");
+    /* the real reason, not "No such file or directory": a symbolic link loop as the
+     * data set, as its spec.json, as a CSV; an unreadable directory (root reads
+     * everything, so that case only runs as another user) */
+    CHECK(symlink("loop", P("loop")) == 0, "symlink: %s", strerror(errno));
+    CHECK_ERR(dd_dataset_load(P("loop"), &rd), DD_ERR_IO, "cannot open");
+    CHECK_ERR(dd_dataset_load(P("loop"), &rd), DD_ERR_IO, "loop: Too many levels of symbolic links");
+    mkdir(P("loopdir"), 0777);
+    CHECK(symlink("spec.json", P("loopdir/spec.json")) == 0, "symlink: %s", strerror(errno));
+    CHECK_ERR(dd_dataset_load(P("loopdir"), &rd), DD_ERR_IO, "loopdir/spec.json: Too many levels of symbolic links");
+    {
+        dd_cf32 *x = NULL;
+        size_t n = 0;
+        CHECK_ERR(dd_csv_read_iq(P("loop"), &x, &n), DD_ERR_IO, "loop: Too many levels of symbolic links");
+    }
+    mkdir(P("shut"), 0777);
+    mkdir(P("shut/inner"), 0777);
+    dd_test_write(P("shut/inner/spec.json"), "{}");
+    mkdir(P("noread"), 0777);
+    chmod(P("shut"), 0);
+    chmod(P("noread"), 0300); /* searchable, not listable: no spec.json, cannot look for SigMF */
+    if (geteuid() != 0) {
+        CHECK_ERR(dd_dataset_load(P("shut/inner"), &rd), DD_ERR_IO, "shut/inner: Permission denied");
+        CHECK_ERR(dd_dataset_load(P("shut"), &rd), DD_ERR_IO, "shut/spec.json: Permission denied");
+        CHECK_ERR(dd_dataset_load(P("noread"), &rd), DD_ERR_IO, "cannot list");
+        CHECK_ERR(dd_dataset_load(P("noread"), &rd), DD_ERR_IO, "noread: Permission denied");
+    } else {
+        printf("skipped: the EACCES cases (unreadable directories) run only as a non-root user\n");
+    }
+    chmod(P("shut"), 0755);
+    chmod(P("noread"), 0755);
+    if (mkfifo(P("fifo.ds"), 0600) == 0)
+        CHECK_ERR(dd_dataset_load(P("fifo.ds"), &rd), DD_ERR_IO, "fifo.ds: not a regular file or directory (a FIFO)");
     dd_test_write(P("notes.txt"), "hello\n");
     CHECK_ERR(dd_dataset_load(P("notes.txt"), &rd), DD_ERR_FORMAT, "notes.txt: unknown dataset format");
     CHECK(rd == NULL, "dataset on error");
@@ -917,6 +1179,7 @@ static void test_speed(void) {
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s", dd_test_tmpdir());
     test_csv();
+    test_csv_bounded();
     test_spec();
     test_opendpd();
     test_sigmf();

@@ -348,6 +348,10 @@ static void test_invalid(void) {
     bad = sp;
     bad.nperseg = 8;
     CHECK_ERR(dd_aclr(x, n, &bad, DD_ACLR_OPENDPD, &ar), DD_ERR_ARG, "nperseg");
+    bad.nperseg = DD_NPERSEG_MAX * 2; /* an nperseg-point FFT per segment: capped */
+    CHECK_ERR(dd_aclr(x, n, &bad, DD_ACLR_OPENDPD, &ar), DD_ERR_ARG, "spec->nperseg = 2097152 must be in [16, 2^20]");
+    CHECK_ERR(dd_evm_spectral_db(x, x, n, &bad, &v), DD_ERR_ARG, "must be in [16, 2^20]");
+    CHECK_ERR(dd_metrics_compute(x, x, n, &bad, DD_ACLR_OPENDPD, 0, &ms), DD_ERR_ARG, "must be in [16, 2^20]");
     bad = sp;
     bad.bw_occupied = 300e6;
     CHECK_ERR(dd_aclr(x, n, &bad, DD_ACLR_3GPP, &ar), DD_ERR_ARG, "bw_occupied");

@@ -4,9 +4,11 @@
  * learning through a frozen model), gradients summing across rank slices, two ranks in
  * a two-thread strategy built from the trainer's blocks matching one process, exact resume
  * (2 epochs == 1 epoch + save + load + 1 epoch, also from the middle of an epoch), refusal
- * of truncated, corrupt and incompatible checkpoints, the simulated-PA sidecar, and a
- * batch larger than the training frames (memory and time bounded by the data, the same
- * result as batch = frames, a warning). */
+ * of truncated, corrupt and incompatible checkpoints, the simulated-PA sidecar, a batch
+ * larger than the training frames (memory and time bounded by the data, the same result
+ * as batch = frames, a warning), and bounded evaluation memory (the same metrics whatever
+ * the evaluation workspace cap; nperseg 2^20 on splits of a few thousand samples
+ * evaluates in about 100 MB). */
 #include <complex.h>
 #include <math.h>
 #include <pthread.h>
@@ -18,7 +20,9 @@
 
 #include "dd_test.h"
 #include "distdpd/train.h"
+#include "probe_test_util.h"
 #include "test_train_util.h"
+#include "train/train_internal.h"
 
 /* ---------------------------------------------------------------- framing */
 
@@ -769,6 +773,128 @@ static void test_sim_pa(const char *tmp) {
     dd_free(y2);
 }
 
+/* ---------------------------------------------------------------- evaluation memory */
+
+/* Bytes of one forward call's evaluation workspace for one segment (as trainer.c). */
+static size_t one_segment_bytes(const dd_trainer *tr, size_t T) {
+    const float *pp;
+    const dd_model *pa = dd_trainer_pa_model(tr, &pp);
+    size_t f = dd_model_infer_workspace(dd_trainer_model(tr), 1, (int)T) + 16;
+    if (pa) f += dd_model_infer_workspace(pa, 1, (int)T) + 16 + 2 * T;
+    return f * sizeof(float);
+}
+
+static int same_metrics(const dd_eval_metrics *a, const dd_eval_metrics *b) {
+    return a->loss == b->loss && a->nmse_db == b->nmse_db && a->evm_db == b->evm_db && a->aclr.left_db == b->aclr.left_db &&
+           a->aclr.right_db == b->aclr.right_db && a->aclr.avg_db == b->aclr.avg_db;
+}
+
+/* Trainers that differ only in the evaluation workspace cap (so in the segments per
+ * forward call, or streamed segments) give bit-identical predictions and metrics. */
+static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa) {
+    const size_t T = ds->spec.nperseg, keep = dd_eval_ws_cap;
+    dd_trainer *tr[3] = {NULL, NULL, NULL};
+    CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[0])); /* default cap: eval_batch segments per call */
+    if (!tr[0]) return;
+    dd_eval_ws_cap = one_segment_bytes(tr[0], T); /* exactly one segment per call */
+    CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[1]));
+    dd_eval_ws_cap = 1; /* not even one: streamed */
+    CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[2]));
+    dd_eval_ws_cap = keep;
+    if (tr[1] && tr[2]) {
+        CHECK(tr[0]->eb > 1 && !tr[0]->estream, "%s: default: %zu segments per call, streamed %d", what, tr[0]->eb, tr[0]->estream);
+        CHECK(tr[1]->eb == 1 && !tr[1]->estream, "%s: cap of one segment: %zu per call, streamed %d", what, tr[1]->eb, tr[1]->estream);
+        CHECK(tr[2]->eb == 1 && tr[2]->estream && !tr[2]->ews_m && !tr[2]->ews_p, "%s: tiny cap: streamed", what);
+        for (int s = 0; s < 2; s++) {
+            dd_split sp = s ? DD_SPLIT_TEST : DD_SPLIT_VAL;
+            dd_eval_metrics m[3];
+            const dd_cf32 *p[3];
+            size_t np[3];
+            for (int k = 0; k < 3; k++) CHECK_OK(dd_trainer_evaluate(tr[k], sp, &m[k], &p[k], &np[k]));
+            for (int k = 1; k < 3; k++) {
+                CHECK(np[k] == np[0] && memcmp(p[k], p[0], np[0] * sizeof *p[0]) == 0,
+                      "%s, %s split: predictions with cap %d differ from the default", what, dd_split_name(sp), k);
+                CHECK(same_metrics(&m[k], &m[0]), "%s, %s split: metrics with cap %d differ: NMSE %.17g vs %.17g", what,
+                      dd_split_name(sp), k, m[k].nmse_db, m[0].nmse_db);
+            }
+        }
+    }
+    for (int k = 0; k < 3; k++) dd_trainer_destroy(&tr[k]);
+}
+
+typedef struct {
+    const dd_dataset *ds;
+    const dd_train_cfg *cfg;
+    dd_eval_metrics val;
+} eval_probe_arg;
+
+static dd_status eval_probe_fn(void *arg) {
+    eval_probe_arg *a = arg;
+    dd_trainer *tr = NULL;
+    DD_TRY(dd_trainer_create(a->cfg, a->ds, NULL, NULL, &tr));
+    dd_eval_metrics t;
+    dd_status st = dd_trainer_evaluate(tr, DD_SPLIT_VAL, &a->val, NULL, NULL);
+    if (st == DD_OK) st = dd_trainer_evaluate(tr, DD_SPLIT_TEST, &t, NULL, NULL);
+    if (st == DD_OK && !isfinite(a->val.nmse_db)) st = dd_error(DD_ERR_NUMERIC, "val NMSE %g", a->val.nmse_db);
+    dd_trainer_destroy(&tr);
+    return st;
+}
+
+static void test_eval_bounded(void) {
+    /* (a) the workspace cap changes how segments are batched, never the numbers:
+     * recurrent and feed-forward PA models, and a DPD through a frozen PA model */
+    size_t n[3] = {1500, 1100, 700}; /* nperseg 512: val 3 segments, test 2, both padded */
+    dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 11, NULL);
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    static const char *const models[3] = {"gru", "tcn", "rvtdnn"};
+    for (int k = 0; k < 3; k++) {
+        dd_train_cfg c;
+        tt_cfg(&c, DD_TRAIN_PA, 4, 40, 20, 8, 1);
+        snprintf(c.model, sizeof c.model, "%s", models[k]);
+        eval_cap_case(models[k], &c, ds, NULL);
+    }
+    {
+        dd_train_cfg cp, cd;
+        tt_cfg(&cp, DD_TRAIN_PA, 3, 40, 20, 8, 1);
+        dd_trainer *pt = NULL;
+        CHECK_OK(dd_trainer_create(&cp, ds, NULL, NULL, &pt));
+        if (pt) {
+            dd_model_ref pa = {"gru", *dd_model_config(dd_trainer_model(pt)), dd_trainer_params(pt), dd_trainer_num_floats(pt)};
+            tt_cfg(&cd, DD_TRAIN_DLA, 3, 40, 20, 8, 1);
+            eval_cap_case("DPD through a frozen PA", &cd, ds, &pa);
+        }
+        dd_trainer_destroy(&pt);
+    }
+
+    /* (b) a legal but huge nperseg (2^20) on splits of a few thousand samples: the
+     * evaluation allocates the padded split buffers (3 x 8 MiB per split at most) and
+     * the metrics' 2^20-point FFTs, not a 2^20-step model workspace (GRU hidden 8:
+     * about 0.5 GB before). Run in a child limited to 1 GiB more address space. */
+    if (PROBE_ASAN) {
+        printf("skipped under ASan: evaluation memory at nperseg 2^20 (RSS is not meaningful there)\n");
+    } else {
+        dd_spec sp = ds->spec;
+        sp.nperseg = DD_NPERSEG_MAX;
+        dd_dataset *big = NULL;
+        const dd_cf32 *in[3] = {ds->in[0], ds->in[1], ds->in[2]}, *out[3] = {ds->out[0], ds->out[1], ds->out[2]};
+        CHECK_OK(dd_dataset_from_arrays(&sp, n, in, out, &big));
+        dd_train_cfg c;
+        tt_cfg(&c, DD_TRAIN_PA, 8, 40, 20, 8, 1);
+        c.eval_batch = 16;
+        eval_probe_arg a = {.ds = big, .cfg = &c};
+        probe_res r;
+        if (big && probe_run(eval_probe_fn, &a, 120, 1024, &r) == 0) {
+            printf("evaluation at nperseg 2^20 (val %zu, test %zu samples): %s, %.2f s, peak RSS +%ld KiB%s%s\n", n[1], n[2],
+                   r.exited ? dd_status_str(r.status) : "killed", r.secs, r.rss_kb, r.msg[0] ? ": " : "", r.msg);
+            CHECK(r.exited && r.status == DD_OK, "evaluation at nperseg 2^20: %s", r.msg);
+            CHECK(r.rss_kb <= 200 * 1024, "evaluation at nperseg 2^20: peak RSS grew by %ld KiB (limit 200 MiB)", r.rss_kb);
+        }
+        dd_dataset_free(&big);
+    }
+    dd_dataset_free(&ds);
+}
+
 int main(void) {
     const char *tmp = dd_test_tmpdir();
     test_framing();
@@ -780,6 +906,7 @@ int main(void) {
     test_resume(tmp);
     test_strategy_threads();
     test_sim_pa(tmp);
+    test_eval_bounded();
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);

@@ -45,8 +45,10 @@ typedef struct {
  *   (distdpd:split_ratios, default 0.6/0.2/0.2) as for single_csv; spec fields from the
  *   distdpd: namespace, else derived from fs (bw_main = fs/4, n_sub = 10,
  *   bw_sub = bw_main/10, nperseg = 2560);
- * - a file starting with the binary magic "DDPDBIN1" (or named *.ddb): memory-mapped,
- *   nothing read beyond the header.
+ * - a file starting with the binary magic "DDPDBIN1" (or named *.ddb): memory-mapped;
+ *   one pass checks every sample is finite (DD_ERR_RANGE "PATH: split 'train' input,
+ *   sample 1234 (I) is NaN") that leaves the process's pages and the page cache as
+ *   it found them.
  * On success *out is a new dataset the caller frees with dd_dataset_free(); on error
  * *out is NULL and the message names the file and line or field. */
 dd_status dd_dataset_load(const char *path, dd_dataset **out);
@@ -132,8 +134,9 @@ const dd_spec *dd_bin_spec(const dd_bin_view *v);
 size_t dd_bin_count(const dd_bin_view *v, dd_split s);
 void dd_bin_close(dd_bin_view **v);
 /* Reads every block and checks its CRC32C against the header (and that every value is
- * finite): DD_ERR_CORRUPT naming the file and block on mismatch. Touches the whole file,
- * so loaders do not call it; `distdpd` may on request. */
+ * finite, DD_ERR_RANGE as dd_dataset_load): DD_ERR_CORRUPT naming the file and block on
+ * mismatch. Touches the whole file, so loaders do not call it; `distdpd` may on request.
+ * Releases the view's mapped pages afterwards (they fault in again when used). */
 dd_status dd_bin_verify(const dd_bin_view *v);
 /* Access-pattern hint (madvise) for samples [offset, offset+count) of split s, both the
  * input and the output block. Advice other than DD_BIN_NORMAL is a hint only. */

@@ -125,6 +125,13 @@ static size_t eval_segments(const dd_plan_shard_cfg *c) {
     return c->eval_segments && c->eval_segments < c->eval_batch ? c->eval_segments : c->eval_batch;
 }
 
+/* Floats of evaluation workspace for eb segments of T samples per forward call. */
+static size_t eval_ws_floats(const dd_plan_shard_cfg *c, size_t eb, int T) {
+    size_t f = dd_model_infer_workspace(c->model, (int)eb, T) + 16;
+    if (c->pa) f += dd_model_infer_workspace(c->pa, (int)eb, T) + 16 + eb * (size_t)T * 2;
+    return f;
+}
+
 /* Floats, per kind, of rank r (cfg checked). */
 static void memory_floats(const dd_plan_shard_cfg *c, int r, size_t fl[DD_MEM_KINDS]) {
     const dd_model *m = c->model;
@@ -149,10 +156,16 @@ static void memory_floats(const dd_plan_shard_cfg *c, int r, size_t fl[DD_MEM_KI
     }
     /* evaluation buffers where evaluation forwards run */
     if (r == 0 || c->shard == DD_SHARD_ZERO3) {
-        const size_t eb = eval_segments(c);
+        size_t eb = eval_segments(c);
         const int T = (int)c->nperseg;
-        act += dd_model_infer_workspace(m, (int)eb, T) + 16;
-        if (c->pa) act += dd_model_infer_workspace(c->pa, (int)eb, T) + 16 + eb * c->nperseg * 2;
+        /* as the trainer: fewer segments per call to fit DD_TRAIN_EVAL_WS_CAP, and no
+         * workspace at all when even one segment does not fit (streamed) */
+        while (eb > 1 && eval_ws_floats(c, eb, T) * sizeof(float) > DD_TRAIN_EVAL_WS_CAP) eb--;
+        if (eval_ws_floats(c, 1, T) * sizeof(float) <= DD_TRAIN_EVAL_WS_CAP) {
+            act += dd_model_infer_workspace(m, (int)eb, T) + 16;
+            if (c->pa) act += dd_model_infer_workspace(c->pa, (int)eb, T) + 16;
+        }
+        if (c->pa) act += eb * c->nperseg * 2;
     }
     fl[DD_MEM_ACTIVATIONS] = act;
 }

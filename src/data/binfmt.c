@@ -4,6 +4,7 @@
  * Readers memory-map the file read-only so datasets larger than RAM can be used and each
  * rank touches only its slice; the writer streams to PATH.tmp, fsyncs and renames.
  * The byte-by-byte layout is in docs/formats.md. */
+#define _GNU_SOURCE /* O_DIRECT */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -121,8 +122,13 @@ static dd_status pwrite_full(int fd, const void *buf, size_t n, uint64_t at, con
 }
 
 int dd_bin_is_bin(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* a FIFO must not block */
     if (fd < 0) return 0;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return 0;
+    }
     char m[8];
     ssize_t r = pread_full(fd, m, 8, 0);
     close(fd);
@@ -216,21 +222,8 @@ dd_status dd_bin_open(const char *path, dd_bin_view **out) {
     if (!v) return dd_error(DD_ERR_NOMEM, "out of memory opening %s", path);
     int fd = -1;
     if ((st = dd_path_cat(v->path, sizeof v->path, path, "")) != DD_OK) goto cleanup;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        st = dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        st = dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-        goto cleanup;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = dd_error(DD_ERR_FORMAT, "%s: not a regular file", path);
-        goto cleanup;
-    }
-    uint64_t fsize = (uint64_t)sb.st_size;
+    uint64_t fsize;
+    if ((st = dd_open_regular(path, &fd, &fsize)) != DD_OK) goto cleanup;
     unsigned char h[BIN_HEADER];
     memset(h, 0, sizeof h);
     ssize_t r = pread_full(fd, h, BIN_HEADER, 0);
@@ -323,6 +316,104 @@ dd_status dd_bin_advise(const dd_bin_view *v, dd_split s, size_t offset, size_t 
     return DD_OK;
 }
 
+/* Index of the first NaN/Inf among f[0..n), or n. The exponent test on the bits
+ * (all ones = Inf or NaN) over blocks of 64 without an early exit lets the compiler
+ * vectorise the common all-finite case. */
+static size_t first_nonfinite(const float *f, size_t n) {
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        uint32_t u[64], bad = 0;
+        memcpy(u, f + i, sizeof u);
+        for (int k = 0; k < 64; k++) bad |= (uint32_t)((u[k] & 0x7f800000u) == 0x7f800000u);
+        if (bad) break;
+    }
+    for (; i < n; i++)
+        if (!isfinite(f[i])) return i;
+    return n;
+}
+
+/* DD_ERR_RANGE "PATH: split 'train' input, sample 1234 (I) is NaN" for float i of block b. */
+static dd_status nonfinite_error(const dd_bin_view *v, int b, size_t i, float x) {
+    return dd_error(DD_ERR_RANGE, "%s: split '%s' %s, sample %zu (%s) is %s", v->path,
+                    dd_split_name((dd_split)(b / 2)), b % 2 ? "output" : "input", i / 2,
+                    i % 2 ? "Q" : "I", isnan(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf");
+}
+
+dd_status dd_bin_check_finite(const dd_bin_view *v) {
+    const unsigned char *base = v->map;
+    const size_t chunk = (size_t)8 << 20; /* bytes per step */
+    long pg = sysconf(_SC_PAGESIZE);
+    uintptr_t page = pg > 0 ? (uintptr_t)pg : 4096;
+    unsigned char *vec = malloc(chunk / page + 2); /* page-cache residency of a step */
+    /* Pages not in the page cache are read with O_DIRECT into a private buffer, so the
+     * pass neither maps them into this process nor adds them to the cache (where another
+     * rank's faults would map them around its own frames); cached pages are read through
+     * the mapping and unmapped again. Without O_DIRECT (tmpfs, other systems) the
+     * mapping is used and the pages it had to read are dropped from the cache after. */
+    int fd = open(v->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int dfd = -1;
+    void *dbuf = NULL;
+#ifdef O_DIRECT
+    dfd = open(v->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_DIRECT);
+    if (dfd >= 0 && !(dbuf = aligned_alloc(4096, chunk))) {
+        close(dfd);
+        dfd = -1;
+    }
+#endif
+    dd_status st = DD_OK;
+    for (int b = 0; b < 6 && st == DD_OK; b++) {
+        const unsigned char *blk = base + v->off[b];
+        size_t bytes = v->n[b / 2] * BIN_SAMPLE;
+        for (size_t pos = 0; pos < bytes; pos += chunk) {
+            size_t len = bytes - pos < chunk ? bytes - pos : chunk;
+            uintptr_t lo = (uintptr_t)(blk + pos) / page * page;
+            uintptr_t hi = ((uintptr_t)(blk + pos + len) + page - 1) / page * page;
+            size_t npg = (size_t)((hi - lo) / page), cached = 0;
+            int have_vec = vec && mincore((void *)lo, hi - lo, vec) == 0;
+            for (size_t k = 0; have_vec && k < npg; k++) cached += vec[k] & 1;
+            const float *src = NULL;
+            if (dfd >= 0 && cached < npg && (v->off[b] + pos) % 4096 == 0) {
+                size_t want = (len + 4095) / 4096 * 4096;
+                ssize_t r = pread_full(dfd, dbuf, want, (off_t)(v->off[b] + pos));
+                if (r >= 0 && (size_t)r >= len) {
+                    src = dbuf;
+                } else { /* O_DIRECT refused here: the mapping from now on */
+                    close(dfd);
+                    dfd = -1;
+                }
+            }
+            if (!src) src = (const float *)(const void *)(blk + pos);
+            size_t nf = len / sizeof(float), i = first_nonfinite(src, nf);
+            if (i < nf) {
+                st = nonfinite_error(v, b, pos / sizeof(float) + i, src[i]);
+                break;
+            }
+            if (src == dbuf) continue;
+            (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* out of this process */
+            for (size_t p0 = 0; have_vec && fd >= 0 && p0 < npg;) { /* and out of the cache */
+                if (vec[p0] & 1) {
+                    p0++;
+                    continue;
+                }
+                size_t p1 = p0;
+                while (p1 < npg && !(vec[p1] & 1)) p1++;
+                off_t at = (off_t)(lo - (uintptr_t)base + p0 * page);
+                (void)posix_fadvise(fd, at, (off_t)((p1 - p0) * page), POSIX_FADV_DONTNEED);
+                p0 = p1;
+            }
+        }
+    }
+    /* Reading a page through the mapping also maps the cached pages around it (the
+     * kernel's fault-around, 64 KiB by default), beyond the step just released: nothing
+     * of the mapping was in use before the pass, so release all of it once more. */
+    (void)madvise(v->map, v->map_len, MADV_DONTNEED);
+    if (dfd >= 0) close(dfd);
+    if (fd >= 0) close(fd);
+    free(dbuf);
+    free(vec);
+    return st;
+}
+
 dd_status dd_bin_verify(const dd_bin_view *v) {
     if (!v) return dd_error(DD_ERR_ARG, "dd_bin_verify: NULL view");
     const unsigned char *base = v->map;
@@ -333,13 +424,8 @@ dd_status dd_bin_verify(const dd_bin_view *v) {
             return dd_error(DD_ERR_CORRUPT,
                             "%s: %s block checksum mismatch (stored 0x%08x, computed 0x%08x)",
                             v->path, block_name(b), v->crc[b], crc);
-        const float *f = (const float *)(const void *)(base + v->off[b]);
-        for (size_t i = 0; i < 2 * v->n[b / 2]; i++)
-            if (!isfinite(f[i]))
-                return dd_error(DD_ERR_RANGE, "%s: %s block: sample %zu is NaN/Inf", v->path,
-                                block_name(b), i / 2);
     }
-    return DD_OK;
+    return dd_bin_check_finite(v);
 }
 
 /* ---- writer ---- */

@@ -1,7 +1,9 @@
 /* Numeric CSV reading and writing for the OpenDPD layout: the generic parser behind
  * "I,Q" files and the single-file "I_in,Q_in,I_out,Q_out" variant, and the I/Q writer.
- * The whole file is read into memory once and parsed in place with strtof (exact float32
- * rounding); every problem is reported with the file name and 1-based line number. */
+ * The file is read line by line through a bounded buffer (dd_lines) and each line parsed
+ * with strtof (exact float32 rounding) into a geometrically grown array, so memory is
+ * the parsed samples plus one buffer, and the first bad line stops the read; every
+ * problem is reported with the file name and 1-based line number. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -15,20 +17,14 @@ static int is_hspace(char c) { return c == ' ' || c == '\t'; }
 /* End of a line: CR, LF or the terminating NUL. */
 static int is_eol(char c) { return c == '\n' || c == '\r' || c == '\0'; }
 
-/* Copies the text of the cell starting at p (up to ',' or end of line) into out,
- * trimmed and shortened to fit, for error messages. */
+/* The text of the cell starting at p (up to ',' or end of line), trimmed, quoted and
+ * shortened (dd_quote) for error messages; cap >= 4 * 40 + 4. */
 static void cell_text(const char *p, char *out, size_t cap) {
     while (is_hspace(*p)) p++;
     const char *e = p;
     while (*e != ',' && !is_eol(*e)) e++;
     while (e > p && is_hspace(e[-1])) e--;
-    size_t len = (size_t)(e - p);
-    if (len + 1 > cap) {
-        snprintf(out, cap, "%.*s...", (int)(cap - 4), p);
-    } else {
-        memcpy(out, p, len);
-        out[len] = '\0';
-    }
+    dd_quote(out, cap, p, (size_t)(e - p), 40);
 }
 
 /* Case-insensitive comparison of [p, p+len) with the NUL-terminated name. */
@@ -65,73 +61,93 @@ static dd_status check_header(const char *path, const char *p, const char *e,
         strncat(want, names[i], sizeof want - strlen(want) - 1);
         if (i + 1 < ncols) strncat(want, ",", sizeof want - strlen(want) - 1);
     }
-    int shown = (int)(e - p) > 80 ? 80 : (int)(e - p);
-    return dd_error(DD_ERR_FORMAT, "%s:1: header must be '%s', found '%.*s'", path, want, shown, p);
+    char found[4 * 80 + 4];
+    dd_quote(found, sizeof found, p, (size_t)(e - p), 80);
+    return dd_error(DD_ERR_FORMAT, "%s:1: header must be '%s', found '%s'", path, want, found);
+}
+
+/* 1 if [p, p+len) is only white space (a line holds no CR or LF). */
+static int all_space(const char *p, size_t len) {
+    for (size_t i = 0; i < len; i++)
+        if (!isspace((unsigned char)p[i])) return 0;
+    return 1;
+}
+
+/* Room for at least one more row of ncols floats in *v (capacity *cap rows): grows
+ * geometrically, so the array is at most twice the data while parsing. */
+static dd_status grow_rows(float **v, size_t *cap, size_t row, int ncols, const char *path) {
+    if (row < *cap) return DD_OK;
+    size_t ncap = *cap ? 2 * *cap : 4096;
+    if (ncap > SIZE_MAX / ((size_t)ncols * sizeof(float)))
+        return dd_error(DD_ERR_NOMEM, "%s: too many rows", path);
+    float *nv = realloc(*v, ncap * (size_t)ncols * sizeof(float));
+    if (!nv)
+        return dd_error(DD_ERR_NOMEM, "out of memory reading %s (%zu rows so far)", path, row);
+    *v = nv;
+    *cap = ncap;
+    return DD_OK;
 }
 
 static dd_status csv_parse(const char *path, const char *const *names, int ncols, float **data,
                           size_t *nrows) {
     *data = NULL;
     *nrows = 0;
-    char *buf = NULL;
+    dd_lines rd;
+    DD_TRY(dd_lines_open(&rd, path));
     float *v = NULL;
-    size_t len;
-    dd_status st = dd_read_all(path, &buf, &len);
-    if (st != DD_OK) return st;
+    size_t cap = 0, row = 0, len;
+    char *p;
+    int got;
+    dd_status st;
 
-    const char *end = buf + len;
-    const char *p = buf;
-    if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) p += 3; /* UTF-8 byte order mark */
-    {
-        const char *q = p;
-        while (q < end && isspace((unsigned char)*q)) q++;
-        if (q == end) {
-            st = dd_error(DD_ERR_FORMAT, "%s: empty file (expected a header line '%s,...')", path,
-                          names[0]);
-            goto cleanup;
-        }
+    /* Header: line 1, after an optional UTF-8 byte order mark. */
+    if ((st = dd_lines_next(&rd, &p, &len, &got)) != DD_OK) goto cleanup;
+    if (got && len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) {
+        p += 3;
+        len -= 3;
     }
-    {
-        const char *nul = memchr(buf, '\0', len);
-        if (nul) {
-            size_t line = 1;
-            for (const char *q = buf; q < nul; q++) line += *q == '\n';
-            st = dd_error(DD_ERR_FORMAT, "%s:%zu: NUL byte in a text file (binary data?)", path, line);
-            goto cleanup;
+    if (!got || all_space(p, len)) {
+        /* A blank first line: an empty file if nothing but white space follows. */
+        char first[81];
+        size_t keep = got ? (len < 80 ? len : 80) : 0;
+        memcpy(first, got ? p : "", keep);
+        first[keep] = '\0';
+        for (;;) {
+            char *q;
+            size_t ql;
+            if (got && (st = dd_lines_next(&rd, &q, &ql, &got)) != DD_OK) goto cleanup;
+            if (!got) {
+                st = dd_error(DD_ERR_FORMAT, "%s: empty file (expected a header line '%s,...')", path,
+                              names[0]);
+                goto cleanup;
+            }
+            if (!all_space(q, ql)) break;
         }
-    }
-
-    /* Header: line 1. */
-    const char *he = p;
-    while (!is_eol(*he)) he++;
-    st = check_header(path, p, he, names, ncols);
-    if (st != DD_OK) goto cleanup;
-    p = he;
-    if (*p == '\r') p++;
-    if (*p == '\n') p++;
-
-    /* Upper bound on rows: one per line terminator, plus an unterminated last line. */
-    size_t max_rows = 1;
-    for (const char *q = p; q < end; q++) max_rows += *q == '\n' || (*q == '\r' && q[1] != '\n');
-    v = dd_calloc(max_rows, (size_t)ncols * sizeof(float));
-    if (!v) {
-        st = DD_ERR_NOMEM;
+        st = check_header(path, first, first + keep, names, ncols);
+        if (st == DD_OK) st = dd_error(DD_ERR_INTERNAL, "%s:1: blank header accepted", path);
         goto cleanup;
     }
+    st = check_header(path, p, p + len, names, ncols);
+    if (st != DD_OK) goto cleanup;
 
-    size_t line = 2, row = 0;
-    while (p < end) {
+    for (;;) {
+        if ((st = dd_lines_next(&rd, &p, &len, &got)) != DD_OK) goto cleanup;
+        if (!got) break;
+        size_t line = rd.line;
         /* Blank line: fine only if nothing but white space follows. */
         const char *q = p;
         while (is_hspace(*q)) q++;
         if (is_eol(*q)) {
-            const char *r = q;
-            while (r < end && isspace((unsigned char)*r)) r++;
-            if (r == end) break;
+            for (;;) {
+                if ((st = dd_lines_next(&rd, &p, &len, &got)) != DD_OK) goto cleanup;
+                if (!got) goto done;
+                if (!all_space(p, len)) break;
+            }
             st = dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found 0 (empty line)", path,
                           line, ncols);
             goto cleanup;
         }
+        if ((st = grow_rows(&v, &cap, row, ncols, path)) != DD_OK) goto cleanup;
         float *dst = v + row * (size_t)ncols;
         for (int c = 0; c < ncols; c++) {
             const char *cell = p;
@@ -146,14 +162,14 @@ static dd_status csv_parse(const char *path, const char *const *names, int ncols
             const char *after = e;
             while (is_hspace(*after)) after++;
             if (e == q || (*after != ',' && !is_eol(*after))) {
-                char txt[48];
+                char txt[4 * 40 + 4];
                 cell_text(cell, txt, sizeof txt);
                 st = dd_error(DD_ERR_FORMAT, "%s:%zu: column %d ('%s') is not a number: '%s'", path,
                               line, c + 1, names[c], txt);
                 goto cleanup;
             }
             if (!isfinite(x)) {
-                char txt[48];
+                char txt[4 * 40 + 4];
                 cell_text(cell, txt, sizeof txt);
                 st = dd_error(DD_ERR_RANGE, "%s:%zu: column %d ('%s') value is NaN/Inf%s: '%s'", path,
                               line, c + 1, names[c], errno == ERANGE ? " (overflows float32)" : "",
@@ -167,29 +183,37 @@ static dd_status csv_parse(const char *path, const char *const *names, int ncols
                                   ncols, c + 1);
                     goto cleanup;
                 }
-                p = after + 1;
-            } else {
-                if (*after == ',') {
-                    int found = ncols;
-                    for (const char *r = after; !is_eol(*r); r++) found += *r == ',';
-                    st = dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found %d", path, line,
-                                  ncols, found);
-                    goto cleanup;
-                }
-                p = after;
+                p = (char *)after + 1;
+            } else if (*after == ',') {
+                int found = ncols;
+                for (const char *r = after; !is_eol(*r); r++) found += *r == ',';
+                st = dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found %d", path, line,
+                              ncols, found);
+                goto cleanup;
             }
         }
-        if (*p == '\r') p++;
-        if (*p == '\n') p++;
         row++;
-        line++;
+    }
+done:
+    /* Shrink to the rows read (at least one row's worth, so the array is never NULL). */
+    {
+        size_t keep = (row ? row : 1) * (size_t)ncols * sizeof(float);
+        float *nv = realloc(v, keep);
+        if (nv) {
+            v = nv;
+        } else if (!v) {
+            st = dd_error(DD_ERR_NOMEM, "out of memory reading %s", path);
+            goto cleanup;
+        }
+        if (row == 0) memset(v, 0, keep);
     }
     *data = v;
     *nrows = row;
     v = NULL;
+    st = DD_OK;
 cleanup:
-    dd_free(v);
-    dd_free(buf);
+    free(v);
+    dd_lines_close(&rd);
     return st;
 }
 

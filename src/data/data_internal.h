@@ -5,6 +5,7 @@
 #define DD_DATA_INTERNAL_H
 
 #include <locale.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "distdpd/dataset.h"
@@ -35,9 +36,47 @@ dd_status dd_mkdir_p(const char *dir);
 /* Creates the directory part of a file path (nothing if there is none). */
 dd_status dd_mkdir_parent(const char *path);
 
-/* Reads a whole file into a new NUL-terminated buffer (caller dd_free()s *buf); *len
- * excludes the NUL. Errors: DD_ERR_IO "cannot open PATH: reason" / "cannot read ...". */
-dd_status dd_read_all(const char *path, char **buf, size_t *len);
+/* Opens path read-only and checks that it is a regular file, without blocking on a FIFO
+ * (O_NONBLOCK open, then fstat). Errors: DD_ERR_IO "cannot open PATH: reason",
+ * "cannot read PATH: Is a directory", "cannot read PATH: not a regular file (a FIFO)"
+ * (or a character device, ...). *size (optional) receives the file size. */
+dd_status dd_open_regular(const char *path, int *fd, uint64_t *size);
+
+/* Reads a whole regular file of at most max_len bytes into a new NUL-terminated buffer
+ * (caller dd_free()s *buf; exactly the file size + 1 bytes); *len excludes the NUL.
+ * Errors: those of dd_open_regular, DD_ERR_IO "cannot read PATH: reason",
+ * DD_ERR_FORMAT "PATH: file too large: N bytes (at most M)". */
+dd_status dd_read_all(const char *path, size_t max_len, char **buf, size_t *len);
+
+/* Largest JSON file (spec.json, SigMF meta) the readers accept. */
+#define DD_JSON_MAX ((size_t)64 << 20)
+
+/* Line-by-line reading of a text file in bounded memory: one buffer of DD_LINE_MAX
+ * bytes, refilled by read(); lines end at LF, CRLF or a lone CR. dd_lines_next gives
+ * the next line without its terminator, NUL-terminated in place (valid until the next
+ * call), *got = 0 at the end of the file; it fails at the first line that holds a NUL
+ * byte ("PATH:LINE: NUL byte in a text file (binary data?)") or is longer than
+ * DD_LINE_MAX ("PATH:LINE: line longer than ..."), having read at most one buffer past
+ * the previous line. r->line is the 1-based number of the line last returned. */
+#define DD_LINE_MAX ((size_t)1 << 20)
+typedef struct {
+    int fd;           /* the open file, -1 once closed */
+    const char *path; /* for messages (not copied) */
+    char *buf;        /* DD_LINE_MAX + 1 bytes; buf[end] is always NUL */
+    size_t beg, end;  /* unconsumed bytes [beg, end) */
+    int eof;          /* read() returned 0 */
+    size_t line;      /* lines returned so far */
+} dd_lines;
+dd_status dd_lines_open(dd_lines *r, const char *path);
+dd_status dd_lines_next(dd_lines *r, char **line, size_t *len, int *got);
+void dd_lines_close(dd_lines *r);
+
+/* Quotes file content for an error message: at most max_in bytes of [p, p+len) into out
+ * (cap bytes, NUL-terminated), printable ASCII as is, a backslash as "\\", every other
+ * byte (control characters, bytes >= 0x7f) as "\xNN", and "..." when shortened, so a
+ * message never carries raw binary to a terminal. 4 * max_in + 4 bytes always suffice.
+ * Returns out. */
+const char *dd_quote(char *out, size_t cap, const char *p, size_t len, size_t max_in);
 
 /* Atomic file writing: dd_afile_open() creates PATH.tmp (and missing parent
  * directories); write through a->f;
@@ -108,6 +147,15 @@ dd_status dd_sigmf_load_dataset(const char *prefix, dd_dataset *ds);
 /* OpenDPD directory loaders (opendpd.c): fill ds from DIR given its spec and format. */
 dd_status dd_opendpd_load(const char *dir, const dd_spec *spec, const char *format,
                           dd_dataset *ds);
+
+/* Every sample of every split of a mapped binary file is finite, else DD_ERR_RANGE
+ * "PATH: split 'train' input, sample 1234 (I) is NaN" (or +Inf / -Inf). One sequential
+ * pass in 8 MiB steps that leaves residency as it found it: pages already in the page
+ * cache (mincore) are read through the mapping and unmapped again (MADV_DONTNEED), the
+ * others with O_DIRECT into a private buffer (or, where O_DIRECT is refused, through the
+ * mapping and then dropped from the cache, POSIX_FADV_DONTNEED). Adds about 8 MiB to
+ * the peak RSS. */
+dd_status dd_bin_check_finite(const dd_bin_view *v);
 
 /* 1 if the file at path starts with the binary magic (binfmt.c). */
 int dd_bin_is_bin(const char *path);

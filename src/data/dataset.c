@@ -1,10 +1,12 @@
 /* The dd_dataset object: format detection and loading (OpenDPD directory, SigMF pair,
  * binary file), release, construction from arrays, and the binary writer front end. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "data_internal.h"
@@ -50,7 +52,7 @@ static dd_status find_sigmf_pair(const char *dir, char *prefix, int *found) {
     static const char *const suffix = "_input.sigmf-meta";
     *found = 0;
     DIR *d = opendir(dir);
-    if (!d) return DD_OK;
+    if (!d) return dd_error(DD_ERR_IO, "cannot list %s: %s", dir, strerror(errno));
     size_t ls = strlen(suffix);
     char first[256] = "";
     int count = 0;
@@ -93,6 +95,8 @@ static dd_status load_bin(const char *path, dd_dataset *ds) {
         ds->n[s] = dd_bin_count(v, (dd_split)s);
         DD_TRY(dd_bin_slice(v, (dd_split)s, 0, ds->n[s], &ds->in[s], &ds->out[s]));
     }
+    /* NaN/Inf are errors in every format: one pass over the mapped samples */
+    DD_TRY(dd_bin_check_finite(v));
     strcpy(ds->format, "bin");
     return DD_OK;
 }
@@ -113,26 +117,52 @@ static int sigmf_prefix_of(const char *path, char *prefix) {
     return 0;
 }
 
+/* Why a path is not a regular file or directory, for messages. */
+static const char *odd_kind(mode_t m) {
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "neither a regular file nor a directory";
+}
+
+/* Every stat()/access() failure is reported with its own errno: a symbolic link loop
+ * (ELOOP) or an unreadable directory (EACCES) is not "No such file or directory". */
 static dd_status load_any(const char *path, dd_dataset *ds) {
     char buf[DD_PATH_MAX], prefix[DD_PATH_MAX];
-    if (dd_path_is_dir(path)) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR) {
+            /* maybe a SigMF prefix DIR/NAME: its meta file exists (even as a broken
+             * link, which the SigMF reader then reports) */
+            struct stat sm;
+            DD_TRY(dd_path_cat(buf, sizeof buf, path, "_input.sigmf-meta"));
+            if (lstat(buf, &sm) == 0) return dd_sigmf_load_dataset(path, ds);
+        }
+        return dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode)) {
         DD_TRY(dd_path_join(buf, sizeof buf, path, "spec.json"));
-        if (access(buf, F_OK) != 0) {
+        struct stat ss;
+        if (stat(buf, &ss) != 0) {
+            int e = errno;
+            if (e != ENOENT)
+                return dd_error(DD_ERR_IO, "cannot open %s: %s", buf, strerror(e));
             int found = 0;
             DD_TRY(find_sigmf_pair(path, prefix, &found));
             if (found) return dd_sigmf_load_dataset(prefix, ds);
             return dd_error(DD_ERR_IO,
                             "%s: not a dataset: no spec.json (OpenDPD) and no NAME_input/"
-                            "NAME_output.sigmf-meta pair (cannot open %s: No such file or "
-                            "directory)",
-                            path, buf);
+                            "NAME_output.sigmf-meta pair (cannot open %s: %s)",
+                            path, buf, strerror(e));
         }
         dd_spec spec;
         char format[32];
         DD_TRY(dd_spec_read_json(buf, &spec, format, sizeof format));
         return dd_opendpd_load(path, &spec, format, ds);
     }
-    if (dd_path_is_file(path)) {
+    if (S_ISREG(sb.st_mode)) {
         if (dd_bin_is_bin(path)) return load_bin(path, ds);
         if (sigmf_prefix_of(path, prefix)) return dd_sigmf_load_dataset(prefix, ds);
         const char *base = dd_path_base(path);
@@ -150,11 +180,8 @@ static dd_status load_any(const char *path, dd_dataset *ds) {
                         "NAME_input/NAME_output pair, or a binary file starting with 'DDPDBIN1')",
                         path);
     }
-    DD_TRY(dd_path_cat(buf, sizeof buf, path, "_input.sigmf-meta"));
-    if (access(buf, F_OK) == 0) return dd_sigmf_load_dataset(path, ds);
-    if (access(path, F_OK) == 0)
-        return dd_error(DD_ERR_IO, "cannot open %s: not a regular file or directory", path);
-    return dd_error(DD_ERR_IO, "cannot open %s: No such file or directory", path);
+    return dd_error(DD_ERR_IO, "cannot open %s: not a regular file or directory (%s)", path,
+                    odd_kind(sb.st_mode));
 }
 
 dd_status dd_dataset_load(const char *path, dd_dataset **out) {

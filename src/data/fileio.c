@@ -79,32 +79,88 @@ dd_status dd_mkdir_parent(const char *path) {
     return dd_mkdir_p(buf);
 }
 
-dd_status dd_read_all(const char *path, char **buf, size_t *len) {
-    *buf = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* Kind of a non-regular file, for messages. */
+static const char *file_kind(mode_t m) {
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+dd_status dd_open_regular(const char *path, int *fd_out, uint64_t *size) {
+    *fd_out = -1;
+    /* O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; it has
+     * no effect on the regular files that are read below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    dd_status st = DD_OK;
-    char *b = NULL;
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
-        st = dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-        goto cleanup;
+        int e = errno;
+        close(fd);
+        return dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(e));
     }
     if (S_ISDIR(sb.st_mode)) {
-        st = dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(EISDIR));
+        close(fd);
+        return dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(EISDIR));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return dd_error(DD_ERR_IO, "cannot read %s: not a regular file (%s)", path,
+                        file_kind(sb.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    if (size) *size = (uint64_t)sb.st_size;
+    return DD_OK;
+}
+
+/* read() that retries on EINTR. */
+static ssize_t read_some(int fd, void *buf, size_t n) {
+    for (;;) {
+        ssize_t r = read(fd, buf, n);
+        if (r >= 0 || errno != EINTR) return r;
+    }
+}
+
+dd_status dd_read_all(const char *path, size_t max_len, char **buf, size_t *len) {
+    *buf = NULL;
+    *len = 0;
+    int fd;
+    uint64_t size;
+    DD_TRY(dd_open_regular(path, &fd, &size));
+    dd_status st = DD_OK;
+    char *b = NULL;
+    if (size > max_len) {
+        st = dd_error(DD_ERR_FORMAT, "%s: file too large: %llu bytes (at most %zu)", path,
+                      (unsigned long long)size, max_len);
         goto cleanup;
     }
-    size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size + 1 : 65536;
-    size_t used = 0;
+    /* Exactly the size fstat reported (+1 for the NUL); grown only if the file grows
+     * while it is read. */
+    size_t cap = (size_t)size + 1, used = 0;
     b = dd_calloc(cap, 1);
     if (!b) {
         st = DD_ERR_NOMEM;
         goto cleanup;
     }
     for (;;) {
-        if (used + 1 >= cap) { /* the file grew or is not regular: enlarge */
-            size_t ncap = cap * 2;
+        if (used + 1 == cap) {
+            char probe;
+            ssize_t r = read_some(fd, &probe, 1);
+            if (r < 0) {
+                st = dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+                goto cleanup;
+            }
+            if (r == 0) break;
+            if (used + 1 > max_len) {
+                st = dd_error(DD_ERR_FORMAT, "%s: file too large: more than %zu bytes", path,
+                              max_len);
+                goto cleanup;
+            }
+            size_t ncap = cap < max_len / 2 ? 2 * cap : max_len + 1;
             char *nb = dd_calloc(ncap, 1);
             if (!nb) {
                 st = DD_ERR_NOMEM;
@@ -114,10 +170,11 @@ dd_status dd_read_all(const char *path, char **buf, size_t *len) {
             dd_free(b);
             b = nb;
             cap = ncap;
+            b[used++] = probe;
+            continue;
         }
-        ssize_t r = read(fd, b + used, cap - 1 - used);
+        ssize_t r = read_some(fd, b + used, cap - 1 - used);
         if (r < 0) {
-            if (errno == EINTR) continue;
             st = dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(errno));
             goto cleanup;
         }
@@ -132,6 +189,104 @@ cleanup:
     dd_free(b);
     close(fd);
     return st;
+}
+
+dd_status dd_lines_open(dd_lines *r, const char *path) {
+    memset(r, 0, sizeof *r);
+    r->fd = -1;
+    r->path = path;
+    DD_TRY(dd_open_regular(path, &r->fd, NULL));
+    r->buf = malloc(DD_LINE_MAX + 1);
+    if (!r->buf) {
+        dd_lines_close(r);
+        return dd_error(DD_ERR_NOMEM, "out of memory reading %s", path);
+    }
+    r->buf[0] = '\0';
+    return DD_OK;
+}
+
+void dd_lines_close(dd_lines *r) {
+    if (r->fd >= 0) close(r->fd);
+    r->fd = -1;
+    free(r->buf);
+    r->buf = NULL;
+}
+
+dd_status dd_lines_next(dd_lines *r, char **line, size_t *len, int *got) {
+    *got = 0;
+    *line = NULL;
+    *len = 0;
+    for (;;) {
+        /* buf[end] is a NUL sentinel: strcspn stops at CR, LF, a NUL inside the data or
+         * the end of what has been read. */
+        size_t k = strcspn(r->buf + r->beg, "\r\n");
+        size_t pos = r->beg + k;
+        if (pos < r->end && r->buf[pos] == '\0')
+            return dd_error(DD_ERR_FORMAT, "%s:%zu: NUL byte in a text file (binary data?)", r->path,
+                            r->line + 1);
+        int need_more = pos == r->end || (r->buf[pos] == '\r' && pos + 1 == r->end);
+        if (!need_more || r->eof) {
+            if (r->beg == r->end) return DD_OK; /* end of file */
+            r->line++;
+            *line = r->buf + r->beg;
+            *len = k;
+            size_t next = pos;
+            if (pos < r->end) {
+                char c = r->buf[pos];
+                r->buf[pos] = '\0';
+                next = pos + 1;
+                if (c == '\r' && next < r->end && r->buf[next] == '\n') next++;
+            }
+            r->beg = next;
+            *got = 1;
+            return DD_OK;
+        }
+        /* The line is not complete in the buffer: keep its start, read more. */
+        if (r->beg > 0) {
+            memmove(r->buf, r->buf + r->beg, r->end - r->beg);
+            r->end -= r->beg;
+            r->beg = 0;
+        }
+        if (r->end >= DD_LINE_MAX)
+            return dd_error(DD_ERR_FORMAT, "%s:%zu: line longer than %zu bytes (not a text file?)",
+                            r->path, r->line + 1, (size_t)DD_LINE_MAX);
+        ssize_t n = read_some(r->fd, r->buf + r->end, DD_LINE_MAX - r->end);
+        if (n < 0) return dd_error(DD_ERR_IO, "cannot read %s: %s", r->path, strerror(errno));
+        if (n == 0) r->eof = 1;
+        r->end += (size_t)n;
+        r->buf[r->end] = '\0';
+    }
+}
+
+const char *dd_quote(char *out, size_t cap, const char *p, size_t len, size_t max_in) {
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, i = 0;
+    if (cap < 8) {
+        if (cap) out[0] = '\0';
+        return out;
+    }
+    for (; i < len && i < max_in; i++) {
+        unsigned char c = (unsigned char)p[i];
+        size_t need = c >= 0x20 && c < 0x7f ? (c == '\\' ? 2 : 1) : 4;
+        if (o + need + 4 > cap) break; /* room for "..." and the NUL */
+        if (c == '\\') {
+            out[o++] = '\\';
+            out[o++] = '\\';
+        } else if (need == 1) {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    if (i < len) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    return out;
 }
 
 dd_status dd_afile_open(dd_afile *a, const char *path) {

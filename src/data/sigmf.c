@@ -52,13 +52,15 @@ static dd_status parse_dtype(const char *meta, const char *s, sigmf_dt *dt) {
         if (!has_suffix && bits != 8) ok = 0;         /* multi-byte types need _le / _be */
         if (kind == 'f' && bits == 8) ok = 0;
     }
+    char q[4 * 40 + 4];
     if (!ok)
-        return dd_error(DD_ERR_FORMAT, "%s: field 'core:datatype' has invalid value '%.40s'", meta, s);
+        return dd_error(DD_ERR_FORMAT, "%s: field 'core:datatype' has invalid value '%s'", meta,
+                        dd_quote(q, sizeof q, s, strlen(s), 40));
     if (cr != 'c' || kind == 'u' || (kind == 'i' && bits == 64) || (kind == 'f' && bits == 16))
         return dd_error(DD_ERR_UNSUPPORTED,
                         "%s: core:datatype '%s' is not supported (distdpd reads complex cf32, cf64, "
                         "ci8, ci16, ci32, _le or _be)",
-                        meta, s);
+                        meta, dd_quote(q, sizeof q, s, strlen(s), 40));
     dt->kind = kind;
     dt->bits = (int)bits;
     dt->be = be;
@@ -184,7 +186,7 @@ dd_status dd_sigmf_read_ex(const char *arg, dd_cf32 **x, size_t *n, double *fs,
         }
     }
 
-    if ((st = dd_read_all(data, &raw, &len)) != DD_OK) goto cleanup;
+    if ((st = dd_read_all(data, SIZE_MAX, &raw, &len)) != DD_OK) goto cleanup;
     if (len % dt.bytes != 0) {
         st = dd_error(DD_ERR_CORRUPT,
                       "%s: size %zu bytes is not a multiple of the %zu-byte %s sample (truncated?)",
@@ -374,7 +376,7 @@ static dd_status spec_from_global(const char *meta, const cJSON *g, double fs, d
     DD_TRY(dd_json_number(meta, g, "distdpd:bw_sub", 0, &s->bw_sub));
     DD_TRY(dd_json_number(meta, g, "distdpd:bw_occupied", 0, &s->bw_occupied));
     DD_TRY(dd_json_integer(meta, g, "distdpd:n_sub", 0, 1, 2147483647.0, &nsub));
-    DD_TRY(dd_json_integer(meta, g, "distdpd:nperseg", 0, 16, 1e15, &nper));
+    DD_TRY(dd_json_integer(meta, g, "distdpd:nperseg", 0, 16, (double)DD_NPERSEG_MAX, &nper));
     s->n_sub = (int)nsub;
     s->nperseg = (size_t)nper;
     const cJSON *sr = cJSON_GetObjectItemCaseSensitive(g, "distdpd:split_ratios");

@@ -14,7 +14,7 @@ dd_status dd_json_read(const char *path, cJSON **root) {
     *root = NULL;
     char *buf;
     size_t len;
-    DD_TRY(dd_read_all(path, &buf, &len));
+    DD_TRY(dd_read_all(path, DD_JSON_MAX, &buf, &len));
     const char *end = NULL;
     dd_cloc loc;
     dd_cloc_push(&loc);
@@ -28,10 +28,10 @@ dd_status dd_json_read(const char *path, cJSON **root) {
         size_t line = 1;
         const char *at = end && end >= buf && end <= buf + len ? end : buf;
         for (const char *q = buf; q < at; q++) line += *q == '\n';
-        char near[32];
+        char near[4 * 31 + 4];
         size_t k = 0;
-        for (const char *q = at; *q && *q != '\n' && k + 1 < sizeof near; q++) near[k++] = *q;
-        near[k] = '\0';
+        while (k < 31 && at[k] && at[k] != '\n') k++;
+        dd_quote(near, sizeof near, at, k, 31);
         dd_free(buf);
         return dd_error(DD_ERR_FORMAT, "%s:%zu: invalid JSON near '%s'", path, line, near);
     }
@@ -114,6 +114,11 @@ dd_status dd_spec_check(const dd_spec *s, const char *where) {
     if (s->nperseg < 16)
         return dd_error(DD_ERR_RANGE, "%s: field 'nperseg' must be >= 16, found %zu", where,
                         s->nperseg);
+    if (s->nperseg > DD_NPERSEG_MAX)
+        return dd_error(DD_ERR_RANGE,
+                        "%s: field 'nperseg' must be <= %zu (2^20 samples per evaluation segment), "
+                        "found %zu",
+                        where, DD_NPERSEG_MAX, s->nperseg);
     if (!(isfinite(s->bw_occupied) && s->bw_occupied >= 0 && s->bw_occupied < s->fs))
         return dd_error(DD_ERR_RANGE,
                         "%s: field 'bw_occupied' must be in [0, fs = %g) (0 = bw_main), found %g",
@@ -149,6 +154,13 @@ dd_status dd_spec_read_json(const char *path, dd_spec *spec, char *format, size_
     s.n_sub = (int)nsub;
     if (nper < 16) {
         st = dd_error(DD_ERR_RANGE, "%s: field 'nperseg' must be >= 16, found %.0f", path, nper);
+        goto cleanup;
+    }
+    if (nper > (double)DD_NPERSEG_MAX) {
+        st = dd_error(DD_ERR_RANGE,
+                      "%s: field 'nperseg' must be <= %zu (2^20 samples per evaluation segment), "
+                      "found %.0f",
+                      path, DD_NPERSEG_MAX, nper);
         goto cleanup;
     }
     s.nperseg = (size_t)nper;
@@ -202,10 +214,11 @@ dd_status dd_spec_read_json(const char *path, dd_spec *spec, char *format, size_
         }
         fmt = df->valuestring;
         if (strcmp(fmt, "split_csv") != 0 && strcmp(fmt, "single_csv") != 0) {
+            char q[4 * 64 + 4];
             st = dd_error(DD_ERR_UNSUPPORTED,
-                          "%s: field 'dataset_format' has unknown value '%.64s' (expected "
+                          "%s: field 'dataset_format' has unknown value '%s' (expected "
                           "'split_csv' or 'single_csv')",
-                          path, fmt);
+                          path, dd_quote(q, sizeof q, fmt, strlen(fmt), 64));
             goto cleanup;
         }
     }

@@ -16,8 +16,8 @@ dd_status dd_spec_check_metrics(const dd_spec *spec, const char *who) {
                         spec->bw_main, spec->fs);
     if (spec->n_sub < 1)
         return dd_error(DD_ERR_ARG, "%s: spec->n_sub = %d must be >= 1", who, spec->n_sub);
-    if (spec->nperseg < 16 || spec->nperseg > (size_t)1 << 30)
-        return dd_error(DD_ERR_ARG, "%s: spec->nperseg = %zu must be in [16, 2^30]", who,
+    if (spec->nperseg < 16 || spec->nperseg > DD_NPERSEG_MAX)
+        return dd_error(DD_ERR_ARG, "%s: spec->nperseg = %zu must be in [16, 2^20]", who,
                         spec->nperseg);
     return DD_OK;
 }

@@ -15,6 +15,13 @@
 #define DD_RUN_ID_LEN 32 /* hex digits of a run id (128 bits) */
 #define DD_DATA_ID_N 6   /* data set identity: n[train, val, test], hash[train, val, test] */
 
+/* Bytes one evaluation forward call may use for the model workspaces (and a DPD's
+ * intermediate output): 256 MiB. dd_trainer_create lowers the segments per call to fit
+ * (the metrics do not depend on it); when a single nperseg segment does not fit, each
+ * segment is streamed through dd_model_run_stream in bounded chunks instead (same
+ * outputs). A variable so that tests can lower it. */
+extern size_t dd_eval_ws_cap; /* DD_TRAIN_EVAL_WS_CAP unless a test lowers it */
+
 /* One evaluation split cut into padded segments. */
 typedef struct {
     size_t n;        /* samples in the split (0 = not evaluated) */
@@ -72,7 +79,8 @@ struct dd_trainer {
     /* evaluation */
     int eval_here;         /* this rank runs evaluation forwards (rank 0, or every rank
                               with collective evaluation) */
-    size_t eb;             /* segments per forward */
+    size_t eb;             /* segments per forward (cfg.eval_batch, lowered to fit dd_eval_ws_cap) */
+    int estream;           /* 1: one segment's workspace exceeds the cap: segments are streamed */
     float *ews_m, *ews_p, *eout1;
     dd_eval_split ev[2];   /* [0] val, [1] test */
     dd_pa *true_pa;        /* noiseless clone (owned) or NULL */

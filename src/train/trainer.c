@@ -70,6 +70,16 @@ void dd_trainer_set_data_path(dd_trainer *tr, const char *path) {
 
 /* ---------------------------------------------------------------- create / destroy */
 
+size_t dd_eval_ws_cap = DD_TRAIN_EVAL_WS_CAP;
+
+/* Bytes of evaluation workspace for eb segments of T samples per forward call (forward
+ * only: dd_model_infer). */
+static size_t eval_ws_bytes(const dd_trainer *tr, size_t eb, size_t T) {
+    size_t f = dd_model_infer_workspace(tr->m, (int)eb, (int)T) + 16;
+    if (tr->pa) f += dd_model_infer_workspace(tr->pa, (int)eb, (int)T) + 16 + eb * T * 2;
+    return f * sizeof(float);
+}
+
 static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s) {
     const dd_dataset *ds = tr->ds;
     const size_t T = ds->spec.nperseg;
@@ -117,17 +127,28 @@ static dd_status setup_eval(dd_trainer *tr) {
         metrics_nan(&tr->ev[1].base);
     size_t maxseg = tr->ev[0].nseg > tr->ev[1].nseg ? tr->ev[0].nseg : tr->ev[1].nseg;
     tr->eb = tr->cfg.eval_batch < maxseg ? tr->cfg.eval_batch : maxseg;
+    tr->estream = 0;
     if (tr->eb > 0) {
         const int T = (int)tr->ds->spec.nperseg;
-        tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->m, (int)tr->eb, T) + 16,
-                                    sizeof(float), "the evaluation workspace");
-        int ok = tr->ews_m != NULL;
+        /* workspace per forward call capped: fewer segments per call, down to one; a
+         * segment too large even alone is streamed in bounded chunks */
+        while (tr->eb > 1 && eval_ws_bytes(tr, tr->eb, (size_t)T) > dd_eval_ws_cap) tr->eb--;
+        tr->estream = eval_ws_bytes(tr, 1, (size_t)T) > dd_eval_ws_cap;
+        int ok = 1;
+        if (!tr->estream) {
+            tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->m, (int)tr->eb, T) + 16,
+                                        sizeof(float), "the evaluation workspace");
+            ok = tr->ews_m != NULL;
+            if (ok && tr->pa) {
+                tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->pa, (int)tr->eb, T) + 16,
+                                            sizeof(float), "the PA model's evaluation workspace");
+                ok = tr->ews_p != NULL;
+            }
+        }
         if (ok && tr->pa) {
-            tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->pa, (int)tr->eb, T) + 16,
-                                        sizeof(float), "the PA model's evaluation workspace");
             tr->eout1 = dd_arena_calloc(DD_MEM_ACTIVATIONS, tr->eb * (size_t)T * 2, sizeof(float),
                                         "the evaluation buffers");
-            ok = tr->ews_p && tr->eout1;
+            ok = tr->eout1 != NULL;
         }
         if (!ok) return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
     }
@@ -633,7 +654,19 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
     const size_t T = tr->ds->spec.nperseg;
     const dd_stage_src ps = param_src(tr), pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
-    for (size_t c = 0; c < ev->nseg; c += tr->eb) {
+    for (size_t c = 0; tr->estream && c < ev->nseg; c++) {
+        /* one segment at a time from zero state, in bounded chunks (same outputs) */
+        const dd_cf32 *in = ev->in + c * T;
+        dd_cf32 *out = ev->pred + c * T;
+        if (tr->pa) {
+            dd_cf32 *u = (dd_cf32 *)(void *)tr->eout1;
+            DD_TRY(dd_model_run_stream_src(tr->m, &ps, in, u, T));
+            DD_TRY(dd_model_run_stream(tr->pa, tr->pa_params, u, out, T));
+        } else {
+            DD_TRY(dd_model_run_stream_src(tr->m, &ps, in, out, T));
+        }
+    }
+    for (size_t c = 0; !tr->estream && c < ev->nseg; c += tr->eb) {
         size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
         const float *in = (const float *)(ev->in + c * T); /* (k, T, 2) */
         float *out = (float *)(ev->pred + c * T);
