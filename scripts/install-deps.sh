@@ -6,7 +6,8 @@ PKGS=(build-essential cmake pkg-config
       libopenmpi-dev openmpi-bin
       libopenblas-dev liblapacke-dev
       libfftw3-dev libcjson-dev
-      iproute2)  # ip netns: the emulated multi-host MPI test
+      iproute2   # ip netns: the emulated multi-host MPI test
+      time)      # /usr/bin/time -v: peak memory of the command-line tests
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
