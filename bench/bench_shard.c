@@ -6,8 +6,9 @@
  * time and its ratio to none, the bytes sent per step, and, for none, the share of the
  * gradient allreduce hidden behind backward (dd_dp_stats: hidden / (hidden + exposed)).
  *
- * Usage: mpirun -np P bench_shard DATA MODEL HIDDEN LAYERS KERNEL BATCH STEPS [BUCKET_MB]
- *   (frame 200, stride 50, AdamW; HIDDEN/LAYERS/KERNEL 0 = the model's defaults).
+ * Usage: mpirun -np P bench_shard DATA MODEL HIDDEN LAYERS KERNEL BATCH STEPS [BUCKET_MB [LAST]]
+ *   (frame 200, stride 50, AdamW; HIDDEN/LAYERS/KERNEL 0 = the model's defaults; LAST: the
+ *   last mode measured, 0 none .. 3 zero3, default 3).
  * Output: a Markdown table on rank 0, and one JSON line per mode ("json: {...}"). */
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ static int cmp_d(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 8) {
-        fprintf(stderr, "usage: bench_shard DATA MODEL HIDDEN LAYERS KERNEL BATCH STEPS [BUCKET_MB]\n");
+        fprintf(stderr, "usage: bench_shard DATA MODEL HIDDEN LAYERS KERNEL BATCH STEPS [BUCKET_MB [LAST]]\n");
         return 2;
     }
     if (dd_comm_init(&argc, &argv) != DD_OK) return 1;
@@ -48,6 +49,7 @@ int main(int argc, char **argv) {
     c.eval_test = 0;
     const int steps = atoi(argv[7]);
     const double bucket = argc > 8 ? atof(argv[8]) : 4.0;
+    const int last = argc > 9 ? atoi(argv[9]) : DD_SHARD_ZERO3;
     double base_state = 0, base_step = 0;
     if (rank == 0) {
         char desc[256];
@@ -60,7 +62,7 @@ int main(int argc, char **argv) {
                "| MB sent/step | hidden |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
         dd_model_destroy(&m);
     }
-    for (int mode = DD_SHARD_NONE; mode <= DD_SHARD_ZERO3; mode++) {
+    for (int mode = DD_SHARD_NONE; mode <= last && mode <= DD_SHARD_ZERO3; mode++) {
         dd_dp *dp = NULL;
         dd_zero *z = NULL;
         dd_strategy st;

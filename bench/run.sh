@@ -10,6 +10,9 @@
 #    results and summary.md in BUILD_DIR/bench-results.
 # 2. bench/allreduce.sh: allreduce latency and bus bandwidth at 2 and 4 ranks
 #    (up to BENCH_ALLREDUCE_MAX bytes, default 16 MB). BENCH_ALLREDUCE=0 skips it.
+# 3. bench/shard_bench.sh (BENCH_SHARD=1, off by default: ~5 min): memory and step time of
+#    --shard none/zero1/zero2/zero3 at 2 and 4 ranks, and the share of the allreduce hidden
+#    behind backward.
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_PYTHON.
 set -euo pipefail
@@ -25,4 +28,10 @@ if [ "${BENCH_ALLREDUCE:-1}" != 0 ]; then
     else
         echo "mpicc/mpirun not found: allreduce benchmark skipped"
     fi
+fi
+if [ "${BENCH_SHARD:-0}" != 0 ]; then
+    echo
+    echo "## Sharded data parallelism (bench/shard_bench.sh)"
+    echo
+    bash bench/shard_bench.sh "$BUILD"
 fi
