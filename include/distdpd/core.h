@@ -63,6 +63,12 @@ dd_status dd_error_prefix(dd_status s, const char *fmt, ...)
 const char *dd_last_error(void);
 void dd_error_clear(void);
 
+/* A number typed by a person (a command-line value): decimal only (blanks, [+-], digits
+ * with at most one '.', an optional exponent; "010" is ten, no hexadecimal, no inf or
+ * nan), within [lo, hi], and whole when `whole`. Errors: DD_ERR_ARG "WHAT: expected a
+ * number (an integer), got 'VAL'" or "WHAT: must be in [lo, hi], got 'VAL'". */
+dd_status dd_parse_number(const char *what, const char *val, double lo, double hi, int whole, double *out);
+
 /* Propagates a failing status to the caller. */
 #define DD_TRY(expr)                          \
     do {                                      \

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
@@ -215,6 +216,112 @@ typedef struct {
     uint64_t bytes_sent; /* bytes this rank sent (the algorithms' own counts) */
 } dd_zero_stats;
 void dd_zero_stats_get(const dd_zero *z, dd_zero_stats *st);
+
+
+/* ------------------------------------------------------------------------------------
+ * The strategy registry (src/parallel/registry.c): how a program chooses, configures,
+ * runs and reports a strategy without knowing any. A strategy is one file in
+ * src/parallel defining a dd_strategy_def, plus one X(name) line in registry.c; its
+ * command-line options are its own (declared here, parsed by the strategy).
+ * ------------------------------------------------------------------------------------ */
+
+/* An option of a strategy: the command line's --NAME VALUE. metavar NULL: the option is
+ * declared (with its help) by an earlier strategy of the registry and accepted here too,
+ * with the same meaning. */
+typedef struct {
+    const char *name;    /* "allreduce" */
+    const char *metavar; /* "A" */
+    const char *help;    /* lines separated by '\n', without indentation */
+} dd_strategy_opt;
+
+#define DD_STRATEGY_MAX_ARGS 32
+
+/* The options given (names without "--", values as typed) and the context. Values are
+ * borrowed. */
+typedef struct {
+    size_t n;
+    const char *name[DD_STRATEGY_MAX_ARGS];
+    const char *value[DD_STRATEGY_MAX_ARGS];
+    int nranks;          /* processes in the run */
+    const char *resume;  /* the run directory being resumed, NULL for a new run */
+    /* filled by dd_strategy_args_resume: options a strategy took from the run directory
+     * (e.g. the compressor recorded in last.ckpt), kept here */
+    char recorded[4][512];
+    size_t nrecorded;
+} dd_strategy_args;
+
+/* The value of --name (the last one given), NULL when not given. */
+const char *dd_strategy_arg(const dd_strategy_args *a, const char *name);
+/* Adds (or replaces) --name value. Errors: DD_ERR_ARG (more than DD_STRATEGY_MAX_ARGS). */
+dd_status dd_strategy_arg_set(dd_strategy_args *a, const char *name, const char *value);
+
+/* Per-step times of the last step, for RUN/dp_steps.csv (NaN where a strategy has no
+ * such figure). */
+typedef struct {
+    double comm_s;              /* in communication calls */
+    double exposed_s;           /* waiting for communication that compute did not hide */
+    double hidden_s;            /* communication that overlapped compute */
+    double prev_exposed_mean_s; /* the step before: exposed time averaged over the ranks */
+} dd_strategy_step_times;
+
+struct cJSON; /* cJSON's object type (report) */
+
+typedef struct dd_strategy_def {
+    const char *name;    /* registry name: "dp", "zero" */
+    const char *title;   /* for people and parallel.json "strategy" */
+    const char *when;    /* for people: the options that choose it */
+    const dd_strategy_opt *opts; /* its options, ended by an entry with name NULL */
+    /* Its priority for these options: 0 does not run them; the strategy with the highest
+     * runs (none: one process without a strategy). No errors: invalid values are
+     * check's. */
+    int (*claims)(const dd_strategy_args *a);
+    /* Optional, before claims on --resume: adds to a (dd_strategy_arg_set, values kept
+     * in a->recorded) the options the run recorded that were not given again. */
+    dd_status (*resume_args)(dd_strategy_args *a);
+    /* Validates the options without communicating (it sees every option given, also
+     * those it does not take, and may refuse one with a reason). Errors: DD_ERR_ARG
+     * naming the option (a usage error). */
+    dd_status (*check)(const dd_strategy_args *a);
+    /* Creates the strategy on comm (borrowed, must outlive it); not a collective. */
+    dd_status (*create)(dd_comm *comm, const dd_strategy_args *a, void **self);
+    void (*destroy)(void *self);
+    /* Fills *st for the trainer (self must outlive the trainer). */
+    void (*strategy)(void *self, dd_strategy *st);
+    /* Every rank stops after the step in which any rank's *local was non-zero. */
+    void (*set_stop_source)(void *self, const volatile int *local);
+    /* Optional: the last step's times. */
+    void (*last_step)(const void *self, dd_strategy_step_times *t);
+    /* Optional: its fields of RUN/parallel.json (rank 0, after training). */
+    dd_status (*report)(const void *self, struct cJSON *parallel_json);
+    /* Optional: lines for people after training (rank 0), each starting with the label
+     * column ("parallel:   ..."), and after each epoch (steps: of the epoch, rank 0). */
+    void (*print_summary)(const void *self, FILE *f);
+    void (*print_epoch)(const void *self, const dd_epoch_record *rec, uint64_t steps, FILE *f);
+} dd_strategy_def;
+
+/* The registry, in the order of the command line's help. */
+const dd_strategy_def *const *dd_strategy_registry(size_t *n);
+/* By name; NULL (DD_ERR_ARG set) when unknown. */
+const dd_strategy_def *dd_strategy_find(const char *name);
+/* Whether some strategy declares --name (for the command line's option table). */
+int dd_strategy_opt_known(const char *name);
+/* On --resume (a->resume set): every strategy's resume_args. */
+dd_status dd_strategy_args_resume(dd_strategy_args *a);
+/* The strategy that claims a (NULL: one process, and then no option may be given), after
+ * its check and checking that it takes every option given (DD_ERR_ARG naming the first
+ * it does not take and the strategy chosen). */
+dd_status dd_strategy_choose(const dd_strategy_args *a, const dd_strategy_def **out);
+
+/* A running strategy chosen from the registry: its definition, instance and dd_strategy. */
+typedef struct {
+    const dd_strategy_def *def;
+    void *self;
+    dd_strategy st;
+} dd_strategy_run;
+/* def->create then def->strategy. */
+dd_status dd_strategy_start(const dd_strategy_def *def, dd_comm *comm, const dd_strategy_args *a,
+                            dd_strategy_run *out);
+void dd_strategy_stop(dd_strategy_run *r);
 
 #ifdef __cplusplus
 }

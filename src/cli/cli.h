@@ -34,6 +34,7 @@ int dd_cmd_report(int argc, char **argv);
 int dd_cmd_demo(int argc, char **argv);
 int dd_cmd_models(int argc, char **argv);
 int dd_cmd_compressors(int argc, char **argv);
+int dd_cmd_strategies(int argc, char **argv);
 
 /* Prints "distdpd NAME: error: <dd_last_error()> (STATUS)" to stderr and returns 1. */
 int dd_cli_fail(const char *cmd, dd_status s);
@@ -100,6 +101,12 @@ dd_status dd_cli_write_json(const char *path, struct cJSON *o);
 size_t dd_cli_model_opt_names(const char **names, size_t max);
 /* One help line per model option: "<indent><prefix>NAME V   model option (models...)". */
 void dd_cli_help_model_opts(const char *indent, const char *prefix);
+/* The strategy registry's option names (each once, registry order) into names[0..max);
+ * returns how many. */
+size_t dd_cli_strategy_opt_names(const char **names, size_t max);
+/* Their help lines (train-pa/train-dpd --help): "  --NAME METAVAR  help", the strategies
+ * that take each. */
+void dd_cli_help_strategy_opts(void);
 
 /* Formats a number for tables ("%.2f"; "n/a" if not finite) into buf. */
 const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals);

@@ -56,8 +56,8 @@ typedef struct {
     double last;       /* time of the last bar update */
     int bar_shown;     /* a bar line is on the terminal */
     int is_dpd;
-    /* data parallel (NULL / unused on one process) */
-    dd_dp *dp;         /* the strategy */
+    /* parallel runs (NULL / unused on one process) */
+    const dd_strategy_run *run; /* the strategy */
     int root;          /* this process writes (rank 0) */
     const char *out;   /* run directory */
     FILE *steps;       /* RUN/dp_steps.csv, opened at the first step (rank 0) */
@@ -103,16 +103,16 @@ static void steps_truncate(const char *path, int epoch, uint64_t batch) {
  * wall time, the time in communication calls, the part not hidden by backward (the wait
  * after it), the part hidden, and the previous step's exposed time averaged over ranks. */
 static void dp_step_line(progress_state *s, const dd_train_progress *p) {
-    dd_dp_stats st;
-    dd_dp_stats_get(s->dp, &st);
+    dd_strategy_step_times st = {NAN, NAN, NAN, NAN};
+    if (s->run->def->last_step) s->run->def->last_step(s->run->self, &st);
     /* the first step after a resume in the middle of an epoch has no previous time here */
     double step_s = p->batch == 1 ? p->epoch_elapsed : s->seen ? p->epoch_elapsed - s->prev_elapsed : NAN;
     s->prev_elapsed = p->epoch_elapsed;
     s->seen = 1;
     if (!isnan(step_s)) {
         s->ep_steps++;
-        s->ep_comm += st.last_comm_s;
-        s->ep_exposed += st.last_exposed_s;
+        s->ep_comm += st.comm_s;
+        s->ep_exposed += st.exposed_s;
         s->ep_step += step_s;
     }
     if (!s->root || s->steps_failed) return;
@@ -131,18 +131,18 @@ static void dp_step_line(progress_state *s, const dd_train_progress *p) {
         if (fresh) fprintf(s->steps, "epoch,batch,step_s,comm_s,exposed_s,hidden_s,prev_exposed_mean_s\n");
     }
     fprintf(s->steps, "%d,%llu,%.6e,%.6e,%.6e,%.6e,%.6e\n", p->epoch, (unsigned long long)p->batch, step_s,
-            st.last_comm_s, st.last_exposed_s, st.last_hidden_s, st.prev_exposed_mean_s);
+            st.comm_s, st.exposed_s, st.hidden_s, st.prev_exposed_mean_s);
 }
 
 /* The strategy's before_save hook, preceded by a flush of dp_steps.csv: whenever a
  * checkpoint is written, the rows of every step it holds are in the file (a kill -9
  * afterwards loses none; the rows after it are dropped on resume, steps_truncate). */
 static progress_state *steps_state;
-static dd_status (*dp_before_save)(void *self, dd_trainer *tr);
-static dd_strategy_ops flush_ops; /* the data-parallel strategy with the flush before saving */
+static dd_status (*strategy_before_save)(void *self, dd_trainer *tr);
+static dd_strategy_ops flush_ops; /* the strategy with the flush before saving */
 static dd_status flush_then_before_save(void *self, dd_trainer *tr) {
     if (steps_state && steps_state->steps) fflush(steps_state->steps);
-    return dp_before_save ? dp_before_save(self, tr) : DD_OK;
+    return strategy_before_save ? strategy_before_save(self, tr) : DD_OK;
 }
 
 static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int is_dpd) {
@@ -156,8 +156,8 @@ static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int 
 
 static void on_progress(void *user, const dd_train_progress *p) {
     progress_state *s = user;
-    if (s->dp && p->phase == 0) dp_step_line(s, p);
-    if (s->dp && p->phase == 2) {
+    if (s->run && p->phase == 0) dp_step_line(s, p);
+    if (s->run && p->phase == 2) {
         if (s->steps) fflush(s->steps);
         if (s->mode && p->rec && s->ep_steps) {
             if (s->bar_shown) fprintf(stderr, "\r\033[K");
@@ -166,13 +166,9 @@ static void on_progress(void *user, const dd_train_progress *p) {
             double n = (double)s->ep_steps;
             fprintf(stderr, "           %d ranks: step %.3f ms, communication %.3f ms/step, not hidden %.3f ms/step "
                             "(%.1f %% of the step)\n",
-                    dd_dp_size(s->dp), 1e3 * s->ep_step / n, 1e3 * s->ep_comm / n, 1e3 * s->ep_exposed / n,
+                    s->run->st.nranks, 1e3 * s->ep_step / n, 1e3 * s->ep_comm / n, 1e3 * s->ep_exposed / n,
                     s->ep_step > 0 ? 100.0 * s->ep_exposed / s->ep_step : 0.0);
-            if (dd_dp_compressor(s->dp))
-                fprintf(stderr, "           compression %s: ratio %.1fx, %.0f bytes sent per rank per step, "
-                                "compress+decompress %.3f ms/step\n",
-                        dd_compress_config(dd_dp_compressor(s->dp))->name, p->rec->compression_ratio,
-                        p->rec->comm_bytes_per_step, 1e3 * p->rec->compress_time_s / n);
+            if (s->run->def->print_epoch) s->run->def->print_epoch(s->run->self, p->rec, s->ep_steps, stderr);
             fflush(stderr);
         }
         s->ep_steps = 0;
@@ -326,8 +322,6 @@ static dd_status gather_hosts(dd_comm *w, char **all) {
     return dd_comm_allgather(w, me, HOST_INFO, *all);
 }
 
-/* The compressor as a --compress value with every setting (written to parallel.json so
- * that --resume continues with the same one). */
 /* The largest rank's arena peaks during training (params, grads, optim, activations:
  * ms_train, else dd_mem_stats now) and peak RSS, into mem[0..4] on every rank (a
  * collective). */
@@ -352,15 +346,16 @@ static dd_status gather_memory(dd_comm *w, const dd_mem_stats *ms_train, double 
     return st;
 }
 
-/* RUN/parallel.json (rank 0), written for every run: ranks, where they ran, the strategy,
- * its timing, and "memory": the largest rank's arena peaks and peak RSS. */
-static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cfg *dc, const dd_dp *dp,
-                                     const dd_zero *zs, dd_shard_mode shard, const char *hosts, const double mem[5]) {
+/* RUN/parallel.json (rank 0), written for every run: ranks, where they ran, the strategy
+ * and its own fields (its options, timing), and "memory": the largest rank's arena peaks
+ * and peak RSS. */
+static dd_status write_parallel_json(const char *out, int nranks, const dd_strategy_run *run, const char *hosts,
+                                     const double mem[5]) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return DD_ERR_NOMEM;
-    cJSON_AddStringToObject(o, "strategy", zs ? "sharded data-parallel (ZeRO)" : dp ? "data-parallel (synchronous)" : "single process");
+    cJSON_AddStringToObject(o, "strategy", run->def ? run->def->title : "single process");
     cJSON_AddNumberToObject(o, "ranks", nranks);
-    cJSON_AddStringToObject(o, "shard", dd_shard_name(shard));
+    if (!run->def) cJSON_AddStringToObject(o, "shard", "none");
     cJSON *mo = cJSON_AddObjectToObject(o, "memory");
     if (mo) {
         cJSON_AddNumberToObject(mo, "params_bytes", mem[0]);
@@ -369,40 +364,10 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cf
         cJSON_AddNumberToObject(mo, "activations_bytes", mem[3]);
         cJSON_AddNumberToObject(mo, "peak_rss_bytes", mem[4]);
     }
-    if (dp || zs) cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(dc->algo));
-    if (dp) {
-        cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
-        {
-            char spec[512];
-            dd_compress_spec(&dc->compress, spec, sizeof spec);
-            cJSON_AddStringToObject(o, "compress", spec);
-            dd_compressor *cp = dd_dp_compressor(dp);
-            if (cp) {
-                dd_compress_stats cs;
-                dd_compress_stats_get(cp, &cs);
-                double ns = cs.steps ? (double)cs.steps : 1.0;
-                cJSON *k = cJSON_AddObjectToObject(o, "rank0_compression");
-                if (k) {
-                    cJSON_AddBoolToObject(k, "error_feedback", dd_compress_has_ef(cp));
-                    cJSON_AddNumberToObject(k, "compression_ratio", dd_compress_ratio(&cs));
-                    cJSON_AddNumberToObject(k, "payload_bytes_per_step", (double)cs.payload_bytes / ns);
-                    cJSON_AddNumberToObject(k, "bytes_sent_per_step", (double)cs.bytes_sent / ns);
-                    cJSON_AddNumberToObject(k, "compress_s_per_step", cs.compress_s / ns);
-                    cJSON_AddNumberToObject(k, "decompress_s_per_step", cs.decompress_s / ns);
-                    cJSON_AddNumberToObject(k, "comm_s_per_step", cs.comm_s / ns);
-                }
-            }
-        }
-        cJSON_AddNumberToObject(o, "buckets", (double)dd_dp_num_buckets(dp));
-        cJSON *b = cJSON_AddArrayToObject(o, "bucket_ranges");
-        for (size_t i = 0; b && i < dd_dp_num_buckets(dp); i++) {
-            size_t lo = 0, hi = 0;
-            dd_dp_bucket(dp, i, &lo, &hi);
-            cJSON *r = cJSON_CreateArray();
-            cJSON_AddItemToArray(r, cJSON_CreateNumber((double)lo));
-            cJSON_AddItemToArray(r, cJSON_CreateNumber((double)hi));
-            cJSON_AddItemToArray(b, r);
-        }
+    dd_status rs = run->def && run->def->report ? run->def->report(run->self, o) : DD_OK;
+    if (rs != DD_OK) {
+        cJSON_Delete(o);
+        return rs;
     }
     cJSON *h = cJSON_AddArrayToObject(o, "hosts");
     int nhosts = 0;
@@ -421,32 +386,6 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_dp_cf
         cJSON_AddItemToArray(h, x);
     }
     cJSON_AddNumberToObject(o, "distinct_hosts", nhosts);
-    dd_dp_stats st;
-    dd_dp_stats_get(dp, &st);
-    double n = st.steps ? (double)st.steps : 1.0;
-    cJSON *t = dp ? cJSON_AddObjectToObject(o, "rank0_timing") : NULL;
-    if (t) {
-        cJSON_AddNumberToObject(t, "steps", (double)st.steps);
-        cJSON_AddNumberToObject(t, "comm_s_per_step", st.comm_s / n);
-        cJSON_AddNumberToObject(t, "exposed_s_per_step", st.exposed_s / n);
-        cJSON_AddNumberToObject(t, "hidden_s_per_step", st.hidden_s / n);
-        cJSON_AddNumberToObject(t, "max_exposed_s", st.max_exposed_s);
-        cJSON_AddNumberToObject(t, "gradient_bytes_per_step", (double)st.bytes / n);
-        cJSON_AddNumberToObject(t, "bytes_sent_per_step", (double)st.bytes_sent / n);
-    }
-    if (zs) {
-        dd_zero_stats zst;
-        dd_zero_stats_get(zs, &zst);
-        double nz = zst.steps ? (double)zst.steps : 1.0;
-        cJSON *z = cJSON_AddObjectToObject(o, "rank0_timing");
-        if (z) {
-            cJSON_AddNumberToObject(z, "steps", (double)zst.steps);
-            cJSON_AddNumberToObject(z, "comm_s_per_step", zst.comm_s / nz);
-            cJSON_AddNumberToObject(z, "wait_s_per_step", zst.wait_s / nz);
-            cJSON_AddNumberToObject(z, "exposed_s_per_step", zst.exposed_s / nz);
-            cJSON_AddNumberToObject(z, "bytes_sent_per_step", (double)zst.bytes_sent / nz);
-        }
-    }
     char *txt = cJSON_Print(o);
     cJSON_Delete(o);
     if (!txt) return DD_ERR_NOMEM;
@@ -537,36 +476,15 @@ static void help_train(int dpd) {
            "  --no-test           do not evaluate the test split each epoch\n"
            "  --no-report         do not write report.html\n"
            "\n");
-    printf("data parallel (when started by mpirun -np N / srun with N > 1 processes):\n"
-           "  --allreduce A       gradient allreduce: ring (default), tree, rhd, hier or mpi\n"
-           "  --bucket-mb X       gradient bucket size in MiB, last layer first; each bucket's\n"
-           "                      reduction starts when its gradients are final (default 4;\n"
-           "                      0: one blocking allreduce after backward)\n"
-           "                      --batch is the GLOBAL batch: rank r of N trains on its slice\n"
-           "                      of every batch, so N ranks give one process's result (up to\n"
-           "                      float rounding); only rank 0 prints and writes RUN (plus\n"
-           "                      dp_steps.csv: per-step communication time not hidden, and\n"
-           "                      parallel.json); a checkpoint resumes on any number of ranks;\n"
-           "                      kill -USR1 <mpirun> stops all ranks after the same step with\n"
-           "                      RUN/last.ckpt written (as SIGINT, SIGTERM or SIGHUP on one\n"
-           "                      process)\n"
-           "  --compress SPEC     gradient compression: NAME[,key=value...] with NAME one of\n"
-           "                      none (default), fp32, fp16, bf16, int8, int4, sign, topk,\n"
-           "                      randk, powersgd, dgc; keys density, chunk, stochastic,\n"
-           "                      sampled, sample, rank, momentum, clip, masking, warmup, seed,\n"
-           "                      ef (see docs/compress.md), e.g. dgc,density=0.001 or int8;\n"
-           "                      also on one process (the compression error alone);\n"
-           "                      metrics.jsonl gets comm_bytes_per_step, compression_ratio\n"
-           "                      and compress_time_s; distdpd compressors lists them\n"
-           "  --error-feedback on|off  keep what compression dropped and add it next step\n"
-           "                      (default on; only with a lossy --compress)\n"
-           "  --shard MODE        sharded data parallelism (docs/sharding.md): none (default),\n"
-           "                      zero1 (optimiser state partitioned over the ranks), zero2\n"
-           "                      (+ gradients reduce-scattered), zero3 (+ parameters gathered\n"
-           "                      stage by stage); same result as none up to float rounding;\n"
-           "                      --compress with none and zero1 only; a checkpoint resumes\n"
-           "                      with any --shard on any number of ranks\n"
-           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
+    printf("parallel (when started by mpirun -np N / srun with N > 1 processes):\n"
+           "  --batch is the GLOBAL batch: rank r of N trains on its slice of every batch, so N\n"
+           "  ranks give one process's result (up to float rounding); only rank 0 prints and\n"
+           "  writes RUN (plus dp_steps.csv: per-step communication time not hidden, and\n"
+           "  parallel.json); a checkpoint resumes on any number of ranks; kill -USR1 <mpirun>\n"
+           "  stops all ranks after the same step with RUN/last.ckpt written (as SIGINT, SIGTERM\n"
+           "  or SIGHUP on one process). The options choose the strategy (distdpd strategies).\n");
+    dd_cli_help_strategy_opts();
+    printf(           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"
            "                      naming what, how much and the limit (default: none);\n"
            "                      RUN/parallel.json records each kind's peak (\"memory\")\n"
@@ -587,48 +505,6 @@ static void list_models(void) {
     const dd_model_info *const *m = dd_model_registry(&n);
     printf("models (--model NAME):\n");
     for (size_t i = 0; i < n; i++) printf("  %-12s %s\n", m[i]->name, m[i]->summary);
-}
-
-/* --resume without --compress: the compressor recorded in RUN/last.ckpt (section
- * compress.spec), else in RUN/parallel.json, if any. */
-static const char *resumed_compress(const char *run, char *buf, size_t cap) {
-    char path[4200];
-    /* last.ckpt first: it is the state resumed (parallel.json is written when a run ends,
-     * so after a crash it may be an earlier run's) */
-    snprintf(path, sizeof path, "%s/last.ckpt", run);
-    dd_ckpt_reader *r = NULL;
-    if (dd_ckpt_open(path, &r) == DD_OK) {
-        const char *spec = NULL;
-        const char *ret = NULL;
-        if (dd_ckpt_has(r, "compress.spec") && dd_ckpt_get_str(r, "compress.spec", &spec) == DD_OK &&
-            strlen(spec) < cap) {
-            snprintf(buf, cap, "%s", spec);
-            ret = buf;
-        }
-        dd_ckpt_close(&r);
-        if (ret) return ret;
-    }
-    dd_error_clear();
-    snprintf(path, sizeof path, "%s/parallel.json", run);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    /* the whole file: its "hosts" list grows with the ranks */
-    char *txt = NULL;
-    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)len + 1)) != NULL)
-        txt[fread(txt, 1, (size_t)len, f)] = '\0';
-    fclose(f);
-    if (!txt) return NULL;
-    cJSON *j = cJSON_Parse(txt);
-    free(txt);
-    const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "compress") : NULL;
-    const char *ret = NULL;
-    if (cJSON_IsString(c) && strlen(c->valuestring) < cap) {
-        snprintf(buf, cap, "%s", c->valuestring);
-        ret = buf;
-    }
-    cJSON_Delete(j);
-    return ret;
 }
 
 /* --resume: the task of run RUN (config.json's, else last.ckpt's); 0 when neither says. */
@@ -670,8 +546,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
         O_DATA = 256, O_MODEL, O_FRAME, O_STRIDE, O_BATCH,
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
-        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_ALLREDUCE, O_BUCKET, O_COMPRESS, O_EF, O_SHARD, O_MEMLIMIT,
-        O_MOPT = 1024 /* + k: --NAME of model option k (the registry's) */
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_MEMLIMIT,
+        O_MOPT = 1024, /* + k: --NAME of model option k (the model registry's) */
+        O_SOPT = 2048  /* + k: --NAME of strategy option k (the strategy registry's) */
     };
     static const struct option opts_base[] = {
         {"data", required_argument, NULL, O_DATA},          {"model", required_argument, NULL, O_MODEL},
@@ -690,9 +567,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"pa-run", required_argument, NULL, O_PARUN},       {"ila", no_argument, NULL, O_ILA},
         {"gain", required_argument, NULL, O_GAIN},          {"gain-mode", required_argument, NULL, O_GAINMODE},
         {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
-        {"allreduce", required_argument, NULL, O_ALLREDUCE}, {"bucket-mb", required_argument, NULL, O_BUCKET},
-        {"compress", required_argument, NULL, O_COMPRESS},  {"error-feedback", required_argument, NULL, O_EF},
-        {"shard", required_argument, NULL, O_SHARD},        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
+        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
     /* the models' options (--hidden, --layers, ...) come from the registry, so a new
@@ -702,7 +577,10 @@ static int cmd_train(int argc, char **argv, int dpd) {
     const char *mnames[DD_CLI_MAX_MODEL_OPTS];
     char mflags[DD_CLI_MAX_MODEL_OPTS][DD_MODEL_OPT_NAME_MAX + 2];
     size_t nm = dd_cli_model_opt_names(mnames, DD_CLI_MAX_MODEL_OPTS);
-    struct option longopts[NBASE + DD_CLI_MAX_MODEL_OPTS + 1];
+    /* the strategies' options (--allreduce, --shard, ...) likewise */
+    const char *snames[DD_STRATEGY_MAX_ARGS];
+    size_t ns = dd_cli_strategy_opt_names(snames, DD_STRATEGY_MAX_ARGS);
+    struct option longopts[NBASE + DD_CLI_MAX_MODEL_OPTS + DD_STRATEGY_MAX_ARGS + 1];
     memcpy(longopts, opts_base, NBASE * sizeof opts_base[0]);
     size_t nlo = NBASE;
     for (size_t k = 0; k < nm; k++) {
@@ -712,6 +590,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         snprintf(mflags[k], sizeof mflags[k], "--%s", mnames[k]);
         longopts[nlo++] = (struct option){mnames[k], required_argument, NULL, O_MOPT + (int)k};
     }
+    for (size_t k = 0; k < ns; k++) longopts[nlo++] = (struct option){snames[k], required_argument, NULL, O_SOPT + (int)k};
     longopts[nlo] = (struct option){NULL, 0, NULL, 0};
     static const char *const opts_opt[] = {"sgd", "adam", "adamw", NULL};
     static const char *const opts_sched[] = {"constant", "step", "cosine", "plateau", NULL};
@@ -729,12 +608,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
     uint64_t u;
     char model_buf[DD_TRAIN_NAME_MAX] = "gru";
     int want_list = 0;
-    dd_dp_cfg dpc;
-    dd_dp_cfg_default(&dpc);
-    const char *compress_spec = NULL, *ef_opt = NULL;
-    dd_shard_mode shard = DD_SHARD_NONE;
+    dd_strategy_args sargs; /* the strategy options given */
+    memset(&sargs, 0, sizeof sargs);
     size_t mem_limit_mb = 0;
-    char compress_buf[512];
     /* every rank parses the same options: only rank 0 prints usage errors and help */
     quiet_streams q;
     quiet_begin(&q, launcher_rank() > 0);
@@ -823,30 +699,18 @@ static int cmd_train(int argc, char **argv, int dpd) {
         case O_PROGRESS:
             if ((rc = dd_cli_parse_choice(NAME, "--progress", optarg, opts_progress, &progress))) return rc;
             break;
-        case O_ALLREDUCE:
-            if (dd_allreduce_parse(optarg, &dpc.algo) != DD_OK) return dd_cli_usage(NAME, "--allreduce: %s", dd_last_error());
-            break;
-        case O_BUCKET:
-            if ((rc = dd_cli_parse_double(NAME, "--bucket-mb", optarg, 0.0, 4096.0, &dpc.bucket_mb))) return rc;
-            break;
-        case O_COMPRESS:
-            compress_spec = optarg;
-            break;
-        case O_SHARD:
-            if (dd_shard_parse(optarg, &shard) != DD_OK) return dd_cli_usage(NAME, "--shard: %s", dd_last_error());
-            break;
         case O_MEMLIMIT:
             if ((rc = dd_cli_parse_size(NAME, "--mem-limit-mb", optarg, 1, (size_t)1 << 30, &mem_limit_mb))) return rc;
-            break;
-        case O_EF:
-            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
-                return dd_cli_usage(NAME, "--error-feedback: expected on or off, got '%s'", optarg);
-            ef_opt = optarg;
             break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help_train(dpd); return DD_EXIT_OK;
         default:
+            if (c >= O_SOPT && c < O_SOPT + (int)ns) { /* a strategy option; the strategy checks it */
+                if (dd_strategy_arg_set(&sargs, snames[c - O_SOPT], optarg) != DD_OK)
+                    return dd_cli_usage(NAME, "%s", dd_last_error());
+                break;
+            }
             if (c >= O_MOPT && c < O_MOPT + (int)nm) { /* a model option; the model checks its range */
                 const size_t k = (size_t)(c - O_MOPT);
                 oname = mflags[k];
@@ -962,38 +826,21 @@ static int cmd_train(int argc, char **argv, int dpd) {
             dd_model_destroy(&m);
         }
     }
-    if (ef_opt && !compress_spec && !resume)
-        return dd_cli_usage(NAME, "--error-feedback needs --compress (plain float32 gradients lose nothing)");
-    if (!compress_spec && resume) compress_spec = resumed_compress(out, compress_buf, sizeof compress_buf);
-    if (compress_spec && dd_compress_parse(&dpc.compress, compress_spec) != DD_OK)
+    /* the strategy the options choose, checked before MPI starts (as for one process:
+     * with more ranks the same strategy runs whenever an option is given); on --resume the
+     * options the run recorded (its compressor) count as given */
+    sargs.nranks = 1;
+    sargs.resume = resume ? out : NULL;
+    const dd_strategy_def *sdef = NULL;
+    if (dd_strategy_args_resume(&sargs) != DD_OK || dd_strategy_choose(&sargs, &sdef) != DD_OK)
         return dd_cli_usage(NAME, "%s", dd_last_error());
-    if (ef_opt) {
-        /* a lossless compressor (none, fp32: also a resumed run without one) keeps no
-         * residual: --error-feedback would be ignored */
-        dd_compressor *cp = NULL;
-        int lossy = dd_compress_create(&dpc.compress, &cp) == DD_OK && dd_compress_lossy(cp);
-        dd_compress_destroy(&cp);
-        if (!lossy && !compress_spec)
-            return dd_cli_usage(NAME, "--error-feedback needs --compress: %s was trained without it (plain float32 "
-                                      "gradients lose nothing)", out);
-        if (!lossy)
-            return dd_cli_usage(NAME, "--error-feedback applies to lossy compressors only; %s loses nothing",
-                                dpc.compress.name);
-        dpc.compress.error_feedback = !strcmp(ef_opt, "on");
-    }
-    const int compressing = strcmp(dpc.compress.name, "none") != 0;
-    if (compressing && shard >= DD_SHARD_ZERO2)
-        return dd_cli_usage(NAME, "--compress works with --shard none or zero1 (the gradients are allreduced); %s "
-                                  "reduce-scatters them and no compressor has a reduce-scatter form",
-                            dd_shard_name(shard));
     quiet_end(&q);
     dd_cli_log_init(verbosity);
 
     /* MPI when started by mpirun / srun (nothing otherwise) */
     dd_comm *world = NULL;
-    dd_dp *dp = NULL;
-    dd_zero *zs = NULL;
-    dd_strategy strat;
+    dd_strategy_run srun; /* the strategy (srun.def NULL: one process) */
+    memset(&srun, 0, sizeof srun);
     char *hosts = NULL;
     dd_run_lock *lock = NULL;
     int rank = 0, nranks = 1, ret = DD_EXIT_OK, interrupted = 0;
@@ -1003,25 +850,17 @@ static int cmd_train(int argc, char **argv, int dpd) {
     rank = dd_comm_rank(world);
     nranks = dd_comm_size(world);
     if (mem_limit_mb) dd_mem_set_limit(mem_limit_mb * (size_t)1048576);
-    if (shard >= DD_SHARD_ZERO2) {
-        dd_zero_cfg zc;
-        dd_zero_cfg_default(&zc);
-        zc.shard = shard;
-        zc.algo = dpc.algo;
-        if ((st = dd_zero_create(world, &zc, &zs)) != DD_OK) goto fail;
-        dd_zero_strategy(zs, &strat);
-        dd_zero_set_stop_source(zs, &stop_flag);
-    } else if (nranks > 1 || compressing || shard == DD_SHARD_ZERO1) {
-        dpc.shard = shard;
-        if ((st = dd_dp_create(world, &dpc, &dp)) != DD_OK) goto fail;
-        dd_dp_strategy(dp, &strat);
+    sargs.nranks = nranks;
+    if ((st = dd_strategy_choose(&sargs, &sdef)) != DD_OK) goto fail;
+    if (sdef) {
+        if ((st = dd_strategy_start(sdef, world, &sargs, &srun)) != DD_OK) goto fail;
         /* dp_steps.csv is flushed with every checkpoint, so a resume finds the rows of
          * every step up to the checkpoint */
-        flush_ops = *strat.ops;
-        dp_before_save = strat.ops->before_save;
+        flush_ops = *srun.st.ops;
+        strategy_before_save = srun.st.ops->before_save;
         flush_ops.before_save = flush_then_before_save;
-        strat.ops = &flush_ops;
-        dd_dp_set_stop_source(dp, &stop_flag);
+        srun.st.ops = &flush_ops;
+        sdef->set_stop_source(srun.self, &stop_flag);
     }
     if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
 
@@ -1034,7 +873,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     ps.is_dpd = dpd;
     ps.mode = progress == 0 ? (isatty(STDERR_FILENO) ? 2 : 1) : progress == 1 ? 2 : progress == 2 ? 1 : 0;
     if (verbosity < 0 || rank != 0) ps.mode = 0;
-    ps.dp = dp;
+    ps.run = srun.def ? &srun : NULL;
     ps.root = rank == 0;
     ps.out = out;
     steps_state = &ps;
@@ -1056,7 +895,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.write_report = report;
     o.progress = on_progress;
     o.progress_user = &ps;
-    o.strategy = dp || zs ? &strat : NULL;
+    o.strategy = srun.def ? &srun.st : NULL;
     o.stop = &stop_flag; /* with ranks the strategy's agreed stop decides */
     o.interrupted = &interrupted;
     dd_mem_stats mem_train;
@@ -1085,7 +924,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         /* every rank's arena peaks and peak RSS; the largest goes to parallel.json */
         double mem[5];
         if ((st = gather_memory(world, &mem_train, mem)) != DD_OK) goto fail;
-        if (rank == 0 && (st = write_parallel_json(out, nranks, &dpc, dp, zs, shard, hosts, mem)) != DD_OK) goto fail;
+        if (rank == 0 && (st = write_parallel_json(out, nranks, &srun, hosts, mem)) != DD_OK) goto fail;
     }
     if (interrupted) {
         if (rank == 0)
@@ -1113,32 +952,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
             }
             dd_run_model_free(&rm);
         }
-        if (dp) {
-            dd_dp_stats ds;
-            dd_dp_stats_get(dp, &ds);
-            double n = ds.steps ? (double)ds.steps : 1.0;
-            printf("parallel:   %d ranks, allreduce %s, %zu bucket%s: communication %.3f ms/step, not hidden %.3f "
-                   "ms/step (rank 0)\n",
-                   nranks, dd_allreduce_name(dpc.algo), dd_dp_num_buckets(dp), dd_dp_num_buckets(dp) == 1 ? "" : "s",
-                   1e3 * ds.comm_s / n, 1e3 * ds.exposed_s / n);
-            dd_compressor *cp = dd_dp_compressor(dp);
-            if (cp) {
-                dd_compress_stats cs;
-                dd_compress_stats_get(cp, &cs);
-                printf("compression: %s%s: ratio %.1fx against float32, %.0f bytes sent per step, compress+decompress "
-                       "%.3f ms/step (rank 0)\n",
-                       dpc.compress.name, dd_compress_has_ef(cp) ? " with error feedback" : "", dd_compress_ratio(&cs),
-                       (double)cs.bytes_sent / n, 1e3 * (cs.compress_s + cs.decompress_s) / n);
-            }
-        }
-        if (zs) {
-            dd_zero_stats zst;
-            dd_zero_stats_get(zs, &zst);
-            double n = zst.steps ? (double)zst.steps : 1.0;
-            printf("parallel:   %d ranks, --shard %s: communication %.3f ms/step, of which waiting %.3f ms/step in "
-                   "backward/forward and %.3f ms/step after backward (rank 0)\n",
-                   nranks, dd_shard_name(shard), 1e3 * zst.comm_s / n, 1e3 * zst.wait_s / n, 1e3 * zst.exposed_s / n);
-        }
+        if (srun.def && srun.def->print_summary) srun.def->print_summary(srun.self, stdout);
         printf("done in %.2f s\n", dd_now() - t0);
     }
     goto done;
@@ -1156,8 +970,7 @@ fail:
 done:
     dd_run_lock_release(&lock);
     free(hosts);
-    dd_dp_destroy(&dp);
-    dd_zero_destroy(&zs);
+    dd_strategy_stop(&srun);
     dd_comm_free(&world);
     dd_comm_finalize();
     return ret;

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "distdpd/model.h"
+#include "distdpd/parallel.h"
 
 int dd_cli_fail(const char *cmd, dd_status s) {
     const char *msg = dd_last_error();
@@ -113,60 +114,17 @@ int dd_cli_parse_u64(const char *cmd, const char *opt, const char *val, uint64_t
     return 0;
 }
 
-/* 1 when s is a decimal number: blanks, [+-], digits with at most one '.', at least one
- * digit, an optional exponent e[+-]digits, blanks. No hexadecimal (strtod reads 0x10 as
- * 16), no inf or nan. */
-static int is_decimal_number(const char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    if (*s == '+' || *s == '-') s++;
-    int digits = 0;
-    while (*s >= '0' && *s <= '9') s++, digits++;
-    if (*s == '.') {
-        s++;
-        while (*s >= '0' && *s <= '9') s++, digits++;
-    }
-    if (!digits) return 0;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-') s++;
-        if (!(*s >= '0' && *s <= '9')) return 0;
-        while (*s >= '0' && *s <= '9') s++;
-    }
-    return is_blank(s);
-}
-
 int dd_cli_parse_double(const char *cmd, const char *opt, const char *val, double lo, double hi,
                         double *out) {
-    errno = 0;
-    char *end;
-    double v = strtod(val, &end);
-    if (!is_decimal_number(val) || end == val || !is_blank(end)) {
-        fprintf(stderr, "distdpd %s: %s: expected a number, got '%s'\n", cmd, opt, val);
-        return DD_EXIT_USAGE;
-    }
-    if (!isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "distdpd %s: %s: must be in [%g, %g], got '%s'\n", cmd, opt, lo, hi, val);
-        return DD_EXIT_USAGE;
-    }
-    *out = v;
-    return 0;
+    if (dd_parse_number(opt, val, lo, hi, 0, out) == DD_OK) return 0;
+    fprintf(stderr, "distdpd %s: %s\n", cmd, dd_last_error());
+    return DD_EXIT_USAGE;
 }
 
 int dd_cli_parse_whole(const char *cmd, const char *opt, const char *val, double lo, double hi, double *out) {
-    double v;
-    errno = 0;
-    char *end;
-    v = strtod(val, &end);
-    if (!is_decimal_number(val) || end == val || !is_blank(end) || (isfinite(v) && v != floor(v))) {
-        fprintf(stderr, "distdpd %s: %s: expected an integer, got '%s'\n", cmd, opt, val);
-        return DD_EXIT_USAGE;
-    }
-    if (!isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "distdpd %s: %s: must be in [%g, %g], got '%s'\n", cmd, opt, lo, hi, val);
-        return DD_EXIT_USAGE;
-    }
-    *out = v;
-    return 0;
+    if (dd_parse_number(opt, val, lo, hi, 1, out) == DD_OK) return 0;
+    fprintf(stderr, "distdpd %s: %s\n", cmd, dd_last_error());
+    return DD_EXIT_USAGE;
 }
 
 int dd_cli_parse_choice(const char *cmd, const char *opt, const char *val,
@@ -325,4 +283,52 @@ void dd_cli_help_model_opts(const char *indent, const char *prefix) {
                 }
         printf("%-24s model option (%s)\n", flag, users);
     }
+}
+
+size_t dd_cli_strategy_opt_names(const char **names, size_t max) {
+    size_t nreg = 0, k = 0;
+    const dd_strategy_def *const *reg = dd_strategy_registry(&nreg);
+    for (size_t i = 0; i < nreg; i++)
+        for (const dd_strategy_opt *o = reg[i]->opts; o && o->name; o++) {
+            size_t j = 0;
+            while (j < k && strcmp(names[j], o->name) != 0) j++;
+            if (j == k && k < max) names[k++] = o->name;
+        }
+    return k;
+}
+
+void dd_cli_help_strategy_opts(void) {
+    size_t nreg = 0;
+    const dd_strategy_def *const *reg = dd_strategy_registry(&nreg);
+    for (size_t i = 0; i < nreg; i++)
+        for (const dd_strategy_opt *o = reg[i]->opts; o && o->name; o++) {
+            if (!o->metavar) continue; /* declared by another strategy */
+            char flag[64], users[256];
+            size_t len = 0;
+            users[0] = '\0';
+            for (size_t k = 0; k < nreg; k++)
+                for (const dd_strategy_opt *q = reg[k]->opts; q && q->name; q++)
+                    if (strcmp(q->name, o->name) == 0 && len < sizeof users) {
+                        int w = snprintf(users + len, sizeof users - len, "%s%s", len ? ", " : "", reg[k]->name);
+                        if (w > 0) len += (size_t)w;
+                    }
+            snprintf(flag, sizeof flag, "  --%s %s", o->name, o->metavar);
+            const char *h = o->help ? o->help : "";
+            /* the first line beside the flag when it fits, then every line indented */
+            if (strlen(flag) < 22) {
+                const char *nl = strchr(h, '\n');
+                int l = nl ? (int)(nl - h) : (int)strlen(h);
+                printf("%-22s%.*s\n", flag, l, h);
+                h = nl ? nl + 1 : h + l;
+            } else {
+                printf("%s\n", flag);
+            }
+            while (*h) {
+                const char *nl = strchr(h, '\n');
+                int l = nl ? (int)(nl - h) : (int)strlen(h);
+                printf("%22s%.*s\n", "", l, h);
+                h = nl ? nl + 1 : h + l;
+            }
+            printf("%22s(strategies: %s)\n", "", users);
+        }
 }

@@ -183,3 +183,40 @@ double dd_now(void) {
 }
 
 double dd_db10(double x) { return x > 0.0 ? fmax(10.0 * log10(x), -400.0) : -400.0; }
+
+static int blank_tail(const char *s) {
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t') return 0;
+    return 1;
+}
+
+/* 1 when s is a decimal number (see dd_parse_number). */
+static int is_decimal_number(const char *s) {
+    while (*s == ' ' || *s == '\t') s++;
+    if (*s == '+' || *s == '-') s++;
+    int digits = 0;
+    while (*s >= '0' && *s <= '9') s++, digits++;
+    if (*s == '.') {
+        s++;
+        while (*s >= '0' && *s <= '9') s++, digits++;
+    }
+    if (!digits) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return blank_tail(s);
+}
+
+dd_status dd_parse_number(const char *what, const char *val, double lo, double hi, int whole, double *out) {
+    if (!what || !val || !out) return dd_error(DD_ERR_ARG, "dd_parse_number: NULL argument");
+    char *end;
+    double v = strtod(val, &end);
+    if (!is_decimal_number(val) || end == val || !blank_tail(end) || (whole && isfinite(v) && v != floor(v)))
+        return dd_error(DD_ERR_ARG, "%s: expected %s, got '%s'", what, whole ? "an integer" : "a number", val);
+    if (!isfinite(v) || v < lo || v > hi) return dd_error(DD_ERR_ARG, "%s: must be in [%g, %g], got '%s'", what, lo, hi, val);
+    *out = v;
+    return DD_OK;
+}

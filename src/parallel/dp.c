@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "distdpd/ckpt.h"
 #include "distdpd/parallel.h"
 
 #define DP_MAX_VALS 64 /* values of the trainer's reduction (it passes 1) */
@@ -943,3 +946,239 @@ void dd_dp_strategy(dd_dp *dp, dd_strategy *st) {
     st->rank = dp->rank;
     st->nranks = dp->size;
 }
+
+/* ---------------------------------------------------------------- registry entry */
+
+static const dd_strategy_opt dp_opts[] = {
+    {"allreduce", "A", "gradient allreduce: ring (default), tree, rhd, hier or mpi"},
+    {"bucket-mb", "X",
+     "gradient bucket size in MiB, last layer first; each bucket's\n"
+     "reduction starts when its gradients are final (default 4;\n"
+     "0: one blocking allreduce after backward)"},
+    {"compress", "SPEC",
+     "gradient compression: NAME[,key=value...] with NAME one of\n"
+     "none (default), fp32, fp16, bf16, int8, int4, sign, topk,\n"
+     "randk, powersgd, dgc; keys density, chunk, stochastic,\n"
+     "sampled, sample, rank, momentum, clip, masking, warmup, seed,\n"
+     "ef (see docs/compress.md), e.g. dgc,density=0.001 or int8;\n"
+     "also on one process (the compression error alone);\n"
+     "metrics.jsonl gets comm_bytes_per_step, compression_ratio\n"
+     "and compress_time_s; distdpd compressors lists them"},
+    {"error-feedback", "on|off",
+     "keep what compression dropped and add it next step\n"
+     "(default on; only with a lossy --compress)"},
+    {"shard", "MODE",
+     "sharded data parallelism (docs/sharding.md): none (default),\n"
+     "zero1 (optimiser state partitioned over the ranks), zero2\n"
+     "(+ gradients reduce-scattered), zero3 (+ parameters gathered\n"
+     "stage by stage); same result as none up to float rounding;\n"
+     "--compress with none and zero1 only; a checkpoint resumes\n"
+     "with any --shard on any number of ranks"},
+    {NULL, NULL, NULL},
+};
+
+/* The configuration the options give (DD_ERR_ARG naming the option). */
+static dd_status dp_cfg_from_args(const dd_strategy_args *a, dd_dp_cfg *c) {
+    dd_dp_cfg_default(c);
+    const char *v;
+    if ((v = dd_strategy_arg(a, "allreduce")) && dd_allreduce_parse(v, &c->algo) != DD_OK)
+        return dd_error_prefix(DD_ERR_ARG, "--allreduce: ");
+    if ((v = dd_strategy_arg(a, "bucket-mb"))) DD_TRY(dd_parse_number("--bucket-mb", v, 0.0, 4096.0, 0, &c->bucket_mb));
+    if ((v = dd_strategy_arg(a, "shard"))) {
+        if (dd_shard_parse(v, &c->shard) != DD_OK) return dd_error_prefix(DD_ERR_ARG, "--shard: ");
+        if (c->shard > DD_SHARD_ZERO1)
+            return dd_error(DD_ERR_ARG, "--shard %s is not plain data parallelism's (none or zero1)", v);
+    }
+    const char *spec = dd_strategy_arg(a, "compress");
+    if (spec && dd_compress_parse(&c->compress, spec) != DD_OK) return DD_ERR_ARG; /* names --compress */
+    const char *ef = dd_strategy_arg(a, "error-feedback");
+    if (ef) {
+        if (strcmp(ef, "on") != 0 && strcmp(ef, "off") != 0)
+            return dd_error(DD_ERR_ARG, "--error-feedback: expected on or off, got '%s'", ef);
+        if (!spec && !a->resume)
+            return dd_error(DD_ERR_ARG, "--error-feedback needs --compress (plain float32 gradients lose nothing)");
+        if (!spec)
+            return dd_error(DD_ERR_ARG, "--error-feedback needs --compress: %s was trained without it (plain float32 "
+                                        "gradients lose nothing)",
+                            a->resume);
+        /* a lossless compressor (none, fp32) keeps no residual: the option would be ignored */
+        dd_compressor *cp = NULL;
+        const int lossy = dd_compress_create(&c->compress, &cp) == DD_OK && dd_compress_lossy(cp);
+        dd_compress_destroy(&cp);
+        if (!lossy)
+            return dd_error(DD_ERR_ARG, "--error-feedback applies to lossy compressors only; %s loses nothing",
+                            c->compress.name);
+        c->compress.error_feedback = !strcmp(ef, "on");
+    }
+    return dd_dp_cfg_check(c);
+}
+
+/* Any parallel option, or more than one process. */
+static int dp_claims(const dd_strategy_args *a) { return a->nranks > 1 || a->n > 0 ? 1 : 0; }
+
+/* --resume without --compress: the compressor recorded in RUN/last.ckpt (section
+ * compress.spec; it is the state resumed), else in RUN/parallel.json (written when a run
+ * ends: after a crash it may be an earlier run's). */
+static dd_status dp_resume_args(dd_strategy_args *a) {
+    if (dd_strategy_arg(a, "compress") || a->nrecorded >= sizeof a->recorded / sizeof a->recorded[0]) return DD_OK;
+    char *buf = a->recorded[a->nrecorded];
+    const size_t cap = sizeof a->recorded[0];
+    char path[4200];
+    int found = 0;
+    snprintf(path, sizeof path, "%s/last.ckpt", a->resume);
+    dd_ckpt_reader *r = NULL;
+    if (dd_ckpt_open(path, &r) == DD_OK) {
+        const char *spec = NULL;
+        if (dd_ckpt_has(r, "compress.spec") && dd_ckpt_get_str(r, "compress.spec", &spec) == DD_OK &&
+            strlen(spec) < cap) {
+            snprintf(buf, cap, "%s", spec);
+            found = 1;
+        }
+        dd_ckpt_close(&r);
+    }
+    dd_error_clear(); /* a missing or bad checkpoint is the trainer's to report */
+    if (!found) {
+        snprintf(path, sizeof path, "%s/parallel.json", a->resume);
+        FILE *f = fopen(path, "rb");
+        char *txt = NULL;
+        if (f) {
+            /* the whole file: its "hosts" list grows with the ranks */
+            long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+            if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)len + 1)) != NULL)
+                txt[fread(txt, 1, (size_t)len, f)] = '\0';
+            fclose(f);
+        }
+        cJSON *j = txt ? cJSON_Parse(txt) : NULL;
+        free(txt);
+        const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "compress") : NULL;
+        if (cJSON_IsString(c) && strlen(c->valuestring) < cap) {
+            snprintf(buf, cap, "%s", c->valuestring);
+            found = 1;
+        }
+        cJSON_Delete(j);
+    }
+    if (!found || strncmp(buf, "none", 4) == 0) return DD_OK;
+    a->nrecorded++;
+    return dd_strategy_arg_set(a, "compress", buf);
+}
+
+static dd_status dp_check(const dd_strategy_args *a) {
+    dd_dp_cfg c;
+    return dp_cfg_from_args(a, &c);
+}
+
+static dd_status dp_def_create(dd_comm *comm, const dd_strategy_args *a, void **self) {
+    dd_dp_cfg c;
+    DD_TRY(dp_cfg_from_args(a, &c));
+    return dd_dp_create(comm, &c, (dd_dp **)self);
+}
+
+static void dp_def_destroy(void *self) {
+    dd_dp *dp = self;
+    dd_dp_destroy(&dp);
+}
+
+static void dp_def_strategy(void *self, dd_strategy *st) { dd_dp_strategy(self, st); }
+static void dp_def_stop_source(void *self, const volatile int *local) { dd_dp_set_stop_source(self, local); }
+
+static void dp_last_step(const void *self, dd_strategy_step_times *t) {
+    const dd_dp *dp = self;
+    t->comm_s = dp->st.last_comm_s;
+    t->exposed_s = dp->st.last_exposed_s;
+    t->hidden_s = dp->st.last_hidden_s;
+    t->prev_exposed_mean_s = dp->st.prev_exposed_mean_s;
+}
+
+static dd_status dp_report(const void *self, cJSON *o) {
+    const dd_dp *dp = self;
+    const dd_dp_cfg *dc = &dp->cfg;
+    cJSON_AddStringToObject(o, "shard", dd_shard_name(dc->shard));
+    cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(dc->algo));
+    cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
+    char spec[512];
+    dd_compress_spec(&dc->compress, spec, sizeof spec);
+    cJSON_AddStringToObject(o, "compress", spec);
+    if (dp->cp) {
+        dd_compress_stats cs;
+        dd_compress_stats_get(dp->cp, &cs);
+        double ns = cs.steps ? (double)cs.steps : 1.0;
+        cJSON *k = cJSON_AddObjectToObject(o, "rank0_compression");
+        if (k) {
+            cJSON_AddBoolToObject(k, "error_feedback", dd_compress_has_ef(dp->cp));
+            cJSON_AddNumberToObject(k, "compression_ratio", dd_compress_ratio(&cs));
+            cJSON_AddNumberToObject(k, "payload_bytes_per_step", (double)cs.payload_bytes / ns);
+            cJSON_AddNumberToObject(k, "bytes_sent_per_step", (double)cs.bytes_sent / ns);
+            cJSON_AddNumberToObject(k, "compress_s_per_step", cs.compress_s / ns);
+            cJSON_AddNumberToObject(k, "decompress_s_per_step", cs.decompress_s / ns);
+            cJSON_AddNumberToObject(k, "comm_s_per_step", cs.comm_s / ns);
+        }
+    }
+    cJSON_AddNumberToObject(o, "buckets", (double)dd_dp_num_buckets(dp));
+    cJSON *b = cJSON_AddArrayToObject(o, "bucket_ranges");
+    for (size_t i = 0; b && i < dd_dp_num_buckets(dp); i++) {
+        size_t lo = 0, hi = 0;
+        dd_dp_bucket(dp, i, &lo, &hi);
+        cJSON *r = cJSON_CreateArray();
+        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)lo));
+        cJSON_AddItemToArray(r, cJSON_CreateNumber((double)hi));
+        cJSON_AddItemToArray(b, r);
+    }
+    const dd_dp_stats *st = &dp->st;
+    double n = st->steps ? (double)st->steps : 1.0;
+    cJSON *t = cJSON_AddObjectToObject(o, "rank0_timing");
+    if (t) {
+        cJSON_AddNumberToObject(t, "steps", (double)st->steps);
+        cJSON_AddNumberToObject(t, "comm_s_per_step", st->comm_s / n);
+        cJSON_AddNumberToObject(t, "exposed_s_per_step", st->exposed_s / n);
+        cJSON_AddNumberToObject(t, "hidden_s_per_step", st->hidden_s / n);
+        cJSON_AddNumberToObject(t, "max_exposed_s", st->max_exposed_s);
+        cJSON_AddNumberToObject(t, "gradient_bytes_per_step", (double)st->bytes / n);
+        cJSON_AddNumberToObject(t, "bytes_sent_per_step", (double)st->bytes_sent / n);
+    }
+    return DD_OK;
+}
+
+static void dp_print_summary(const void *self, FILE *f) {
+    const dd_dp *dp = self;
+    const dd_dp_stats *ds = &dp->st;
+    double n = ds->steps ? (double)ds->steps : 1.0;
+    fprintf(f, "parallel:   %d ranks, allreduce %s, %zu bucket%s: communication %.3f ms/step, not hidden %.3f "
+               "ms/step (rank 0)\n",
+            dp->size, dd_allreduce_name(dp->cfg.algo), dd_dp_num_buckets(dp), dd_dp_num_buckets(dp) == 1 ? "" : "s",
+            1e3 * ds->comm_s / n, 1e3 * ds->exposed_s / n);
+    if (dp->cp) {
+        dd_compress_stats cs;
+        dd_compress_stats_get(dp->cp, &cs);
+        fprintf(f, "compression: %s%s: ratio %.1fx against float32, %.0f bytes sent per step, compress+decompress "
+                   "%.3f ms/step (rank 0)\n",
+                dp->cfg.compress.name, dd_compress_has_ef(dp->cp) ? " with error feedback" : "",
+                dd_compress_ratio(&cs), (double)cs.bytes_sent / n, 1e3 * (cs.compress_s + cs.decompress_s) / n);
+    }
+}
+
+static void dp_print_epoch(const void *self, const dd_epoch_record *rec, uint64_t steps, FILE *f) {
+    const dd_dp *dp = self;
+    if (!dp->cp || !rec || !steps) return;
+    fprintf(f, "           compression %s: ratio %.1fx, %.0f bytes sent per rank per step, compress+decompress "
+               "%.3f ms/step\n",
+            dp->cfg.compress.name, rec->compression_ratio, rec->comm_bytes_per_step,
+            1e3 * rec->compress_time_s / (double)steps);
+}
+
+const dd_strategy_def dd_strategy_def_dp = {
+    .name = "dp",
+    .title = "data-parallel (synchronous)",
+    .when = "more than one process, or any parallel option on one",
+    .opts = dp_opts,
+    .claims = dp_claims,
+    .resume_args = dp_resume_args,
+    .check = dp_check,
+    .create = dp_def_create,
+    .destroy = dp_def_destroy,
+    .strategy = dp_def_strategy,
+    .set_stop_source = dp_def_stop_source,
+    .last_step = dp_last_step,
+    .report = dp_report,
+    .print_summary = dp_print_summary,
+    .print_epoch = dp_print_epoch,
+};
