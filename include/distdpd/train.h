@@ -357,6 +357,15 @@ dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, 
                                    const dd_stage_src *src, double *sse);
 /* The MSE normaliser of a global batch of `global` frames: 1 / (global F 2). */
 double dd_trainer_loss_scale(const dd_trainer *tr, uint64_t global);
+/* The inputs and targets of positions [lo, hi) of epoch `epoch`'s frame order, each
+ * (hi - lo, F, 2) floats (DPD: the targets scaled by the gain, ILA: the inputs scaled),
+ * for strategies that run the stages themselves (pipelines). Errors: DD_ERR_ARG. */
+dd_status dd_trainer_gather(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, float *x, float *tgt);
+/* The MSE of nv floats of pred against tgt for a global batch of `global` frames:
+ * writes dL/dpred into dpred and returns the sum of squared errors (the loss is that
+ * times dd_trainer_loss_scale). */
+double dd_trainer_mse_grad(const dd_trainer *tr, const float *pred, const float *tgt, size_t nv, uint64_t global,
+                           float *dpred);
 /* Ends a step after the gradients are reduced: clips with the global gradient norm
  * sqrt(grad_sumsq) (NaN: computed from the trainer's gradient storage over the
  * optimiser's range), steps the optimiser over its range of the parameters, checks that

@@ -72,7 +72,6 @@ struct dd_trainer {
 
     /* per-step buffers, sized for the largest local slice */
     size_t bmax;
-    uint64_t *idx;
     float *xin, *tgt, *out1, *out2, *dout, *du;
     float *ws_m, *ws_p;
 

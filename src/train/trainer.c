@@ -337,35 +337,8 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
                                 "(as batch %zu)", cfg->batch, bglob, bglob, bglob);
         tr->bmax = (bglob + (size_t)tr->nranks - 1) / (size_t)tr->nranks;
     }
-    if (tr->bmax > 0) {
-        const size_t fl = tr->bmax * cfg->frame * 2;
-        const char *what = "the batch buffers";
-        tr->idx = dd_calloc(tr->bmax, sizeof(uint64_t));
-        tr->xin = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
-        tr->tgt = tr->xin ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
-        tr->out1 = tr->tgt ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
-        tr->dout = tr->out1 ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
-        tr->ws_m = tr->dout ? dd_arena_calloc(DD_MEM_ACTIVATIONS,
-                                              dd_model_workspace_size(tr->m, (int)tr->bmax, (int)cfg->frame) + 16,
-                                              sizeof(float), "the model's activations")
-                            : NULL;
-        int ok = tr->idx && tr->ws_m;
-        if (ok && cfg->task == DD_TRAIN_DLA) {
-            tr->out2 = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
-            tr->du = tr->out2 ? dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what) : NULL;
-            tr->ws_p = tr->du ? dd_arena_calloc(DD_MEM_ACTIVATIONS,
-                                                dd_model_workspace_size(tr->pa, (int)tr->bmax, (int)cfg->frame) + 16,
-                                                sizeof(float), "the PA model's activations")
-                              : NULL;
-            ok = tr->ws_p != NULL;
-        }
-        if (!ok) {
-            st = tr->idx ? DD_ERR_NOMEM
-                         : dd_error(DD_ERR_NOMEM, "out of memory for the batch buffers (batch %zu, frame %zu)",
-                                    cfg->batch, cfg->frame);
-            goto fail;
-        }
-    }
+    /* the step buffers are allocated by the first dd_trainer_compute_grads (a strategy
+     * that runs the stages itself, e.g. a pipeline, never needs the whole model's) */
 
     /* evaluation: metrics must accept the spec; padded segments of val and test (only
      * rank 0 evaluates: the metrics reach the others through the strategy's broadcast) */
@@ -389,7 +362,6 @@ void dd_trainer_destroy(dd_trainer **trp) {
     dd_optim_destroy(&tr->opt);
     dd_model_destroy(&tr->pa);
     dd_free(tr->pa_params);
-    dd_free(tr->idx);
     dd_arena_free(tr->xin);
     dd_arena_free(tr->tgt);
     dd_arena_free(tr->out1);
@@ -486,6 +458,58 @@ static dd_status walk_stages(dd_trainer *tr, const dd_stage_src *src) {
     return DD_OK;
 }
 
+/* The step buffers of dd_trainer_compute_grads (the whole model's workspace for this
+ * rank's largest slice of a batch), on first use. */
+static dd_status step_buffers(dd_trainer *tr) {
+    if (tr->ws_m || tr->bmax == 0) return DD_OK;
+    const size_t fl = tr->bmax * tr->cfg.frame * 2;
+    const char *what = "the batch buffers";
+    if (!tr->xin) tr->xin = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+    if (tr->xin && !tr->tgt) tr->tgt = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+    if (tr->tgt && !tr->out1) tr->out1 = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+    if (tr->out1 && !tr->dout) tr->dout = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+    if (!tr->dout) return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
+    if (tr->cfg.task == DD_TRAIN_DLA) {
+        if (!tr->out2) tr->out2 = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+        if (tr->out2 && !tr->du) tr->du = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
+        if (tr->du && !tr->ws_p)
+            tr->ws_p = dd_arena_calloc(DD_MEM_ACTIVATIONS,
+                                       dd_model_workspace_size(tr->pa, (int)tr->bmax, (int)tr->cfg.frame) + 16,
+                                       sizeof(float), "the PA model's activations");
+        if (!tr->ws_p) return DD_ERR_NOMEM;
+    }
+    tr->ws_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->m, (int)tr->bmax, (int)tr->cfg.frame) + 16,
+                               sizeof(float), "the model's activations");
+    return tr->ws_m ? DD_OK : DD_ERR_NOMEM;
+}
+
+dd_status dd_trainer_gather(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, float *x, float *tgt) {
+    if (!tr || (hi > lo && (!x || !tgt))) return dd_error(DD_ERR_ARG, "dd_trainer_gather: NULL argument");
+    if (lo > hi || hi > tr->fr.count)
+        return dd_error(DD_ERR_ARG, "dd_trainer_gather: frames [%llu, %llu) of %llu", (unsigned long long)lo,
+                        (unsigned long long)hi, (unsigned long long)tr->fr.count);
+    uint64_t idx[64];
+    for (uint64_t a = lo; a < hi; a += 64) { /* in chunks: no buffer sized by the caller's range */
+        const size_t k = (size_t)(hi - a < 64 ? hi - a : 64), off = (size_t)(a - lo) * tr->cfg.frame * 2;
+        for (size_t j = 0; j < k; j++) idx[j] = dd_sampler_index(&tr->smp, epoch, a + j);
+        dd_framing_gather(&tr->fr, tr->src, idx, k, tr->src_scale, x + off);
+        dd_framing_gather(&tr->fr, tr->dst, idx, k, tr->dst_scale, tgt + off);
+    }
+    return DD_OK;
+}
+
+double dd_trainer_mse_grad(const dd_trainer *tr, const float *pred, const float *tgt, size_t nv, uint64_t global,
+                           float *dpred) {
+    const float finv2 = (float)(2.0 * dd_trainer_loss_scale(tr, global));
+    double sum = 0.0;
+    for (size_t k = 0; k < nv; k++) {
+        float e = pred[k] - tgt[k];
+        sum += (double)e * (double)e;
+        dpred[k] = e * finv2; /* dL/dpred of mean((pred - tgt)^2) over the global batch */
+    }
+    return sum;
+}
+
 dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, uint64_t global,
                                    const dd_stage_src *src, double *sse) {
     if (!tr || !sse) return dd_error(DD_ERR_ARG, "dd_trainer_compute_grads: NULL argument");
@@ -504,10 +528,9 @@ dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, 
     }
     const size_t F = tr->cfg.frame, bl = (size_t)(hi - lo);
     if (bl == 0) return walk_stages(tr, src);
+    DD_TRY(step_buffers(tr));
     const size_t S = dd_model_num_stages(tr->m);
-    for (size_t j = 0; j < bl; j++) tr->idx[j] = dd_sampler_index(&tr->smp, epoch, lo + j);
-    dd_framing_gather(&tr->fr, tr->src, tr->idx, bl, tr->src_scale, tr->xin); /* (bl, F, 2) */
-    dd_framing_gather(&tr->fr, tr->dst, tr->idx, bl, tr->dst_scale, tr->tgt); /* (bl, F, 2) */
+    DD_TRY(dd_trainer_gather(tr, epoch, lo, hi, tr->xin, tr->tgt)); /* (bl, F, 2) each */
     DD_TRY(dd_model_range_forward(tr->m, 0, S, src, tr->xin, tr->xin, tr->out1, (int)bl, (int)F, tr->ws_m));
     const float *pred = tr->out1;
     if (tr->cfg.task == DD_TRAIN_DLA) {
@@ -515,13 +538,7 @@ dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, 
         pred = tr->out2;
     }
     const size_t nv = bl * F * 2;
-    const float finv2 = (float)(2.0 * dd_trainer_loss_scale(tr, global));
-    double sum = 0.0;
-    for (size_t k = 0; k < nv; k++) {
-        float e = pred[k] - tr->tgt[k];
-        sum += (double)e * (double)e;
-        tr->dout[k] = e * finv2; /* dL/dpred of mean((pred - tgt)^2) over the global batch */
-    }
+    const double sum = dd_trainer_mse_grad(tr, pred, tr->tgt, nv, global, tr->dout);
     const float *dy = tr->dout;
     if (tr->cfg.task == DD_TRAIN_DLA) {
         memset(tr->du, 0, nv * sizeof(float));
