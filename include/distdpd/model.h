@@ -31,10 +31,11 @@ typedef struct {
     int cross;    /* gmp only: depth of the lagging cross terms, Lb = Mb (taps l < cross,
                      envelope lags m = 1..cross); >= 1. mp is gmp without cross terms. */
 } dd_model_cfg;
-/* Valid ranges (checked by dd_model_create; 0 = the model's default, see docs/models.md):
- * hidden [1, 4096], layers [1, 64] (tcn [1, 12]), memory [1, 1024] (gmp/mp [1, 64]),
- * order [1, 16], kernel [1, 64], cross [1, 64]. Fields a model does not use are ignored
- * (logged at DD_LOG_WARN when non-zero) and read back as 0. */
+/* Valid ranges (checked by dd_model_create; 0 = the model's default; each model declares
+ * its own in dd_model_info.opts, see docs/models.md): hidden [1, 4096], layers [1, 64]
+ * (gru, lstm, rvtdnn, arvtdnn) or [1, 1024] (tcn, resnet, hammerstein), memory [1, 1024]
+ * (gmp/mp [1, 64]), order [1, 16], kernel [1, 64], cross [1, 64]. Fields a model does not
+ * use are ignored (logged at DD_LOG_WARN when non-zero) and read back as 0. */
 
 typedef struct dd_model dd_model;
 
@@ -102,7 +103,7 @@ dd_status dd_model_backward(const dd_model *m, const float *params, float *grads
  * are final (to start their reduction while earlier stages are still in backward).
  * ------------------------------------------------------------------------------------ */
 
-#define DD_MODEL_MAX_STAGES 1024 /* stages of one model, at most */
+#define DD_MODEL_MAX_STAGES 1026 /* stages of one model, at most (1024 blocks, a stem and a head) */
 
 typedef struct {
     const char *name;      /* e.g. "blocks.3" (owned by the model) */
