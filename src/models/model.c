@@ -30,6 +30,19 @@ static int *cfg_slot(dd_model_cfg *c, const char *name) {
 
 static const char *const cfg_names[] = {"hidden", "layers", "memory", "order", "kernel", "cross"};
 
+dd_status dd_model_cfg_set(dd_model_cfg *cfg, const char *name, int value) {
+    if (!cfg || !name) return dd_error(DD_ERR_ARG, "dd_model_cfg_set: NULL argument");
+    int *v = cfg_slot(cfg, name);
+    if (!v) return dd_error(DD_ERR_ARG, "no model option '%s'", name);
+    *v = value;
+    return DD_OK;
+}
+
+int dd_model_cfg_get(const dd_model_cfg *cfg, const char *name) {
+    const int *v = cfg && name ? cfg_slot((dd_model_cfg *)cfg, name) : NULL;
+    return v ? *v : 0;
+}
+
 int dd_model_opt(const dd_model *m, const char *name) {
     int *v = cfg_slot((dd_model_cfg *)&m->cfg, name);
     return v ? *v : 0;
