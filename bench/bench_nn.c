@@ -2,16 +2,29 @@
  * LSTM, dense and the TCN's depthwise conv, forward and forward+backward, one thread.
  *
  * Build (from the source root, after the library is built in build/):
- *   cc -O2 -Iinclude bench/bench_nn.c -Lbuild -ldistdpd -Wl,-rpath,$PWD/build -lm -o bench_nn
+ *   cc -O2 -Iinclude -Isrc bench/bench_nn.c -Lbuild -ldistdpd -Wl,-rpath,$PWD/build -lm -o bench_nn
  * Run:  OPENBLAS_NUM_THREADS=1 ./bench_nn [B T H reps]      (default 64 200 23 20)
+ *       OPENBLAS_NUM_THREADS=1 ./bench_nn --dispatch [reps]  (default 5)
  *
  * GFLOP/s counts the matrix products only: a GRU step costs 2*3H*(D+H) flops per sequence
- * forward and twice that backward (input + weight gradients); an LSTM 2*4H*(D+H). */
+ * forward and twice that backward (input + weight gradients); an LSTM 2*4H*(D+H).
+ *
+ * --dispatch: every layer shape where both a hand-written kernel and OpenBLAS sgemm can
+ * run (simd.h, "routing"), timed side by side in the same run (forward + backward, the two
+ * routes alternating, best of reps each) over widths 8 .. 1024: dense C -> C, dense
+ * 6 -> C (stems), dense C -> 2 (output heads), causal conv C -> C with K = 3, the GRU layer (fused recurrence
+ * against the sgemm path) and the GRU weight-gradient product dW_hh += dG hprev^T
+ * (3H x H x B T). Prints one table per family, the winner per width and the threshold
+ * the library uses (DD_NN_* in src/nn/simd.h), so a new machine can be checked. For the
+ * GRU, "auto" may mix the two (fused recurrence, weight gradients through sgemm): its
+ * time is shown too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "distdpd/nn.h"
+#include "nn/simd.h"
 
 static float *frand(size_t n, dd_rng *r, double s) {
     float *p = dd_calloc(n, sizeof(float));
@@ -32,7 +45,190 @@ static float *frand(size_t n, dd_rng *r, double s) {
         }                                           \
     } while (0)
 
+/* ------------------------------------------------------------------ --dispatch */
+
+typedef enum { FAM_DENSE, FAM_STEM, FAM_HEAD, FAM_CONV3, FAM_GRU, FAM_GEMM_NT } family;
+
+typedef struct {
+    family fam;
+    int C;           /* width: channels, hidden units */
+    size_t B, T;     /* frames, steps */
+    double gflop;    /* of one forward + backward */
+    float *buf[12];
+    size_t ws;
+} dcase;
+
+static double dtime(dcase *c) {
+    double t0 = dd_now();
+    const size_t BT = c->B * c->T, C = (size_t)c->C;
+    float **b = c->buf;
+    switch (c->fam) {
+    case FAM_DENSE: /* x, w, bias, y, dy, dx, dw, db */
+        dd_dense_forward(b[3], b[0], b[1], b[2], BT, c->C, c->C);
+        dd_dense_backward(b[5], b[6], b[7], b[4], b[0], b[1], BT, c->C, c->C);
+        break;
+    case FAM_STEM:
+        dd_dense_forward(b[3], b[0], b[1], b[2], BT, 6, c->C);
+        dd_dense_backward(b[5], b[6], b[7], b[4], b[0], b[1], BT, 6, c->C);
+        break;
+    case FAM_HEAD:
+        dd_dense_forward(b[3], b[0], b[1], b[2], BT, c->C, 2);
+        dd_dense_backward(b[5], b[6], b[7], b[4], b[0], b[1], BT, c->C, 2);
+        break;
+    case FAM_CONV3:
+        dd_conv1d_forward(b[3], b[0], b[1], b[2], (int)c->B, (int)c->T, c->C, c->C, 3, 1, 1);
+        dd_conv1d_backward(b[5], b[6], b[7], b[4], b[0], b[1], (int)c->B, (int)c->T, c->C, c->C, 3, 1, 1);
+        break;
+    case FAM_GRU: /* x, wi, wh, bi, bh, y, dy, dx, dwi, dwh, dbi, ws */
+        dd_gru_forward(b[5], b[11], b[0], NULL, b[1], b[2], b[3], b[4], (int)c->B, (int)c->T, 2, c->C);
+        dd_gru_backward(b[7], NULL, b[8], b[9], b[10], b[10], b[6], b[11], b[0], b[1], b[2], (int)c->B,
+                        (int)c->T, 2, c->C);
+        break;
+    case FAM_GEMM_NT: /* dG (3H x BT), hprev (H x BT), dW (3H x H), db (3H) */
+        dd_nn_gemm_nt_acc(dd_nn_simd_level(), 3 * C, C, BT, b[0], BT, b[1], BT, b[2], C, b[3]);
+        break;
+    }
+    return dd_now() - t0;
+}
+
+static void dcase_alloc(dcase *c, dd_rng *r) {
+    const size_t BT = c->B * c->T, C = (size_t)c->C, G = 3 * C;
+    double k = 1 / sqrt((double)C);
+    memset(c->buf, 0, sizeof c->buf);
+    switch (c->fam) {
+    case FAM_DENSE:
+    case FAM_STEM:
+    case FAM_HEAD:
+    case FAM_CONV3: {
+        size_t ci = c->fam == FAM_STEM ? 6 : C, co = c->fam == FAM_HEAD ? 2 : C, K = c->fam == FAM_CONV3 ? 3 : 1;
+        c->buf[0] = frand(BT * ci, r, 1), c->buf[1] = frand(co * ci * K, r, k), c->buf[2] = frand(co, r, k);
+        c->buf[3] = frand(BT * co, r, 0), c->buf[4] = frand(BT * co, r, 1), c->buf[5] = frand(BT * ci, r, 0);
+        c->buf[6] = frand(co * ci * K, r, 0), c->buf[7] = frand(co, r, 0);
+        c->gflop = 3 * 2.0 * BT * ci * co * K * 1e-9;
+        break;
+    }
+    case FAM_GRU:
+        c->buf[0] = frand(BT * 2, r, 1), c->buf[1] = frand(G * 2, r, k), c->buf[2] = frand(G * C, r, k);
+        c->buf[3] = frand(G, r, k), c->buf[4] = frand(G, r, k), c->buf[5] = frand(BT * C, r, 0);
+        c->buf[6] = frand(BT * C, r, 1), c->buf[7] = frand(BT * 2, r, 0), c->buf[8] = frand(G * 2, r, 0);
+        c->buf[9] = frand(G * C, r, 0), c->buf[10] = frand(G, r, 0);
+        c->buf[11] = frand(dd_gru_workspace_size((int)c->B, (int)c->T, 2, c->C), r, 0);
+        c->gflop = 3 * 2.0 * BT * G * (C + 2) * 1e-9;
+        break;
+    case FAM_GEMM_NT:
+        c->buf[0] = frand(G * BT, r, 1), c->buf[1] = frand(C * BT, r, 1), c->buf[2] = frand(G * C, r, 0);
+        c->buf[3] = frand(G, r, 0);
+        c->gflop = 2.0 * G * C * BT * 1e-9;
+        break;
+    }
+}
+
+/* Whether a hand-written kernel exists for the shape (simd_kernels.c's limits), and
+ * whether the AUTO route takes it. */
+static int fast_applies(family fam, int C, int level) {
+    if (level == DD_SIMD_GENERIC) return 0;
+    const size_t vw = (size_t)dd_nn_simd_width(level), c = (size_t)C, L = (c + vw - 1) / vw * vw;
+    switch (fam) {
+    case FAM_DENSE:
+    case FAM_STEM:
+    case FAM_CONV3: return L <= 6 * vw;
+    default: return 1;
+    }
+}
+
+static int auto_takes_fast(family fam, int C, int level) {
+    if (!fast_applies(fam, C, level)) return 0;
+    const size_t c = (size_t)C, vw = (size_t)dd_nn_simd_width(level);
+    const int route = dd_nn_route_set(DD_NN_ROUTE_AUTO);
+    int r = 0;
+    switch (fam) {
+    case FAM_DENSE: r = dd_nn_conv_full_fast(level, (c + vw - 1) / vw, c); break;
+    case FAM_STEM: r = dd_nn_conv_full_fast(level, (c + vw - 1) / vw, 6); break;
+    case FAM_CONV3: r = dd_nn_conv_full_fast(level, (c + vw - 1) / vw, 3 * c); break;
+    case FAM_HEAD: r = 1; break;
+    case FAM_GRU: r = dd_nn_gru_fused(level, c); break;
+    case FAM_GEMM_NT: r = dd_nn_gemm_nt_fast(level, 3 * c, c); break;
+    }
+    dd_nn_route_set(route);
+    return r;
+}
+
+static int dispatch(int reps) {
+    static const int widths[] = {8, 16, 24, 32, 48, 64, 80, 96, 128, 192, 256, 384, 512, 768, 1024};
+    static const struct {
+        family fam;
+        const char *title;
+        size_t B, T;
+    } fams[] = {
+        {FAM_DENSE, "dense C -> C (conv kernel with K = 1 vs sgemm), 16 x 200 rows", 16, 200},
+        {FAM_STEM, "dense 6 -> C (the tcn / resnet stems: conv kernel vs sgemm), 64 x 200 rows", 64, 200},
+        {FAM_HEAD, "dense C -> 2 (output head: small-output kernel vs sgemm), 64 x 200 rows", 64, 200},
+        {FAM_CONV3, "causal conv C -> C, K = 3 (conv kernel vs im2col + sgemm), 16 x 200 rows", 16, 200},
+        {FAM_GRU, "GRU layer 2 -> H (fused recurrence vs per-step sgemm), B 64, T 50", 64, 50},
+        {FAM_GEMM_NT, "GRU weight gradient dW_hh += dG hprev^T, 3H x H x 3200 (gemm_nt vs sgemm)", 64, 50},
+    };
+    const int level = dd_nn_simd_level();
+    printf("SIMD level %s; forward + backward, best of %d (2 for cases over 0.2 s), the two routes "
+           "alternating\n",
+           dd_nn_simd_name(level), reps);
+    dd_rng r;
+    dd_rng_seed(&r, 1);
+    for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++) {
+        printf("\n%s\n\n| width | fast (ms) | sgemm (ms) | fast GFLOP/s | sgemm GFLOP/s | faster | auto takes |\n"
+               "|---|---|---|---|---|---|---|\n",
+               fams[f].title);
+        int first_blas = 0;
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+            dcase c = {fams[f].fam, widths[wi], fams[f].B, fams[f].T, 0, {0}, 0};
+            dcase_alloc(&c, &r);
+            double best[3] = {1e30, 1e30, 1e30};
+            const int routes[3] = {DD_NN_ROUTE_FAST, DD_NN_ROUTE_BLAS, DD_NN_ROUTE_AUTO};
+            const int fast = fast_applies(c.fam, c.C, level);
+            int nrep = reps;
+            for (int q = 0; q < 1 + fast; q++) { /* warm-up; long cases get fewer repetitions */
+                dd_nn_route_set(routes[q]);
+                double t = dtime(&c);
+                if (t > 0.2 && nrep > 2) nrep = 2;
+            }
+            /* auto is timed too where it may mix the two (the GRU) */
+            const int nq = c.fam == FAM_GRU ? 3 : 2;
+            for (int rep = 0; rep < nrep; rep++)
+                for (int q = fast ? 0 : 1; q < nq; q++) {
+                    dd_nn_route_set(routes[q]);
+                    double t = dtime(&c);
+                    if (t < best[q]) best[q] = t;
+                }
+            dd_nn_route_set(DD_NN_ROUTE_AUTO);
+            const int auto_fast = auto_takes_fast(c.fam, c.C, level);
+            const double tf = best[0] * 1e3, tb = best[1] * 1e3, ta = best[2] * 1e3;
+            if (fast && tb < tf && !first_blas) first_blas = widths[wi];
+            if (fast && nq == 3)
+                printf("| %d | %.3f | %.3f | %.1f | %.1f | %s | %s (%.3f ms) |\n", widths[wi], tf, tb,
+                       c.gflop / (tf * 1e-3), c.gflop / (tb * 1e-3), tf < tb ? "fast" : "sgemm",
+                       auto_fast ? "fused" : "sgemm", ta);
+            else if (fast)
+                printf("| %d | %.3f | %.3f | %.1f | %.1f | %s | %s |\n", widths[wi], tf, tb, c.gflop / (tf * 1e-3),
+                       c.gflop / (tb * 1e-3), tf < tb ? "fast" : "sgemm", auto_fast ? "fast" : "sgemm");
+            else
+                printf("| %d | - | %.3f | - | %.1f | (sgemm only) | sgemm |\n", widths[wi], tb,
+                       c.gflop / (tb * 1e-3));
+            fflush(stdout);
+            for (int i = 0; i < 12; i++) dd_free(c.buf[i]);
+        }
+        if (first_blas) printf("\nfirst width where sgemm wins: %d\n", first_blas);
+        else printf("\nthe fast route wins (or is the only kernel) at every width\n");
+    }
+    printf("\nthresholds in use (src/nn/simd.h): conv/dense kernel up to %d vectors of channels (%d at %s), "
+           "or sums of up to %d terms; GRU fused up to H = %d; gemm_nt kernel up to M N = %zu at AVX-512, %zu at "
+           "AVX2\n",
+           DD_NN_CONV_FAST_MAX_VEC, DD_NN_CONV_FAST_MAX_VEC * dd_nn_simd_width(level), dd_nn_simd_name(level),
+           DD_NN_CONV_FAST_SHORT,
+           DD_NN_GRU_FUSED_MAX_H, DD_NN_GEMM_NT_FAST_MAX_AVX512, DD_NN_GEMM_NT_FAST_MAX_AVX2);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--dispatch") == 0) return dispatch(argc > 2 ? atoi(argv[2]) : 5);
     int B = argc > 1 ? atoi(argv[1]) : 64, T = argc > 2 ? atoi(argv[2]) : 200;
     int H = argc > 3 ? atoi(argv[3]) : 23, reps = argc > 4 ? atoi(argv[4]) : 20, D = 2;
     if (B < 1 || T < 1 || H < 1 || reps < 1) {

@@ -8,8 +8,11 @@
  * - backward adds into its outputs (a second call doubles them);
  * - invariants the kernels promise: the GRU output of a frame is bit-identical whether it
  *   runs alone or inside a batch, and AVX2 and AVX-512 give bit-identical GRU outputs and
- *   convolution outputs; ReLU and Hardswish are bit-identical to the generic loops
- *   (including -3, 3, infinities and NaN);
+ *   convolution outputs (fused recurrence, conv kernels); ReLU and Hardswish are
+ *   bit-identical to the generic loops (including -3, 3, infinities and NaN);
+ * - every case under each route (simd.h): AUTO (the measured thresholds), FAST (the
+ *   kernels wherever they apply) and BLAS (OpenBLAS wherever it applies: sgemm paths of
+ *   the GRU, im2col convolutions, dense layers);
  * - dd_nn_simd_set clamps to the supported level.
  * On a CPU without AVX2 only the generic level runs (the checks still apply). */
 #include <stdint.h>
@@ -61,6 +64,9 @@ static double doubled(const float *a, const float *b, size_t n) {
 }
 
 static int levels[3], nlevels;
+/* every case runs under each route: the measured thresholds, the kernels wherever they
+ * apply, OpenBLAS wherever it applies */
+static const int routes[3] = {DD_NN_ROUTE_AUTO, DD_NN_ROUTE_FAST, DD_NN_ROUTE_BLAS};
 
 /* ------------------------------------------------------------------ GRU */
 
@@ -99,12 +105,16 @@ static void test_gru(gru_case c) {
     float *yl[3] = {0};
     char name[96];
     snprintf(name, sizeof name, "gru B=%d T=%d D=%d H=%d bias=%d h0=%d", c.B, c.T, c.D, c.H, c.bias, c.h0);
+    for (int ri = 0; ri < 3; ri++)
     for (int li = 0; li < nlevels; li++) {
+        const int route = routes[ri];
+        dd_nn_route_set(route);
         dd_nn_simd_set(levels[li]);
         float *fy = fzero(ny), *fdx = fzero(nx), *fdh0 = fzero(B * H), *fdwi = fzero(G3 * D);
         float *fdwh = fzero(G3 * H), *fdbi = fzero(G3), *fdbh = fzero(G3);
         gru_run_f(&c, fx, fh0, fwi, fwh, fbi, fbh, fG, fy, fdx, fdh0, fdwi, fdwh, fdbi, fdbh);
-        const char *lv = dd_nn_simd_name(levels[li]);
+        char lv[32];
+        snprintf(lv, sizeof lv, "%s, route %s", dd_nn_simd_name(levels[li]), dd_nn_route_name(route));
         char ctx[160];
         snprintf(ctx, sizeof ctx, "%s, %s", name, lv);
         CHECK_CLOSE("gru out", fy, y, ny, ctx);
@@ -131,12 +141,11 @@ static void test_gru(gru_case c) {
         if (c.bias) e = fmax(e, fmax(doubled(fdbi, dbi2, G3), doubled(fdbh, dbh2, G3)));
         CHECK(e < 1e-5, "%s, %s: backward does not add (err %.3g)", name, lv, e);
         CHECK(memcmp(fy, y2, ny * sizeof(float)) == 0, "%s, %s: forward not deterministic", name, lv);
-        yl[li] = fy;
         dd_free(y2), dd_free(dx2), dd_free(dh02), dd_free(dwi2), dd_free(dwh2);
         dd_free(dbi2), dd_free(dbh2);
         dd_free(fdx), dd_free(fdh0), dd_free(fdwi), dd_free(fdwh), dd_free(fdbi), dd_free(fdbh);
-        /* one frame alone gives the same bits as inside the batch (fast levels) */
-        if (levels[li] > DD_SIMD_GENERIC && B > 1) {
+        /* one frame alone gives the same bits as inside the batch (fused recurrence) */
+        if (dd_nn_gru_fused(levels[li], H) && B > 1) {
             const size_t b = B / 2;
             float *y1 = fzero(T * H), *ws1 = fzero(dd_gru_workspace_size(1, c.T, c.D, c.H));
             dd_gru_forward(y1, ws1, fx + b * T * D, c.h0 ? fh0 + b * H : NULL, fwi, fwh,
@@ -145,8 +154,11 @@ static void test_gru(gru_case c) {
                   "%s, %s: frame %zu alone differs from the batch", name, lv, b);
             dd_free(y1), dd_free(ws1);
         }
+        if (route == DD_NN_ROUTE_FAST) yl[li] = fy;
+        else dd_free(fy);
     }
-    /* AVX2 and AVX-512 agree bit for bit on the recurrence */
+    dd_nn_route_set(DD_NN_ROUTE_AUTO);
+    /* AVX2 and AVX-512 agree bit for bit on the fused recurrence */
     for (int a = 0; a < nlevels; a++)
         for (int b = a + 1; b < nlevels; b++)
             if (levels[a] > DD_SIMD_GENERIC && levels[b] > DD_SIMD_GENERIC)
@@ -173,9 +185,13 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
     char name[96];
     snprintf(name, sizeof name, "conv B=%d T=%d ci=%d co=%d K=%d d=%d g=%d bias=%d", B, T, ci, co, K,
              dil, groups, bias);
+    for (int ri = 0; ri < 3; ri++)
     for (int li = 0; li < nlevels; li++) {
+        const int route = routes[ri];
+        dd_nn_route_set(route);
         dd_nn_simd_set(levels[li]);
-        const char *lv = dd_nn_simd_name(levels[li]);
+        char lv[32];
+        snprintf(lv, sizeof lv, "%s, route %s", dd_nn_simd_name(levels[li]), dd_nn_route_name(route));
         char ctx[160];
         snprintf(ctx, sizeof ctx, "%s, %s", name, lv);
         float *fy = fzero(nout), *fdx = fzero(nin), *fdw = fzero(nw), *fdb = fzero((size_t)co);
@@ -195,12 +211,17 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
         double e = fmax(doubled(fdx, dx2, nin), doubled(fdw, dw2, nw));
         if (bias) e = fmax(e, doubled(fdb, db2, (size_t)co));
         CHECK(e < 1e-5, "%s, %s: backward does not add (err %.3g)", name, lv, e);
-        yl[li] = fy;
+        if (route == DD_NN_ROUTE_FAST) yl[li] = fy;
+        else dd_free(fy);
         dd_free(fdx), dd_free(fdw), dd_free(fdb), dd_free(dx2), dd_free(dw2), dd_free(db2);
     }
+    dd_nn_route_set(DD_NN_ROUTE_AUTO);
+    /* the conv kernels (fast route) agree bit for bit across levels where every level has
+     * one: depthwise, or outputs within 6 vectors of the narrowest level */
+    const int kernels = groups == ci || (groups == 1 && co <= 6 * 8);
     for (int a = 0; a < nlevels; a++)
         for (int c = a + 1; c < nlevels; c++)
-            if (levels[a] > DD_SIMD_GENERIC && levels[c] > DD_SIMD_GENERIC && K > 1)
+            if (levels[a] > DD_SIMD_GENERIC && levels[c] > DD_SIMD_GENERIC && K > 1 && kernels)
                 CHECK(memcmp(yl[a], yl[c], nout * sizeof(float)) == 0, "%s: %s and %s outputs differ",
                       name, dd_nn_simd_name(levels[a]), dd_nn_simd_name(levels[c]));
     for (int li = 0; li < nlevels; li++) dd_free(yl[li]);
@@ -219,11 +240,12 @@ static void test_dense(size_t N, int in, int out, int bias) {
     float *fG = tof(G, N * (size_t)out);
     char name[64];
     snprintf(name, sizeof name, "dense N=%zu in=%d out=%d bias=%d", N, in, out, bias);
+    for (int ri = 0; ri < 3; ri++)
     for (int li = 0; li < nlevels; li++) {
+        dd_nn_route_set(routes[ri]);
         dd_nn_simd_set(levels[li]);
-        const char *lv = dd_nn_simd_name(levels[li]);
         char ctx[160];
-        snprintf(ctx, sizeof ctx, "%s, %s", name, lv);
+        snprintf(ctx, sizeof ctx, "%s, %s, route %s", name, dd_nn_simd_name(levels[li]), dd_nn_route_name(routes[ri]));
         float *fy = fzero(N * (size_t)out), *fdx = fzero(N * (size_t)in), *fdw = fzero(nw);
         float *fdb = fzero((size_t)out);
         dd_dense_forward(fy, fx, fw, bias ? fb : NULL, N, in, out);
@@ -242,6 +264,7 @@ static void test_dense(size_t N, int in, int out, int bias) {
         CHECK_CLOSE("dense dW x2", fdw, dw2, nw, ctx);
         dd_free(dx2), dd_free(dw2), dd_free(fy), dd_free(fdx), dd_free(fdw), dd_free(fdb);
     }
+    dd_nn_route_set(DD_NN_ROUTE_AUTO);
     dd_free(x), dd_free(w), dd_free(b), dd_free(G), dd_free(y), dd_free(dx), dd_free(dw), dd_free(db);
     dd_free(fx), dd_free(fw), dd_free(fb), dd_free(fG);
 }
@@ -304,6 +327,7 @@ int main(void) {
         {80, 5, 1, 7, 0, 1},   /* two column blocks, no bias */
         {9, 4, 3, 64, 1, 1},   /* H = 64: several register blocks of rows */
         {3, 3, 2, 1, 1, 1},    /* H = 1 */
+        {3, 4, 2, 400, 1, 1},  /* H = 400: AUTO takes the sgemm path */
     };
     for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++) test_gru(gc[i]);
 
@@ -317,11 +341,17 @@ int main(void) {
     test_conv(2, 8, 200, 8, 3, 1, 1, 1);   /* too wide: generic path */
     test_conv(2, 10, 4, 6, 2, 3, 2, 1);    /* grouped: generic path */
     test_conv(2, 6, 6, 96, 1, 1, 1, 1);    /* 1x1 (tcn stem): dense through the conv kernels */
+    test_conv(2, 9, 48, 48, 3, 1, 1, 1);   /* weights re-laid on the heap (fast route) */
+    test_conv(2, 7, 100, 70, 3, 2, 1, 1);  /* im2col + sgemm (any route) */
+    test_conv(3, 5, 9, 11, 7, 1, 1, 0);    /* im2col, receptive field longer than the frame */
+    test_conv(2, 300, 512, 8, 8, 3, 1, 1); /* im2col in 3 blocks of rows (Ci K = 4096) */
+    test_conv(2, 12, 300, 300, 5, 3, 300, 0); /* depthwise, C K > 1024: heap */
 
     test_dense(203, 23, 2, 1);  /* output head: small-output kernel */
     test_dense(50, 29, 3, 0);
     test_dense(77, 23, 23, 1);  /* dgru fc_hid: conv kernel with K = 1 */
-    test_dense(31, 70, 90, 1);  /* too wide: OpenBLAS */
+    test_dense(31, 70, 90, 1);  /* AUTO: OpenBLAS; fast route: the conv kernel */
+    test_dense(9, 130, 2, 1);   /* head, wide input */
     test_dense(1, 1, 1, 1);
 
     test_act();

@@ -72,6 +72,14 @@ typedef struct {
     const void *def;     /* the model's definition (internal to src/models) */
 } dd_model_info;
 
+/* Sets the configuration field that holds option `name` (a dd_model_opt_info name:
+ * "hidden", "layers", "memory", "order", "kernel", "cross") to value, so that callers
+ * (the command line) can fill and read a configuration through a registry entry's opts
+ * table without naming the fields. Errors: DD_ERR_ARG (NULL, or a name with no field). */
+dd_status dd_model_cfg_set(dd_model_cfg *cfg, const char *name, int value);
+/* The value of that field (0 for NULL or a name with no field). */
+int dd_model_cfg_get(const dd_model_cfg *cfg, const char *name);
+
 /* The registered models, in display order (an array of *count pointers). */
 const dd_model_info *const *dd_model_registry(size_t *count);
 /* The registry entry called name, or NULL. */
@@ -119,7 +127,7 @@ dd_status dd_model_backward(const dd_model *m, const float *params, float *grads
  * are final (to start their reduction while earlier stages are still in backward).
  * ------------------------------------------------------------------------------------ */
 
-#define DD_MODEL_MAX_STAGES 1024 /* stages of one model, at most */
+#define DD_MODEL_MAX_STAGES 1026 /* stages of one model, at most (1024 blocks, a stem and a head) */
 
 typedef struct {
     const char *name;      /* e.g. "blocks.3" (owned by the model) */

@@ -6,6 +6,7 @@
 #ifndef DD_MODEL_IMPL_H
 #define DD_MODEL_IMPL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,6 +142,17 @@ static inline float *dd_ws_take(dd_ws_carver *c, size_t n) {
 
 /* arena + off, or NULL when arena is NULL (gradient outputs that are not wanted). */
 static inline float *dd_gview(float *arena, size_t off) { return arena ? arena + off : NULL; }
+
+/* Depth scaling of residual branches (docs/models.md, "Initialisation of deep models"):
+ * min(1, sqrt(L0 / L)) for L blocks where L0 is the model's default depth, so that up to
+ * L0 blocks keep PyTorch's initialisation and deeper stacks add to the residual stream the
+ * variance that L0 blocks add. */
+static inline double dd_model_depth_scale(int L, int L0) { return L > L0 ? sqrt((double)L0 / (double)L) : 1.0; }
+
+/* p[0..n-1] *= s. */
+static inline void dd_model_scale(float *p, size_t n, double s) {
+    for (size_t i = 0; i < n; i++) p[i] = (float)(p[i] * s);
+}
 
 /* Floats per flop counting: a multiply-add is 2 flops. */
 #define DD_MAC 2.0

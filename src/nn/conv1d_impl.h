@@ -8,9 +8,11 @@
 #define DD_CONV_DW_MAX 1024 /* floats or doubles: at most 16 KB of stack */
 #endif
 
-/* Float32 with SIMD (simd.h, conv_fast_impl.h): depthwise convolutions with C*K <=
- * DD_CONV_DW_MAX and small full ones (groups 1) run in vectorised kernels over whole rows
- * (dd_nn_conv_fast_forward / _backward in simd_kernels.c). */
+/* Float32 with SIMD (simd.h, conv_fast_impl.h): depthwise convolutions and small full ones
+ * (groups 1) run in vectorised kernels over whole rows (dd_nn_conv_fast_forward /
+ * _backward in simd_kernels.c); other full ones with K > 1 (any level) as im2col blocks
+ * times the weights through OpenBLAS (conv_gemm.c). The plain loops below are the
+ * float64 path (the reference) and the fallback. */
 
 /* Depthwise forward: out[bt, c] = b[c] + sum_k w[c, k] in[bt - s_k, c]. */
 static void RFN(dd_conv1d_dw_forward)(dd_real *out, const dd_real *in, const dd_real *w,
@@ -67,6 +69,7 @@ void RFN(dd_conv1d_forward)(dd_real *out, const dd_real *in, const dd_real *w, c
     }
 #if !DD_NN_DOUBLE
     if (dd_nn_conv_fast_forward(out, in, w, b, (size_t)B_, T, Ci, Co, K, d, G)) return;
+    if (G == 1 && dd_nn_conv_gemm_forward(out, in, w, b, (size_t)B_, T, Ci, Co, K, d)) return;
 #endif
     if (cig == 1 && cog == 1 && Ci * K <= DD_CONV_DW_MAX) {
         RFN(dd_conv1d_dw_forward)(out, in, w, b, BT, T, Ci, K, d);
@@ -104,6 +107,7 @@ void RFN(dd_conv1d_backward)(dd_real *din, dd_real *dw, dd_real *db, const dd_re
 #if !DD_NN_DOUBLE
     if ((din || dw || db) && dd_nn_conv_fast_backward(din, dw, db, dout, in, w, (size_t)B_, T, Ci, Co, K, d, G))
         return;
+    if (G == 1 && dd_nn_conv_gemm_backward(din, dw, db, dout, in, w, (size_t)B_, T, Ci, Co, K, d)) return;
 #endif
     if (db) RFN(dd_nn_colsum_add)(db, dout, BT, Co, Co);
     if (!din && !dw) return;

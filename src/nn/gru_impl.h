@@ -51,7 +51,7 @@ void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_r
 #if !DD_NN_DOUBLE
     {
         const int level = dd_nn_simd_level();
-        if (level > DD_SIMD_GENERIC) {
+        if (dd_nn_gru_fused(level, H)) {
             dd_nn_gru_fwd_fast(level, out, hprev, gates, S, w.xfm, w_ih, w_hh, b_ih, b_hh, B, T, D, H);
             return;
         }
@@ -101,7 +101,7 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
 #if !DD_NN_DOUBLE
     {
         const int level = dd_nn_simd_level();
-        if (level > DD_SIMD_GENERIC) {
+        if (dd_nn_gru_fused(level, H)) {
             dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL);
             fast = 1;
         }

@@ -148,32 +148,48 @@ void dd_param_xavier_uniform(float *p, size_t rows, size_t cols, dd_rng *rng) {
     dd_param_uniform(p, rows * cols, sqrt(6.0 / (double)(rows + cols)), rng);
 }
 
+/* Columns updated together by the orthogonalisation (independent dot products). */
+#define ORTHO_BLOCK 8
+
 dd_status dd_param_orthogonal(float *p, size_t rows, size_t cols, dd_rng *rng) {
     if (rows == 0 || cols == 0) return dd_error(DD_ERR_ARG, "orthogonal init: empty %zux%zu matrix", rows, cols);
     /* Work on the tall orientation n x m (n >= m): columns are orthonormalised by
      * modified Gram-Schmidt, which yields the QR factor whose R has a positive diagonal,
-     * i.e. torch.nn.init.orthogonal_'s Q after its sign correction. */
+     * i.e. torch.nn.init.orthogonal_'s Q after its sign correction.
+     * Right-looking: once column k is normalised, its projection is removed from every
+     * later column, ORTHO_BLOCK columns at a time. Each column still sees exactly the
+     * operations of the textbook (left-looking) loop, in the same order (projections
+     * k = 0, 1, ..., each dot product summed over i in order, then its normalisation), so
+     * the result is bit for bit the same; the blocks only make ORTHO_BLOCK dot products
+     * independent instead of one long dependent chain (gru hidden 2048, 2 layers, six
+     * 2048 x 2048 blocks: 36 s -> 23 s on one core). */
     int tall = rows >= cols;
     size_t n = tall ? rows : cols, m = tall ? cols : rows;
     double *a = dd_calloc(n * m, sizeof(double));
     if (!a) return DD_ERR_NOMEM;
     for (size_t i = 0; i < n * m; i++) a[i] = dd_rng_normal(rng); /* a[j*n + i]: column j */
-    for (size_t j = 0; j < m; j++) {
-        double *q = a + j * n;
-        for (size_t k = 0; k < j; k++) {
-            const double *qk = a + k * n;
-            double d = 0.0;
-            for (size_t i = 0; i < n; i++) d += qk[i] * q[i];
-            for (size_t i = 0; i < n; i++) q[i] -= d * qk[i];
-        }
+    for (size_t k = 0; k < m; k++) {
+        double *qk = a + k * n;
         double s = 0.0;
-        for (size_t i = 0; i < n; i++) s += q[i] * q[i];
+        for (size_t i = 0; i < n; i++) s += qk[i] * qk[i];
         s = sqrt(s);
         if (s < 1e-12) { /* practically impossible with Gaussian draws */
             dd_free(a);
             return dd_error(DD_ERR_NUMERIC, "orthogonal init: rank-deficient draw");
         }
-        for (size_t i = 0; i < n; i++) q[i] /= s;
+        for (size_t i = 0; i < n; i++) qk[i] /= s;
+        for (size_t j0 = k + 1; j0 < m; j0 += ORTHO_BLOCK) {
+            const size_t nb = m - j0 < ORTHO_BLOCK ? m - j0 : ORTHO_BLOCK;
+            double *q[ORTHO_BLOCK], d[ORTHO_BLOCK];
+            for (size_t b = 0; b < nb; b++) {
+                q[b] = a + (j0 + b) * n;
+                d[b] = 0.0;
+            }
+            for (size_t i = 0; i < n; i++)
+                for (size_t b = 0; b < nb; b++) d[b] += qk[i] * q[b][i];
+            for (size_t b = 0; b < nb; b++)
+                for (size_t i = 0; i < n; i++) q[b][i] -= d[b] * qk[i];
+        }
     }
     /* Tall: p (rows x cols) row-major, p[i*cols + j] = column j entry i.
      * Wide: p = Q^T, p[j*cols + i] = column j entry i (rows = m, cols = n). */

@@ -50,6 +50,33 @@ int dd_nn_simd_level(void) {
     return l;
 }
 
+static _Atomic int route_cur = -1;
+
+int dd_nn_route_set(int route) {
+    if (route != DD_NN_ROUTE_FAST && route != DD_NN_ROUTE_BLAS) route = DD_NN_ROUTE_AUTO;
+    atomic_store_explicit(&route_cur, route, memory_order_relaxed);
+    return route;
+}
+
+int dd_nn_route(void) {
+    int r = atomic_load_explicit(&route_cur, memory_order_relaxed);
+    if (r >= 0) return r;
+    r = DD_NN_ROUTE_AUTO;
+    const char *env = getenv("DD_NN_ROUTE");
+    if (env && strcmp(env, "fast") == 0) r = DD_NN_ROUTE_FAST;
+    else if (env && strcmp(env, "blas") == 0) r = DD_NN_ROUTE_BLAS;
+    atomic_store_explicit(&route_cur, r, memory_order_relaxed);
+    return r;
+}
+
+const char *dd_nn_route_name(int route) {
+    switch (route) {
+    case DD_NN_ROUTE_FAST: return "fast";
+    case DD_NN_ROUTE_BLAS: return "blas";
+    default: return "auto";
+    }
+}
+
 #define DD_TILE 16
 
 void dd_nn_bth_to_fm(float *dst, size_t ld, const float *src, size_t B, size_t T, size_t C) {

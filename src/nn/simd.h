@@ -47,6 +47,49 @@ int dd_nn_simd_set(int level);
 /* "generic", "avx2", "avx512". */
 const char *dd_nn_simd_name(int level);
 
+/* ---- routing between the hand-written kernels and OpenBLAS. Where both can run a layer
+ * shape (dense layers, full causal convolutions, the GRU recurrence and its weight
+ * gradients), the route decides: DD_NN_ROUTE_AUTO (the default) by the thresholds below,
+ * measured side by side by bench/bench_nn.c --dispatch (docs/performance.md, "Fast
+ * kernels or sgemm"); DD_NN_ROUTE_FAST / DD_NN_ROUTE_BLAS force one side wherever it
+ * applies (benchmarks, tests). The environment variable DD_NN_ROUTE=auto|fast|blas sets
+ * the initial route. Like the level, the route must not change between a layer's forward
+ * and its backward. */
+#define DD_NN_ROUTE_AUTO 0
+#define DD_NN_ROUTE_FAST 1
+#define DD_NN_ROUTE_BLAS 2
+int dd_nn_route(void);
+/* AUTO thresholds, measured side by side (bench_nn --dispatch; tables in
+ * docs/performance.md) on AVX-512 and on AVX2 (DD_SIMD=avx2 with OpenBLAS's Haswell
+ * kernels): the hand-written kernel up to the threshold, OpenBLAS sgemm above it.
+ *   full conv1d and K = 1 dense layers: the register-blocked channels (Co forward, Ci
+ *     backward) in vectors; beyond 4 vectors the kernels' 4-row blocks run out of
+ *     registers (64 channels at AVX-512, 32 at AVX2), except for sums of at most 8 terms
+ *     (Ci K forward, Co K backward: the stems' 6 features), which are memory-bound and
+ *     stay faster in the kernels up to their 6 vectors;
+ *   GRU: the fused recurrence up to H = 384 (its 3H x H recurrent weights leave L2 above);
+ *   the long-and-thin gradient product C += A B^T: M N up to 3 x 192^2 (AVX-512) or
+ *     3 x 24^2 (AVX2; the GRU's dW_hh at H = 192 / 24).
+ * Output heads (dense with <= 4 outputs) always take their kernel (faster at every width
+ * measured, 8 .. 1024). Depthwise convolutions have no sgemm form. */
+#define DD_NN_CONV_FAST_MAX_VEC 4
+#define DD_NN_CONV_FAST_SHORT 8
+#define DD_NN_GRU_FUSED_MAX_H 384
+#define DD_NN_GEMM_NT_FAST_MAX_AVX512 ((size_t)3 * 192 * 192)
+#define DD_NN_GEMM_NT_FAST_MAX_AVX2 ((size_t)3 * 24 * 24)
+/* Whether the route gives a full convolution whose register-blocked side has nvec vectors
+ * and whose sums have nsum terms to the conv kernel; the GRU layer of H units to the fused
+ * recurrence (forward and backward decide alike); gemm_nt of M x N to its kernel. Each
+ * applies the FAST / BLAS routes too and is 0 at the generic level. */
+int dd_nn_conv_full_fast(int level, size_t nvec, size_t nsum);
+int dd_nn_gemm_nt_fast(int level, size_t M, size_t N);
+int dd_nn_gru_fused(int level, size_t H);
+/* Sets the route for this process (out-of-range values: AUTO); returns it. Not
+ * thread-safe against running kernels. */
+int dd_nn_route_set(int route);
+/* "auto", "fast", "blas". */
+const char *dd_nn_route_name(int route);
+
 /* ---- layout changes between (B, T, C) tensors and feature-major rows over time-major
  * columns (row c, column t*B + b; rows ld apart), in tiles of 16 frames x 16 steps so that
  * whole cache lines are read and written (simd.c; plain C).
@@ -74,7 +117,8 @@ void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, cons
                         int want_dh0);
 
 /* ---- C (M x N, ldc) += A (M x K, lda) B (N x K, ldb)^T and, when rowsum != NULL,
- * rowsum[i] += sum_k A[i, k] (gemm_fast.c). Any level (generic: OpenBLAS). N may be 0. */
+ * rowsum[i] += sum_k A[i, k] (gemm_fast.c). Any level (generic, and M N above the AUTO
+ * threshold: OpenBLAS). N may be 0. */
 void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, size_t lda,
                        const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum);
 
@@ -107,11 +151,12 @@ void dd_nn_conv_full_bwd(int level, float *din, float *dwb, float *db, const flo
                          const float *in, const float *wb, size_t B, size_t T, size_t Ci,
                          size_t Co, size_t K, size_t d);
 /* Causal conv1d (contract of dd_conv1d_forward / _backward, float32, G groups) through the
- * kernels above when the level is not generic and the layer fits: depthwise with
- * C*K <= DD_NN_CONV_DW_MAX, or groups == 1 with the re-laid weights (K x Ci x L(Co) forward,
- * K x Co x L(Ci) backward) <= DD_NN_CONV_FULL_MAX floats and L(Co) (forward) / L(Ci)
- * (backward) <= 6 vectors. K == 1, B == 1, T == N makes it a dense layer. Return 1 if done,
- * 0 (nothing done) otherwise. Weights are re-laid on the stack (<= 32 KB). */
+ * kernels above when the level is not generic and the layer fits: depthwise (any C K), or
+ * groups == 1 with L(Co) (forward) / L(Ci) (backward) <= 6 vectors that the route gives to
+ * the kernels (dd_nn_conv_full_fast). K == 1, B == 1, T == N makes it a dense layer.
+ * Return 1 if done, 0 (nothing done) otherwise. Weights are re-laid on the stack up to
+ * DD_NN_CONV_DW_MAX (depthwise) / DD_NN_CONV_FULL_MAX floats, on the heap above (0 when
+ * that allocation fails). */
 #define DD_NN_CONV_DW_MAX 1024
 #define DD_NN_CONV_FULL_MAX 4096
 int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b, size_t B,
@@ -119,6 +164,16 @@ int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const f
 int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                              const float *w, size_t B, size_t T, size_t Ci, size_t Co, size_t K,
                              size_t d, size_t G);
+
+/* ---- causal conv1d with groups == 1, K > 1 through OpenBLAS (conv_gemm.c): im2col blocks
+ * of rows times the weights as stored (Co x Ci K). Same contract as dd_conv1d_forward /
+ * _backward (float32, groups 1); return 0, doing nothing, when the block buffers cannot
+ * be allocated. Any level. */
+int dd_nn_conv_gemm_forward(float *out, const float *in, const float *w, const float *b, size_t B,
+                            size_t T, size_t Ci, size_t Co, size_t K, size_t d);
+int dd_nn_conv_gemm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
+                             const float *w, size_t B, size_t T, size_t Ci, size_t Co, size_t K,
+                             size_t d);
 
 /* ReLU (a = 3) and Hardswish (a = 4) forward / backward (dd_act contract; bit-identical to
  * the generic loops). Return 0, doing nothing, for other activations or the generic level. */

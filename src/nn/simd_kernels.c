@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "distdpd/core.h"
 #include "simd.h"
 
 #define DD_NN_DOUBLE 0
@@ -106,10 +107,30 @@ void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, cons
 #endif
 }
 
+int dd_nn_gru_fused(int level, size_t H) {
+    if (level <= DD_SIMD_GENERIC) return 0;
+    const int route = dd_nn_route();
+    return route == DD_NN_ROUTE_FAST || (route == DD_NN_ROUTE_AUTO && H <= DD_NN_GRU_FUSED_MAX_H);
+}
+
+int dd_nn_conv_full_fast(int level, size_t nvec, size_t nsum) {
+    if (level <= DD_SIMD_GENERIC) return 0;
+    const int route = dd_nn_route();
+    return route == DD_NN_ROUTE_FAST ||
+           (route == DD_NN_ROUTE_AUTO && (nvec <= DD_NN_CONV_FAST_MAX_VEC || nsum <= DD_NN_CONV_FAST_SHORT));
+}
+
+int dd_nn_gemm_nt_fast(int level, size_t M, size_t N) {
+    if (level <= DD_SIMD_GENERIC) return 0;
+    const int route = dd_nn_route();
+    const size_t max = level >= DD_SIMD_AVX512 ? DD_NN_GEMM_NT_FAST_MAX_AVX512 : DD_NN_GEMM_NT_FAST_MAX_AVX2;
+    return route == DD_NN_ROUTE_FAST || (route == DD_NN_ROUTE_AUTO && M * N <= max);
+}
+
 void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, size_t lda,
                        const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum) {
 #if DD_NN_HAVE_X86_SIMD
-    if (level > DD_SIMD_GENERIC) {
+    if (dd_nn_gemm_nt_fast(level, M, N)) {
         DD_DISPATCH(level, dd_nn_gemm_nt_fast, (M, N, K, A, lda, Bm, ldb, C, ldc, rowsum));
         return;
     }
@@ -123,7 +144,7 @@ void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, 
 int dd_nn_dense_small_fwd(int level, float *out, const float *in, const float *w, const float *b,
                           size_t N, size_t NI, size_t O) {
 #if DD_NN_HAVE_X86_SIMD
-    if (level > DD_SIMD_GENERIC && O >= 1 && O <= DD_NN_DENSE_SMALL_MAX) {
+    if (level > DD_SIMD_GENERIC && O >= 1 && O <= DD_NN_DENSE_SMALL_MAX && dd_nn_route() != DD_NN_ROUTE_BLAS) {
         DD_DISPATCH(level, dd_nn_dense_small_fwd, (out, in, w, b, N, NI, O));
         return 1;
     }
@@ -135,7 +156,7 @@ int dd_nn_dense_small_fwd(int level, float *out, const float *in, const float *w
 int dd_nn_dense_small_bwd(int level, float *din, float *dw, float *db, const float *dout,
                           const float *in, const float *w, size_t N, size_t NI, size_t O) {
 #if DD_NN_HAVE_X86_SIMD
-    if (level > DD_SIMD_GENERIC && O >= 1 && O <= DD_NN_DENSE_SMALL_MAX) {
+    if (level > DD_SIMD_GENERIC && O >= 1 && O <= DD_NN_DENSE_SMALL_MAX && dd_nn_route() != DD_NN_ROUTE_BLAS) {
         DD_DISPATCH(level, dd_nn_dense_small_bwd, (din, dw, db, dout, in, w, N, NI, O));
         return 1;
     }
@@ -221,23 +242,32 @@ int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const f
     const int level = dd_nn_simd_level();
     if (level == DD_SIMD_GENERIC) return 0;
     const size_t vw = (size_t)dd_nn_simd_width(level);
-    if (G == Ci && G == Co && Ci * K <= DD_NN_CONV_DW_MAX) {
-        float wt[DD_NN_CONV_DW_MAX];
+    if (G == Ci && G == Co) {
+        /* depthwise: no matrix product to hand to OpenBLAS; wide layers re-lay their
+         * weights on the heap */
+        float ws[DD_NN_CONV_DW_MAX];
+        float *wt = Ci * K <= DD_NN_CONV_DW_MAX ? ws : dd_calloc(Ci * K, sizeof(float));
+        if (!wt) return 0;
         for (size_t c = 0; c < Ci; c++)
             for (size_t k = 0; k < K; k++) wt[k * Ci + c] = w[c * K + k];
         dd_nn_conv_dw_fwd(level, out, in, wt, b, B, T, Ci, K, d);
+        if (wt != ws) dd_free(wt);
         return 1;
     }
     const size_t lo = dd_conv_roundup(Co, vw);
-    if (G == 1 && lo <= 6 * vw && K * Ci * lo <= DD_NN_CONV_FULL_MAX) {
-        float wf[DD_NN_CONV_FULL_MAX], bp[96];
-        memset(wf, 0, K * Ci * lo * sizeof(float));
+    if (G == 1 && lo <= 6 * vw && dd_nn_conv_full_fast(level, lo / vw, Ci * K)) {
+        float ws[DD_NN_CONV_FULL_MAX], bp[96];
+        const size_t nw = K * Ci * lo;
+        float *wf = nw <= DD_NN_CONV_FULL_MAX ? ws : dd_calloc(nw, sizeof(float));
+        if (!wf) return 0;
+        memset(wf, 0, nw * sizeof(float));
         memset(bp, 0, lo * sizeof(float));
         for (size_t co = 0; co < Co; co++)
             for (size_t ci = 0; ci < Ci; ci++)
                 for (size_t k = 0; k < K; k++) wf[(k * Ci + ci) * lo + co] = w[(co * Ci + ci) * K + k];
         if (b) memcpy(bp, b, Co * sizeof(float));
         dd_nn_conv_full_fwd(level, out, in, wf, bp, B, T, Ci, Co, K, d);
+        if (wf != ws) dd_free(wf);
         return 1;
     }
     return 0;
@@ -249,8 +279,18 @@ int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout
     const int level = dd_nn_simd_level();
     if (level == DD_SIMD_GENERIC) return 0;
     const size_t vw = (size_t)dd_nn_simd_width(level);
-    if (G == Ci && G == Co && Ci * K <= DD_NN_CONV_DW_MAX) {
-        float wt[DD_NN_CONV_DW_MAX], dwt[DD_NN_CONV_DW_MAX];
+    if (G == Ci && G == Co) {
+        float ws[DD_NN_CONV_DW_MAX], dws[DD_NN_CONV_DW_MAX];
+        const int heap = Ci * K > DD_NN_CONV_DW_MAX;
+        float *wt = heap ? dd_calloc(Ci * K, sizeof(float)) : ws;
+        float *dwt = heap && dw ? dd_calloc(Ci * K, sizeof(float)) : dws;
+        if (!wt || !dwt) {
+            if (heap) {
+                dd_free(wt);
+                if (dw) dd_free(dwt);
+            }
+            return 0;
+        }
         for (size_t c = 0; c < Ci; c++)
             for (size_t k = 0; k < K; k++) wt[k * Ci + c] = w[c * K + k];
         if (dw) memset(dwt, 0, Ci * K * sizeof(float));
@@ -259,21 +299,40 @@ int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout
         if (dw)
             for (size_t c = 0; c < Ci; c++)
                 for (size_t k = 0; k < K; k++) dw[c * K + k] += dwt[k * Ci + c];
+        if (heap) {
+            dd_free(wt);
+            if (dw) dd_free(dwt);
+        }
         return 1;
     }
     const size_t li = dd_conv_roundup(Ci, vw);
-    if (G == 1 && li <= 6 * vw && K * Co * li <= DD_NN_CONV_FULL_MAX) {
-        float wb[DD_NN_CONV_FULL_MAX], dwb[DD_NN_CONV_FULL_MAX];
-        memset(wb, 0, K * Co * li * sizeof(float));
+    if (G == 1 && li <= 6 * vw && dd_nn_conv_full_fast(level, li / vw, Co * K)) {
+        float ws[DD_NN_CONV_FULL_MAX], dws[DD_NN_CONV_FULL_MAX];
+        const size_t nw = K * Co * li;
+        const int heap = nw > DD_NN_CONV_FULL_MAX;
+        float *wb = heap ? dd_calloc(nw, sizeof(float)) : ws;
+        float *dwb = heap && dw ? dd_calloc(nw, sizeof(float)) : dws;
+        if (!wb || !dwb) {
+            if (heap) {
+                dd_free(wb);
+                if (dw) dd_free(dwb);
+            }
+            return 0;
+        }
+        memset(wb, 0, nw * sizeof(float));
         for (size_t co = 0; co < Co; co++)
             for (size_t ci = 0; ci < Ci; ci++)
                 for (size_t k = 0; k < K; k++) wb[(k * Co + co) * li + ci] = w[(co * Ci + ci) * K + k];
-        if (dw) memset(dwb, 0, K * Co * li * sizeof(float));
+        if (dw) memset(dwb, 0, nw * sizeof(float));
         dd_nn_conv_full_bwd(level, din, dw ? dwb : NULL, db, dout, in, wb, B, T, Ci, Co, K, d);
         if (dw)
             for (size_t co = 0; co < Co; co++)
                 for (size_t ci = 0; ci < Ci; ci++)
                     for (size_t k = 0; k < K; k++) dw[(co * Ci + ci) * K + k] += dwb[(k * Co + co) * li + ci];
+        if (heap) {
+            dd_free(wb);
+            if (dw) dd_free(dwb);
+        }
         return 1;
     }
     return 0;
