@@ -73,7 +73,6 @@ typedef enum {
 
 /* The most algorithms the registry may hold (sizes of per-algorithm arrays, plan.h). */
 #define DD_ALLREDUCE_MAX 16
-#define DD_ALLREDUCE_COUNT 5
 
 /* The number of registered algorithms (5 built-in ones, then any added): the valid
  * values of dd_allreduce_algo are 0 .. dd_allreduce_count() - 1. */

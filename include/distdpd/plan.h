@@ -91,10 +91,10 @@ double dd_plan_exposed_comm(const dd_plan_cfg *cfg, dd_allreduce_algo a, int p,
  * registered algorithm. */
 typedef struct {
     int ranks;                                  /* p */
-    double allreduce_s[DD_ALLREDUCE_COUNT];     /* one allreduce of all gradients */
-    double efficiency[DD_ALLREDUCE_COUNT];      /* compute / (compute + exposed comm), at
+    double allreduce_s[DD_ALLREDUCE_MAX];       /* one allreduce of all gradients */
+    double efficiency[DD_ALLREDUCE_MAX];        /* compute / (compute + exposed comm), at
                                                    each algorithm's best bucket size */
-    double bucket_bytes[DD_ALLREDUCE_COUNT];    /* that bucket size */
+    double bucket_bytes[DD_ALLREDUCE_MAX];      /* that bucket size */
     int best;                                   /* algorithm with the highest efficiency
                                                    (of those modelled in their own right:
                                                    not mpi, whose model is another's) */
