@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
         printf("; time = median over repeats of the slowest rank;\n"
                "busbw in GB/s = bytes/time * 2(p-1)/p\n\n");
         printf("%10s", "bytes");
-        for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) {
+        for (int a = 0; a < dd_allreduce_count(); a++) {
             char h[32];
             snprintf(h, sizeof h, "%s us", dd_allreduce_name((dd_allreduce_algo)a));
             printf(" | %10s %7s", h, "busbw");
@@ -77,7 +77,7 @@ int main(int argc, char **argv) {
     for (size_t bytes = 4; bytes <= maxb; bytes *= 4) {
         size_t n = bytes / sizeof(float);
         if (rank == 0) printf("%10zu", bytes);
-        for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) {
+        for (int a = 0; a < dd_allreduce_count(); a++) {
             dd_allreduce_algo al = (dd_allreduce_algo)a;
             /* warm-up (and a first estimate of the time) + correctness check */
             memcpy(buf, orig, n * sizeof *buf);

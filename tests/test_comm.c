@@ -41,7 +41,7 @@ static void test_collectives(void) {
     double d0[5];
     memcpy(f0, f, sizeof f);
     memcpy(d0, d, sizeof d);
-    for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) {
+    for (int a = 0; a < dd_allreduce_count(); a++) {
         CHECK_OK(dd_comm_allreduce(c, (dd_allreduce_algo)a, f, 7, DD_F32));
         CHECK_OK(dd_comm_allreduce(c, (dd_allreduce_algo)a, d, 5, DD_F64));
         CHECK_OK(dd_comm_allreduce(c, (dd_allreduce_algo)a, NULL, 0, DD_F32));
@@ -108,15 +108,37 @@ static void test_collectives(void) {
 }
 
 static void test_names(void) {
+    /* the built-in algorithms keep their indices (comm.h constants) */
     const char *names[] = {"ring", "tree", "rhd", "hier", "mpi"};
-    for (int i = 0; i < DD_ALLREDUCE_COUNT; i++) {
+    const int nb = (int)(sizeof names / sizeof names[0]), count = dd_allreduce_count();
+    CHECK(count >= nb && count <= DD_ALLREDUCE_MAX, "%d algorithms registered", count);
+    for (int i = 0; i < nb; i++) {
         dd_allreduce_algo a = DD_ALLREDUCE_MPI;
         CHECK_OK(dd_allreduce_parse(names[i], &a));
         CHECK((int)a == i && strcmp(dd_allreduce_name(a), names[i]) == 0, "name %s", names[i]);
     }
+    /* every registered one: its name parses back to it and it has a summary */
+    for (int i = 0; i < count; i++) {
+        dd_allreduce_algo a = DD_ALLREDUCE_MPI;
+        CHECK_OK(dd_allreduce_parse(dd_allreduce_name((dd_allreduce_algo)i), &a));
+        CHECK((int)a == i, "algorithm %d (%s) parses back", i, dd_allreduce_name((dd_allreduce_algo)i));
+        CHECK(dd_allreduce_describe((dd_allreduce_algo)i) != NULL, "algorithm %d has a summary", i);
+    }
     dd_allreduce_algo a;
-    CHECK_ERR(dd_allreduce_parse("Ring", &a), DD_ERR_ARG, "expected ring, tree, rhd, hier or mpi");
+    if (count == nb) {
+        CHECK_ERR(dd_allreduce_parse("Ring", &a), DD_ERR_ARG, "expected ring, tree, rhd, hier or mpi");
+        char ch[64];
+        CHECK(dd_allreduce_choices(ch, sizeof ch) == strlen("ring, tree, rhd, hier or mpi") &&
+                  strcmp(ch, "ring, tree, rhd, hier or mpi") == 0,
+              "choices '%s'", ch);
+        CHECK(dd_allreduce_choices(ch, 5) == strlen("ring, tree, rhd, hier or mpi") && strcmp(ch, "ring") == 0,
+              "choices truncated: '%s'", ch);
+    } else {
+        CHECK_ERR(dd_allreduce_parse("Ring", &a), DD_ERR_ARG, "expected ring, tree, rhd, hier, mpi");
+    }
     CHECK(strcmp(dd_allreduce_name((dd_allreduce_algo)17), "?") == 0, "unknown name");
+    CHECK(strcmp(dd_allreduce_name((dd_allreduce_algo)count), "?") == 0, "name past the registry");
+    CHECK(dd_allreduce_describe((dd_allreduce_algo)-1) == NULL, "no summary for -1");
 }
 
 int main(void) {

@@ -128,7 +128,7 @@ done:
 static void test_allreduce_all(dd_comm *c) {
     int p = dd_comm_size(c);
     size_t lens[] = {0, 1, 2, 3, 7, (size_t)p - 1, (size_t)p, (size_t)p + 1, 1000, 100003};
-    for (int a = 0; a < DD_ALLREDUCE_COUNT; a++)
+    for (int a = 0; a < dd_allreduce_count(); a++)
         for (int dt = 0; dt < 2; dt++)
             for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
                 check_case(c, (dd_allreduce_algo)a, (dd_dtype)dt, lens[k],

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compress/compress_impl.h"
 #include "dd_test.h"
 #include "test_mpi_util.h"
 #include "distdpd/comm.h"
@@ -82,8 +83,7 @@ static void test_exchange(const char *name) {
     float *allmine = malloc((size_t)g_size * N * sizeof(float)), *allin = malloc((size_t)g_size * N * sizeof(float));
     /* the quantised ring re-encodes at every hop: its result is the sum of the ranks'
      * round trips only within the bound of test_compress_qring_mpi (one rank: exactly) */
-    const int ring = !strcmp(name, "fp16") || !strcmp(name, "bf16") || !strcmp(name, "int8") || !strcmp(name, "int4") ||
-                     !strcmp(name, "sign");
+    const int ring = dd_codec_find(name)->qring != NULL;
     for (int t = 0; t < STEPS; t++) {
         for (size_t i = 0; i < N; i++) g[i] = (float)(dd_rng_normal(&r) * (1.0 + (double)(i % 7)));
         for (size_t i = 0; i < N; i++) gs[i] += g[i];
@@ -257,9 +257,10 @@ static void test_lossy_training(dd_dataset *ds) {
         int lossy = dd_compress_lossy(probe);
         dd_compress_destroy(&probe);
         if (!lossy) continue;
+        const dd_codec *codec = dd_codec_find(names[i]);
         char spec[128];
-        snprintf(spec, sizeof spec, "%s%s", names[i],
-                 !strcmp(names[i], "dgc") ? ",density=0.05,warmup=1" : !strcmp(names[i], "topk") || !strcmp(names[i], "randk") ? ",density=0.05" : "");
+        snprintf(spec, sizeof spec, "%s%s%s", names[i], codec->uses_density ? ",density=0.05" : "",
+                 codec->density_warmup ? ",warmup=1" : "");
         size_t nf = 0;
         dd_epoch_record rec;
         memset(&rec, 0, sizeof rec);
@@ -381,10 +382,24 @@ int main(int argc, char **argv) {
     if (g_rank == 0) snprintf(g_tmp, sizeof g_tmp, "%s", dd_test_tmpdir());
     dd_comm_bcast(g_world, g_tmp, sizeof g_tmp, 0);
 
+    /* every registered compressor (registry.c), the 11 built-in ones among them */
     const char *const *names = dd_compress_names();
-    int count = 0;
-    for (size_t i = 0; names[i]; i++, count++) test_exchange(names[i]);
-    CHECK(count == 11, "11 compressors registered, got %d", count);
+    size_t count = 0;
+    dd_codec_registry(&count);
+    size_t listed = 0;
+    for (size_t i = 0; names[i]; i++, listed++) {
+        CHECK(dd_codec_find(names[i]) != NULL, "%s: a registered name has a codec", names[i]);
+        if (dd_codec_find(names[i])) test_exchange(names[i]);
+    }
+    CHECK(listed == count, "dd_compress_names lists the %zu registered compressors, got %zu", count, listed);
+    static const char *const builtin[] = {"none", "fp32", "fp16", "bf16", "int8", "int4",
+                                          "sign", "topk", "randk", "powersgd", "dgc"};
+    const size_t nb = sizeof builtin / sizeof builtin[0];
+    size_t j = 0;
+    for (size_t i = 0; names[i] && j < nb; i++)
+        if (!strcmp(names[i], builtin[j])) j++;
+    CHECK(j == nb, "the %zu built-in compressors are registered in their order (missing or moved: %s)", nb,
+          j < nb ? builtin[j] : "-");
     dd_dataset *ds = small_data();
     CHECK(ds != NULL, "data set");
     if (ds) {

@@ -22,6 +22,9 @@
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 
+/* the codec under test, from the registry (compress_impl.h) */
+static const dd_codec *dgc_codec(void) { return dd_codec_find("dgc"); }
+
 static dd_comm *g_self;
 
 static dd_compressor *make(const char *spec, dd_compress_cfg *cfg_out) {
@@ -164,12 +167,12 @@ static void test_masking(void) {
         for (int s = 0; s < 6; s++) {
             fill_normal(g, n, 900 + (uint64_t)s);
             dd_cx x = hand_cx(&h, 1, (uint64_t)s, 0.01);
-            CHECK_OK(dd_codec_dgc.prepare(&x, g, n));
+            CHECK_OK(dgc_codec()->prepare(&x, g, n));
             memcpy(u_before, h.b.priv, n * sizeof(float));
             for (size_t i = 0; i < n; i++) h.in[i] = g[i] + h.e[i];
             memcpy(e_before, h.e, n * sizeof(float));
-            CHECK_OK(dd_codec_dgc.exchange(&x, h.in, n, h.mine, h.out));
-            dd_codec_dgc.finish(&x, h.in, h.mine, n);
+            CHECK_OK(dgc_codec()->exchange(&x, h.in, n, h.mine, h.out));
+            dgc_codec()->finish(&x, h.in, h.mine, n);
             for (size_t i = 0; i < n; i++) h.e[i] = h.in[i] - h.mine[i];
             const float *u = h.b.priv;
             for (size_t i = 0; i < n; i++) {
@@ -227,7 +230,7 @@ static void test_clipping(void) {
         fill_normal(g0, n, 7); /* norm ~ 31.6 */
         memcpy(g, g0, n * sizeof *g);
         dd_cx x = hand_cx(&h, sizes[si], 0, 0.01);
-        CHECK_OK(dd_codec_dgc.prepare(&x, g, n));
+        CHECK_OK(dgc_codec()->prepare(&x, g, n));
         double lim = 2.0 / sqrt((double)sizes[si]), nn = norm2(g, n), n0 = norm2(g0, n);
         CHECK(nn <= lim * (1 + 1e-6) && nn >= lim * (1 - 1e-6), "p = %d: clipped norm %.9g, limit %.9g", sizes[si], nn,
               lim);
@@ -242,7 +245,7 @@ static void test_clipping(void) {
         float *gs = malloc(n * sizeof *gs);
         memcpy(gs, g, n * sizeof *gs);
         memset(h.b.priv, 0, n * sizeof(float));
-        CHECK_OK(dd_codec_dgc.prepare(&x, g, n));
+        CHECK_OK(dgc_codec()->prepare(&x, g, n));
         CHECK(memcmp(g, gs, n * sizeof *g) == 0, "p = %d: a small gradient must not be clipped", sizes[si]);
         free(gs);
         hand_free(&h);
@@ -254,7 +257,7 @@ static void test_clipping(void) {
         fill_normal(g0, n, 7);
         memcpy(g, g0, n * sizeof *g);
         dd_cx x = hand_cx(&h, 4, 0, 0.01);
-        CHECK_OK(dd_codec_dgc.prepare(&x, g, n));
+        CHECK_OK(dgc_codec()->prepare(&x, g, n));
         CHECK(memcmp(g, g0, n * sizeof *g) == 0, "clip = 0 must leave g unchanged");
         hand_free(&h);
     }

@@ -27,6 +27,9 @@
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 
+/* the codec under test, from the registry (compress_impl.h) */
+static const dd_codec *psgd_codec(void) { return dd_codec_find("powersgd"); }
+
 static int g_rank, g_size;
 
 static void shape(size_t n, int rank, size_t *rows, size_t *cols, size_t *r) {
@@ -142,8 +145,8 @@ static void test_sum_of_mine(dd_comm *w, size_t n, int rank, dd_allreduce_algo a
         CHECK(0, "setup");
         goto done;
     }
-    CHECK(dd_codec_powersgd.shared_floats(&cfg, n) == cols * r, "shared_floats(%zu) = %zu, want %zu", n,
-          dd_codec_powersgd.shared_floats(&cfg, n), cols * r);
+    CHECK(psgd_codec()->shared_floats(&cfg, n) == cols * r, "shared_floats(%zu) = %zu, want %zu", n,
+          psgd_codec()->shared_floats(&cfg, n), cols * r);
     /* a warm start given by the test (uses = 1), the same on every rank */
     fill_normal(q, cols * r, 999 + n);
     double *Q0 = calloc(cols * r, sizeof *Q0);
@@ -168,7 +171,7 @@ static void test_sum_of_mine(dd_comm *w, size_t n, int rank, dd_allreduce_algo a
     x.b = &bk;
     x.owner = owner;
     direct_input(in, n, g_rank, 4000 + n);
-    CHECK_OK(dd_codec_powersgd.exchange(&x, in, n, mine, out));
+    CHECK_OK(psgd_codec()->exchange(&x, in, n, mine, out));
     CHECK(x.payload_bytes == 4 * (rows + cols) * r, "payload %llu", (unsigned long long)x.payload_bytes);
     CHECK_OK(dd_comm_allgather(w, mine, n * sizeof *mine, all));
     for (size_t p = 0; p < P; p++)

@@ -416,14 +416,11 @@ static void test_sign(void) {
 
 /* ---------------------------------------------------------------- public API */
 
+/* The element codec a registered compressor sends through the quantised ring (NULL for
+ * none and the others). */
 static const dd_qcodec *qcodec_of(const char *name) {
-    if (!strcmp(name, "fp32")) return &dd_qcodec_fp32;
-    if (!strcmp(name, "fp16")) return &dd_qcodec_fp16;
-    if (!strcmp(name, "bf16")) return &dd_qcodec_bf16;
-    if (!strcmp(name, "int8")) return &dd_qcodec_int8;
-    if (!strcmp(name, "int4")) return &dd_qcodec_int4;
-    if (!strcmp(name, "sign")) return &dd_qcodec_sign;
-    return NULL;
+    const dd_codec *c = dd_codec_find(name);
+    return c ? c->qring : NULL;
 }
 
 /* One compressor over an arena of N floats in buckets [0, B) and [B, N), two steps. */

@@ -118,7 +118,7 @@ static void test_equivalence(void) {
     }
     static const double buckets[3] = {0.0, 4.0, 1e-9}; /* 1e-9 MiB: one float, so one bucket per tensor */
     double worst = 0;
-    for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) {
+    for (int a = 0; a < dd_allreduce_count(); a++) {
         for (int k = 0; k < 3; k++) {
             dd_dp_cfg dc;
             dd_dp_cfg_default(&dc);

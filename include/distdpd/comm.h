@@ -46,7 +46,10 @@ typedef struct dd_comm_req dd_comm_req;
  * every rank ends with bit-identical values. */
 typedef enum { DD_F32 = 0, DD_F64 = 1 } dd_dtype;
 
-/* Allreduce algorithms (sum). All are correct for any rank count and any length,
+/* Allreduce algorithms (sum): an index into the registry of algorithms
+ * (src/comm/ar_registry.c, one file each), 0 .. dd_allreduce_count() - 1. The constants
+ * are the built-in ones, which keep these indices (configurations, checkpoints and
+ * parallel.json store them). All are correct for any rank count and any length,
  * including 0 and lengths not divisible by the rank count.
  *   RING  reduce-scatter + allgather around a ring: 2(p-1) messages of n/p elements.
  *   TREE  binomial reduce to rank 0 + binomial broadcast: 2 ceil(log2 p) messages of n.
@@ -58,7 +61,8 @@ typedef enum { DD_F32 = 0, DD_F64 = 1 } dd_dtype;
  *         DD_COMM_RANKS_PER_NODE=k (k >= 1) is set, from consecutive blocks of k ranks
  *         (to exercise the cross-node path on one machine). The split is made on the
  *         first HIER call on a communicator (a blocking collective) and cached.
- *   MPI   MPI_Allreduce / MPI_Iallreduce (the MPI library's own choice). */
+ *   MPI   MPI_Allreduce / MPI_Iallreduce (the MPI library's own choice).
+ * Further registered algorithms follow them (docs/comm.md, "Adding an algorithm"). */
 typedef enum {
     DD_ALLREDUCE_RING = 0,
     DD_ALLREDUCE_TREE = 1,
@@ -66,13 +70,25 @@ typedef enum {
     DD_ALLREDUCE_HIER = 3,
     DD_ALLREDUCE_MPI = 4
 } dd_allreduce_algo;
-#define DD_ALLREDUCE_COUNT 5
 
-/* "ring", "tree", "rhd", "hier", "mpi"; "?" for an unknown value. */
+/* The most algorithms the registry may hold (sizes of per-algorithm arrays, plan.h). */
+#define DD_ALLREDUCE_MAX 16
+
+/* The number of registered algorithms (5 built-in ones, then any added): the valid
+ * values of dd_allreduce_algo are 0 .. dd_allreduce_count() - 1. */
+int dd_allreduce_count(void);
+/* The registered name ("ring", "tree", "rhd", "hier", "mpi", ...); "?" for an unknown
+ * value. */
 const char *dd_allreduce_name(dd_allreduce_algo a);
-/* Parses one of those names (exact, lower case). DD_ERR_ARG naming the value and the
- * choices otherwise. */
+/* A one-line description; NULL for an unknown value. */
+const char *dd_allreduce_describe(dd_allreduce_algo a);
+/* Parses a registered name (exact, lower case). DD_ERR_ARG naming the value and the
+ * choices otherwise ("expected ring, tree, rhd, hier or mpi"). */
 dd_status dd_allreduce_parse(const char *name, dd_allreduce_algo *out);
+/* The registered names as a list, "ring, tree, rhd, hier or mpi", written into buf
+ * (always NUL-terminated when cap > 0; buf may be NULL with cap 0). Returns the length
+ * it needed, like snprintf. */
+size_t dd_allreduce_choices(char *buf, size_t cap);
 
 /* --- Process-wide set-up ------------------------------------------------------------ */
 

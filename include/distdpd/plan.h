@@ -45,13 +45,14 @@ const char *const *dd_plan_link_names(void);
 /* One line: where a preset's numbers come from ("" for an unknown name). */
 const char *dd_plan_link_source(const char *name);
 
-/* Modelled time of one allreduce of `bytes` bytes over p >= 1 ranks.
+/* Modelled time of one allreduce of `bytes` bytes over p >= 1 ranks: the cost model of
+ * algorithm a's registry entry (src/comm/ar_*.c; docs/comm.md, "Cost model").
  * inter: the link between ranks (between nodes for HIER). intra and ranks_per_node
  * (>= 1) are used by HIER only: reduce and broadcast inside each node of ranks_per_node
  * ranks on `intra`, ring across ceil(p / ranks_per_node) leaders on `inter`; intra may
  * be NULL for other algorithms. MPI is modelled as the fastest of ring, tree and rhd
  * (the MPI library's tuned choice, assumed near-optimal). Returns 0 for p == 1 or
- * bytes == 0; a negative value for invalid input. */
+ * bytes == 0; a negative value for invalid input (an unknown algorithm among it). */
 double dd_plan_allreduce_time(dd_allreduce_algo a, const dd_link *inter, const dd_link *intra,
                               int ranks_per_node, int p, double bytes);
 
@@ -86,14 +87,17 @@ double dd_plan_exposed_comm(const dd_plan_cfg *cfg, dd_allreduce_algo a, int p,
 
 #define DD_PLAN_MAX_ROWS 16
 
-/* One rank count of the scaling table. */
+/* One rank count of the scaling table: entry a (0 .. dd_allreduce_count() - 1) for every
+ * registered algorithm. */
 typedef struct {
     int ranks;                                  /* p */
-    double allreduce_s[DD_ALLREDUCE_COUNT];     /* one allreduce of all gradients */
-    double efficiency[DD_ALLREDUCE_COUNT];      /* compute / (compute + exposed comm), at
+    double allreduce_s[DD_ALLREDUCE_MAX];       /* one allreduce of all gradients */
+    double efficiency[DD_ALLREDUCE_MAX];        /* compute / (compute + exposed comm), at
                                                    each algorithm's best bucket size */
-    double bucket_bytes[DD_ALLREDUCE_COUNT];    /* that bucket size */
-    int best;                                   /* algorithm with the highest efficiency */
+    double bucket_bytes[DD_ALLREDUCE_MAX];      /* that bucket size */
+    int best;                                   /* algorithm with the highest efficiency
+                                                   (of those modelled in their own right:
+                                                   not mpi, whose model is another's) */
 } dd_plan_row;
 
 typedef struct {

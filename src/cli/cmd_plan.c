@@ -128,11 +128,15 @@ static int run_calibrate(const char *path, int json) {
     }
     /* check: the calibrated model against measured allreduces */
     static const size_t sizes[] = {65536, 262144, 1048576, 4194304};
-    static const dd_allreduce_algo algos[] = {DD_ALLREDUCE_RING, DD_ALLREDUCE_TREE, DD_ALLREDUCE_RHD,
-                                              DD_ALLREDUCE_MPI};
-    enum { NS = 4, NA = 4 };
-    double meas[NA * NS];
-    if ((st = dd_plan_measure(w, algos, NA, sizes, NS, 11, meas)) != DD_OK) {
+    /* every registered algorithm the model times on one link (not hier: it needs nodes) */
+    enum { NS = 4 };
+    dd_allreduce_algo algos[DD_ALLREDUCE_MAX];
+    int na = 0;
+    for (int a = 0; a < dd_allreduce_count() && na < DD_ALLREDUCE_MAX; a++)
+        if (dd_plan_allreduce_time((dd_allreduce_algo)a, &cal.link, NULL, 1, p, (double)sizes[0]) >= 0)
+            algos[na++] = (dd_allreduce_algo)a;
+    double meas[DD_ALLREDUCE_MAX * NS];
+    if ((st = dd_plan_measure(w, algos, na, sizes, NS, 11, meas)) != DD_OK) {
         ret = rank == 0 ? dd_cli_fail(NAME, st) : DD_EXIT_RUNTIME;
         goto done;
     }
@@ -146,7 +150,7 @@ static int run_calibrate(const char *path, int json) {
                    "\"alpha_oneway_s\": %.6g, \"beta_oneway_s_per_byte\": %.6g, \"gamma_s_per_byte\": %.6g, "
                    "\"check\": [",
                    path, p, cal.link.alpha, cal.link.beta, cal.link.alpha1, cal.link.beta1, cal.link.gamma);
-            for (int a = 0; a < NA; a++)
+            for (int a = 0; a < na; a++)
                 for (int i = 0; i < NS; i++) {
                     double pred = dd_plan_allreduce_time(algos[a], &cal.link, NULL, 1, p, (double)sizes[i]);
                     printf("%s{\"allreduce\": \"%s\", \"bytes\": %zu, \"measured_s\": %.6g, \"predicted_s\": %.6g}",
@@ -167,7 +171,7 @@ static int run_calibrate(const char *path, int json) {
                    cal.bytes[cal.npoints - 1], path);
             printf("check: measured vs predicted allreduce (lower quartile of 11 repeats, max over ranks)\n");
             printf("  %-5s %9s %12s %12s %8s\n", "algo", "bytes", "measured_us", "predicted_us", "error");
-            for (int a = 0; a < NA; a++)
+            for (int a = 0; a < na; a++)
                 for (int i = 0; i < NS; i++) {
                     double m = meas[a * NS + i];
                     double pred = dd_plan_allreduce_time(algos[a], &cal.link, NULL, 1, p, (double)sizes[i]);
@@ -509,8 +513,11 @@ int dd_cmd_plan(int argc, char **argv) {
             break;
         case O_ALLREDUCE: {
             dd_allreduce_algo a;
-            if (dd_allreduce_parse(optarg, &a) != DD_OK)
-                return dd_cli_usage(NAME, "--allreduce: expected ring, tree, rhd, hier or mpi, got '%s'", optarg);
+            if (dd_allreduce_parse(optarg, &a) != DD_OK) {
+                char choices[256];
+                dd_allreduce_choices(choices, sizeof choices);
+                return dd_cli_usage(NAME, "--allreduce: expected %s, got '%s'", choices, optarg);
+            }
             sc.algo = a;
             if (!model_only) model_only = "allreduce";
             break;
@@ -640,15 +647,21 @@ int dd_cmd_plan(int argc, char **argv) {
     printf("hier:       %d ranks per node; overlap %s; buckets %s\n", cfg.ranks_per_node,
            overlap ? "on (buckets reduced during backward, 2/3 of compute)" : "off",
            !overlap ? "none" : cfg.bucket_bytes > 0 ? b2 : "best per row");
-    printf("\n%7s  %-44s  %-34s %s\n", "", "one allreduce of all gradients (ms)", "efficiency (best bucket)", "");
-    printf("%7s %8s %8s %8s %8s %8s   %6s %6s %6s %6s %6s  %s\n", "ranks", "ring", "tree", "rhd", "hier", "mpi",
-           "ring", "tree", "rhd", "hier", "mpi", "best (bucket)");
+    /* one column per registered algorithm in each half */
+    const int na = dd_allreduce_count();
+    printf("\n%7s  %-*s  %-*s %s\n", "", 9 * na - 1, "one allreduce of all gradients (ms)", 7 * na - 1,
+           "efficiency (best bucket)", "");
+    printf("%7s", "ranks");
+    for (int a = 0; a < na; a++) printf(" %8s", dd_allreduce_name((dd_allreduce_algo)a));
+    printf("  ");
+    for (int a = 0; a < na; a++) printf(" %6s", dd_allreduce_name((dd_allreduce_algo)a));
+    printf("  %s\n", "best (bucket)");
     for (int i = 0; i < r.nrows; i++) {
         const dd_plan_row *w = &r.rows[i];
         printf("%7d", w->ranks);
-        for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) printf(" %8.3f", w->allreduce_s[a] * 1e3);
+        for (int a = 0; a < na; a++) printf(" %8.3f", w->allreduce_s[a] * 1e3);
         printf("  ");
-        for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) printf(" %5.1f%%", 100 * w->efficiency[a]);
+        for (int a = 0; a < na; a++) printf(" %5.1f%%", 100 * w->efficiency[a]);
         fmt_bytes(b1, sizeof b1, w->bucket_bytes[w->best]);
         printf("  %s (%s)%s\n", dd_allreduce_name((dd_allreduce_algo)w->best), b1,
                i == r.target_row ? "  <- target" : "");

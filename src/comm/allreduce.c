@@ -1,47 +1,32 @@
-/* Allreduce (sum) algorithms written on MPI point-to-point, as schedules: each algorithm
- * compiles into a list of steps (at most one send and one receive each, then an optional
- * local reduction), and one executor runs a schedule either to completion (blocking) or
- * as far as it can without blocking (dd_comm_test). Blocking and non-blocking calls
- * therefore perform the same additions in the same order: bit-identical results.
+/* The allreduce executor and the step-schedule API (allreduce_impl.h). Every algorithm of
+ * the registry (ar_registry.c; one file each: ar_ring.c, ar_tree.c, ar_rhd.c, ar_hier.c,
+ * ar_mpi.c) either compiles into a schedule, a list of steps (at most one send and one
+ * receive each, then an optional local reduction), or calls the MPI library (native).
+ * One executor runs a schedule either to completion (blocking) or as far as it can
+ * without blocking (dd_comm_test). Blocking and non-blocking calls therefore perform the
+ * same additions in the same order: bit-identical results.
  *
  * Summation order (float32 for DD_F32, like NCCL; double for DD_F64) and why every rank
  * ends with the same bits: each element's final sum is computed on exactly one rank and
  * then copied to the others (ring: the allgather phase; tree and hier: the broadcast;
  * rhd: the recursive-doubling phase), and IEEE addition is commutative, so the
  * orientation of an exchange does not matter. See docs/comm.md for the orders.
- * Also: dd_comm_reduce_scatter (ring reduce-scatter phase only). */
+ * Also: dd_comm_reduce_scatter (ring reduce-scatter phase only), the non-blocking
+ * MPI_Iallgatherv / MPI_Ireduce_scatter requests. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm_internal.h"
-
-enum { SC_MAIN = 0, SC_NODE = 1, SC_LEADER = 2 };
-
-/* One step: post a receive and a send, wait for both, then reduce (optional). */
-typedef struct {
-    unsigned char comm;   /* SC_MAIN, SC_NODE or SC_LEADER */
-    unsigned char reduce; /* 1: receive into scratch, then buf[recv_off..] += scratch */
-    int send_peer;        /* rank in that communicator; -1: no send */
-    int recv_peer;        /* -1: no receive */
-    size_t send_off, send_len; /* elements of buf */
-    size_t recv_off, recv_len; /* elements of buf (reduce: received into scratch) */
-} ar_step;
-
-typedef struct {
-    ar_step *v;   /* steps, n of them, cap allocated */
-    size_t n, cap;
-    size_t scratch; /* largest reduce receive, elements */
-} ar_sched;
+#include "comm/allreduce_impl.h"
 
 struct dd_comm_req {
     dd_comm *c;        /* the communicator (not owned) */
-    MPI_Comm mc[3];    /* SC_MAIN, SC_NODE, SC_LEADER communicators */
+    MPI_Comm mc[DD_AR_NCOMM]; /* DD_AR_MAIN, DD_AR_NODE, DD_AR_LEADER communicators */
     char *buf;         /* the user's buffer (not owned) */
     char *sbuf;        /* the work buffer the steps address (buf, or reduce-scatter's copy) */
     dd_dtype dt;       /* element type */
     size_t esz;        /* element size in bytes */
-    ar_sched s;        /* the schedule (owned) */
+    dd_ar_sched s;     /* the schedule (owned) */
     size_t cur;        /* next step to run */
     int posted;        /* step cur's send/receive are posted */
     MPI_Request rq[2]; /* [0] receive, [1] send */
@@ -55,30 +40,12 @@ struct dd_comm_req {
     int failed;        /* an error happened: the request is dead */
 };
 
-/* ---- names ----------------------------------------------------------------------- */
+/* ---- schedule building (allreduce_impl.h) --------------------------------------- */
 
-static const char *const k_names[DD_ALLREDUCE_COUNT] = {"ring", "tree", "rhd", "hier", "mpi"};
-
-const char *dd_allreduce_name(dd_allreduce_algo a) {
-    return (int)a >= 0 && (int)a < DD_ALLREDUCE_COUNT ? k_names[a] : "?";
-}
-
-dd_status dd_allreduce_parse(const char *name, dd_allreduce_algo *out) {
-    for (int i = 0; name && i < DD_ALLREDUCE_COUNT; i++)
-        if (strcmp(name, k_names[i]) == 0) {
-            *out = (dd_allreduce_algo)i;
-            return DD_OK;
-        }
-    return dd_error(DD_ERR_ARG, "allreduce algorithm '%s': expected ring, tree, rhd, hier or mpi",
-                    name ? name : "(null)");
-}
-
-/* ---- schedule building ----------------------------------------------------------- */
-
-static ar_step *sched_add(ar_sched *s, int comm) {
+static dd_ar_step *sched_add(dd_ar_sched *s, int comm) {
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
-        ar_step *v = realloc(s->v, cap * sizeof *v);
+        dd_ar_step *v = realloc(s->v, cap * sizeof *v);
         if (!v) {
             dd_error(DD_ERR_NOMEM, "allreduce schedule: out of memory");
             return NULL;
@@ -86,15 +53,15 @@ static ar_step *sched_add(ar_sched *s, int comm) {
         s->v = v;
         s->cap = cap;
     }
-    ar_step *st = &s->v[s->n++];
+    dd_ar_step *st = &s->v[s->n++];
     memset(st, 0, sizeof *st);
     st->comm = (unsigned char)comm;
     st->send_peer = st->recv_peer = -1;
     return st;
 }
 
-static dd_status add_send(ar_sched *s, int comm, int peer, size_t off, size_t len) {
-    ar_step *st = sched_add(s, comm);
+dd_status dd_ar_add_send(dd_ar_sched *s, int comm, int peer, size_t off, size_t len) {
+    dd_ar_step *st = sched_add(s, comm);
     if (!st) return DD_ERR_NOMEM;
     st->send_peer = peer;
     st->send_off = off;
@@ -102,8 +69,8 @@ static dd_status add_send(ar_sched *s, int comm, int peer, size_t off, size_t le
     return DD_OK;
 }
 
-static dd_status add_recv(ar_sched *s, int comm, int peer, size_t off, size_t len, int reduce) {
-    ar_step *st = sched_add(s, comm);
+dd_status dd_ar_add_recv(dd_ar_sched *s, int comm, int peer, size_t off, size_t len, int reduce) {
+    dd_ar_step *st = sched_add(s, comm);
     if (!st) return DD_ERR_NOMEM;
     st->recv_peer = peer;
     st->recv_off = off;
@@ -113,9 +80,9 @@ static dd_status add_recv(ar_sched *s, int comm, int peer, size_t off, size_t le
     return DD_OK;
 }
 
-static dd_status add_xchg(ar_sched *s, int comm, int speer, size_t soff, size_t slen, int rpeer,
-                          size_t roff, size_t rlen, int reduce) {
-    ar_step *st = sched_add(s, comm);
+dd_status dd_ar_add_xchg(dd_ar_sched *s, int comm, int speer, size_t soff, size_t slen, int rpeer, size_t roff,
+                         size_t rlen, int reduce) {
+    dd_ar_step *st = sched_add(s, comm);
     if (!st) return DD_ERR_NOMEM;
     st->send_peer = speer;
     st->send_off = soff;
@@ -128,31 +95,7 @@ static dd_status add_xchg(ar_sched *s, int comm, int speer, size_t soff, size_t 
     return DD_OK;
 }
 
-/* Ring over p ranks with block boundaries off[0..p] (off[p] = total). Reduce-scatter:
- * at step k (0..p-2) rank r sends block (r-k-1) mod p to r+1 and receives block
- * (r-k-2) mod p from r-1, adding it to its own; afterwards rank r holds the full sum of
- * block r, accumulated around the ring starting at rank r+1:
- * ((x[r+1] + x[r+2]) + ...) + x[r]. Allgather (if with_ag): at step k rank r sends block
- * (r-k) mod p and receives block (r-k-1) mod p, overwriting. */
-static dd_status build_ring(ar_sched *s, int comm, int r, int p, const size_t *off, int with_ag) {
-    if (p < 2) return DD_OK;
-    int right = (r + 1) % p, left = (r + p - 1) % p;
-    for (int k = 0; k < p - 1; k++) {
-        int sb = ((r - k - 1) % p + 2 * p) % p, rb = ((r - k - 2) % p + 2 * p) % p;
-        DD_TRY(add_xchg(s, comm, right, off[sb], off[sb + 1] - off[sb], left, off[rb],
-                        off[rb + 1] - off[rb], 1));
-    }
-    if (!with_ag) return DD_OK;
-    for (int k = 0; k < p - 1; k++) {
-        int sb = ((r - k) % p + p) % p, rb = ((r - k - 1) % p + 2 * p) % p;
-        DD_TRY(add_xchg(s, comm, right, off[sb], off[sb + 1] - off[sb], left, off[rb],
-                        off[rb + 1] - off[rb], 0));
-    }
-    return DD_OK;
-}
-
-/* Even block boundaries: block i has n/p elements, the first n%p blocks one more. */
-static size_t *even_blocks(size_t n, int p) {
+size_t *dd_ar_even_blocks(size_t n, int p) {
     size_t *off = malloc(((size_t)p + 1) * sizeof *off);
     if (!off) {
         dd_error(DD_ERR_NOMEM, "allreduce: out of memory");
@@ -164,123 +107,11 @@ static size_t *even_blocks(size_t n, int p) {
     return off;
 }
 
-/* Binomial reduce of n elements to rank 0: at distance 1, 2, 4, ... a rank whose bit is
- * set sends its partial sum to rank - distance and stops; the others add the partial sum
- * of rank + distance (if it exists). Rank 0 ends with (x0 + x1) + (x2 + x3) + ... */
-static dd_status build_tree_reduce(ar_sched *s, int comm, int r, int p, size_t n) {
-    for (int mask = 1; mask < p; mask <<= 1) {
-        if (r & mask) return add_send(s, comm, r - mask, 0, n);
-        if (r + mask < p) DD_TRY(add_recv(s, comm, r + mask, 0, n, 1));
-    }
-    return DD_OK;
-}
-
-/* Binomial broadcast of n elements from rank 0: a rank receives from rank - lowbit(rank),
- * then sends to rank + m for the smaller powers of two m (largest first). */
-static dd_status build_tree_bcast(ar_sched *s, int comm, int r, int p, size_t n) {
-    if (p < 2) return DD_OK;
-    int top = 1;
-    while (top < p) top <<= 1;
-    int low = top;
-    if (r != 0) {
-        low = r & -r;
-        DD_TRY(add_recv(s, comm, r - low, 0, n, 0));
-    }
-    for (int m = low >> 1; m >= 1; m >>= 1)
-        if (r + m < p) DD_TRY(add_send(s, comm, r + m, 0, n));
-    return DD_OK;
-}
-
-/* Recursive halving / doubling (Rabenseifner) for any p. With q the largest power of two
- * <= p and e = p - q: ranks 0..2e-1 first pair up (even sends everything to odd, odd adds:
- * x[2i] + x[2i+1]); even ones then wait. The q remaining ranks (new rank v) halve: at
- * distance 1, 2, ..., q/2 partners v and v^d split their common range [lo, hi) at
- * mid = lo + (hi-lo)/2, the lower rank keeps [lo, mid), sends the other half and adds the
- * partner's half of its own. Then doubling in reverse gathers the ranges back, and the
- * odd ranks of the first step send the result to their even partner. */
-static int rhd_real(int v, int e) { return v < e ? 2 * v + 1 : v + e; }
-
-static dd_status build_rhd(ar_sched *s, int comm, int r, int p, size_t n) {
-    if (p < 2) return DD_OK;
-    int q = 1;
-    while (q * 2 <= p) q *= 2;
-    int e = p - q, v;
-    if (r < 2 * e) {
-        if (r % 2 == 0) {
-            DD_TRY(add_send(s, comm, r + 1, 0, n));
-            return add_recv(s, comm, r + 1, 0, n, 0);
-        }
-        DD_TRY(add_recv(s, comm, r - 1, 0, n, 1));
-        v = r / 2;
-    } else {
-        v = r - e;
-    }
-    int levels = 0;
-    while ((1 << levels) < q) levels++;
-    size_t lo_stack[32], hi_stack[32];
-    size_t lo = 0, hi = n;
-    for (int l = 0; l < levels; l++) {
-        int d = 1 << l, pv = v ^ d, peer = rhd_real(pv, e);
-        size_t mid = lo + (hi - lo) / 2;
-        lo_stack[l] = lo;
-        hi_stack[l] = hi;
-        if (v < pv) { /* keep the lower half */
-            DD_TRY(add_xchg(s, comm, peer, mid, hi - mid, peer, lo, mid - lo, 1));
-            hi = mid;
-        } else {
-            DD_TRY(add_xchg(s, comm, peer, lo, mid - lo, peer, mid, hi - mid, 1));
-            lo = mid;
-        }
-    }
-    for (int l = levels - 1; l >= 0; l--) {
-        int d = 1 << l, pv = v ^ d, peer = rhd_real(pv, e);
-        size_t plo = lo_stack[l], phi = hi_stack[l];
-        size_t mid = plo + (phi - plo) / 2;
-        /* my range is [lo, hi); the partner's is the other half of [plo, phi) */
-        size_t olo = (v < pv) ? mid : plo, ohi = (v < pv) ? phi : mid;
-        DD_TRY(add_xchg(s, comm, peer, lo, hi - lo, peer, olo, ohi - olo, 0));
-        lo = plo;
-        hi = phi;
-    }
-    if (r < 2 * e) DD_TRY(add_send(s, comm, r - 1, 0, n));
-    return DD_OK;
-}
-
-static dd_status build_allreduce(dd_comm *c, dd_allreduce_algo algo, size_t n, ar_sched *s) {
-    int r = c->rank, p = c->size;
-    switch (algo) {
-    case DD_ALLREDUCE_RING: {
-        size_t *off = even_blocks(n, p);
-        if (!off) return DD_ERR_NOMEM;
-        dd_status st = build_ring(s, SC_MAIN, r, p, off, 1);
-        free(off);
-        return st;
-    }
-    case DD_ALLREDUCE_TREE:
-        DD_TRY(build_tree_reduce(s, SC_MAIN, r, p, n));
-        return build_tree_bcast(s, SC_MAIN, r, p, n);
-    case DD_ALLREDUCE_RHD:
-        return build_rhd(s, SC_MAIN, r, p, n);
-    case DD_ALLREDUCE_HIER: {
-        int lr = 0, lp = 1;
-        MPI_Comm_rank(c->node_mc, &lr);
-        MPI_Comm_size(c->node_mc, &lp);
-        DD_TRY(build_tree_reduce(s, SC_NODE, lr, lp, n));
-        if (c->leader_mc != MPI_COMM_NULL) {
-            int gr = 0, gp = 1;
-            MPI_Comm_rank(c->leader_mc, &gr);
-            MPI_Comm_size(c->leader_mc, &gp);
-            size_t *off = even_blocks(n, gp);
-            if (!off) return DD_ERR_NOMEM;
-            dd_status st = build_ring(s, SC_LEADER, gr, gp, off, 1);
-            free(off);
-            DD_TRY(st);
-        }
-        return build_tree_bcast(s, SC_NODE, lr, lp, n);
-    }
-    default:
-        return dd_error(DD_ERR_INTERNAL, "allreduce: no schedule for algorithm %d", (int)algo);
-    }
+/* The schedule of algorithm algo for this rank (an MPI communicator, size >= 2, n >= 1). */
+static dd_status build_allreduce(dd_comm *c, dd_allreduce_algo algo, size_t n, dd_ar_sched *s) {
+    const dd_allreduce_def *d = dd_allreduce_def_of(algo);
+    if (!d || !d->build) return dd_error(DD_ERR_INTERNAL, "allreduce: no schedule for algorithm %d", (int)algo);
+    return d->build(c, n, s);
 }
 
 /* ---- executor -------------------------------------------------------------------- */
@@ -306,7 +137,7 @@ static dd_status req_fail(dd_comm_req *q, int rc, const char *what) {
 
 /* Posts step q->cur. */
 static dd_status step_post(dd_comm_req *q) {
-    const ar_step *st = &q->s.v[q->cur];
+    const dd_ar_step *st = &q->s.v[q->cur];
     MPI_Comm mc = q->mc[st->comm];
     MPI_Datatype ty = dd_comm_dtype_mpi(q->dt);
     q->rq[0] = q->rq[1] = MPI_REQUEST_NULL;
@@ -353,7 +184,7 @@ static dd_status req_progress(dd_comm_req *q, int blocking) {
         }
         if (rc != MPI_SUCCESS) return req_fail(q, rc, blocking ? "allreduce: MPI_Waitall" : "allreduce: MPI_Testall");
         if (!flag) return DD_OK;
-        const ar_step *st = &q->s.v[q->cur];
+        const dd_ar_step *st = &q->s.v[q->cur];
         if (st->reduce && st->recv_len)
             dd_comm_sum(q->sbuf + st->recv_off * q->esz, q->scratch, st->recv_len, q->dt);
         q->posted = 0;
@@ -386,9 +217,9 @@ static dd_status req_create(dd_comm *c, dd_allreduce_algo algo, void *buf, size_
     q->dt = dt;
     q->esz = dd_comm_dtype_size(dt);
     q->rq[0] = q->rq[1] = MPI_REQUEST_NULL;
-    q->mc[SC_MAIN] = c->mc;
-    q->mc[SC_NODE] = c->node_mc;
-    q->mc[SC_LEADER] = c->leader_mc;
+    q->mc[DD_AR_MAIN] = c->mc;
+    q->mc[DD_AR_NODE] = c->node_mc;
+    q->mc[DD_AR_LEADER] = c->leader_mc;
     if (!c->is_mpi || n == 0 || c->size == 1) {
         q->done = 1; /* nothing to exchange; consume no tag on the self comm */
         if (c->is_mpi) q->tag = dd_comm_next_tag(c);
@@ -396,14 +227,10 @@ static dd_status req_create(dd_comm *c, dd_allreduce_algo algo, void *buf, size_
         return DD_OK;
     }
     q->tag = dd_comm_next_tag(c);
-    if (algo == DD_ALLREDUCE_MPI) {
+    const dd_allreduce_def *d = dd_allreduce_def_of(algo);
+    if (d && d->native) {
         q->coll = 1;
-        int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, dd_comm_dtype_mpi(dt), MPI_SUM, c->mc,
-                                &q->rq[0]);
-        if (rc != MPI_SUCCESS) {
-            s = dd_comm_mpi_error(rc, "MPI_Iallreduce");
-            goto cleanup;
-        }
+        if ((s = d->native(c, buf, n, dt, &q->rq[0])) != DD_OK) goto cleanup;
         c->stats.bytes_sent += n * q->esz;
         *out = q;
         return DD_OK;
@@ -442,14 +269,13 @@ cleanup:
 static dd_status check_args(dd_comm *c, dd_allreduce_algo algo, const void *buf, size_t n,
                             dd_dtype dt, const char *fn) {
     if (!c) return dd_error(DD_ERR_ARG, "%s: communicator is NULL", fn);
-    if ((int)algo < 0 || (int)algo >= DD_ALLREDUCE_COUNT)
-        return dd_error(DD_ERR_ARG, "%s: unknown algorithm %d", fn, (int)algo);
+    const dd_allreduce_def *d = dd_allreduce_def_of(algo);
+    if (!d) return dd_error(DD_ERR_ARG, "%s: unknown algorithm %d", fn, (int)algo);
     if (dt != DD_F32 && dt != DD_F64)
         return dd_error(DD_ERR_ARG, "%s: unknown datatype %d", fn, (int)dt);
     if (n > INT_MAX) return dd_error(DD_ERR_ARG, "%s: n = %zu > INT_MAX", fn, n);
     if (n && !buf) return dd_error(DD_ERR_ARG, "%s: buf is NULL with n = %zu", fn, n);
-    if (algo == DD_ALLREDUCE_HIER && c->is_mpi && c->size > 1 && n > 0)
-        DD_TRY(dd_comm_hier_setup(c));
+    if (d->setup && c->is_mpi && c->size > 1 && n > 0) DD_TRY(d->setup(c));
     return DD_OK;
 }
 
@@ -612,12 +438,13 @@ dd_status dd_comm_allreduce(dd_comm *c, dd_allreduce_algo algo, void *buf, size_
         if (c->is_mpi) (void)dd_comm_next_tag(c);
         return DD_OK;
     }
-    if (algo == DD_ALLREDUCE_MPI) {
+    const dd_allreduce_def *d = dd_allreduce_def_of(algo);
+    if (d->native) {
         (void)dd_comm_next_tag(c);
-        int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, dd_comm_dtype_mpi(dt), MPI_SUM, c->mc);
+        dd_status s = d->native(c, buf, n, dt, NULL);
         c->stats.seconds += dd_comm_wtime() - t0;
         c->stats.bytes_sent += n * dd_comm_dtype_size(dt);
-        return dd_comm_mpi_error(rc, "MPI_Allreduce");
+        return s;
     }
     dd_comm_req *q = NULL;
     dd_status s = req_create(c, algo, buf, n, dt, &q);
@@ -680,10 +507,10 @@ dd_status dd_comm_reduce_scatter(dd_comm *c, const void *send, void *recv,
     q->dt = dt;
     q->esz = esz;
     q->rq[0] = q->rq[1] = MPI_REQUEST_NULL;
-    q->mc[SC_MAIN] = c->mc;
-    q->mc[SC_NODE] = q->mc[SC_LEADER] = MPI_COMM_NULL;
+    q->mc[DD_AR_MAIN] = c->mc;
+    q->mc[DD_AR_NODE] = q->mc[DD_AR_LEADER] = MPI_COMM_NULL;
     q->tag = dd_comm_next_tag(c);
-    if ((s = build_ring(&q->s, SC_MAIN, r, p, off, 0)) != DD_OK) goto cleanup;
+    if ((s = dd_ar_ring_steps(&q->s, DD_AR_MAIN, r, p, off, 0)) != DD_OK) goto cleanup;
     if (q->s.scratch) {
         q->scratch = malloc(q->s.scratch * esz);
         q->scratch_owned = 1;

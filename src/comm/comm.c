@@ -2,7 +2,7 @@
  * by an MPI launcher, communicator duplicates with MPI_ERRORS_RETURN, the single-process
  * communicator, split / node split, barrier, broadcast, allgather(v), point-to-point
  * send/recv, counters and MPI error mapping. The allreduce algorithms are in
- * allreduce.c. */
+ * allreduce.c (executor) and ar_*.c (one file each, listed by ar_registry.c). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,10 @@
-/* Planning at scale: the alpha-beta-gamma cost model of the allreduce algorithms, link
- * presets, the data-parallel step model with bucketed overlap (a closed-form D/D/1
- * queue of bucket reductions behind the backward pass), the scaling table with a
- * recommendation, its JSON form, and the calibration of alpha, beta and gamma on the
- * machine it runs on (ring exchange steps + a timed float32 sum), stored as JSON.
- * Formulas and preset sources: docs/comm.md. */
+/* Planning at scale: the alpha-beta-gamma cost model of the allreduce algorithms (each
+ * algorithm's own, taken from its registry entry: src/comm/ar_*.c), link presets, the
+ * data-parallel step model with bucketed overlap (a closed-form D/D/1 queue of bucket
+ * reductions behind the backward pass), the scaling table with a recommendation, its
+ * JSON form, and the calibration of alpha, beta and gamma on the machine it runs on (ring
+ * exchange steps + a timed float32 sum), stored as JSON. Formulas and preset sources:
+ * docs/comm.md. */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -15,7 +16,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "comm/comm_internal.h"
+#include "comm/allreduce_impl.h"
 #include "distdpd/plan.h"
 
 /* ---- presets --------------------------------------------------------------------- */
@@ -74,67 +75,18 @@ const char *dd_plan_link_source(const char *name) {
 
 /* ---- allreduce model ------------------------------------------------------------- */
 
-static int ceil_log2(int p) {
-    int l = 0;
-    while ((1LL << l) < (long long)p) l++;
-    return l;
-}
+static int link_ok(const dd_link *l) { return dd_ar_link_ok(l); }
 
-static double t_ring(const dd_link *l, int p, double n) {
-    if (p < 2) return 0;
-    double f = (double)(p - 1) / p;
-    return 2.0 * (p - 1) * l->alpha + 2.0 * f * n * l->beta + f * n * l->gamma;
-}
-
-/* binomial reduce (with sums) or broadcast (without) of n bytes over p ranks: one-way
- * transfers */
-static double t_binomial(const dd_link *l, int p, double n, int with_sum) {
-    int L = ceil_log2(p);
-    return L * (l->alpha1 + n * l->beta1 + (with_sum ? n * l->gamma : 0.0));
-}
-
-static double t_tree(const dd_link *l, int p, double n) {
-    return t_binomial(l, p, n, 1) + t_binomial(l, p, n, 0);
-}
-
-static double t_rhd(const dd_link *l, int p, double n) {
-    if (p < 2) return 0;
-    int q = 1;
-    while (2 * q <= p) q *= 2;
-    int L = ceil_log2(q);
-    double f = (double)(q - 1) / q;
-    double t = 2.0 * L * l->alpha + 2.0 * f * n * l->beta + f * n * l->gamma;
-    if (p > q) t += 2.0 * (l->alpha1 + n * l->beta1) + n * l->gamma; /* fold in, hand back */
-    return t;
-}
-
-static int link_ok(const dd_link *l) {
-    return l && isfinite(l->alpha) && isfinite(l->beta) && isfinite(l->gamma) &&
-           isfinite(l->alpha1) && isfinite(l->beta1) && l->alpha >= 0 && l->beta >= 0 &&
-           l->gamma >= 0 && l->alpha1 >= 0 && l->beta1 >= 0;
-}
-
+/* The cost model of the algorithm's registry entry (src/comm/ar_*.c), or of the one its
+ * model_as names (mpi: the fastest of ring, tree and rhd). */
 double dd_plan_allreduce_time(dd_allreduce_algo a, const dd_link *inter, const dd_link *intra,
                               int ranks_per_node, int p, double bytes) {
     if (!link_ok(inter) || p < 1 || !(bytes >= 0) || !isfinite(bytes)) return -1;
     if (p == 1 || bytes == 0) return 0;
-    switch (a) {
-    case DD_ALLREDUCE_RING: return t_ring(inter, p, bytes);
-    case DD_ALLREDUCE_TREE: return t_tree(inter, p, bytes);
-    case DD_ALLREDUCE_RHD: return t_rhd(inter, p, bytes);
-    case DD_ALLREDUCE_MPI: {
-        double t = t_ring(inter, p, bytes), u = t_tree(inter, p, bytes), v = t_rhd(inter, p, bytes);
-        return fmin(t, fmin(u, v));
-    }
-    case DD_ALLREDUCE_HIER: {
-        if (!link_ok(intra) || ranks_per_node < 1) return -1;
-        int g = ranks_per_node < p ? ranks_per_node : p;
-        int nodes = (p + g - 1) / g;
-        return t_binomial(intra, g, bytes, 1) + t_ring(inter, nodes, bytes) +
-               t_binomial(intra, g, bytes, 0);
-    }
-    default: return -1;
-    }
+    const dd_allreduce_def *d = dd_allreduce_def_of(a);
+    if (d && d->model_as) d = dd_allreduce_def_of(d->model_as(inter, intra, ranks_per_node, p, bytes));
+    if (!d || !d->cost) return -1;
+    return d->cost(inter, intra, ranks_per_node, p, bytes);
 }
 
 /* ---- step model ------------------------------------------------------------------ */
@@ -233,13 +185,20 @@ static dd_status cfg_check(const dd_plan_cfg *cfg) {
     return DD_OK;
 }
 
+/* 1 when the planner may recommend algorithm a: it is modelled in its own right (not
+ * through another's model, as mpi: recommend an explicit algorithm). */
+static int recommendable(int a) {
+    const dd_allreduce_def *d = dd_allreduce_def_of((dd_allreduce_algo)a);
+    return d && !d->model_as;
+}
+
 static void fill_row(const dd_plan_cfg *cfg, double G, int p, dd_plan_row *row) {
     row->ranks = p;
     row->best = 0;
-    for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) {
+    for (int a = 0; a < dd_allreduce_count(); a++) {
         row->allreduce_s[a] = ar_time(cfg, (dd_allreduce_algo)a, p, G);
         row->efficiency[a] = best_eff(cfg, (dd_allreduce_algo)a, p, G, &row->bucket_bytes[a]);
-        if (a == DD_ALLREDUCE_MPI) continue; /* recommend an explicit algorithm */
+        if (!recommendable(a)) continue;
         if (row->efficiency[a] > row->efficiency[row->best] + 1e-12) row->best = a;
     }
 }
@@ -287,8 +246,8 @@ dd_status dd_plan_run(const dd_plan_cfg *cfg, dd_plan_result *out) {
     } else {
         for (double r = 2; r <= 1024; r *= 2) {
             double best = 0;
-            for (int a = 0; a < DD_ALLREDUCE_COUNT - 1; a++)
-                best = fmax(best, best_eff(cfg, (dd_allreduce_algo)a, cfg->ranks, G / r, NULL));
+            for (int a = 0; a < dd_allreduce_count(); a++)
+                if (recommendable(a)) best = fmax(best, best_eff(cfg, (dd_allreduce_algo)a, cfg->ranks, G / r, NULL));
             if (best >= 0.9) {
                 out->compression_ratio = r;
                 break;
@@ -349,7 +308,7 @@ dd_status dd_plan_json(const dd_plan_result *r, const char *link_name, const cha
         ef = cJSON_AddObjectToObject(o, "efficiency");
         bk = cJSON_AddObjectToObject(o, "bucket_bytes");
         if (!ar || !ef || !bk) goto nomem;
-        for (int a = 0; a < DD_ALLREDUCE_COUNT; a++) {
+        for (int a = 0; a < dd_allreduce_count(); a++) {
             const char *nm = dd_allreduce_name((dd_allreduce_algo)a);
             cJSON_AddNumberToObject(ar, nm, w->allreduce_s[a]);
             cJSON_AddNumberToObject(ef, nm, w->efficiency[a]);

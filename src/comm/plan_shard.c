@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "comm/allreduce_impl.h"
 #include "distdpd/plan.h"
 
 void dd_plan_shard_cfg_default(dd_plan_shard_cfg *cfg) {
@@ -78,7 +79,7 @@ static dd_status check_cfg(const dd_plan_shard_cfg *c) {
         return dd_error(DD_ERR_ARG, "shard plan: ranks = %d must be in [1, 16777216]", c->ranks);
     if ((int)c->shard < DD_SHARD_NONE || (int)c->shard > DD_SHARD_ZERO3)
         return dd_error(DD_ERR_ARG, "shard plan: shard = %d is not none, zero1, zero2 or zero3", (int)c->shard);
-    if ((int)c->algo < 0 || (int)c->algo >= DD_ALLREDUCE_COUNT)
+    if ((int)c->algo < 0 || (int)c->algo >= dd_allreduce_count())
         return dd_error(DD_ERR_ARG, "shard plan: algo = %d is not an allreduce algorithm", (int)c->algo);
     if (!(c->bucket_mb >= 0 && c->bucket_mb <= 4096))
         return dd_error(DD_ERR_ARG, "shard plan: bucket_mb = %g must be in [0, 4096]", c->bucket_mb);
@@ -195,14 +196,11 @@ static void add_allreduce(const dd_plan_shard_cfg *c, double bytes, tally *x) {
     const int p = c->ranks;
     x->calls++;
     if (bytes <= 0) return;
+    /* the algorithm's model, or the one that stands in for it here (mpi: the fastest of
+     * ring, tree, rhd), whose messages are counted */
     dd_allreduce_algo a = c->algo;
-    if (a == DD_ALLREDUCE_MPI) { /* modelled as the fastest of ring, tree, rhd */
-        a = DD_ALLREDUCE_RING;
-        for (int k = DD_ALLREDUCE_TREE; k <= DD_ALLREDUCE_RHD; k++)
-            if (dd_plan_allreduce_time((dd_allreduce_algo)k, &c->link, &c->intra, c->ranks_per_node, p, bytes) <
-                dd_plan_allreduce_time(a, &c->link, &c->intra, c->ranks_per_node, p, bytes))
-                a = (dd_allreduce_algo)k;
-    }
+    const dd_allreduce_def *d = dd_allreduce_def_of(a);
+    if (d && d->model_as) a = d->model_as(&c->link, &c->intra, c->ranks_per_node, p, bytes);
     x->t += dd_plan_allreduce_time(a, &c->link, &c->intra, c->ranks_per_node, p, bytes);
     x->msgs += dd_plan_allreduce_time(a, &k_unit, &k_unit, c->ranks_per_node, p, 1.0);
     /* every algorithm here sends 2 (P - 1) copies of the buffer in all (ring: (P - 1) / P

@@ -1,7 +1,7 @@
 /* The gradient-compression framework (compress.h): configuration and its parser, the
- * registry of codecs, error feedback (the per-rank residual), per-bucket codec state,
- * dgc's density warm-up, accounting, the checkpointable state, and the services codecs
- * use (compress_impl.h). The codecs live in quant.c, sparse.c and powersgd.c. */
+ * error feedback (the per-rank residual), per-bucket codec state, the density warm-up,
+ * accounting, the checkpointable state, and the services codecs use (compress_impl.h).
+ * The codecs live in quant.c, sparse.c and powersgd.c, listed by registry.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,29 +29,10 @@ struct dd_compressor {
     dd_compress_stats st;
 };
 
-/* ---------------------------------------------------------------- registry */
+/* ---------------------------------------------------------------- names */
 
-static const dd_codec *const k_codecs[] = {
-    &dd_codec_none, &dd_codec_fp32,  &dd_codec_fp16,  &dd_codec_bf16,     &dd_codec_int8, &dd_codec_int4,
-    &dd_codec_sign, &dd_codec_topk, &dd_codec_randk, &dd_codec_powersgd, &dd_codec_dgc,
-};
-#define NCODECS (sizeof k_codecs / sizeof k_codecs[0])
-
-static const char *k_names[NCODECS + 1];
-
-const char *const *dd_compress_names(void) {
-    size_t j = 0;
-    for (size_t i = 0; i < NCODECS; i++)
-        if (k_codecs[i]) k_names[j++] = k_codecs[i]->name;
-    k_names[j] = NULL;
-    return k_names;
-}
-
-static const dd_codec *find_codec(const char *name) {
-    for (size_t i = 0; name && i < NCODECS; i++)
-        if (k_codecs[i] && strcmp(k_codecs[i]->name, name) == 0) return k_codecs[i];
-    return NULL;
-}
+/* the codecs come from the registry (registry.c) */
+static const dd_codec *find_codec(const char *name) { return dd_codec_find(name); }
 
 const char *dd_compress_describe(const char *name) {
     const dd_codec *c = find_codec(name);
@@ -232,7 +213,8 @@ dd_status dd_compress_parse(dd_compress_cfg *c, const char *spec) {
                             spec, k);
         }
     }
-    if (!density_set && !strcmp(t.name, "dgc")) t.density = 0.001;
+    const dd_codec *codec = find_codec(t.name);
+    if (!density_set && codec->default_density > 0) t.density = codec->default_density;
     DD_TRY(dd_compress_cfg_check(&t));
     *c = t;
     return DD_OK;
@@ -284,10 +266,9 @@ void dd_compress_begin_step(dd_compressor *c, uint64_t step, int epoch, double f
 
 double dd_compress_density_now(const dd_compressor *c) {
     if (!c) return 1.0;
-    const char *nm = c->codec->name;
-    if (strcmp(nm, "topk") && strcmp(nm, "randk") && strcmp(nm, "dgc")) return 1.0;
+    if (!c->codec->uses_density) return 1.0;
     const double d = c->cfg.density;
-    if (strcmp(nm, "dgc") != 0 || c->cfg.warmup <= 0.0 || c->epoch_pos >= c->cfg.warmup || d >= 0.25) return d;
+    if (!c->codec->density_warmup || c->cfg.warmup <= 0.0 || c->epoch_pos >= c->cfg.warmup || d >= 0.25) return d;
     /* DGC's warm-up: 25 % falling exponentially to d over `warmup` epochs, evaluated at
      * whole epochs (25 %, 6.25 %, 1.56 %, 0.39 %, then 0.1 % for d = 0.001, warmup = 4) */
     const double t = floor(c->epoch_pos) / c->cfg.warmup;
@@ -452,7 +433,8 @@ dd_status dd_compress_exchange(dd_compressor *c, dd_comm *comm, dd_allreduce_alg
         memcpy(in, g, n * sizeof(float));
     }
     x.compress_s += dd_cx_now() - t0;
-    DD_TRY(c->codec->exchange(&x, in, n, mine, out));
+    DD_TRY(c->codec->qring ? dd_cx_qring(&x, c->codec->qring, in, n, mine, out)
+                           : c->codec->exchange(&x, in, n, mine, out));
     t0 = dd_cx_now();
     if (c->codec->finish) c->codec->finish(&x, in, mine, n);
     if (c->ef) {
@@ -586,6 +568,7 @@ dd_status dd_compress_layout_import(dd_compressor *c, size_t arena_n, const uint
 }
 
 size_t dd_compress_spec(const dd_compress_cfg *c, char *buf, size_t cap) {
+    const dd_codec *codec = c ? find_codec(c->name) : NULL;
     int w;
     if (!c || !strcmp(c->name, "none"))
         w = snprintf(buf, cap, "none");
@@ -593,7 +576,7 @@ size_t dd_compress_spec(const dd_compress_cfg *c, char *buf, size_t cap) {
         w = snprintf(buf, cap,
                      "%s,ef=%d,density=%.17g,chunk=%zu,stochastic=%d,sampled=%d,sample=%.17g,rank=%d,momentum=%.17g,"
                      "clip=%.17g,masking=%d,warmup=%.17g,seed=%llu",
-                     c->name, c->error_feedback < 0 ? (strcmp(c->name, "fp32") ? 1 : 0) : c->error_feedback, c->density,
+                     c->name, c->error_feedback < 0 ? (codec && !codec->lossy ? 0 : 1) : c->error_feedback, c->density,
                      c->chunk, c->stochastic, c->sampled, c->sample, c->rank, c->momentum, c->clip, c->masking,
                      c->warmup, (unsigned long long)c->seed);
     return w < 0 ? 0 : (size_t)w;

@@ -1,15 +1,22 @@
 /* Private interface between the compression framework (compress.c: configuration,
- * registry, error feedback, per-bucket state, accounting, checkpoint state) and the
- * codecs (quant.c, sparse.c, powersgd.c), plus the collectives the codecs share
- * (qring.c: quantised ring reduce-scatter/allgather; sparse.c: (index, value) pair
- * allgather). Not installed.
+ * error feedback, per-bucket state, accounting, checkpoint state), the registry
+ * (registry.c: the one list of codecs) and the codecs (quant.c, sparse.c, powersgd.c),
+ * plus the collectives the codecs share (qring.c: quantised ring reduce-scatter/allgather;
+ * sparse.c: (index, value) pair allgather). Not installed.
+ *
+ * Adding a compressor: one file in src/compress/ that ends in
+ *   DD_CODEC_DEFINE(NAME, .summary = "...", .lossy = 1, .exchange = my_exchange);
+ * (or .qring = &my_element_codec for the quantised ring) plus one X(NAME) line in
+ * registry.c. Nothing else names a codec: dd_compress_names(), --compress, `distdpd
+ * compressors`, the contract test (tests/test_compress_contract_mpi.c) all go through the
+ * registry. docs/compress.md ("Adding a compressor").
  *
  * One exchange of a bucket [lo, lo + n) of the arena, as compress.c runs it:
  *   g     = grads[lo..)                      this rank's contribution
  *   codec->prepare(x, g, n)                  optional, in place (dgc: clip, momentum)
  *   in    = g + e  (e = residual, if error feedback; else in = g)
  *   codec->exchange(x, in, n, mine, out)     mine = this rank's decompressed contribution
- *                                            out  = sum over ranks of every rank's mine
+ *     (or dd_cx_qring(x, codec->qring, ...))  out  = sum over ranks of every rank's mine
  *                                                   (bit-identical on every rank)
  *   codec->finish(x, in, mine, n)            optional (dgc: momentum factor masking)
  *   e     = in - mine  (if error feedback)
@@ -53,9 +60,19 @@ typedef struct {
     double comm_s;               /* seconds in communication calls */
 } dd_cx;
 
-/* A codec. Functions return dd_status and set dd_error() messages. */
+/* A fixed-size element codec for the quantised ring (dd_cx_qring below): m elements
+ * always encode into bytes(m) bytes. */
 typedef struct {
-    const char *name;     /* registry name */
+    size_t (*bytes)(const dd_compress_cfg *cfg, size_t m);
+    /* encodes v[0..m) (rng: stochastic rounding; may be ignored) */
+    void (*enc)(const dd_compress_cfg *cfg, const float *v, size_t m, uint8_t *out, dd_rng *rng);
+    /* decodes into v[0..m) (overwrites) */
+    void (*dec)(const dd_compress_cfg *cfg, const uint8_t *in, size_t m, float *v);
+} dd_qcodec;
+
+/* A codec (a registry entry). Functions return dd_status and set dd_error() messages. */
+typedef struct {
+    const char *name;     /* registry name (DD_CODEC_DEFINE sets it) */
     const char *summary;  /* one line for --help and `distdpd compressors` */
     int lossy;            /* 0 for none and fp32 */
     /* per-rank / shared state floats for a bucket of n elements (NULL: none) */
@@ -64,15 +81,34 @@ typedef struct {
     /* optional: transforms this rank's contribution g[0..n) in place before error
      * feedback is added */
     dd_status (*prepare)(dd_cx *x, float *g, size_t n);
-    /* required: see the top of this file. in, mine and out do not overlap. */
+    /* see the top of this file. in, mine and out do not overlap. Required unless qring
+     * is set */
     dd_status (*exchange)(dd_cx *x, const float *in, size_t n, float *mine, float *out);
     /* optional: after the exchange, before the residual update */
     void (*finish)(dd_cx *x, const float *in, const float *mine, size_t n);
+    /* an element codec sent through the quantised ring: the exchange is
+     * dd_cx_qring(x, qring, in, n, mine, out) (exchange unused). NULL: exchange */
+    const dd_qcodec *qring;
+    /* 1: sends ceil(density n) of the n elements (cfg->density; dd_compress_density_now
+     * reports it, the contract test sets it) */
+    int uses_density;
+    /* 1: the density warms up over cfg->warmup epochs (dgc; dd_compress_density_now) */
+    int density_warmup;
+    /* the density when the spec sets none (dgc: 0.001); 0: the configuration's */
+    double default_density;
 } dd_codec;
 
-/* The codecs (defined in the codec files). */
-extern const dd_codec dd_codec_none, dd_codec_fp32, dd_codec_fp16, dd_codec_bf16, dd_codec_int8, dd_codec_int4,
-    dd_codec_sign, dd_codec_topk, dd_codec_randk, dd_codec_powersgd, dd_codec_dgc;
+/* Defines the registry entry dd_codec_<NAME> of a codec file (registry.c lists it); the
+ * arguments are designated initialisers of the other fields. */
+#define DD_CODEC_DEFINE(NAME, ...) const dd_codec dd_codec_##NAME = {.name = #NAME, __VA_ARGS__}
+
+/* --- The registry (registry.c) ----------------------------------------------------------- */
+
+/* The registered codecs in registry order (the order of dd_compress_names(), which
+ * registry.c also defines). */
+const dd_codec *const *dd_codec_registry(size_t *count);
+/* The codec of that name; NULL for an unknown name (or NULL). */
+const dd_codec *dd_codec_find(const char *name);
 
 /* --- Services of the framework (compress.c) for codecs --------------------------------- */
 
@@ -98,15 +134,6 @@ dd_status dd_cx_send_dense(dd_cx *x, const float *in, size_t n, float *mine, flo
 double dd_cx_now(void);
 
 /* --- Quantised ring (qring.c) ------------------------------------------------------------ */
-
-/* A fixed-size element codec: m elements always encode into bytes(m) bytes. */
-typedef struct {
-    size_t (*bytes)(const dd_compress_cfg *cfg, size_t m);
-    /* encodes v[0..m) (rng: stochastic rounding; may be ignored) */
-    void (*enc)(const dd_compress_cfg *cfg, const float *v, size_t m, uint8_t *out, dd_rng *rng);
-    /* decodes into v[0..m) (overwrites) */
-    void (*dec)(const dd_compress_cfg *cfg, const uint8_t *in, size_t m, float *v);
-} dd_qcodec;
 
 /* The quantised ring: mine = dec(enc(in)) (this rank's round trip); out = the sum of the
  * ranks' mine by a ring reduce-scatter that, at every hop, decodes the partial sum it

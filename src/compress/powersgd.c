@@ -220,14 +220,9 @@ static dd_status psgd_exchange(dd_cx *x, const float *in, size_t n, float *mine,
     return DD_OK;
 }
 
-const dd_codec dd_codec_powersgd = {
-    "powersgd",
-    "rank-r approximation P Q^T of the bucket as a matrix, one warm-started power iteration per step; P, Q by "
-    "allreduce",
-    1,
-    NULL,
-    psgd_shared_floats,
-    NULL,
-    psgd_exchange,
-    NULL,
-};
+DD_CODEC_DEFINE(powersgd,
+                .summary = "rank-r approximation P Q^T of the bucket as a matrix, one warm-started power iteration "
+                           "per step; P, Q by allreduce",
+                .lossy = 1,
+                .shared_floats = psgd_shared_floats,
+                .exchange = psgd_exchange);

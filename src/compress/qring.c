@@ -2,8 +2,8 @@
  * hop carries an encoded partial sum (decoded, added to the receiver's own contribution
  * in float32, encoded again), then a ring allgather of each block's final encoding, which
  * every rank decodes. Blocks, message order and summation order are those of the ring
- * allreduce of src/comm/allreduce.c (build_ring, even_blocks): block b (n/p elements, the
- * first n%p blocks one more) is owned by rank b and summed as
+ * allreduce of src/comm/ar_ring.c (dd_ar_ring_steps, dd_ar_even_blocks): block b (n/p
+ * elements, the first n%p blocks one more) is owned by rank b and summed as
  * ((x[b+1] + x[b+2]) + ...) + x[b] (indices mod p), each addition "own + received". With
  * the identity codec the result is therefore bit-identical to
  * dd_comm_allreduce(DD_ALLREDUCE_RING). See docs/compress.md. */
@@ -48,7 +48,7 @@ dd_status dd_cx_qring(dd_cx *x, const dd_qcodec *q, const float *in, size_t n, f
         return DD_OK;
     }
 
-    /* blocks (even_blocks of allreduce.c) and their encoded sizes */
+    /* blocks (dd_ar_even_blocks of the ring allreduce) and their encoded sizes */
     size_t *off = dd_cx_scratch(x, QS_OFF, 2 * ((size_t)p + 1) * sizeof(size_t));
     if (!off) return DD_ERR_NOMEM;
     size_t *boff = off + p + 1; /* byte offset of block b's final encoding */

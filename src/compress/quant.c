@@ -306,64 +306,31 @@ const dd_qcodec dd_qcodec_sign = {sign_bytes, sign_enc, sign_dec};
 
 /* ---------------------------------------------------------------- codecs */
 
-static dd_status fp32_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    return dd_cx_qring(x, &dd_qcodec_fp32, in, n, mine, out);
-}
-static dd_status fp16_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    return dd_cx_qring(x, &dd_qcodec_fp16, in, n, mine, out);
-}
-static dd_status bf16_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    return dd_cx_qring(x, &dd_qcodec_bf16, in, n, mine, out);
-}
-static dd_status int8_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    return dd_cx_qring(x, &dd_qcodec_int8, in, n, mine, out);
-}
-static dd_status int4_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    return dd_cx_qring(x, &dd_qcodec_int4, in, n, mine, out);
-}
-static dd_status sign_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
-    return dd_cx_qring(x, &dd_qcodec_sign, in, n, mine, out);
-}
-
-const dd_codec dd_codec_none = {
-    .name = "none",
-    .summary = "no compression: float32 through the configured allreduce (4 bytes/element)",
-    .lossy = 0,
-    .exchange = dd_cx_send_dense,
-};
-const dd_codec dd_codec_fp32 = {
-    .name = "fp32",
-    .summary = "float32 through the quantised ring (lossless; equals the ring allreduce bit for bit)",
-    .lossy = 0,
-    .exchange = fp32_exchange,
-};
-const dd_codec dd_codec_fp16 = {
-    .name = "fp16",
-    .summary = "IEEE half, round to nearest even, saturating at +-65504 (2 bytes/element), quantised ring",
-    .lossy = 1,
-    .exchange = fp16_exchange,
-};
-const dd_codec dd_codec_bf16 = {
-    .name = "bf16",
-    .summary = "bfloat16, round to nearest even (2 bytes/element), quantised ring",
-    .lossy = 1,
-    .exchange = bf16_exchange,
-};
-const dd_codec dd_codec_int8 = {
-    .name = "int8",
-    .summary = "int8 codes, scale max|x|/127 per chunk; nearest or stochastic rounding; quantised ring",
-    .lossy = 1,
-    .exchange = int8_exchange,
-};
-const dd_codec dd_codec_int4 = {
-    .name = "int4",
-    .summary = "int4 codes (2 per byte), scale max|x|/7 per chunk; nearest or stochastic; quantised ring",
-    .lossy = 1,
-    .exchange = int4_exchange,
-};
-const dd_codec dd_codec_sign = {
-    .name = "sign",
-    .summary = "1 bit per element, scale mean|x| per chunk (signSGD with a scale), quantised ring",
-    .lossy = 1,
-    .exchange = sign_exchange,
-};
+DD_CODEC_DEFINE(none,
+                .summary = "no compression: float32 through the configured allreduce (4 bytes/element)",
+                .lossy = 0,
+                .exchange = dd_cx_send_dense);
+DD_CODEC_DEFINE(fp32,
+                .summary = "float32 through the quantised ring (lossless; equals the ring allreduce bit for bit)",
+                .lossy = 0,
+                .qring = &dd_qcodec_fp32);
+DD_CODEC_DEFINE(fp16,
+                .summary = "IEEE half, round to nearest even, saturating at +-65504 (2 bytes/element), quantised ring",
+                .lossy = 1,
+                .qring = &dd_qcodec_fp16);
+DD_CODEC_DEFINE(bf16,
+                .summary = "bfloat16, round to nearest even (2 bytes/element), quantised ring",
+                .lossy = 1,
+                .qring = &dd_qcodec_bf16);
+DD_CODEC_DEFINE(int8,
+                .summary = "int8 codes, scale max|x|/127 per chunk; nearest or stochastic rounding; quantised ring",
+                .lossy = 1,
+                .qring = &dd_qcodec_int8);
+DD_CODEC_DEFINE(int4,
+                .summary = "int4 codes (2 per byte), scale max|x|/7 per chunk; nearest or stochastic; quantised ring",
+                .lossy = 1,
+                .qring = &dd_qcodec_int4);
+DD_CODEC_DEFINE(sign,
+                .summary = "1 bit per element, scale mean|x| per chunk (signSGD with a scale), quantised ring",
+                .lossy = 1,
+                .qring = &dd_qcodec_sign);

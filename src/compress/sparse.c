@@ -340,17 +340,12 @@ static dd_status topk_exchange(dd_cx *x, const float *in, size_t n, float *mine,
     return sparse_select_send(x, x->cfg->sampled, STREAM_TOPK_SAMPLE, in, n, k, mine, out, &idx, &m);
 }
 
-const dd_codec dd_codec_topk = {
-    "topk",
-    "the k = ceil(density n) largest |x| (exact, or sampled=1: a threshold from a sample), (index, value) pairs "
-    "by allgather",
-    1,
-    NULL,
-    NULL,
-    NULL,
-    topk_exchange,
-    NULL,
-};
+DD_CODEC_DEFINE(topk,
+                .summary = "the k = ceil(density n) largest |x| (exact, or sampled=1: a threshold from a sample), "
+                           "(index, value) pairs by allgather",
+                .lossy = 1,
+                .exchange = topk_exchange,
+                .uses_density = 1);
 
 /* ---------------------------------------------------------------- randk */
 
@@ -403,16 +398,12 @@ static dd_status randk_exchange(dd_cx *x, const float *in, size_t n, float *mine
     return DD_OK;
 }
 
-const dd_codec dd_codec_randk = {
-    "randk",
-    "k = ceil(density n) coordinates drawn from a seed shared by all ranks (unscaled), the k values by allreduce",
-    1,
-    NULL,
-    NULL,
-    NULL,
-    randk_exchange,
-    NULL,
-};
+DD_CODEC_DEFINE(randk,
+                .summary = "k = ceil(density n) coordinates drawn from a seed shared by all ranks (unscaled), the k "
+                           "values by allreduce",
+                .lossy = 1,
+                .exchange = randk_exchange,
+                .uses_density = 1);
 
 /* ---------------------------------------------------------------- dgc */
 
@@ -507,14 +498,14 @@ static void dgc_finish(dd_cx *x, const float *in, const float *mine, size_t n) {
     x->compress_s += dd_cx_now() - t0;
 }
 
-const dd_codec dd_codec_dgc = {
-    "dgc",
-    "Deep Gradient Compression: local clipping, momentum correction, sampled top-k, momentum factor masking, "
-    "density warm-up; pairs by allgather",
-    1,
-    dgc_priv_floats,
-    NULL,
-    dgc_prepare,
-    dgc_exchange,
-    dgc_finish,
-};
+DD_CODEC_DEFINE(dgc,
+                .summary = "Deep Gradient Compression: local clipping, momentum correction, sampled top-k, momentum "
+                           "factor masking, density warm-up; pairs by allgather",
+                .lossy = 1,
+                .priv_floats = dgc_priv_floats,
+                .prepare = dgc_prepare,
+                .exchange = dgc_exchange,
+                .finish = dgc_finish,
+                .uses_density = 1,
+                .density_warmup = 1,
+                .default_density = 0.001);

@@ -107,7 +107,7 @@ void dd_dp_cfg_default(dd_dp_cfg *c) {
 
 dd_status dd_dp_cfg_check(const dd_dp_cfg *c) {
     if (!c) return dd_error(DD_ERR_ARG, "data-parallel configuration: NULL");
-    if ((int)c->algo < 0 || (int)c->algo >= DD_ALLREDUCE_COUNT)
+    if ((int)c->algo < 0 || (int)c->algo >= dd_allreduce_count())
         return dd_error(DD_ERR_ARG, "data-parallel configuration: algo = %d is not an allreduce algorithm", (int)c->algo);
     if (!(c->bucket_mb >= 0.0 && c->bucket_mb <= 4096.0))
         return dd_error(DD_ERR_ARG, "data-parallel configuration: bucket_mb = %g is out of range [0, 4096]", c->bucket_mb);

@@ -81,7 +81,7 @@ dd_status dd_zero_cfg_check(const dd_zero_cfg *c) {
         return dd_error(DD_ERR_ARG, "sharded data parallelism: shard = %s (this strategy does zero2 and zero3; none "
                                     "and zero1 are plain data parallelism's)",
                         dd_shard_name(c->shard));
-    if ((int)c->algo < 0 || (int)c->algo >= DD_ALLREDUCE_COUNT)
+    if ((int)c->algo < 0 || (int)c->algo >= dd_allreduce_count())
         return dd_error(DD_ERR_ARG, "sharded data parallelism: algo = %d is not an allreduce algorithm", (int)c->algo);
     return DD_OK;
 }

@@ -182,7 +182,10 @@ expect_rc 2 "--bucket-mb above 4096 MiB with --model"
 has "$ERR" "distdpd plan: --bucket-mb: must be in [0, 4096], got '5000'" "--bucket-mb message"
 run plan --model gru --allreduce token
 expect_rc 2 "--allreduce token"
-has "$ERR" "--allreduce: expected ring, tree, rhd, hier or mpi, got 'token'" "--allreduce message"
+# the choices are the registry's (docs/comm.md "Adding an algorithm"): the built-in five first
+has "$ERR" "--allreduce: expected ring, tree, rhd, hier" "--allreduce message lists the algorithms"
+has "$ERR" "mpi" "--allreduce message lists mpi"
+has "$ERR" ", got 'token'" "--allreduce message names the value"
 
 if command -v mpirun >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
