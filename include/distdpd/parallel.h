@@ -232,6 +232,9 @@ typedef struct {
     const char *name;    /* "allreduce" */
     const char *metavar; /* "A" */
     const char *help;    /* lines separated by '\n', without indentation */
+    /* optional: writes the values the option takes ("ring, tree, ...": a registry's
+     * names), shown after the help; returns the length needed like snprintf */
+    size_t (*choices)(char *buf, size_t cap);
 } dd_strategy_opt;
 
 #define DD_STRATEGY_MAX_ARGS 32

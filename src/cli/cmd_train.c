@@ -477,12 +477,13 @@ static void help_train(int dpd) {
            "  --no-report         do not write report.html\n"
            "\n");
     printf("parallel (when started by mpirun -np N / srun with N > 1 processes):\n"
-           "  --batch is the GLOBAL batch: rank r of N trains on its slice of every batch, so N\n"
-           "  ranks give one process's result (up to float rounding); only rank 0 prints and\n"
-           "  writes RUN (plus dp_steps.csv: per-step communication time not hidden, and\n"
-           "  parallel.json); a checkpoint resumes on any number of ranks; kill -USR1 <mpirun>\n"
-           "  stops all ranks after the same step with RUN/last.ckpt written (as SIGINT, SIGTERM\n"
-           "  or SIGHUP on one process). The options choose the strategy (distdpd strategies).\n");
+           "  --batch is the GLOBAL batch: rank r of N trains on its slice of every batch, so\n"
+           "  N ranks give one process's result (up to float rounding); only rank 0 prints\n"
+           "  and writes RUN (plus dp_steps.csv: per-step communication time not hidden, and\n"
+           "  parallel.json); a checkpoint resumes on any number of ranks; kill -USR1\n"
+           "  <mpirun> stops all ranks after the same step with RUN/last.ckpt written (as\n"
+           "  SIGINT, SIGTERM or SIGHUP on one process). The options below choose the\n"
+           "  strategy (distdpd strategies lists them and what chooses each).\n");
     dd_cli_help_strategy_opts();
     printf(           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"

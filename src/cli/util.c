@@ -329,6 +329,20 @@ void dd_cli_help_strategy_opts(void) {
                 printf("%22s%.*s\n", "", l, h);
                 h = nl ? nl + 1 : h + l;
             }
+            if (o->choices) { /* "one of: a, b, ..." wrapped at 80 columns */
+                char ch[512];
+                o->choices(ch, sizeof ch);
+                const char *p = ch;
+                int col = printf("%22sone of:", "");
+                while (*p) {
+                    size_t w = strcspn(p, " ");
+                    if (col + 1 + (int)w > 80) col = printf("\n%21s", "") - 1;
+                    col += printf(" %.*s", (int)w, p);
+                    p += w;
+                    while (*p == ' ') p++;
+                }
+                printf("\n");
+            }
             printf("%22s(strategies: %s)\n", "", users);
         }
 }

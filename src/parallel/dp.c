@@ -949,32 +949,47 @@ void dd_dp_strategy(dd_dp *dp, dd_strategy *st) {
 
 /* ---------------------------------------------------------------- registry entry */
 
+/* The compressor names of the registry, "none, fp32, ..." */
+static size_t compress_choices(char *buf, size_t cap) {
+    size_t len = 0;
+    if (cap) buf[0] = '\0';
+    const char *const *names = dd_compress_names();
+    for (size_t i = 0; names && names[i]; i++) {
+        int w = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0, "%s%s", i ? ", " : "", names[i]);
+        if (w > 0) len += (size_t)w;
+    }
+    return len;
+}
+
 static const dd_strategy_opt dp_opts[] = {
-    {"allreduce", "A", "gradient allreduce: ring (default), tree, rhd, hier or mpi"},
+    {"allreduce", "A", "gradient allreduce algorithm (default ring)", dd_allreduce_choices},
     {"bucket-mb", "X",
      "gradient bucket size in MiB, last layer first; each bucket's\n"
      "reduction starts when its gradients are final (default 4;\n"
-     "0: one blocking allreduce after backward)"},
+     "0: one blocking allreduce after backward)",
+     NULL},
     {"compress", "SPEC",
-     "gradient compression: NAME[,key=value...] with NAME one of\n"
-     "none (default), fp32, fp16, bf16, int8, int4, sign, topk,\n"
-     "randk, powersgd, dgc; keys density, chunk, stochastic,\n"
-     "sampled, sample, rank, momentum, clip, masking, warmup, seed,\n"
-     "ef (see docs/compress.md), e.g. dgc,density=0.001 or int8;\n"
-     "also on one process (the compression error alone);\n"
-     "metrics.jsonl gets comm_bytes_per_step, compression_ratio\n"
-     "and compress_time_s; distdpd compressors lists them"},
+     "gradient compression: NAME[,key=value...] (default none); keys\n"
+     "density, chunk, stochastic, sampled, sample, rank, momentum,\n"
+     "clip, masking, warmup, seed, ef (see docs/compress.md), e.g.\n"
+     "dgc,density=0.001 or int8; also on one process (the\n"
+     "compression error alone); metrics.jsonl gets\n"
+     "comm_bytes_per_step, compression_ratio and compress_time_s;\n"
+     "distdpd compressors describes them",
+     compress_choices},
     {"error-feedback", "on|off",
      "keep what compression dropped and add it next step\n"
-     "(default on; only with a lossy --compress)"},
+     "(default on; only with a lossy --compress)",
+     NULL},
     {"shard", "MODE",
      "sharded data parallelism (docs/sharding.md): none (default),\n"
      "zero1 (optimiser state partitioned over the ranks), zero2\n"
      "(+ gradients reduce-scattered), zero3 (+ parameters gathered\n"
      "stage by stage); same result as none up to float rounding;\n"
      "--compress with none and zero1 only; a checkpoint resumes\n"
-     "with any --shard on any number of ranks"},
-    {NULL, NULL, NULL},
+     "with any --shard on any number of ranks",
+     NULL},
+    {NULL, NULL, NULL, NULL},
 };
 
 /* The configuration the options give (DD_ERR_ARG naming the option). */

@@ -558,9 +558,9 @@ void dd_zero_strategy(dd_zero *z, dd_strategy *st) {
 /* ---------------------------------------------------------------- registry entry */
 
 static const dd_strategy_opt zero_opts[] = {
-    {"shard", NULL, NULL},     /* zero2 and zero3 choose this strategy */
-    {"allreduce", NULL, NULL}, /* the loss reduction */
-    {NULL, NULL, NULL},
+    {"shard", NULL, NULL, NULL},     /* zero2 and zero3 choose this strategy */
+    {"allreduce", NULL, NULL, NULL}, /* the loss reduction */
+    {NULL, NULL, NULL, NULL},
 };
 
 static int zero_claims(const dd_strategy_args *a) {
