@@ -8,7 +8,8 @@
  * 1F1B, their peak live activations, and the interleaved bubble against the formula.
  * Fixed tables from the literature (PipeDream-flush's figure; Megatron's interleaved
  * algorithm worked by hand), broken lists that must be reported as deadlocks or rule
- * violations by both checkers, and the timeline. */
+ * violations by both checkers, the stage split against brute force, --pp-split's
+ * messages and the timeline. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -649,6 +650,128 @@ static void test_timeline(void) {
     dd_pp_sim_free(&s);
 }
 
+/* ---- stage split ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    double max, sumsq;
+} split_cost;
+
+static split_cost cost_of(const double *c, const size_t *bounds, int G) {
+    split_cost s = {0, 0};
+    for (int g = 0; g < G; g++) {
+        double sum = 0;
+        for (size_t i = bounds[g]; i < bounds[g + 1]; i++) sum += c ? c[i] : 1.0;
+        if (sum > s.max) s.max = sum;
+        s.sumsq += sum * sum;
+    }
+    return s;
+}
+
+/* The best (largest group, then sum of squares) over every split of S stages into G
+ * non-empty groups, by enumerating the G-1 cut positions. */
+static split_cost brute_force(const double *c, size_t S, int G) {
+    size_t b[12];
+    split_cost best = {INFINITY, INFINITY};
+    for (int g = 0; g <= G; g++) b[g] = (size_t)g; /* first combination: cuts at 1..G-1 */
+    b[G] = S;
+    for (;;) {
+        split_cost s = cost_of(c, b, G);
+        if (s.max < best.max - 1e-12 || (fabs(s.max - best.max) <= 1e-12 && s.sumsq < best.sumsq)) best = s;
+        int g = G - 1; /* next combination of cuts b[1..G-1] in [1, S-1] */
+        while (g >= 1 && b[g] == S - (size_t)(G - g)) g--;
+        if (g < 1) break;
+        b[g]++;
+        for (int h = g + 1; h < G; h++) b[h] = b[h - 1] + 1;
+    }
+    return best;
+}
+
+static int valid_bounds(const size_t *b, size_t S, int G) {
+    if (b[0] != 0 || b[G] != S) return 0;
+    for (int g = 0; g < G; g++)
+        if (b[g + 1] <= b[g]) return 0;
+    return 1;
+}
+
+static void test_split_balanced(void) {
+    dd_rng rng;
+    dd_rng_seed(&rng, 12);
+    int cases = 0, ok = 1;
+    for (size_t S = 1; S <= 10; S++)
+        for (int G = 1; G <= (int)S; G++)
+            for (int trial = 0; trial < 4; trial++) {
+                double c[10];
+                for (size_t i = 0; i < S; i++) /* some zero-cost stages, some equal ones */
+                    c[i] = trial == 3 ? 1.0 : dd_rng_uniform(&rng) < 0.2 ? 0.0 : floor(dd_rng_uniform(&rng) * 8) / 2;
+                size_t b[11];
+                if (dd_pp_split_balanced(c, S, G, b) != DD_OK || !valid_bounds(b, S, G)) {
+                    ok = 0;
+                    continue;
+                }
+                split_cost got = cost_of(c, b, G), want = brute_force(c, S, G);
+                if (fabs(got.max - want.max) > 1e-12 || fabs(got.sumsq - want.sumsq) > 1e-9) {
+                    ok = 0;
+                    fprintf(stderr, "  S=%zu G=%d: max %g sumsq %g, brute force %g %g\n", S, G, got.max, got.sumsq,
+                            want.max, want.sumsq);
+                }
+                cases++;
+            }
+    CHECK(ok && cases == 4 * 55, "balanced split against brute force (%d cases)", cases);
+    size_t b[11];
+    CHECK_OK(dd_pp_split_balanced(NULL, 10, 4, b)); /* unit costs: 3,3,2,2 in some order */
+    split_cost u = cost_of(NULL, b, 4);
+    CHECK(u.max == 3 && u.sumsq == 26, "unit costs: max %g sumsq %g", u.max, u.sumsq);
+    CHECK_OK(dd_pp_split_balanced(NULL, 5, 5, b));
+    CHECK(b[0] == 0 && b[1] == 1 && b[2] == 2 && b[3] == 3 && b[4] == 4 && b[5] == 5, "G = S: one stage each");
+    double c[5] = {1, 9, 1, 1, 1};
+    CHECK_OK(dd_pp_split_balanced(c, 5, 1, b));
+    CHECK(b[0] == 0 && b[1] == 5, "G = 1");
+    CHECK_OK(dd_pp_split_balanced(c, 5, 3, b));
+    CHECK(b[1] == 1 && b[2] == 2 && b[3] == 5, "the heavy stage alone: %zu %zu", b[1], b[2]);
+    CHECK_ERR(dd_pp_split_balanced(c, 5, 8, b), DD_ERR_ARG,
+              "cannot split 5 stages into 8 pipeline groups: each group needs at least one stage (at most 5 groups: "
+              "lower --pp or --virtual)");
+    CHECK_ERR(dd_pp_split_balanced(c, 5, 0, b), DD_ERR_ARG, "0 pipeline groups: expected at least 1");
+    CHECK_ERR(dd_pp_split_balanced(c, 0, 1, b), DD_ERR_ARG, "a model of 0 stages cannot be split");
+    c[3] = -1;
+    CHECK_ERR(dd_pp_split_balanced(c, 5, 2, b), DD_ERR_ARG, "stage 3's cost -1 is not a finite number >= 0");
+    c[3] = NAN;
+    CHECK_ERR(dd_pp_split_balanced(c, 5, 2, b), DD_ERR_ARG, "stage 3's cost nan is not a finite number >= 0");
+    /* a deep model is quick: 400 stages into 32 groups */
+    double *big = malloc(400 * sizeof *big);
+    size_t *bb = malloc(33 * sizeof *bb);
+    for (int i = 0; i < 400; i++) big[i] = 1 + (i % 7);
+    CHECK_OK(dd_pp_split_balanced(big, 400, 32, bb));
+    CHECK(valid_bounds(bb, 400, 32), "400 stages");
+    free(big);
+    free(bb);
+}
+
+static void test_split_parse(void) {
+    size_t b[5];
+    CHECK_OK(dd_pp_split_parse("3,3,4", 10, 3, b));
+    CHECK(b[0] == 0 && b[1] == 3 && b[2] == 6 && b[3] == 10, "3,3,4: %zu %zu %zu %zu", b[0], b[1], b[2], b[3]);
+    CHECK_OK(dd_pp_split_parse(" 1 ,\t2, 7 ", 10, 3, b));
+    CHECK(b[1] == 1 && b[2] == 3 && b[3] == 10, "blanks");
+    CHECK_ERR(dd_pp_split_parse("", 10, 4, b), DD_ERR_ARG,
+              "--pp-split: empty list (expected 4 stage counts such as 3,3,2,2)");
+    CHECK_ERR(dd_pp_split_parse(NULL, 10, 4, b), DD_ERR_ARG, "--pp-split: empty list");
+    CHECK_ERR(dd_pp_split_parse("3,,4", 10, 3, b), DD_ERR_ARG, "--pp-split: item 2 is empty");
+    CHECK_ERR(dd_pp_split_parse("3,3,", 10, 3, b), DD_ERR_ARG, "--pp-split: item 3 is empty");
+    CHECK_ERR(dd_pp_split_parse("3,x,4", 10, 3, b), DD_ERR_ARG, "--pp-split: item 2 ('x') is not a decimal count");
+    CHECK_ERR(dd_pp_split_parse("3,-1,8", 10, 3, b), DD_ERR_ARG, "--pp-split: item 2 ('-1') is not a decimal count");
+    CHECK_ERR(dd_pp_split_parse("3,1.5,4", 10, 3, b), DD_ERR_ARG, "--pp-split: item 2 ('1.5') is not a decimal count");
+    CHECK_ERR(dd_pp_split_parse("3,0,7", 10, 3, b), DD_ERR_ARG, "--pp-split: item 2 ('0') must be at least 1");
+    CHECK_ERR(dd_pp_split_parse("3,11", 10, 2, b), DD_ERR_ARG,
+              "--pp-split: item 2 ('11') is more than the model's 10 stages");
+    CHECK_ERR(dd_pp_split_parse("3,99999999999999999999999", 10, 2, b), DD_ERR_ARG,
+              "--pp-split: item 2 ('99999999999999999999999') is more than the model's 10 stages");
+    CHECK_ERR(dd_pp_split_parse("5,5", 10, 3, b), DD_ERR_ARG, "--pp-split: 2 counts for 3 pipeline groups");
+    CHECK_ERR(dd_pp_split_parse("2,2,2,2", 10, 3, b), DD_ERR_ARG, "--pp-split: 4 counts for 3 pipeline groups");
+    CHECK_ERR(dd_pp_split_parse("3,3,3", 10, 3, b), DD_ERR_ARG, "--pp-split: sum 9 is not the model's 10 stages");
+    CHECK_ERR(dd_pp_split_parse("1,1,1,1,1,1,1,1", 5, 8, b), DD_ERR_ARG, "cannot split 5 stages into 8 pipeline groups");
+}
+
 int main(void) {
     test_args();
     test_tags();
@@ -660,5 +783,7 @@ int main(void) {
     test_deadlocks();
     test_rule_violations();
     test_timeline();
+    test_split_balanced();
+    test_split_parse();
     return dd_test_done("test_pp_schedule");
 }

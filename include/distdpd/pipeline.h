@@ -1,9 +1,9 @@
-/* Pipeline-parallel schedules as data (src/parallel/pp_schedule.c, pp_sim.c): each
+/* Pipeline-parallel schedules as data (src/parallel/pp_schedule.c, pp_split.c): each
  * rank's ordered list of instructions (post a receive, forward, post a send, ...) for
  * GPipe, 1F1B (PipeDream-flush) and interleaved 1F1B (Megatron-LM's virtual stages), a
  * simulator that runs all ranks' lists with the executor's semantics and checks them
- * (deadlock, pairing, order) and an ASCII timeline. Pure code: no MPI, no I/O, no global
- * state. See
+ * (deadlock, pairing, order), an ASCII timeline, and the split of a model's stages into
+ * contiguous pipeline groups. Pure code: no MPI, no I/O, no global state. See
  * docs/parallel.md, "Pipeline schedules".
  *
  * Model. A model is an ordered list of S stages. With P pipeline ranks and V virtual
@@ -213,6 +213,34 @@ void dd_pp_sim_free(dd_pp_sim *report);
  * terminating NUL (nothing when cap = 0) and returns the length of the whole timeline
  * (snprintf semantics: a result >= cap means it was cut). */
 size_t dd_pp_timeline(const dd_pp_sim *r, char *buf, size_t cap);
+
+/* ---- stage split (pp_split.c) -------------------------------------------------------
+ * bounds has G + 1 entries: group g holds stages [bounds[g], bounds[g+1]), bounds[0] = 0,
+ * bounds[G] = S, every group at least one stage. */
+
+/* The contiguous split of S stages with costs cost[0..S) (finite, >= 0; NULL: every
+ * stage costs 1) into G groups that minimises the largest group cost, exactly (dynamic
+ * programming over prefix sums, O(G S^2)); among those, the one with the smallest sum of
+ * squared group costs (the most even). Errors DD_ERR_ARG:
+ *   "cannot split 5 stages into 8 pipeline groups: each group needs at least one stage
+ *    (at most 5 groups: lower --pp or --virtual)"
+ *   "8 pipeline groups: expected at least 1", "a model of 0 stages cannot be split",
+ *   "stage 3's cost -1 is not a finite number >= 0";
+ * DD_ERR_NOMEM. */
+dd_status dd_pp_split_balanced(const double *cost, size_t S, int G, size_t *bounds);
+
+/* A hand-made split ("--pp-split 3,3,4"): G decimal stage counts separated by commas
+ * (blanks around a count are ignored), each at least 1, summing to S. Errors DD_ERR_ARG,
+ * in this order, items numbered from 1:
+ *   "--pp-split: empty list (expected 4 stage counts such as 3,3,2,2)"
+ *   "--pp-split: item 2 is empty"
+ *   "--pp-split: item 2 ('x') is not a decimal count"
+ *   "--pp-split: item 2 ('0') must be at least 1"
+ *   "--pp-split: item 2 ('11') is more than the model's 10 stages"
+ *   "--pp-split: 3 counts for 4 pipeline groups"
+ *   "--pp-split: sum 9 is not the model's 10 stages"
+ *   and G < 1 or S < 1 as for dd_pp_split_balanced. */
+dd_status dd_pp_split_parse(const char *list, size_t S, int G, size_t *bounds);
 
 #ifdef __cplusplus
 }
