@@ -224,7 +224,7 @@ size_t dd_pp_timeline(const dd_pp_sim *r, char *buf, size_t cap);
  * squared group costs (the most even). Errors DD_ERR_ARG:
  *   "cannot split 5 stages into 8 pipeline groups: each group needs at least one stage
  *    (at most 5 groups: lower --pp or --virtual)"
- *   "8 pipeline groups: expected at least 1", "a model of 0 stages cannot be split",
+ *   "0 pipeline groups: expected at least 1", "a model of 0 stages cannot be split",
  *   "stage 3's cost -1 is not a finite number >= 0";
  * DD_ERR_NOMEM. */
 dd_status dd_pp_split_balanced(const double *cost, size_t S, int G, size_t *bounds);
