@@ -58,8 +58,8 @@ int main(int argc, char **argv) {
         dd_model_describe(m, desc, sizeof desc);
         printf("%s, %d ranks, batch %zu x frame %zu, AdamW, %d timed steps (+2 warm-up), bucket %g MiB\n\n", desc, size,
                c.batch, c.frame, steps, bucket);
-        printf("| shard | params MB | grads MB | optim MB | model state MB | vs none | activations MB | step s | vs none "
-               "| MB sent/step | hidden |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+        printf("| shard | params MiB | grads MiB | optim MiB | model state MiB | vs none | activations MiB | step s | vs none "
+               "| MiB sent/step | hidden |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
         dd_model_destroy(&m);
     }
     for (int mode = DD_SHARD_NONE; mode <= last && mode <= DD_SHARD_ZERO3; mode++) {
@@ -134,7 +134,7 @@ int main(int argc, char **argv) {
                 base_state = mx[4];
                 base_step = mx[5];
             }
-            const double MB = 1048576.0;
+            const double MB = 1048576.0; /* MiB */
             char hid[32] = "";
             if (!isnan(hs)) snprintf(hid, sizeof hid, "%.0f %%", 100 * hs);
             printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2fx | %.1f | %.3f | %.2fx | %.1f | %s |\n",
