@@ -63,11 +63,20 @@ dd_status dd_error_prefix(dd_status s, const char *fmt, ...)
 const char *dd_last_error(void);
 void dd_error_clear(void);
 
-/* A number typed by a person (a command-line value): decimal only (blanks, [+-], digits
- * with at most one '.', an optional exponent; "010" is ten, no hexadecimal, no inf or
- * nan), within [lo, hi], and whole when `whole`. Errors: DD_ERR_ARG "WHAT: expected a
+/* A number typed by a person (a command-line value): dd_is_decimal between optional
+ * blanks ("010" is ten), within [lo, hi], and whole when `whole`. Errors: DD_ERR_ARG "WHAT: expected a
  * number (an integer), got 'VAL'" or "WHAT: must be in [lo, hi], got 'VAL'". */
 dd_status dd_parse_number(const char *what, const char *val, double lo, double hi, int whole, double *out);
+
+/* 1 when s is a decimal number written as people do: [+-], digits with at most one '.',
+ * at least one digit, an optional exponent e[+-]digits, nothing else (no blanks, no
+ * hexadecimal: strtod reads 0x10 as 16; no inf or nan). */
+int dd_is_decimal(const char *s);
+
+/* Reads a whole file into a new NUL-terminated buffer (caller free()s *text); *len (may
+ * be NULL) receives its length. Errors: DD_ERR_IO naming the path and the reason,
+ * DD_ERR_NOMEM. */
+dd_status dd_read_text(const char *path, char **text, size_t *len);
 
 /* Propagates a failing status to the caller. */
 #define DD_TRY(expr)                          \

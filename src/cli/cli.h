@@ -107,6 +107,12 @@ size_t dd_cli_strategy_opt_names(const char **names, size_t max);
 /* Their help lines (train-pa/train-dpd --help): "  --NAME METAVAR  help", the strategies
  * that take each. */
 void dd_cli_help_strategy_opts(void);
+/* The options of a listing command (`compressors`, `strategies`): --json (sets *json),
+ * -h/--help (prints help()). Returns -1 to go on, else the exit status to return. */
+int dd_cli_list_args(const char *cmd, int argc, char **argv, void (*help)(void), int *json);
+/* Prints root (cJSON *, consumed) as indented JSON; the exit status. */
+struct cJSON;
+int dd_cli_print_json(const char *cmd, struct cJSON *root);
 
 /* Formats a number for tables ("%.2f"; "n/a" if not finite) into buf. */
 const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals);

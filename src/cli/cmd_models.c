@@ -421,17 +421,9 @@ int dd_cmd_models(int argc, char **argv) {
         }
     }
     if (mname && !info) {
-        size_t n = 0;
-        const dd_model_info *const *reg = dd_model_registry(&n);
-        char known[512];
-        size_t len = 0;
-        known[0] = '\0';
-        for (size_t i = 0; i < n && len < sizeof known; i++) {
-            int w = snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", reg[i]->name);
-            if (w < 0) break;
-            len += (size_t)w;
-        }
-        return dd_cli_usage(NAME, "--model: unknown model '%s' (known: %s)", mname, known);
+        dd_model *none = NULL; /* the library's message lists the known models */
+        dd_model_create(mname, NULL, &none);
+        return dd_cli_usage(NAME, "--model: %s", dd_last_error());
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
     dd_cli_log_init(verbosity);

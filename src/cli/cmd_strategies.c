@@ -1,6 +1,5 @@
 /* `distdpd strategies`: the parallel training strategies of the registry (parallel.h),
  * the options that choose each and the options each takes, as text or JSON. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,21 +26,9 @@ static void help(void) {
 }
 
 int dd_cmd_strategies(int argc, char **argv) {
-    enum { O_JSON = 256 };
-    static const struct option longopts[] = {{"json", no_argument, NULL, O_JSON},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    int json = 0, c;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_JSON: json = 1; break;
-        case 'h': help(); return DD_EXIT_OK;
-        default: return dd_cli_getopt_error(NAME, c, argv, longopts);
-        }
-    }
-    if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
+    int json = 0;
+    const int rc = dd_cli_list_args(NAME, argc, argv, help, &json);
+    if (rc >= 0) return rc;
     size_t n = 0;
     const dd_strategy_def *const *reg = dd_strategy_registry(&n);
     cJSON *root = json ? cJSON_CreateObject() : NULL, *arr = root ? cJSON_AddArrayToObject(root, "strategies") : NULL;
@@ -71,12 +58,5 @@ int dd_cmd_strategies(int argc, char **argv) {
                    d->when ? d->when : "", opts);
         }
     }
-    if (json) {
-        char *t = cJSON_Print(root);
-        cJSON_Delete(root);
-        if (!t) return dd_cli_fail(NAME, DD_ERR_NOMEM);
-        printf("%s\n", t);
-        cJSON_free(t);
-    }
-    return DD_EXIT_OK;
+    return json ? dd_cli_print_json(NAME, root) : DD_EXIT_OK;
 }

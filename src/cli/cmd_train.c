@@ -513,14 +513,9 @@ static int resumed_task(const char *run, dd_train_task *task) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", run);
     int found = 0;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        char *txt = NULL;
-        long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-        if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)len + 1)) != NULL)
-            txt[fread(txt, 1, (size_t)len, f)] = '\0';
-        fclose(f);
-        cJSON *j = txt ? cJSON_Parse(txt) : NULL;
+    char *txt = NULL;
+    if (dd_read_text(path, &txt, NULL) == DD_OK) {
+        cJSON *j = cJSON_Parse(txt);
         free(txt);
         const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "config") : NULL;
         const cJSON *t = c ? cJSON_GetObjectItemCaseSensitive(c, "task") : NULL;
@@ -1040,16 +1035,21 @@ static dd_status read_iq(const char *path, dd_cf32 **x, size_t *n, double *fs) {
     }
 }
 
+/* A SigMF recording's name without .sigmf-meta, .sigmf-data or .sigmf. */
+static void sigmf_prefix(const char *path, char *prefix, size_t cap) {
+    snprintf(prefix, cap, "%s", path);
+    size_t l = strlen(prefix);
+    if (ends_with(prefix, ".sigmf-meta") || ends_with(prefix, ".sigmf-data"))
+        prefix[l - 11] = '\0';
+    else if (ends_with(prefix, ".sigmf"))
+        prefix[l - 6] = '\0';
+}
+
 static dd_status write_iq(const char *path, const dd_cf32 *y, size_t n, double fs, const char *desc) {
     switch (iq_kind_of(path)) {
     case IQ_SIGMF: {
         char prefix[4200];
-        snprintf(prefix, sizeof prefix, "%s", path);
-        size_t l = strlen(prefix);
-        if (ends_with(prefix, ".sigmf-meta") || ends_with(prefix, ".sigmf-data"))
-            prefix[l - 11] = '\0';
-        else if (ends_with(prefix, ".sigmf"))
-            prefix[l - 6] = '\0';
+        sigmf_prefix(path, prefix, sizeof prefix);
         if (!(fs > 0)) return dd_error(DD_ERR_ARG, "%s: SigMF output needs the sample rate (give --fs)", path);
         return dd_sigmf_write(prefix, y, n, fs, DD_SIGMF_CF32_LE, desc);
     }
@@ -1079,12 +1079,7 @@ static int iq_files(const char *path, char files[2][4200]) {
         return 1;
     }
     char prefix[4200];
-    snprintf(prefix, sizeof prefix, "%s", path);
-    size_t l = strlen(prefix);
-    if (ends_with(prefix, ".sigmf-meta") || ends_with(prefix, ".sigmf-data"))
-        prefix[l - 11] = '\0';
-    else if (ends_with(prefix, ".sigmf"))
-        prefix[l - 6] = '\0';
+    sigmf_prefix(path, prefix, sizeof prefix);
     snprintf(files[0], sizeof files[0], "%.4180s.sigmf-meta", prefix);
     snprintf(files[1], sizeof files[1], "%.4180s.sigmf-data", prefix);
     return 2;

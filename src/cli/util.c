@@ -346,3 +346,32 @@ void dd_cli_help_strategy_opts(void) {
             printf("%22s(strategies: %s)\n", "", users);
         }
 }
+
+int dd_cli_list_args(const char *cmd, int argc, char **argv, void (*help)(void), int *json) {
+    enum { O_JSON = 256 };
+    static const struct option longopts[] = {{"json", no_argument, NULL, O_JSON},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    int c;
+    *json = 0;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_JSON: *json = 1; break;
+        case 'h': help(); return DD_EXIT_OK;
+        default: return dd_cli_getopt_error(cmd, c, argv, longopts);
+        }
+    }
+    if (optind < argc) return dd_cli_usage(cmd, "unexpected argument '%s'", argv[optind]);
+    return -1;
+}
+
+int dd_cli_print_json(const char *cmd, cJSON *root) {
+    char *t = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!t) return dd_cli_fail(cmd, DD_ERR_NOMEM);
+    printf("%s\n", t);
+    cJSON_free(t);
+    return DD_EXIT_OK;
+}

@@ -333,33 +333,44 @@ dd_status dd_comm_allgather(dd_comm *c, const void *send, size_t bytes, void *re
     return DD_OK;
 }
 
+/* The checks of a variable-size gather (recv needed on every rank, or on root only when
+ * root >= 0) and, for MPI, the counts and displacements as ints (*ic: size counts then
+ * size displacements; caller frees). */
+static dd_status v_args(dd_comm *c, const void *send, const void *recv, const size_t *counts, const size_t *displs,
+                        int root, const char *fn, int **ic) {
+    *ic = NULL;
+    if (!counts || !displs) return dd_error(DD_ERR_ARG, "%s: counts or displs is NULL", fn);
+    for (int r = 0; r < c->size; r++) {
+        if (counts[r] > INT_MAX || displs[r] > INT_MAX)
+            return dd_error(DD_ERR_ARG, "%s: counts[%d] = %zu or displs[%d] = %zu > INT_MAX", fn, r, counts[r], r,
+                            displs[r]);
+        if (counts[r] && !recv && (root < 0 || c->rank == root)) return dd_error(DD_ERR_ARG, "%s: recv is NULL", fn);
+    }
+    if (counts[c->rank] && !send) return dd_error(DD_ERR_ARG, "%s: send is NULL", fn);
+    if (!c->is_mpi) return DD_OK;
+    *ic = malloc(2 * (size_t)c->size * sizeof(int));
+    if (!*ic) return dd_error(DD_ERR_NOMEM, "%s: out of memory", fn);
+    for (int r = 0; r < c->size; r++) {
+        (*ic)[r] = (int)counts[r];
+        (*ic)[c->size + r] = (int)displs[r];
+    }
+    return DD_OK;
+}
+
 dd_status dd_comm_allgatherv(dd_comm *c, const void *send, void *recv, const size_t *counts,
                              const size_t *displs) {
     CHECK_COMM(c, "dd_comm_allgatherv");
-    if (!counts || !displs) return dd_error(DD_ERR_ARG, "dd_comm_allgatherv: counts or displs is NULL");
-    for (int r = 0; r < c->size; r++) {
-        if (counts[r] > INT_MAX || displs[r] > INT_MAX)
-            return dd_error(DD_ERR_ARG, "dd_comm_allgatherv: counts[%d] = %zu or displs[%d] = %zu > INT_MAX",
-                            r, counts[r], r, displs[r]);
-        if (counts[r] && !recv) return dd_error(DD_ERR_ARG, "dd_comm_allgatherv: recv is NULL");
-    }
+    int *ic = NULL;
+    DD_TRY(v_args(c, send, recv, counts, displs, -1, "dd_comm_allgatherv", &ic));
     size_t mine = counts[c->rank];
-    if (mine && !send) return dd_error(DD_ERR_ARG, "dd_comm_allgatherv: send is NULL");
     c->stats.calls++;
     if (!c->is_mpi) {
         if (mine) memmove((char *)recv + displs[0], send, mine);
         return DD_OK;
     }
     dd_status s = DD_OK;
-    int *ic = malloc(2 * (size_t)c->size * sizeof(int));
-    if (!ic) return dd_error(DD_ERR_NOMEM, "dd_comm_allgatherv: out of memory");
-    int *id = ic + c->size;
-    for (int r = 0; r < c->size; r++) {
-        ic[r] = (int)counts[r];
-        id[r] = (int)displs[r];
-    }
     double t0 = MPI_Wtime();
-    int rc = MPI_Allgatherv(send, (int)mine, MPI_BYTE, recv, ic, id, MPI_BYTE, c->mc);
+    int rc = MPI_Allgatherv(send, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, c->mc);
     c->stats.seconds += MPI_Wtime() - t0;
     c->stats.bytes_sent += mine;
     if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Allgatherv");
@@ -371,30 +382,17 @@ dd_status dd_comm_gatherv(dd_comm *c, const void *send, void *recv, const size_t
                           int root) {
     CHECK_COMM(c, "dd_comm_gatherv");
     if (root < 0 || root >= c->size) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: root %d of %d ranks", root, c->size);
-    if (!counts || !displs) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: counts or displs is NULL");
-    for (int r = 0; r < c->size; r++) {
-        if (counts[r] > INT_MAX || displs[r] > INT_MAX)
-            return dd_error(DD_ERR_ARG, "dd_comm_gatherv: counts[%d] = %zu or displs[%d] = %zu > INT_MAX", r,
-                            counts[r], r, displs[r]);
-        if (counts[r] && !recv && c->rank == root) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: recv is NULL");
-    }
+    int *ic = NULL;
+    DD_TRY(v_args(c, send, recv, counts, displs, root, "dd_comm_gatherv", &ic));
     size_t mine = counts[c->rank];
-    if (mine && !send) return dd_error(DD_ERR_ARG, "dd_comm_gatherv: send is NULL");
     c->stats.calls++;
     if (!c->is_mpi) {
         if (mine) memmove((char *)recv + displs[0], send, mine);
         return DD_OK;
     }
     dd_status s = DD_OK;
-    int *ic = malloc(2 * (size_t)c->size * sizeof(int));
-    if (!ic) return dd_error(DD_ERR_NOMEM, "dd_comm_gatherv: out of memory");
-    int *id = ic + c->size;
-    for (int r = 0; r < c->size; r++) {
-        ic[r] = (int)counts[r];
-        id[r] = (int)displs[r];
-    }
     double t0 = MPI_Wtime();
-    int rc = MPI_Gatherv(send, (int)mine, MPI_BYTE, recv, ic, id, MPI_BYTE, root, c->mc);
+    int rc = MPI_Gatherv(send, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, root, c->mc);
     c->stats.seconds += MPI_Wtime() - t0;
     if (c->rank != root) c->stats.bytes_sent += mine;
     if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Gatherv");

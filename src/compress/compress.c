@@ -101,31 +101,11 @@ dd_status dd_compress_cfg_check(const dd_compress_cfg *c) {
     return DD_OK;
 }
 
-/* 1 when s is a decimal number ([+-], digits with at most one '.', an optional exponent
- * e[+-]digits): strtod alone also reads hexadecimal (0x10 = 16), inf and nan. */
-static int is_decimal(const char *s) {
-    if (*s == '+' || *s == '-') s++;
-    int digits = 0;
-    while (*s >= '0' && *s <= '9') s++, digits++;
-    if (*s == '.') {
-        s++;
-        while (*s >= '0' && *s <= '9') s++, digits++;
-    }
-    if (!digits) return 0;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-') s++;
-        if (!(*s >= '0' && *s <= '9')) return 0;
-        while (*s >= '0' && *s <= '9') s++;
-    }
-    return *s == '\0';
-}
-
 static dd_status parse_num(const char *spec, const char *key, const char *val, double lo, double hi, double *out) {
     char *end = NULL;
     errno = 0;
     double v = strtod(val, &end);
-    if (!is_decimal(val) || *end || errno || !isfinite(v))
+    if (!dd_is_decimal(val) || *end || errno || !isfinite(v))
         return dd_error(DD_ERR_ARG, "--compress '%s': %s = '%s' is not a number", spec, key, val);
     if (v < lo || v > hi)
         return dd_error(DD_ERR_ARG, "--compress '%s': %s = %s is out of range [%g, %g]", spec, key, val, lo, hi);

@@ -2,6 +2,7 @@
  * logging, CRC32C and the monotonic clock. */
 #include "distdpd/core.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -184,15 +185,8 @@ double dd_now(void) {
 
 double dd_db10(double x) { return x > 0.0 ? fmax(10.0 * log10(x), -400.0) : -400.0; }
 
-static int blank_tail(const char *s) {
-    for (; *s; s++)
-        if (*s != ' ' && *s != '\t') return 0;
-    return 1;
-}
-
-/* 1 when s is a decimal number (see dd_parse_number). */
-static int is_decimal_number(const char *s) {
-    while (*s == ' ' || *s == '\t') s++;
+int dd_is_decimal(const char *s) {
+    if (!s) return 0;
     if (*s == '+' || *s == '-') s++;
     int digits = 0;
     while (*s >= '0' && *s <= '9') s++, digits++;
@@ -207,16 +201,62 @@ static int is_decimal_number(const char *s) {
         if (!(*s >= '0' && *s <= '9')) return 0;
         while (*s >= '0' && *s <= '9') s++;
     }
-    return blank_tail(s);
+    return *s == '\0';
 }
 
 dd_status dd_parse_number(const char *what, const char *val, double lo, double hi, int whole, double *out) {
     if (!what || !val || !out) return dd_error(DD_ERR_ARG, "dd_parse_number: NULL argument");
+    /* the number between optional blanks */
+    char buf[128];
+    const char *p = val;
+    while (*p == ' ' || *p == '\t') p++;
+    size_t n = strlen(p);
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+    int ok = n < sizeof buf;
+    if (ok) {
+        memcpy(buf, p, n);
+        buf[n] = '\0';
+        ok = dd_is_decimal(buf);
+    }
     char *end;
-    double v = strtod(val, &end);
-    if (!is_decimal_number(val) || end == val || !blank_tail(end) || (whole && isfinite(v) && v != floor(v)))
+    double v = ok ? strtod(buf, &end) : NAN;
+    if (!ok || (whole && isfinite(v) && v != floor(v)))
         return dd_error(DD_ERR_ARG, "%s: expected %s, got '%s'", what, whole ? "an integer" : "a number", val);
     if (!isfinite(v) || v < lo || v > hi) return dd_error(DD_ERR_ARG, "%s: must be in [%g, %g], got '%s'", what, lo, hi, val);
     *out = v;
+    return DD_OK;
+}
+
+dd_status dd_read_text(const char *path, char **text, size_t *len) {
+    *text = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 16384, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 4097 > cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, 4096, f);
+        n += r;
+        if (r < 4096) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf) return dd_error(DD_ERR_NOMEM, "%s: out of memory reading the file", path);
+    if (err) {
+        free(buf);
+        return dd_error(DD_ERR_IO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *text = buf;
+    if (len) *len = n;
     return DD_OK;
 }

@@ -120,10 +120,19 @@ dd_status dd_model_add_stage(dd_model *m, const dd_stage_ops *ops, const char *n
 /* Shared stage kinds (stages.c); ref points at the layer in m->impl:
  *   dd_stage_dense  a dd_dense_layer, linear (in_dim -> out_dim)
  *   dd_stage_gru    a dd_gru_layer (input_size -> hidden_size), recurrent (streams)
- *   dd_stage_lstm   a dd_lstm_layer, recurrent (streams) */
+ *   dd_stage_lstm   a dd_lstm_layer, recurrent (streams)
+ *   dd_stage_skip_head  a dd_conv1d_layer 1x1 C -> 2, plus the model input x0 (the
+ *                   output head of resnet and tcn) */
 extern const dd_stage_ops dd_stage_dense;
 extern const dd_stage_ops dd_stage_gru;
 extern const dd_stage_ops dd_stage_lstm;
+extern const dd_stage_ops dd_stage_skip_head;
+/* A convolution layer's forward / backward (adding into the gradients of sp, when kept)
+ * with the stage's parameters. */
+void dd_stage_conv_fwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *out, const float *in, int B,
+                       int T);
+void dd_stage_conv_bwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *din, const float *dout,
+                       const float *in, int B, int T);
 
 /* ---- workspace carving: one layout function serves both sizing and pointer setup ---- */
 

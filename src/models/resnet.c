@@ -57,17 +57,6 @@ static void res_destroy(dd_model *m) {
     g->conv = g->proj = NULL;
 }
 
-static void conv_fwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *out, const float *in, int B, int T) {
-    dd_conv1d_forward(out, in, DD_SP(sp, l->w), DD_SP(sp, l->b), B, T, l->c_in, l->c_out, l->kernel, l->dilation,
-                      l->groups);
-}
-
-static void conv_bwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *din, const float *dout,
-                     const float *in, int B, int T) {
-    dd_conv1d_backward(din, DD_SG(sp, l->w), DD_SG(sp, l->b), dout, in, DD_SP(sp, l->w), B, T, l->c_in, l->c_out,
-                       l->kernel, l->dilation, l->groups);
-}
-
 static size_t nc(const res_impl *g, int B, int T) { return ((size_t)B * (size_t)T * (size_t)g->C + 15) / 16 * 16; }
 static size_t nf(int B, int T) { return ((size_t)B * (size_t)T * NF + 15) / 16 * 16; }
 
@@ -83,7 +72,7 @@ static void stem_forward(const dd_model *m, const dd_stage_def *st, const dd_sta
     (void)st, (void)x0, (void)scratch;
     const res_impl *g = m->impl;
     dd_iqfeat_forward(saved, in, (size_t)B * (size_t)T);
-    conv_fwd(&g->stem, sp, out, saved, B, T);
+    dd_stage_conv_fwd(&g->stem, sp, out, saved, B, T);
 }
 
 static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
@@ -94,10 +83,10 @@ static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_st
     const size_t BT = (size_t)B * (size_t)T;
     if (din) {
         memset(scratch, 0, BT * NF * sizeof(float));
-        conv_bwd(&g->stem, sp, scratch, dout, saved, B, T);
+        dd_stage_conv_bwd(&g->stem, sp, scratch, dout, saved, B, T);
         dd_iqfeat_backward(din, scratch, in, BT);
     } else {
-        conv_bwd(&g->stem, sp, NULL, dout, saved, B, T);
+        dd_stage_conv_bwd(&g->stem, sp, NULL, dout, saved, B, T);
     }
 }
 
@@ -133,9 +122,9 @@ static void block_forward(const dd_model *m, const dd_stage_def *st, const dd_st
     (void)x0, (void)scratch;
     const res_impl *g = m->impl;
     const size_t n = (size_t)B * (size_t)T * (size_t)g->C;
-    conv_fwd(&g->conv[st->arg], sp, saved, in, B, T);
+    dd_stage_conv_fwd(&g->conv[st->arg], sp, saved, in, B, T);
     dd_act_forward(DD_ACT_TANH, saved, saved, n);
-    conv_fwd(&g->proj[st->arg], sp, out, saved, B, T);
+    dd_stage_conv_fwd(&g->proj[st->arg], sp, out, saved, B, T);
     dd_add_forward(out, in, out, n);
 }
 
@@ -149,10 +138,10 @@ static void block_backward(const dd_model *m, const dd_stage_def *st, const dd_s
     /* the identity path passes dout to din; the block adds its part */
     if (din) dd_add_backward(din, NULL, dout, n);
     memset(dz, 0, n * sizeof(float));
-    conv_bwd(&g->proj[st->arg], sp, dz, dout, saved, B, T);
+    dd_stage_conv_bwd(&g->proj[st->arg], sp, dz, dout, saved, B, T);
     memset(da, 0, n * sizeof(float));
     dd_act_backward(DD_ACT_TANH, da, dz, NULL, saved, n);
-    conv_bwd(&g->conv[st->arg], sp, din, da, in, B, T);
+    dd_stage_conv_bwd(&g->conv[st->arg], sp, din, da, in, B, T);
 }
 
 static double block_flops(const dd_model *m, const dd_stage_def *st, int backward) {
@@ -169,41 +158,6 @@ static const dd_stage_ops block_stage = {
     .forward = block_forward,
     .backward = block_backward,
     .flops = block_flops,
-};
-
-/* ---- stage "head": y = Conv1x1_{C->2}(h_L) + b + x ---- */
-
-static size_t head_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
-    (void)m, (void)st, (void)B, (void)T;
-    return 0;
-}
-
-static void head_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
-                         const float *x0, float *out, int B, int T, float *saved, float *scratch) {
-    (void)st, (void)saved, (void)scratch;
-    conv_fwd(&((const res_impl *)m->impl)->head, sp, out, in, B, T);
-    dd_add_forward(out, out, x0, 2 * (size_t)B * (size_t)T);
-}
-
-static void head_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
-                          const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
-                          float *scratch) {
-    (void)st, (void)x0, (void)saved, (void)scratch;
-    conv_bwd(&((const res_impl *)m->impl)->head, sp, din, dout, in, B, T);
-    if (dx0) dd_add_backward(dx0, NULL, dout, 2 * (size_t)B * (size_t)T);
-}
-
-static double head_flops(const dd_model *m, const dd_stage_def *st, int backward) {
-    (void)st;
-    double f = DD_MAC * 2 * (double)((const res_impl *)m->impl)->C;
-    return backward ? 2 * f : f;
-}
-
-static const dd_stage_ops head_stage = {
-    .saved = head_saved,
-    .forward = head_forward,
-    .backward = head_backward,
-    .flops = head_flops,
 };
 
 static const dd_model_ops res_ops = {.init = res_init, .destroy = res_destroy};
@@ -228,7 +182,7 @@ static dd_status res_build(dd_model *m) {
         DD_TRY(dd_model_add_stage(m, &block_stage, name, i, NULL, g->C, g->C));
     }
     DD_TRY(dd_conv1d_layer_add(&m->table, "head", g->C, 2, 1, 1, 1, 1, &g->head));
-    DD_TRY(dd_model_add_stage(m, &head_stage, "head", 0, NULL, g->C, 2));
+    DD_TRY(dd_model_add_stage(m, &dd_stage_skip_head, "head", 0, &g->head, g->C, 2));
     m->history = (long)g->L * (g->K - 1);
     return DD_OK;
 }

@@ -1,6 +1,7 @@
-/* Stage kinds shared by several models (model_impl.h): a dense layer, a GRU layer and an
- * LSTM layer as stages of their own, each pointing at its layer struct in the model's
- * impl (dd_stage_def.ref). A model made of these needs no stage code of its own. */
+/* Stage kinds shared by several models (model_impl.h): a dense layer, a GRU layer, an
+ * LSTM layer and a 1x1-convolution head with the input added back, as stages of their
+ * own, each pointing at its layer struct in the model's impl (dd_stage_def.ref). A model
+ * made of these needs no stage code of its own. */
 #include <string.h>
 
 #include "models/model_impl.h"
@@ -178,4 +179,54 @@ const dd_stage_ops dd_stage_lstm = {
     .flops = lstm_flops,
     .state_size = lstm_state,
     .forward_state = lstm_forward_state,
+};
+
+/* ---- convolutions of a stage's parameters ---- */
+
+void dd_stage_conv_fwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *out, const float *in, int B,
+                       int T) {
+    dd_conv1d_forward(out, in, DD_SP(sp, l->w), l->bias ? DD_SP(sp, l->b) : NULL, B, T, l->c_in, l->c_out, l->kernel,
+                      l->dilation, l->groups);
+}
+
+void dd_stage_conv_bwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *din, const float *dout,
+                       const float *in, int B, int T) {
+    dd_conv1d_backward(din, DD_SG(sp, l->w), l->bias ? DD_SG(sp, l->b) : NULL, dout, in, DD_SP(sp, l->w), B, T,
+                       l->c_in, l->c_out, l->kernel, l->dilation, l->groups);
+}
+
+/* ---- skip head: y = Conv1x1_{C->2}(in) + x0 (the model input added back) ---- */
+
+static size_t skip_head_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)m, (void)st, (void)B, (void)T;
+    return 0;
+}
+
+static void skip_head_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                              const float *x0, float *out, int B, int T, float *saved, float *scratch) {
+    (void)m, (void)saved, (void)scratch;
+    dd_stage_conv_fwd(st->ref, sp, out, in, B, T);
+    dd_add_forward(out, out, x0, 2 * (size_t)B * (size_t)T);
+}
+
+static void skip_head_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                               const float *x0, const float *dout, float *din, float *dx0, int B, int T,
+                               float *saved, float *scratch) {
+    (void)m, (void)x0, (void)saved, (void)scratch;
+    dd_stage_conv_bwd(st->ref, sp, din, dout, in, B, T);
+    if (dx0) dd_add_backward(dx0, NULL, dout, 2 * (size_t)B * (size_t)T);
+}
+
+static double skip_head_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)m;
+    const dd_conv1d_layer *l = st->ref;
+    double f = DD_MAC * 2 * (double)l->c_in;
+    return backward ? 2 * f : f;
+}
+
+const dd_stage_ops dd_stage_skip_head = {
+    .saved = skip_head_saved,
+    .forward = skip_head_forward,
+    .backward = skip_head_backward,
+    .flops = skip_head_flops,
 };

@@ -58,17 +58,6 @@ static void tcn_destroy(dd_model *m) {
     g->dw = NULL;
 }
 
-static void conv_fwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *out, const float *in, int B, int T) {
-    dd_conv1d_forward(out, in, DD_SP(sp, l->w), l->bias ? DD_SP(sp, l->b) : NULL, B, T, l->c_in, l->c_out, l->kernel,
-                      l->dilation, l->groups);
-}
-
-static void conv_bwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *din, const float *dout,
-                     const float *in, int B, int T) {
-    dd_conv1d_backward(din, DD_SG(sp, l->w), l->bias ? DD_SG(sp, l->b) : NULL, dout, in, DD_SP(sp, l->w), B, T,
-                       l->c_in, l->c_out, l->kernel, l->dilation, l->groups);
-}
-
 /* The size of an activation (BT, C) and of the features (BT, 6), 64-byte rounded. */
 static size_t nc(const tcn_impl *g, int B, int T) { return ((size_t)B * (size_t)T * (size_t)g->C + 15) / 16 * 16; }
 static size_t nf(int B, int T) { return ((size_t)B * (size_t)T * NF + 15) / 16 * 16; }
@@ -87,7 +76,7 @@ static void stem_forward(const dd_model *m, const dd_stage_def *st, const dd_sta
     const size_t BT = (size_t)B * (size_t)T;
     float *feat = saved, *a = saved + nf(B, T);
     dd_iqfeat_forward(feat, in, BT);
-    conv_fwd(&g->in, sp, a, feat, B, T);
+    dd_stage_conv_fwd(&g->in, sp, a, feat, B, T);
     dd_act_forward(DD_ACT_HARDSWISH, out, a, BT * (size_t)g->C);
 }
 
@@ -101,7 +90,7 @@ static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_st
     memset(da, 0, n * sizeof(float));
     dd_act_backward(DD_ACT_HARDSWISH, da, dout, a, NULL, n);
     if (dfeat) memset(dfeat, 0, BT * NF * sizeof(float));
-    conv_bwd(&g->in, sp, dfeat, da, feat, B, T);
+    dd_stage_conv_bwd(&g->in, sp, dfeat, da, feat, B, T);
     if (din) dd_iqfeat_backward(din, dfeat, in, BT);
 }
 
@@ -137,7 +126,7 @@ static void layer_forward(const dd_model *m, const dd_stage_def *st, const dd_st
     (void)x0, (void)scratch;
     const tcn_impl *g = m->impl;
     const size_t n = (size_t)B * (size_t)T * (size_t)g->C;
-    conv_fwd(&g->dw[st->arg], sp, saved, in, B, T);
+    dd_stage_conv_fwd(&g->dw[st->arg], sp, saved, in, B, T);
     dd_act_forward(DD_ACT_HARDSWISH, out, saved, n);
     if (g->residual) dd_add_forward(out, out, in, n);
 }
@@ -152,7 +141,7 @@ static void layer_backward(const dd_model *m, const dd_stage_def *st, const dd_s
     if (g->residual && din) dd_add_backward(din, NULL, dout, n);
     memset(scratch, 0, n * sizeof(float));
     dd_act_backward(DD_ACT_HARDSWISH, scratch, dout, saved, NULL, n);
-    conv_bwd(&g->dw[st->arg], sp, din, scratch, in, B, T);
+    dd_stage_conv_bwd(&g->dw[st->arg], sp, din, scratch, in, B, T);
 }
 
 static double layer_flops(const dd_model *m, const dd_stage_def *st, int backward) {
@@ -168,43 +157,6 @@ static const dd_stage_ops layer_stage = {
     .forward = layer_forward,
     .backward = layer_backward,
     .flops = layer_flops,
-};
-
-/* ---- stage "head": y = Conv1x1_{C->2}(z_L) + x ---- */
-
-static size_t head_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
-    (void)m, (void)st, (void)B, (void)T;
-    return 0;
-}
-
-static void head_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
-                         const float *x0, float *out, int B, int T, float *saved, float *scratch) {
-    (void)st, (void)saved, (void)scratch;
-    const tcn_impl *g = m->impl;
-    conv_fwd(&g->out, sp, out, in, B, T);
-    dd_add_forward(out, out, x0, 2 * (size_t)B * (size_t)T);
-}
-
-static void head_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
-                          const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
-                          float *scratch) {
-    (void)st, (void)x0, (void)saved, (void)scratch;
-    const tcn_impl *g = m->impl;
-    conv_bwd(&g->out, sp, din, dout, in, B, T);
-    if (dx0) dd_add_backward(dx0, NULL, dout, 2 * (size_t)B * (size_t)T);
-}
-
-static double head_flops(const dd_model *m, const dd_stage_def *st, int backward) {
-    (void)st;
-    double f = DD_MAC * 2 * (double)((const tcn_impl *)m->impl)->C;
-    return backward ? 2 * f : f;
-}
-
-static const dd_stage_ops head_stage = {
-    .saved = head_saved,
-    .forward = head_forward,
-    .backward = head_backward,
-    .flops = head_flops,
 };
 
 static const dd_model_ops tcn_ops = {.init = tcn_init, .destroy = tcn_destroy};
@@ -230,7 +182,7 @@ static dd_status tcn_build(dd_model *m) {
     }
     snprintf(name, sizeof name, "network.%d", 2 * (g->L + 1));
     DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, 2, 1, 1, 1, 0, &g->out));
-    DD_TRY(dd_model_add_stage(m, &head_stage, "head", 0, NULL, g->C, 2));
+    DD_TRY(dd_model_add_stage(m, &dd_stage_skip_head, "head", 0, &g->out, g->C, 2));
     m->history = hist;
     return DD_OK;
 }

@@ -1054,15 +1054,8 @@ static dd_status dp_resume_args(dd_strategy_args *a) {
     dd_error_clear(); /* a missing or bad checkpoint is the trainer's to report */
     if (!found) {
         snprintf(path, sizeof path, "%s/parallel.json", a->resume);
-        FILE *f = fopen(path, "rb");
-        char *txt = NULL;
-        if (f) {
-            /* the whole file: its "hosts" list grows with the ranks */
-            long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-            if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (txt = malloc((size_t)len + 1)) != NULL)
-                txt[fread(txt, 1, (size_t)len, f)] = '\0';
-            fclose(f);
-        }
+        char *txt = NULL; /* the whole file: its "hosts" list grows with the ranks */
+        if (dd_read_text(path, &txt, NULL) != DD_OK) dd_error_clear();
         cJSON *j = txt ? cJSON_Parse(txt) : NULL;
         free(txt);
         const cJSON *c = j ? cJSON_GetObjectItemCaseSensitive(j, "compress") : NULL;

@@ -23,39 +23,6 @@
 
 /* ---------------------------------------------------------------- small file helpers */
 
-dd_status dd_train_read_text(const char *path, char **text, size_t *len) {
-    *text = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 16384, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 4097 > cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, 4096, f);
-        n += r;
-        if (r < 4096) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf) return dd_error(DD_ERR_NOMEM, "%s: out of memory reading the file", path);
-    if (err) {
-        free(buf);
-        return dd_error(DD_ERR_IO, "%s: read error", path);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    if (len) *len = n;
-    return DD_OK;
-}
 
 dd_status dd_train_write_text(const char *path, const char *text, size_t len) {
     char tmp[DD_TRAIN_PATH_MAX + 64];
@@ -970,7 +937,7 @@ static dd_status read_config_json(const char *out, cJSON **cj) {
     char cpath[DD_TRAIN_PATH_MAX + 32], *txt = NULL;
     DD_TRY(join(cpath, sizeof cpath, out, "config.json"));
     if (!file_exists(cpath)) return DD_OK;
-    DD_TRY(dd_train_read_text(cpath, &txt, NULL));
+    DD_TRY(dd_read_text(cpath, &txt, NULL));
     *cj = cJSON_Parse(txt);
     free(txt);
     if (!*cj || !cJSON_IsObject(*cj)) {

@@ -155,7 +155,7 @@ static dd_status jcarr(const cJSON *o, const char *path, const char *k, dd_cf64 
 
 static dd_status parse_json_file(const char *path, cJSON **root) {
     char *txt = NULL;
-    DD_TRY(dd_train_read_text(path, &txt, NULL));
+    DD_TRY(dd_read_text(path, &txt, NULL));
     *root = cJSON_Parse(txt);
     free(txt);
     if (!*root) return dd_error(DD_ERR_FORMAT, "%s: invalid JSON", path);

@@ -138,8 +138,6 @@ void dd_train_data_id(const dd_dataset *ds, uint64_t id[DD_DATA_ID_N]);
 void dd_spec_pack(const dd_spec *s, double v[9]);
 void dd_spec_unpack(const double v[9], dd_spec *s);
 
-/* Reads a whole text file into a new NUL-terminated buffer (caller free()s). */
-dd_status dd_train_read_text(const char *path, char **text, size_t *len);
 /* Writes text atomically (tmp, fsync, rename). */
 dd_status dd_train_write_text(const char *path, const char *text, size_t len);
 
