@@ -368,6 +368,63 @@ static void test_split_p2p(dd_comm *c) {
     CHECK(in == 100 + left, "recv got %d from %d", in, left);
 }
 
+/* Non-blocking point-to-point: a ring exchange of rank-valued buffers posted receive
+ * first and send first in turn (both must complete), several messages in flight with
+ * distinct tags, a size mismatch named on completion, and a receive nobody answers: the
+ * timed wait says so naming what it waited for, and the receive is cancelled cleanly. */
+static void test_nonblocking_p2p(dd_comm *c) {
+    int p = dd_comm_size(c), r = dd_comm_rank(c);
+    if (p < 2) return;
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    enum { K = 3, N = 1000 };
+    float out[K][N], in[K][N];
+    dd_comm_req *rr[K], *sr[K];
+    for (int k = 0; k < K; k++)
+        for (int i = 0; i < N; i++) out[k][i] = (float)(1000 * r + 10 * k + i % 7);
+    for (int k = 0; k < K; k++) {
+        if (k % 2 == 0) {
+            CHECK_OK(dd_comm_irecv(c, in[k], sizeof in[k], left, 100 + k, &rr[k]));
+            CHECK_OK(dd_comm_isend(c, out[k], sizeof out[k], right, 100 + k, &sr[k]));
+        } else {
+            CHECK_OK(dd_comm_isend(c, out[k], sizeof out[k], right, 100 + k, &sr[k]));
+            CHECK_OK(dd_comm_irecv(c, in[k], sizeof in[k], left, 100 + k, &rr[k]));
+        }
+    }
+    for (int k = K - 1; k >= 0; k--) { /* completed in another order than posted */
+        CHECK_OK(dd_comm_wait_timeout(&rr[k], 30.0, "a ring message"));
+        CHECK_OK(dd_comm_wait_timeout(&sr[k], 30.0, "a ring send"));
+        CHECK(rr[k] == NULL && sr[k] == NULL, "requests freed");
+        int bad = 0;
+        for (int i = 0; i < N; i++) bad += in[k][i] != (float)(1000 * left + 10 * k + i % 7);
+        CHECK(bad == 0, "message %d from rank %d: %d wrong floats", k, left, bad);
+    }
+    /* a message of another size: the receive says so on completion */
+    double big[4] = {1, 2, 3, 4}, small[2];
+    dd_comm_req *q = NULL;
+    if (r == 0) CHECK_OK(dd_comm_send(c, big, sizeof big, 1, 120));
+    if (r == 1) {
+        CHECK_OK(dd_comm_irecv(c, small, sizeof small, 0, 120, &q));
+        dd_status st = dd_comm_wait_timeout(&q, 30.0, "the big message");
+        CHECK(st == DD_ERR_COMM, "size mismatch: %s", dd_status_str(st));
+        dd_comm_req_cancel(&q);
+    }
+    /* nobody sends tag 121: the wait times out naming it, the receive is cancelled */
+    if (r == 0) {
+        double t0 = dd_comm_wtime();
+        CHECK_OK(dd_comm_irecv(c, small, sizeof small, 1, 121, &q));
+        dd_status st = dd_comm_wait_timeout(&q, 0.2, "the gradient of micro-batch 7 from rank 1 (step 3)");
+        CHECK(st == DD_ERR_TIMEOUT && strstr(dd_last_error(), "the gradient of micro-batch 7 from rank 1 (step 3)") &&
+                  strstr(dd_last_error(), "no answer"),
+              "timeout: %s: %s", dd_status_str(st), dd_last_error());
+        CHECK(q != NULL && dd_comm_wtime() - t0 < 10.0, "the request stays pending; waited %.2f s", dd_comm_wtime() - t0);
+        dd_comm_req_cancel(&q);
+        CHECK(q == NULL, "cancelled");
+    }
+    CHECK_ERR(dd_comm_isend(c, out[0], sizeof out[0], r, 5, &q), DD_ERR_ARG, "peer");
+    CHECK_ERR(dd_comm_irecv(c, in[0], sizeof in[0], left, -1, &q), DD_ERR_ARG, "tag");
+    CHECK_OK(dd_comm_barrier(c));
+}
+
 static void test_stats(dd_comm *c) {
     int p = dd_comm_size(c), r = dd_comm_rank(c);
     size_t n = 1001;
@@ -444,6 +501,7 @@ int main(int argc, char **argv) {
     test_plain_collectives(w);
     test_nonblocking_gather_scatter(w);
     test_split_p2p(w);
+    test_nonblocking_p2p(w);
     test_stats(w);
     test_errors(w);
 

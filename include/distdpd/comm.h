@@ -201,12 +201,33 @@ dd_status dd_comm_iallgatherv(dd_comm *c, const void *send, void *recv, const si
 dd_status dd_comm_ireduce_scatter(dd_comm *c, const float *send, float *recv, const size_t *counts,
                                   dd_comm_req **req);
 
+/* Non-blocking point-to-point (MPI_Isend / MPI_Irecv; arguments as dd_comm_send/recv):
+ * posts the message and returns at once with *req; buf must stay untouched until the
+ * request completes (dd_comm_test, dd_comm_wait, dd_comm_wait_timeout). A receive whose
+ * message has another size fails on completion (DD_ERR_COMM naming the peer and both
+ * sizes). For pipeline stages: activations and their gradients overlap compute. */
+dd_status dd_comm_isend(dd_comm *c, const void *buf, size_t bytes, int peer, int tag, dd_comm_req **req);
+dd_status dd_comm_irecv(dd_comm *c, void *buf, size_t bytes, int peer, int tag, dd_comm_req **req);
+
 /* Advances req as far as it can without blocking; *done = 1 once the result is in buf.
  * After an error the request is dead: free it with dd_comm_req_free(). */
 dd_status dd_comm_test(dd_comm_req *req, int *done);
 
 /* Blocks until *req completes, frees it and sets *req = NULL (also on error). */
 dd_status dd_comm_wait(dd_comm_req **req);
+
+/* dd_comm_wait with a limit: tests *req (giving the core away between tests) until it
+ * completes (then frees it and sets *req = NULL, like dd_comm_wait) or timeout_s seconds
+ * have passed (timeout_s <= 0: no limit): DD_ERR_TIMEOUT "waited S s for WHAT: no
+ * answer", where what (e.g. "the activation of micro-batch 3 from rank 1 (step 12)")
+ * names the peer and the step; the request then stays pending (wait again or free it). */
+dd_status dd_comm_wait_timeout(dd_comm_req **req, double timeout_s, const char *what);
+
+/* Gives up a request after an error or a timeout, without waiting for a peer: an
+ * unfinished point-to-point receive is cancelled, an unfinished send released to MPI
+ * (its buffer must then stay valid until the process ends or MPI is finalized); other
+ * requests as dd_comm_req_free. Sets *req = NULL. */
+void dd_comm_req_cancel(dd_comm_req **req);
 
 /* Frees a request; an unfinished one is first waited for (errors ignored), since MPI
  * may still write into its buffer. Sets *req = NULL; NULL is a no-op. */

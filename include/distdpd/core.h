@@ -40,7 +40,8 @@ typedef enum {
     DD_ERR_NUMERIC = -8,     /* numerical failure: singular system, divergence */
     DD_ERR_COMM = -9,        /* communication (MPI) failure */
     DD_ERR_CORRUPT = -10,    /* checksum mismatch or truncated file */
-    DD_ERR_INTERNAL = -11    /* a bug: an invariant did not hold */
+    DD_ERR_INTERNAL = -11,   /* a bug: an invariant did not hold */
+    DD_ERR_TIMEOUT = -12     /* a wait ran out of time (a peer that does not answer) */
 } dd_status;
 
 /* Short constant name of a status, e.g. "DD_ERR_FORMAT". Never NULL. */

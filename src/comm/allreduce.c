@@ -14,6 +14,7 @@
  * Also: dd_comm_reduce_scatter (ring reduce-scatter phase only), the non-blocking
  * MPI_Iallgatherv / MPI_Ireduce_scatter requests. */
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,11 @@ struct dd_comm_req {
     void *scratch;     /* receive buffer for reduce steps */
     int scratch_owned; /* 1: allocated for this request; 0: borrowed from c */
     int tag;           /* this call's tag */
-    int coll;          /* 1: an MPI non-blocking collective in rq[0] */
+    int coll;          /* 1: an MPI non-blocking collective (or point-to-point) in rq[0] */
+    int p2p;           /* a point-to-point request (dd_comm_isend / dd_comm_irecv) */
+    int p2p_recv;      /* a point-to-point receive: its size is checked on completion */
+    int peer;          /* point-to-point: the peer rank */
+    size_t bytes;      /* point-to-point: the message size */
     int *iarr;         /* count/displacement arrays of that collective (owned; MPI reads
                           them until it completes) */
     int done;          /* result is in buf */
@@ -163,13 +168,22 @@ static dd_status req_progress(dd_comm_req *q, int blocking) {
     if (q->done) return DD_OK;
     if (q->coll) {
         int flag = 0, rc;
+        MPI_Status ms;
         if (blocking) {
-            rc = MPI_Wait(&q->rq[0], MPI_STATUS_IGNORE);
+            rc = MPI_Wait(&q->rq[0], &ms);
             flag = 1;
         } else {
-            rc = MPI_Test(&q->rq[0], &flag, MPI_STATUS_IGNORE);
+            rc = MPI_Test(&q->rq[0], &flag, &ms);
         }
         if (rc != MPI_SUCCESS) return req_fail(q, rc, blocking ? "MPI_Wait (non-blocking collective)" : "MPI_Test (non-blocking collective)");
+        if (flag && q->p2p_recv) {
+            int got = 0;
+            MPI_Get_count(&ms, MPI_BYTE, &got);
+            if ((size_t)got != q->bytes) {
+                q->failed = 1;
+                return dd_error(DD_ERR_COMM, "receive from rank %d: expected %zu bytes, got %d", q->peer, q->bytes, got);
+            }
+        }
         if (flag) q->done = 1;
         return DD_OK;
     }
@@ -410,6 +424,72 @@ dd_status dd_comm_wait(dd_comm_req **req) {
     req_release(q);
     *req = NULL;
     return s;
+}
+
+/* A point-to-point request (MPI_Isend / MPI_Irecv in rq[0]). */
+static dd_status p2p_req(dd_comm *c, void *buf, size_t bytes, int peer, int tag, int recv, dd_comm_req **req) {
+    const char *fn = recv ? "dd_comm_irecv" : "dd_comm_isend";
+    if (!req) return dd_error(DD_ERR_ARG, "%s: req is NULL", fn);
+    *req = NULL;
+    DD_TRY(dd_comm_p2p_check(c, buf, bytes, peer, tag, fn));
+    double t0 = dd_comm_wtime();
+    DD_TRY(coll_req(c, req));
+    dd_comm_req *q = *req;
+    q->p2p = 1;
+    q->p2p_recv = recv;
+    q->peer = peer;
+    q->bytes = bytes;
+    c->stats.calls++;
+    int rc = recv ? MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, c->mc, &q->rq[0])
+                  : MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, c->mc, &q->rq[0]);
+    c->stats.seconds += dd_comm_wtime() - t0;
+    if (rc != MPI_SUCCESS) {
+        dd_comm_req_free(req);
+        return dd_comm_mpi_error(rc, recv ? "MPI_Irecv" : "MPI_Isend");
+    }
+    if (!recv) c->stats.bytes_sent += bytes;
+    return DD_OK;
+}
+
+dd_status dd_comm_isend(dd_comm *c, const void *buf, size_t bytes, int peer, int tag, dd_comm_req **req) {
+    return p2p_req(c, (void *)buf, bytes, peer, tag, 0, req);
+}
+
+dd_status dd_comm_irecv(dd_comm *c, void *buf, size_t bytes, int peer, int tag, dd_comm_req **req) {
+    return p2p_req(c, buf, bytes, peer, tag, 1, req);
+}
+
+dd_status dd_comm_wait_timeout(dd_comm_req **req, double timeout_s, const char *what) {
+    if (!req) return dd_error(DD_ERR_ARG, "dd_comm_wait_timeout: req is NULL");
+    if (!*req) return DD_OK;
+    const double t0 = dd_comm_wtime();
+    int done = 0;
+    for (long spins = 0;; spins++) {
+        dd_status s = dd_comm_test(*req, &done);
+        if (s != DD_OK || done) {
+            dd_comm_req_free(req);
+            return s;
+        }
+        const double waited = dd_comm_wtime() - t0;
+        if (timeout_s > 0 && waited > timeout_s)
+            return dd_error(DD_ERR_TIMEOUT, "waited %.1f s for %s: no answer", waited, what ? what : "a message");
+        if (spins > 0) sched_yield(); /* give the core to a rank still computing */
+    }
+}
+
+void dd_comm_req_cancel(dd_comm_req **req) {
+    if (!req || !*req) return;
+    dd_comm_req *q = *req;
+    if (q->p2p && !q->done && q->rq[0] != MPI_REQUEST_NULL && dd_comm_mpi_active()) {
+        if (q->p2p_recv) { /* a receive cancels at once (or completes) */
+            MPI_Cancel(&q->rq[0]);
+            MPI_Wait(&q->rq[0], MPI_STATUS_IGNORE);
+        } else { /* a send to a peer that never receives: let MPI finish or drop it */
+            MPI_Request_free(&q->rq[0]);
+        }
+        q->done = 1;
+    }
+    dd_comm_req_free(req);
 }
 
 void dd_comm_req_free(dd_comm_req **req) {

@@ -402,8 +402,7 @@ dd_status dd_comm_gatherv(dd_comm *c, const void *send, void *recv, const size_t
 
 /* ---- point-to-point -------------------------------------------------------------- */
 
-static dd_status p2p_check(dd_comm *c, const void *buf, size_t bytes, int peer, int tag,
-                           const char *fn) {
+dd_status dd_comm_p2p_check(dd_comm *c, const void *buf, size_t bytes, int peer, int tag, const char *fn) {
     CHECK_COMM(c, fn);
     if (!buf && bytes) return dd_error(DD_ERR_ARG, "%s: buf is NULL", fn);
     if (bytes > INT_MAX) return dd_error(DD_ERR_ARG, "%s: %zu bytes > INT_MAX", fn, bytes);
@@ -416,7 +415,7 @@ static dd_status p2p_check(dd_comm *c, const void *buf, size_t bytes, int peer, 
 }
 
 dd_status dd_comm_send(dd_comm *c, const void *buf, size_t bytes, int peer, int tag) {
-    DD_TRY(p2p_check(c, buf, bytes, peer, tag, "dd_comm_send"));
+    DD_TRY(dd_comm_p2p_check(c, buf, bytes, peer, tag, "dd_comm_send"));
     c->stats.calls++;
     double t0 = MPI_Wtime();
     MPI_TRY(MPI_Send(buf, (int)bytes, MPI_BYTE, peer, tag, c->mc), "MPI_Send");
@@ -426,7 +425,7 @@ dd_status dd_comm_send(dd_comm *c, const void *buf, size_t bytes, int peer, int 
 }
 
 dd_status dd_comm_recv(dd_comm *c, void *buf, size_t bytes, int peer, int tag) {
-    DD_TRY(p2p_check(c, buf, bytes, peer, tag, "dd_comm_recv"));
+    DD_TRY(dd_comm_p2p_check(c, buf, bytes, peer, tag, "dd_comm_recv"));
     c->stats.calls++;
     MPI_Status st;
     double t0 = MPI_Wtime();

@@ -35,6 +35,8 @@ struct dd_comm {
 /* Maps an MPI return code to DD_ERR_COMM with "WHAT: MPI error CLASS: text"; returns
  * DD_OK for MPI_SUCCESS. */
 dd_status dd_comm_mpi_error(int rc, const char *what);
+/* The checks of a point-to-point call (buffer, size, peer, tag) naming fn. */
+dd_status dd_comm_p2p_check(dd_comm *c, const void *buf, size_t bytes, int peer, int tag, const char *fn);
 
 /* The MPI communicator of c (MPI_COMM_NULL for the single-process comm). The handle
  * keeps ownership. */

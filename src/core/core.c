@@ -24,6 +24,7 @@ const char *dd_status_str(dd_status s) {
     case DD_ERR_COMM: return "DD_ERR_COMM";
     case DD_ERR_CORRUPT: return "DD_ERR_CORRUPT";
     case DD_ERR_INTERNAL: return "DD_ERR_INTERNAL";
+    case DD_ERR_TIMEOUT: return "DD_ERR_TIMEOUT";
     }
     return "DD_ERR_UNKNOWN";
 }
