@@ -29,6 +29,7 @@
 #include "distdpd/comm.h"
 #include "distdpd/compress.h"
 #include "distdpd/core.h"
+#include "distdpd/pipeline.h"
 #include "distdpd/train.h"
 
 #ifdef __cplusplus
@@ -219,6 +220,61 @@ void dd_zero_stats_get(const dd_zero *z, dd_zero_stats *st);
 
 
 /* ------------------------------------------------------------------------------------
+ * Pipeline parallelism (src/parallel/pipeline.c): the model's stages (a DPD's, then the
+ * frozen PA model's for direct learning) split into `pp` contiguous groups, balanced by
+ * FLOPs (or by hand), one per pipeline rank; each global batch cut into `micro`
+ * micro-batches run by a schedule (pipeline.h: gpipe, 1f1b) with non-blocking
+ * point-to-point messages, every wait limited in time (DD_PP_TIMEOUT seconds, default
+ * 300) and named. The world is a grid of N / pp data-parallel replicas (world rank =
+ * replica * pp + pipeline rank) whose gradients are summed after the schedule. Each rank
+ * keeps the parameters, gradients and optimiser state of its own stages; checkpoints are
+ * shard-neutral (gathered to rank 0). See docs/parallel.md, "Pipeline parallelism".
+ * ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    int pp;                 /* pipeline ranks P >= 1 (divides the world size) */
+    int micro;              /* micro-batches per global batch (0: pp) */
+    dd_pp_kind kind;        /* DD_PP_GPIPE or DD_PP_1F1B (default) */
+    int virt;               /* virtual stages per rank (interleaved; 1) */
+    const char *split;      /* "--pp-split a,b,...": stage counts per group (NULL: balanced) */
+    dd_allreduce_algo algo; /* the replicas' gradient allreduce and the loss reduction */
+} dd_pp_cfg;
+
+void dd_pp_cfg_default(dd_pp_cfg *c);
+/* Errors: DD_ERR_ARG naming the option (as dd_pp_check_args; pp not dividing nranks). */
+dd_status dd_pp_cfg_check(const dd_pp_cfg *c, int nranks);
+
+typedef struct dd_pp dd_pp;
+/* A pipeline strategy on world (borrowed; a collective: the pipeline and replica
+ * communicators are split from it). Caller destroys. */
+dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out);
+void dd_pp_destroy(dd_pp **z);
+/* Fills *st: layout (the stage split and this rank's slice: needs the trainer's models),
+ * setup (same model everywhere, the schedule and buffers, collective evaluation with each
+ * stage's parameters broadcast by their owner), step, loss_grad, bcast, before_save and
+ * full_state (the whole state gathered to rank 0), save ("layout", informative), load,
+ * stop_agreed, epoch_stats. z must outlive the trainer. */
+void dd_pp_strategy(dd_pp *z, dd_strategy *st);
+void dd_pp_set_stop_source(dd_pp *z, const volatile int *local);
+/* The split (known after the trainer's layout): bounds[0..P V] over the concatenated
+ * stages (the trained model's, then the PA model's); *n = P V + 1. */
+dd_status dd_pp_split_get(const dd_pp *z, size_t *bounds, size_t cap, size_t *n);
+
+typedef struct {
+    uint64_t steps;       /* optimiser steps */
+    double step_s;        /* wall time inside the schedules (this rank) */
+    double busy_s;        /* of which forward/backward compute */
+    double wait_s;        /* of which waiting for a message */
+    double reduce_s;      /* after the schedule: the replicas' allreduce and the loss */
+    double last_step_s, last_busy_s; /* the last step's schedule and compute time */
+    double epoch_bubble;  /* the last epoch's idle share, 1 - busy / schedule time,
+                             averaged over every rank (epoch_stats) */
+    uint64_t messages;    /* point-to-point messages sent */
+    uint64_t bytes_sent;  /* their bytes */
+} dd_pp_stats;
+void dd_pp_stats_get(const dd_pp *z, dd_pp_stats *st);
+
+/* ------------------------------------------------------------------------------------
  * The strategy registry (src/parallel/registry.c): how a program chooses, configures,
  * runs and reports a strategy without knowing any. A strategy is one file in
  * src/parallel defining a dd_strategy_def, plus one X(name) line in registry.c; its
@@ -300,6 +356,9 @@ typedef struct dd_strategy_def {
      * column ("parallel:   ..."), and after each epoch (steps: of the epoch, rank 0). */
     void (*print_summary)(const void *self, FILE *f);
     void (*print_epoch)(const void *self, const dd_epoch_record *rec, uint64_t steps, FILE *f);
+    /* Optional: lines describing the layout once the trainer is set up (rank 0, before
+     * the first step's progress), e.g. a pipeline's split. */
+    void (*describe)(const void *self, FILE *f);
 } dd_strategy_def;
 
 /* The registry, in the order of the command line's help. */

@@ -176,12 +176,14 @@ typedef struct dd_trainer dd_trainer;
 typedef struct {
     const char *name; /* e.g. "single", "dp", "zero" */
     /* Sharding strategies (NULL otherwise): called first by dd_trainer_create with the
-     * arena length n. *lo, *hi: the slice this rank keeps the optimiser state of (and
+     * trained model m (its arena has n floats) and the frozen PA model of a DPD (NULL for
+     * PA training). *lo, *hi: the slice this rank keeps the optimiser state of (and
      * updates); *grads = 1: it keeps only that slice of the gradients; *params = 1: only
      * that slice of the parameters too (every forward then takes them from the source
      * given with dd_trainer_set_param_source). The other arenas are never allocated
      * whole; the initial parameters are computed whole once, in a temporary buffer. */
-    dd_status (*layout)(void *self, size_t n, size_t *lo, size_t *hi, int *grads, int *params);
+    dd_status (*layout)(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *lo, size_t *hi,
+                        int *grads, int *params);
     /* After the trainer's model, arenas and optimiser exist with initialised parameters
      * (end of dd_trainer_create), and after a full checkpoint load (dd_trainer_load, every
      * rank loads the same file): e.g. check that every rank holds the same model,

@@ -58,6 +58,7 @@ typedef struct {
     int is_dpd;
     /* parallel runs (NULL / unused on one process) */
     const dd_strategy_run *run; /* the strategy */
+    int described;     /* its layout was printed */
     int root;          /* this process writes (rank 0) */
     const char *out;   /* run directory */
     FILE *steps;       /* RUN/dp_steps.csv, opened at the first step (rank 0) */
@@ -156,6 +157,13 @@ static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int 
 
 static void on_progress(void *user, const dd_train_progress *p) {
     progress_state *s = user;
+    if (s->run && !s->described) { /* the layout, once the trainer is set up (rank 0) */
+        s->described = 1;
+        if (s->root && s->mode && s->run->def->describe) {
+            s->run->def->describe(s->run->self, stderr);
+            fflush(stderr);
+        }
+    }
     if (s->run && p->phase == 0) dp_step_line(s, p);
     if (s->run && p->phase == 2) {
         if (s->steps) fflush(s->steps);

@@ -857,7 +857,9 @@ static dd_status s_step(void *self, dd_trainer *tr, double *loss) {
 
 /* zero1: the optimiser state of this rank's slice only (parameters and gradients stay
  * whole). Slices are multiples of 16 floats, in rank order. */
-static dd_status s_layout(void *self, size_t n, size_t *lo, size_t *hi, int *grads, int *params) {
+static dd_status s_layout(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *lo, size_t *hi,
+                         int *grads, int *params) {
+    (void)m, (void)pa;
     dd_dp *dp = self;
     *grads = *params = 0;
     *lo = 0;

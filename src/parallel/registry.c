@@ -9,7 +9,8 @@
 
 #define DD_STRATEGIES(X) \
     X(dp)                \
-    X(zero)
+    X(zero)              \
+    X(pipeline)
 
 #define X(name) extern const dd_strategy_def dd_strategy_def_##name;
 DD_STRATEGIES(X)

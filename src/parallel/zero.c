@@ -172,7 +172,9 @@ void dd_zero_stats_get(const dd_zero *z, dd_zero_stats *st) {
 
 /* ---------------------------------------------------------------- layout and setup */
 
-static dd_status z_layout(void *self, size_t n, size_t *lo, size_t *hi, int *grads, int *params) {
+static dd_status z_layout(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *lo, size_t *hi,
+                         int *grads, int *params) {
+    (void)m, (void)pa;
     dd_zero *z = self;
     if (!z->part || z->n != n) {
         free(z->part);

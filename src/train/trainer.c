@@ -219,6 +219,26 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
      * optimiser */
     if ((st = dd_model_create(cfg->model, &cfg->model_cfg, &tr->m)) != DD_OK) goto fail;
     tr->cfg.model_cfg = *dd_model_config(tr->m);
+    /* the frozen PA model */
+    if (pa) {
+        if ((st = dd_model_create(pa->name, &pa->cfg, &tr->pa)) != DD_OK) {
+            dd_error_prefix(st, "frozen PA model: ");
+            goto fail;
+        }
+        tr->pa_n = dd_model_params(tr->pa)->total;
+        if (pa->n != tr->pa_n) {
+            st = dd_error(DD_ERR_MISMATCH, "frozen PA model '%s': %zu parameter floats given, the model has %zu",
+                          pa->name, pa->n, tr->pa_n);
+            goto fail;
+        }
+        tr->pa_params = dd_calloc(tr->pa_n, sizeof(float));
+        if (!tr->pa_params) {
+            st = DD_ERR_NOMEM;
+            goto fail;
+        }
+        memcpy(tr->pa_params, pa->params, tr->pa_n * sizeof(float));
+    }
+
     tr->n = dd_model_params(tr->m)->total;
     tr->plo = tr->glo = tr->olo = 0;
     tr->phi = tr->ghi = tr->ohi = tr->n;
@@ -226,7 +246,7 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
         int sg = 0, spar = 0;
         if (tr->st.ops->layout) {
             size_t lo = 0, hi = tr->n;
-            if ((st = tr->st.ops->layout(tr->st.self, tr->n, &lo, &hi, &sg, &spar)) != DD_OK) goto fail;
+            if ((st = tr->st.ops->layout(tr->st.self, tr->m, tr->pa, tr->n, &lo, &hi, &sg, &spar)) != DD_OK) goto fail;
             if (lo > hi || hi > tr->n || (spar && !sg)) {
                 st = dd_error(DD_ERR_ARG, "strategy %s: slice [%zu, %zu) of %zu floats (params %d, grads %d)",
                               tr->st.ops->name, lo, hi, tr->n, spar, sg);
@@ -265,26 +285,6 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
         oc.lr = cfg->lr;
         /* an empty slice still gets a one-float optimiser (it never steps anything) */
         if ((st = dd_optim_create(cfg->opt, &oc, no ? no : 1, &tr->opt)) != DD_OK) goto fail;
-    }
-
-    /* the frozen PA model */
-    if (pa) {
-        if ((st = dd_model_create(pa->name, &pa->cfg, &tr->pa)) != DD_OK) {
-            dd_error_prefix(st, "frozen PA model: ");
-            goto fail;
-        }
-        tr->pa_n = dd_model_params(tr->pa)->total;
-        if (pa->n != tr->pa_n) {
-            st = dd_error(DD_ERR_MISMATCH, "frozen PA model '%s': %zu parameter floats given, the model has %zu",
-                          pa->name, pa->n, tr->pa_n);
-            goto fail;
-        }
-        tr->pa_params = dd_calloc(tr->pa_n, sizeof(float));
-        if (!tr->pa_params) {
-            st = DD_ERR_NOMEM;
-            goto fail;
-        }
-        memcpy(tr->pa_params, pa->params, tr->pa_n * sizeof(float));
     }
 
     /* training data */

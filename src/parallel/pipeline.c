@@ -1,0 +1,1052 @@
+/* Pipeline parallelism (parallel.h, "Pipeline parallelism"): the model's stages (for a
+ * DPD trained by direct learning: the DPD's stages, then the frozen PA model's) are split
+ * into P contiguous groups, one per pipeline rank; a global batch is cut into M
+ * micro-batches that stream through the groups. Each rank runs its instruction list of
+ * the schedule (pipeline.h: post a receive, forward, post a send, ...) in one loop:
+ * activations and their gradients travel as non-blocking point-to-point messages on the
+ * pipeline communicator, every wait has a time limit that names the peer, the
+ * micro-batch and the step. Each rank keeps the parameters, gradients and optimiser
+ * state of its own stages only (the trainer's layout slice); a checkpoint gathers them to
+ * rank 0 (shard-neutral: any layout resumes under any other).
+ *
+ * The world's ranks form a grid of D data-parallel replicas of P pipeline ranks (rank =
+ * d * P + p): each replica trains on its slice of every global batch and the gradients
+ * of each stage group are summed over the replicas, after the schedule, with the
+ * configured allreduce. The loss, the squared gradient norm (for clipping) and the stop
+ * flags then travel in one small reduction over the world, and every rank steps its
+ * slice. Evaluation runs on every rank together: each stage's parameters are broadcast
+ * by the pipeline rank that holds them just before the stage runs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "distdpd/ckpt.h"
+#include "distdpd/parallel.h"
+#include "distdpd/pipeline.h"
+
+#define PP_WAIT_DEFAULT_S 300.0 /* the time limit of one wait (DD_PP_TIMEOUT overrides) */
+
+/* One chunk of this rank: a contiguous run [s0, s1) of the concatenated stage list (the
+ * trained model's stages 0..Sm-1, then the frozen PA model's), i.e. a segment of the
+ * trained model [m0, m1) and a segment of the PA model [a0, a1) (either may be empty). */
+typedef struct {
+    size_t s0, s1;
+    size_t m0, m1, a0, a1;
+    int in_w, out_w;   /* activation widths in and out */
+    int u_in, u_out;   /* the activation message in / out also carries u, the PA model's
+                          input (the DPD's output): the group starts / the next one starts
+                          strictly inside the PA model */
+    size_t plo, phi;   /* the trained model's arena floats of the chunk */
+    size_t wsm, wsa;   /* range workspace floats of the two segments (per micro-batch) */
+    int vstage, first, last;
+} pp_chunk;
+
+/* What one live micro-batch of a chunk keeps from its forward to its backward. */
+typedef struct {
+    int micro;          /* -1: free */
+    float *in, *u, *mid; /* its input activation, u (PA input) and the DPD output */
+    float *wsm, *wsa;   /* the segments' workspaces */
+} pp_live;
+
+struct dd_pp {
+    dd_comm *world, *pp, *dp; /* world borrowed; pp and dp owned */
+    int P, M, V, D;
+    dd_pp_kind kind;
+    char split_spec[256];
+    dd_allreduce_algo algo;
+    int prank, drank;
+    double wait_s;
+    double delay_s;       /* test-only (DD_PP_DELAY=RANK:MS): this rank delays each send */
+
+    dd_trainer *tr;
+    const dd_model *m, *pa;
+    const float *pa_params;
+    size_t Sm, Sa;        /* stages of the trained model and of the PA model */
+    size_t *bounds;       /* [P V + 1] group boundaries over the concatenated stages */
+    pp_chunk *ch;         /* [V] this rank's chunks */
+    size_t lo, hi;        /* this rank's slice of the trained model's arena */
+    dd_pp_instr *ins;
+    size_t nins;
+    int nlive;            /* live micro-batches per chunk (from the simulation) */
+    dd_pp_buffers nbuf;
+    size_t F, bmax;       /* frame; largest micro-batch */
+
+    /* buffers */
+    pp_live *live;                 /* [V * nlive] */
+    float **ract, **rgrad;         /* [V * nbuf.act], [V * nbuf.grad] receive slots */
+    dd_comm_req **ractq, **rgradq;
+    float **sact, **sgrad;         /* [V * M] send buffers (one per micro-batch) */
+    dd_comm_req **sactq, **sgradq;
+    float *xin, *tgt, *dpred;      /* the step's inputs and targets (all micro-batches) */
+    size_t xcap;
+    uint64_t *mlo;                 /* [M + 1] micro-batch boundaries of the step (positions) */
+
+    /* stop agreement */
+    const volatile int *local_stop;
+    volatile int agreed_stop;
+
+    /* evaluation: stage parameters broadcast from their owners */
+    float *ebuf;
+    size_t ebuf_n;
+
+    /* checkpoints: the whole state on rank 0 */
+    float *full_params;
+    void *full_optim;
+    size_t full_optim_bytes;
+    int full_ok;
+
+    dd_pp_stats st;
+    uint64_t step_no;
+    double ep_busy0, ep_step0; /* st at the start of the epoch */
+    uint64_t ep_bytes0, ep_steps0;
+};
+
+/* ---------------------------------------------------------------- configuration */
+
+void dd_pp_cfg_default(dd_pp_cfg *c) {
+    if (!c) return;
+    memset(c, 0, sizeof *c);
+    c->pp = 2;
+    c->micro = 0;
+    c->kind = DD_PP_1F1B;
+    c->virt = 1;
+    c->algo = DD_ALLREDUCE_RING;
+}
+
+dd_status dd_pp_cfg_check(const dd_pp_cfg *c, int nranks) {
+    if (!c) return dd_error(DD_ERR_ARG, "pipeline: NULL configuration");
+    if (c->pp < 1) return dd_error(DD_ERR_ARG, "--pp %d: a pipeline needs at least 1 rank", c->pp);
+    if (nranks % c->pp != 0)
+        return dd_error(DD_ERR_ARG, "--pp %d does not divide the %d ranks (mpirun -np N with N a multiple of --pp)",
+                        c->pp, nranks);
+    const int M = c->micro > 0 ? c->micro : c->pp;
+    DD_TRY(dd_pp_check_args(c->kind, c->pp, M, c->virt));
+    if (c->virt > 1)
+        return dd_error(DD_ERR_UNSUPPORTED, "--virtual %d: the interleaved schedule's non-contiguous stage groups are "
+                                            "not supported by this build's parameter storage (use --virtual 1)",
+                        c->virt);
+    if ((int)c->algo < 0 || (int)c->algo >= dd_allreduce_count())
+        return dd_error(DD_ERR_ARG, "pipeline: algo = %d is not an allreduce algorithm", (int)c->algo);
+    return DD_OK;
+}
+
+dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out) {
+    if (!out) return dd_error(DD_ERR_ARG, "dd_pp_create: NULL output");
+    *out = NULL;
+    if (!world || !cfg) return dd_error(DD_ERR_ARG, "dd_pp_create: NULL argument");
+    const int N = dd_comm_size(world), r = dd_comm_rank(world);
+    DD_TRY(dd_pp_cfg_check(cfg, N));
+    dd_pp *z = dd_calloc(1, sizeof *z);
+    if (!z) return dd_error(DD_ERR_NOMEM, "out of memory for the pipeline strategy");
+    z->world = world;
+    z->P = cfg->pp;
+    z->M = cfg->micro > 0 ? cfg->micro : cfg->pp;
+    z->V = cfg->virt;
+    z->D = N / cfg->pp;
+    z->kind = cfg->kind;
+    z->algo = cfg->algo;
+    snprintf(z->split_spec, sizeof z->split_spec, "%s", cfg->split ? cfg->split : "");
+    z->prank = r % z->P;
+    z->drank = r / z->P;
+    z->wait_s = PP_WAIT_DEFAULT_S;
+    const char *w = getenv("DD_PP_TIMEOUT"); /* seconds; for tests of the time limit */
+    if (w && atof(w) > 0) z->wait_s = atof(w);
+    int dr = -1, ms = 0; /* test-only: DD_PP_DELAY=RANK:MS delays world rank RANK's sends */
+    const char *dl = getenv("DD_PP_DELAY");
+    if (dl && sscanf(dl, "%d:%d", &dr, &ms) == 2 && dr == r && ms > 0) z->delay_s = ms * 1e-3;
+    /* the pipeline: the P consecutive ranks of a replica; data parallelism: the ranks at
+     * the same pipeline position of every replica (collective: every rank splits) */
+    dd_status st = dd_comm_split(world, z->drank, z->prank, &z->pp);
+    if (st == DD_OK) st = dd_comm_split(world, z->prank, z->drank, &z->dp);
+    if (st != DD_OK) {
+        dd_pp_destroy(&z);
+        return dd_error_prefix(st, "pipeline: splitting the communicator: ");
+    }
+    *out = z;
+    return DD_OK;
+}
+
+static void free_buffers(dd_pp *z) {
+    const size_t V = (size_t)z->V, M = (size_t)z->M;
+    for (size_t k = 0; z->ractq && k < V * (size_t)z->nbuf.act; k++) dd_comm_req_cancel(&z->ractq[k]);
+    for (size_t k = 0; z->rgradq && k < V * (size_t)z->nbuf.grad; k++) dd_comm_req_cancel(&z->rgradq[k]);
+    for (size_t k = 0; z->sactq && k < V * M; k++) dd_comm_req_cancel(&z->sactq[k]);
+    for (size_t k = 0; z->sgradq && k < V * M; k++) dd_comm_req_cancel(&z->sgradq[k]);
+    for (size_t k = 0; z->live && k < V * (size_t)z->nlive; k++) {
+        pp_live *l = &z->live[k];
+        dd_arena_free(l->in);
+        dd_arena_free(l->u);
+        dd_arena_free(l->mid);
+        dd_arena_free(l->wsm);
+        dd_arena_free(l->wsa);
+    }
+    for (size_t k = 0; z->ract && k < V * (size_t)z->nbuf.act; k++) dd_arena_free(z->ract[k]);
+    for (size_t k = 0; z->rgrad && k < V * (size_t)z->nbuf.grad; k++) dd_arena_free(z->rgrad[k]);
+    for (size_t k = 0; z->sact && k < V * M; k++) dd_arena_free(z->sact[k]);
+    for (size_t k = 0; z->sgrad && k < V * M; k++) dd_arena_free(z->sgrad[k]);
+    free(z->live);
+    free(z->ract);  /* one allocation: ract, rgrad, sact, sgrad */
+    free(z->ractq); /* likewise for the requests */
+    z->live = NULL;
+    z->ract = z->rgrad = z->sact = z->sgrad = NULL;
+    z->ractq = z->rgradq = z->sactq = z->sgradq = NULL;
+    dd_arena_free(z->xin);
+    dd_arena_free(z->tgt);
+    dd_arena_free(z->dpred);
+    z->xin = z->tgt = z->dpred = NULL;
+    z->xcap = 0;
+    dd_arena_free(z->ebuf);
+    z->ebuf = NULL;
+    z->ebuf_n = 0;
+}
+
+void dd_pp_destroy(dd_pp **zp) {
+    if (!zp || !*zp) return;
+    dd_pp *z = *zp;
+    free_buffers(z);
+    free(z->bounds);
+    free(z->ch);
+    free(z->ins);
+    free(z->mlo);
+    free(z->full_params);
+    free(z->full_optim);
+    dd_comm_free(&z->pp);
+    dd_comm_free(&z->dp);
+    dd_free(z);
+    *zp = NULL;
+}
+
+void dd_pp_set_stop_source(dd_pp *z, const volatile int *local) {
+    if (z) z->local_stop = local;
+}
+
+void dd_pp_stats_get(const dd_pp *z, dd_pp_stats *st) {
+    if (!st) return;
+    if (!z) {
+        memset(st, 0, sizeof *st);
+        return;
+    }
+    *st = z->st;
+}
+
+/* ---------------------------------------------------------------- stages and split */
+
+/* Stage s of the concatenated list: its info (the PA model's after the trained model's). */
+static dd_status stage_info(const dd_pp *z, size_t s, dd_stage_info *si) {
+    if (s < z->Sm) return dd_model_stage_info(z->m, s, si);
+    return dd_model_stage_info(z->pa, s - z->Sm, si);
+}
+
+/* The split of the concatenated stages into P V groups: by hand (--pp-split) or
+ * balanced by the stages' forward + backward FLOPs (the PA model's backward runs too). */
+static dd_status make_split(dd_pp *z) {
+    const size_t S = z->Sm + z->Sa, G = (size_t)(z->P * z->V);
+    free(z->bounds);
+    z->bounds = calloc(G + 1, sizeof *z->bounds);
+    double *cost = calloc(S ? S : 1, sizeof *cost);
+    if (!z->bounds || !cost) {
+        free(cost);
+        return dd_error(DD_ERR_NOMEM, "out of memory for the pipeline split");
+    }
+    dd_status st = DD_OK;
+    for (size_t s = 0; st == DD_OK && s < S; s++) {
+        dd_stage_info si;
+        st = stage_info(z, s, &si);
+        cost[s] = si.flops_fwd + si.flops_bwd;
+    }
+    if (st == DD_OK)
+        st = z->split_spec[0] ? dd_pp_split_parse(z->split_spec, S, (int)G, z->bounds)
+                              : dd_pp_split_balanced(cost, S, (int)G, z->bounds);
+    free(cost);
+    return st;
+}
+
+/* This rank's chunks from the split. */
+static dd_status make_chunks(dd_pp *z) {
+    free(z->ch);
+    z->ch = calloc((size_t)z->V, sizeof *z->ch);
+    if (!z->ch) return dd_error(DD_ERR_NOMEM, "out of memory for the pipeline chunks");
+    const size_t G = (size_t)(z->P * z->V), Sm = z->Sm;
+    z->lo = SIZE_MAX;
+    z->hi = 0;
+    for (int c = 0; c < z->V; c++) {
+        pp_chunk *k = &z->ch[c];
+        const size_t v = (size_t)c * (size_t)z->P + (size_t)z->prank;
+        k->vstage = (int)v;
+        k->first = v == 0;
+        k->last = v + 1 == G;
+        k->s0 = z->bounds[v];
+        k->s1 = z->bounds[v + 1];
+        k->m0 = k->s0 < Sm ? k->s0 : Sm;
+        k->m1 = k->s1 < Sm ? k->s1 : Sm;
+        k->a0 = k->s0 > Sm ? k->s0 - Sm : 0;
+        k->a1 = k->s1 > Sm ? k->s1 - Sm : 0;
+        k->u_in = k->s0 > Sm;
+        k->u_out = !k->last && k->s1 > Sm;
+        dd_stage_info a, b;
+        DD_TRY(stage_info(z, k->s0, &a));
+        DD_TRY(stage_info(z, k->s1 - 1, &b));
+        k->in_w = a.in_width;
+        k->out_w = b.out_width;
+        k->plo = k->phi = 0;
+        if (k->m1 > k->m0) {
+            dd_stage_info x, y;
+            DD_TRY(dd_model_stage_info(z->m, k->m0, &x));
+            DD_TRY(dd_model_stage_info(z->m, k->m1 - 1, &y));
+            k->plo = x.lo;
+            k->phi = y.hi;
+            if (k->plo < z->lo) z->lo = k->plo;
+            if (k->phi > z->hi) z->hi = k->phi;
+        }
+    }
+    if (z->lo == SIZE_MAX) z->lo = z->hi = 0; /* only PA stages here: no trained parameters */
+    return DD_OK;
+}
+
+/* ---------------------------------------------------------------- layout and setup */
+
+static dd_status s_layout(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *lo, size_t *hi,
+                         int *grads, int *params) {
+    dd_pp *z = self;
+    (void)n;
+    z->m = m;
+    z->pa = pa;
+    z->Sm = dd_model_num_stages(m);
+    z->Sa = pa ? dd_model_num_stages(pa) : 0;
+    DD_TRY(make_split(z));
+    DD_TRY(make_chunks(z));
+    *lo = z->lo;
+    *hi = z->hi;
+    *grads = 1;
+    *params = 1;
+    return DD_OK;
+}
+
+/* The trained model's arena slice [lo, hi) of pipeline rank q (its chunks' hull). */
+static void rank_slice(const dd_pp *z, int q, size_t *lo, size_t *hi) {
+    *lo = SIZE_MAX;
+    *hi = 0;
+    for (int c = 0; c < z->V; c++) {
+        const size_t v = (size_t)c * (size_t)z->P + (size_t)q;
+        const size_t s0 = z->bounds[v], s1 = z->bounds[v + 1];
+        if (s0 >= z->Sm) continue;
+        dd_stage_info a, b;
+        if (dd_model_stage_info(z->m, s0, &a) != DD_OK ||
+            dd_model_stage_info(z->m, (s1 < z->Sm ? s1 : z->Sm) - 1, &b) != DD_OK)
+            continue;
+        if (a.lo < *lo) *lo = a.lo;
+        if (b.hi > *hi) *hi = b.hi;
+    }
+    if (*lo == SIZE_MAX) *lo = *hi = 0;
+}
+
+static float *act_alloc(size_t n, const char *what) {
+    return dd_arena_calloc(DD_MEM_ACTIVATIONS, n ? n : 1, sizeof(float), what);
+}
+
+/* Every buffer of the step, sized for the largest micro-batch. */
+static dd_status alloc_buffers(dd_pp *z) {
+    const size_t V = (size_t)z->V, M = (size_t)z->M, BF = z->bmax * z->F;
+    z->live = calloc(V * (size_t)z->nlive, sizeof *z->live);
+    z->ract = calloc(V * ((size_t)z->nbuf.act + (size_t)z->nbuf.grad + 2 * M) + 1, sizeof *z->ract);
+    z->ractq = calloc(V * ((size_t)z->nbuf.act + (size_t)z->nbuf.grad + 2 * M) + 1, sizeof *z->ractq);
+    if (!z->live || !z->ract || !z->ractq) return dd_error(DD_ERR_NOMEM, "out of memory for the pipeline buffers");
+    z->rgrad = z->ract + V * (size_t)z->nbuf.act;
+    z->sact = z->rgrad + V * (size_t)z->nbuf.grad;
+    z->sgrad = z->sact + V * M;
+    z->rgradq = z->ractq + V * (size_t)z->nbuf.act;
+    z->sactq = z->rgradq + V * (size_t)z->nbuf.grad;
+    z->sgradq = z->sactq + V * M;
+    for (size_t c = 0; c < V; c++) {
+        const pp_chunk *k = &z->ch[c];
+        const size_t win = (size_t)k->in_w + (k->u_in ? 2 : 0), wout = (size_t)k->out_w + (k->u_out ? 2 : 0);
+        for (int j = 0; j < z->nlive; j++) {
+            pp_live *l = &z->live[c * (size_t)z->nlive + (size_t)j];
+            l->micro = -1;
+            if (!k->first && !(l->in = act_alloc(BF * (size_t)k->in_w, "a pipeline stage's input"))) return DD_ERR_NOMEM;
+            if (k->u_in && !(l->u = act_alloc(BF * 2, "a pipeline stage's PA input"))) return DD_ERR_NOMEM;
+            if (k->m1 > k->m0 && k->a1 > k->a0 && !(l->mid = act_alloc(BF * 2, "the DPD output in a pipeline stage")))
+                return DD_ERR_NOMEM;
+            if (k->m1 > k->m0 && !(l->wsm = act_alloc(k->wsm, "a pipeline stage's activations"))) return DD_ERR_NOMEM;
+            if (k->a1 > k->a0 && !(l->wsa = act_alloc(k->wsa, "a pipeline stage's PA activations"))) return DD_ERR_NOMEM;
+        }
+        for (int j = 0; j < z->nbuf.act; j++)
+            if (!(z->ract[c * (size_t)z->nbuf.act + (size_t)j] = act_alloc(BF * win, "a pipeline receive buffer")))
+                return DD_ERR_NOMEM;
+        for (int j = 0; j < z->nbuf.grad; j++)
+            if (!(z->rgrad[c * (size_t)z->nbuf.grad + (size_t)j] = act_alloc(BF * wout, "a pipeline receive buffer")))
+                return DD_ERR_NOMEM;
+        for (size_t m = 0; m < M; m++) {
+            if (!k->last && !(z->sact[c * M + m] = act_alloc(BF * wout, "a pipeline send buffer"))) return DD_ERR_NOMEM;
+            if (!k->first && !(z->sgrad[c * M + m] = act_alloc(BF * win, "a pipeline send buffer"))) return DD_ERR_NOMEM;
+        }
+    }
+    /* the step's frames: every micro-batch's inputs (all ranks: stages read x0) and
+     * targets (the last virtual stage), and the DPD-output gradient scratch */
+    z->xcap = z->bmax * M * z->F * 2;
+    z->xin = act_alloc(z->xcap, "the pipeline step's inputs");
+    z->tgt = z->xin ? act_alloc(z->xcap, "the pipeline step's targets") : NULL;
+    z->dpred = z->tgt ? act_alloc(z->xcap + BF * 4, "the pipeline step's output gradients") : NULL;
+    return z->dpred ? DD_OK : DD_ERR_NOMEM;
+}
+
+static dd_status eval_stage_params(void *self, size_t s, int bwd, const float **p);
+
+static dd_status s_setup(void *self, dd_trainer *tr) {
+    dd_pp *z = self;
+    const int N = dd_comm_size(z->world);
+    if (N > 1) {
+        /* every rank must hold the same model */
+        uint64_t mine = (uint64_t)dd_trainer_num_floats(tr), *all = calloc((size_t)N, sizeof *all);
+        if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
+        dd_status s = dd_comm_allgather(z->world, &mine, sizeof mine, all);
+        for (int r = 1; s == DD_OK && r < N; r++)
+            if (all[r] != all[0])
+                s = dd_error(DD_ERR_MISMATCH,
+                             "pipeline: rank %d has %llu parameter floats, rank 0 has %llu: every rank must train the "
+                             "same model",
+                             r, (unsigned long long)all[r], (unsigned long long)all[0]);
+        free(all);
+        DD_TRY(s);
+    }
+    if (!z->m || z->m != dd_trainer_model(tr))
+        return dd_error(DD_ERR_INTERNAL, "pipeline: the trainer was not laid out by this strategy");
+    z->full_ok = 0;
+    if (z->tr == tr) return DD_OK; /* after a checkpoint load: the buffers stay */
+    z->tr = tr;
+    z->pa_params = NULL;
+    dd_trainer_pa_model(tr, &z->pa_params);
+    const dd_train_cfg *cfg = dd_trainer_cfg(tr);
+    z->F = cfg->frame;
+    /* the largest micro-batch: a replica's slice of a global batch cut into M */
+    const uint64_t frames = dd_trainer_num_frames(tr);
+    const uint64_t bglob = cfg->batch < frames ? cfg->batch : frames;
+    const uint64_t slice = (bglob + (uint64_t)z->D - 1) / (uint64_t)z->D;
+    z->bmax = (size_t)((slice + (uint64_t)z->M - 1) / (uint64_t)z->M);
+    if (z->bmax == 0) z->bmax = 1;
+    free(z->ins);
+    z->ins = NULL;
+    DD_TRY(dd_pp_schedule(z->kind, z->P, z->M, z->V, z->prank, &z->ins, &z->nins));
+    DD_TRY(dd_pp_schedule_buffers(z->kind, z->P, z->M, z->V, &z->nbuf));
+    dd_pp_sim sim;
+    DD_TRY(dd_pp_simulate(z->kind, z->P, z->M, z->V, 1.0, 2.0, &sim));
+    z->nlive = 1;
+    for (int c = 0; c < z->V; c++)
+        if (sim.peak_live_chunk[z->prank * z->V + c] > z->nlive) z->nlive = sim.peak_live_chunk[z->prank * z->V + c];
+    dd_pp_sim_free(&sim);
+    for (int c = 0; c < z->V; c++) {
+        pp_chunk *k = &z->ch[c];
+        k->wsm = k->m1 > k->m0 ? dd_model_range_workspace(z->m, k->m0, k->m1, (int)z->bmax, (int)z->F) + 16 : 0;
+        k->wsa = k->a1 > k->a0 ? dd_model_range_workspace(z->pa, k->a0, k->a1, (int)z->bmax, (int)z->F) + 16 : 0;
+    }
+    free(z->mlo);
+    z->mlo = calloc((size_t)z->M + 1, sizeof *z->mlo);
+    if (!z->mlo) return dd_error(DD_ERR_NOMEM, "out of memory");
+    DD_TRY(alloc_buffers(z));
+    if (z->P > 1) {
+        dd_stage_src src = {NULL, NULL, z, eval_stage_params, NULL, NULL};
+        dd_trainer_set_param_source(tr, &src, 1);
+    }
+    return DD_OK;
+}
+
+/* ---------------------------------------------------------------- stage sources */
+
+/* The trained model's stage s: its parameters and gradients in this rank's slice. */
+static dd_status own_params(void *self, size_t s, int bwd, const float **p) {
+    dd_pp *z = self;
+    (void)bwd;
+    dd_stage_info si;
+    DD_TRY(dd_model_stage_info(z->m, s, &si));
+    *p = dd_trainer_params(z->tr) + (si.lo - z->lo);
+    return DD_OK;
+}
+
+static dd_status own_grads(void *self, size_t s, float **g) {
+    dd_pp *z = self;
+    dd_stage_info si;
+    DD_TRY(dd_model_stage_info(z->m, s, &si));
+    *g = dd_trainer_grads(z->tr) + (si.lo - z->lo);
+    return DD_OK;
+}
+
+/* Evaluation (every rank together): stage s's parameters broadcast by the pipeline rank
+ * that holds them. */
+static dd_status eval_stage_params(void *self, size_t s, int bwd, const float **p) {
+    dd_pp *z = self;
+    (void)bwd;
+    dd_stage_info si;
+    DD_TRY(dd_model_stage_info(z->m, s, &si));
+    int owner = -1;
+    for (size_t v = 0; v < (size_t)(z->P * z->V) && owner < 0; v++)
+        if (s >= z->bounds[v] && s < z->bounds[v + 1]) owner = (int)(v % (size_t)z->P);
+    const size_t n = si.hi - si.lo;
+    if (owner == z->prank) {
+        *p = dd_trainer_params(z->tr) + (si.lo - z->lo);
+    } else {
+        if (z->ebuf_n < n) {
+            dd_arena_free(z->ebuf);
+            z->ebuf = dd_arena_calloc(DD_MEM_PARAMS, n, sizeof(float), "a stage's parameters (pipeline evaluation)");
+            z->ebuf_n = z->ebuf ? n : 0;
+            if (!z->ebuf) return DD_ERR_NOMEM;
+        }
+        *p = z->ebuf;
+    }
+    dd_status st = dd_comm_bcast(z->pp, (void *)*p, n * sizeof(float), owner);
+    if (st != DD_OK) return dd_error_prefix(st, "pipeline evaluation: stage %zu's parameters from rank %d: ", s, owner);
+    return DD_OK;
+}
+
+/* ---------------------------------------------------------------- the schedule */
+
+typedef struct {
+    dd_pp *z;
+    uint64_t epoch, lo, global;
+    double sse;
+} pp_step;
+
+static size_t micro_frames(const dd_pp *z, int m) { return (size_t)(z->mlo[m + 1] - z->mlo[m]); }
+static float *micro_x(const dd_pp *z, float *base, int m) { return base + (size_t)(z->mlo[m] - z->mlo[0]) * z->F * 2; }
+
+static pp_live *live_get(dd_pp *z, int c, int m, int take) {
+    pp_live *L = &z->live[(size_t)c * (size_t)z->nlive];
+    for (int j = 0; j < z->nlive; j++)
+        if (L[j].micro == m) return &L[j];
+    if (!take) return NULL;
+    for (int j = 0; j < z->nlive; j++)
+        if (L[j].micro < 0) {
+            L[j].micro = m;
+            return &L[j];
+        }
+    return NULL;
+}
+
+/* Waits for a receive with the time limit, naming what and from whom. */
+static dd_status wait_msg(dd_pp *z, dd_comm_req **q, const char *what, int micro, int peer) {
+    char desc[160];
+    snprintf(desc, sizeof desc, "the %s of micro-batch %d from pipeline rank %d (world rank %d, step %llu)", what, micro,
+             peer, z->drank * z->P + peer, (unsigned long long)z->step_no + 1);
+    const double t0 = dd_comm_wtime();
+    dd_status st = dd_comm_wait_timeout(q, z->wait_s, desc);
+    z->st.wait_s += dd_comm_wtime() - t0;
+    if (st != DD_OK) return dd_error_prefix(st, "pipeline rank %d: ", z->prank);
+    return DD_OK;
+}
+
+static dd_status post(dd_pp *z, int recv, float *buf, size_t floats, int peer, int tag, dd_comm_req **q) {
+    if (!recv && z->delay_s > 0) { /* exposes ordering races (test-only) */
+        struct timespec ts = {(time_t)z->delay_s, (long)((z->delay_s - (double)(time_t)z->delay_s) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    dd_status st = recv ? dd_comm_irecv(z->pp, buf, floats * sizeof(float), peer, tag, q)
+                        : dd_comm_isend(z->pp, buf, floats * sizeof(float), peer, tag, q);
+    if (st != DD_OK) return dd_error_prefix(st, "pipeline rank %d: %s rank %d (tag %d): ", z->prank, recv ? "receive from" : "send to", peer, tag);
+    if (!recv) {
+        z->st.messages++;
+        z->st.bytes_sent += floats * sizeof(float);
+    }
+    return DD_OK;
+}
+
+static dd_status fwd(pp_step *ps, const dd_pp_instr *I) {
+    dd_pp *z = ps->z;
+    const pp_chunk *k = &z->ch[I->chunk];
+    const int m = I->micro;
+    const size_t B = micro_frames(z, m), BF = B * z->F;
+    pp_live *l = live_get(z, I->chunk, m, 1);
+    if (!l) return dd_error(DD_ERR_INTERNAL, "pipeline: no free activation buffer for micro-batch %d", m);
+    if (!k->first) {
+        float *slot = z->ract[(size_t)I->chunk * (size_t)z->nbuf.act + (size_t)I->slot];
+        DD_TRY(wait_msg(z, &z->ractq[(size_t)I->chunk * (size_t)z->nbuf.act + (size_t)I->slot], "activation", m, I->peer));
+        memcpy(l->in, slot, BF * (size_t)k->in_w * sizeof(float));
+        if (k->u_in) memcpy(l->u, slot + BF * (size_t)k->in_w, BF * 2 * sizeof(float));
+    }
+    float *x0 = micro_x(z, z->xin, m);
+    float *send = k->last ? NULL : z->sact[(size_t)I->chunk * (size_t)z->M + (size_t)m];
+    float *pred = k->last ? micro_x(z, z->dpred, (int)z->M) : NULL; /* scratch after the gradients */
+    float *out = k->last ? pred : send;
+    if (B == 0) return DD_OK;
+    const double t0 = dd_comm_wtime();
+    const float *cur = k->first ? x0 : l->in;
+    if (k->m1 > k->m0) {
+        dd_stage_src src = {NULL, NULL, z, own_params, NULL, NULL};
+        float *o = k->a1 > k->a0 ? l->mid : out;
+        DD_TRY(dd_model_range_forward(z->m, k->m0, k->m1, &src, cur, x0, o, (int)B, (int)z->F, l->wsm));
+        cur = o;
+    }
+    if (k->a1 > k->a0) {
+        dd_stage_src src = {z->pa_params, NULL, NULL, NULL, NULL, NULL};
+        const float *u = k->a0 == 0 ? cur : l->u;
+        DD_TRY(dd_model_range_forward(z->pa, k->a0, k->a1, &src, cur, u, out, (int)B, (int)z->F, l->wsa));
+        if (k->u_out) memcpy(send + BF * (size_t)k->out_w, u, BF * 2 * sizeof(float));
+    }
+    if (k->last)
+        ps->sse += dd_trainer_mse_grad(z->tr, pred, micro_x(z, z->tgt, m), BF * 2, ps->global, micro_x(z, z->dpred, m));
+    z->st.busy_s += dd_comm_wtime() - t0;
+    return DD_OK;
+}
+
+static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
+    dd_pp *z = ps->z;
+    const pp_chunk *k = &z->ch[I->chunk];
+    const int m = I->micro;
+    const size_t B = micro_frames(z, m), BF = B * z->F;
+    pp_live *l = live_get(z, I->chunk, m, 0);
+    if (!l) return dd_error(DD_ERR_INTERNAL, "pipeline: backward of micro-batch %d before its forward", m);
+    const float *dout, *du_in = NULL;
+    if (k->last) {
+        dout = micro_x(z, z->dpred, m);
+    } else {
+        const float *slot = z->rgrad[(size_t)I->chunk * (size_t)z->nbuf.grad + (size_t)I->slot];
+        DD_TRY(wait_msg(z, &z->rgradq[(size_t)I->chunk * (size_t)z->nbuf.grad + (size_t)I->slot], "gradient", m, I->peer));
+        dout = slot;
+        if (k->u_out) du_in = slot + BF * (size_t)k->out_w;
+    }
+    float *send = k->first ? NULL : z->sgrad[(size_t)I->chunk * (size_t)z->M + (size_t)m];
+    if (send) memset(send, 0, BF * ((size_t)k->in_w + (k->u_in ? 2 : 0)) * sizeof(float));
+    if (B > 0) {
+        const double t0 = dd_comm_wtime();
+        float *x0 = micro_x(z, z->xin, m);
+        const float *cur = k->first ? x0 : l->in; /* the trained segment's input */
+        float *dcur = send;                       /* dL/d(chunk input) */
+        if (k->a1 > k->a0) {
+            dd_stage_src src = {z->pa_params, NULL, NULL, NULL, NULL, NULL};
+            const float *pin = k->m1 > k->m0 ? l->mid : cur;
+            float *dpin = k->m1 > k->m0 ? micro_x(z, z->dpred, (int)z->M) + BF * 2 : dcur;
+            if (k->m1 > k->m0) memset(dpin, 0, BF * 2 * sizeof(float));
+            if (k->a0 == 0) { /* the PA input is u: its gradient collects both */
+                if (du_in && dpin)
+                    for (size_t i = 0; i < BF * 2; i++) dpin[i] += du_in[i];
+                DD_TRY(dd_model_range_backward(z->pa, k->a0, k->a1, &src, pin, pin, dout, dpin, dpin, (int)B,
+                                               (int)z->F, l->wsa));
+            } else { /* inside the PA model: u travels beside the activation */
+                float *du = send + BF * (size_t)k->in_w;
+                if (du_in) memcpy(du, du_in, BF * 2 * sizeof(float));
+                DD_TRY(dd_model_range_backward(z->pa, k->a0, k->a1, &src, pin, l->u, dout, dpin, du, (int)B, (int)z->F,
+                                               l->wsa));
+            }
+            dout = dpin;
+        }
+        if (k->m1 > k->m0) {
+            dd_stage_src src = {NULL, NULL, z, own_params, own_grads, NULL};
+            DD_TRY(dd_model_range_backward(z->m, k->m0, k->m1, &src, cur, x0, dout, dcur, NULL, (int)B, (int)z->F,
+                                           l->wsm));
+        }
+        z->st.busy_s += dd_comm_wtime() - t0;
+    }
+    l->micro = -1;
+    return DD_OK;
+}
+
+static size_t act_floats(const dd_pp *z, const pp_chunk *k, int m, int in) {
+    const size_t BF = micro_frames(z, m) * z->F;
+    return in ? BF * ((size_t)k->in_w + (k->u_in ? 2 : 0)) : BF * ((size_t)k->out_w + (k->u_out ? 2 : 0));
+}
+
+static dd_status run_instr(pp_step *ps, const dd_pp_instr *I) {
+    dd_pp *z = ps->z;
+    const pp_chunk *k = &z->ch[I->chunk];
+    const size_t c = (size_t)I->chunk, M = (size_t)z->M, m = (size_t)I->micro;
+    switch (I->op) {
+    case DD_PP_RECV_ACT:
+        return post(z, 1, z->ract[c * (size_t)z->nbuf.act + (size_t)I->slot], act_floats(z, k, I->micro, 1), I->peer,
+                    I->tag, &z->ractq[c * (size_t)z->nbuf.act + (size_t)I->slot]);
+    case DD_PP_RECV_GRAD:
+        return post(z, 1, z->rgrad[c * (size_t)z->nbuf.grad + (size_t)I->slot], act_floats(z, k, I->micro, 0),
+                    I->peer, I->tag, &z->rgradq[c * (size_t)z->nbuf.grad + (size_t)I->slot]);
+    case DD_PP_SEND_ACT:
+        return post(z, 0, z->sact[c * M + m], act_floats(z, k, I->micro, 0), I->peer, I->tag, &z->sactq[c * M + m]);
+    case DD_PP_SEND_GRAD:
+        return post(z, 0, z->sgrad[c * M + m], act_floats(z, k, I->micro, 1), I->peer, I->tag, &z->sgradq[c * M + m]);
+    case DD_PP_FWD: return fwd(ps, I);
+    case DD_PP_BWD: return bwd(ps, I);
+    }
+    return dd_error(DD_ERR_INTERNAL, "pipeline: unknown instruction %d", (int)I->op);
+}
+
+/* Completes every send of the step (the receivers have posted them all by the end of
+ * their own lists). */
+static dd_status finish_sends(dd_pp *z) {
+    const size_t n = (size_t)z->V * (size_t)z->M;
+    for (size_t k = 0; k < 2 * n; k++) {
+        dd_comm_req **q = k < n ? &z->sactq[k] : &z->sgradq[k - n];
+        if (!*q) continue;
+        char desc[128];
+        snprintf(desc, sizeof desc, "a pipeline send of step %llu to be received", (unsigned long long)z->step_no + 1);
+        dd_status st = dd_comm_wait_timeout(q, z->wait_s, desc);
+        if (st != DD_OK) return dd_error_prefix(st, "pipeline rank %d: ", z->prank);
+    }
+    return DD_OK;
+}
+
+/* The reduced loss sum, squared gradient norm and stop flags of a step. */
+static dd_status pp_grads(dd_pp *z, dd_trainer *tr, uint64_t epoch, uint64_t batch, double v[3]) {
+    uint64_t lo, hi, bg;
+    dd_trainer_batch_slice(tr, batch, z->drank, z->D, &lo, &hi, &bg);
+    const uint64_t n = hi - lo;
+    for (int m = 0; m <= z->M; m++) z->mlo[m] = lo + n * (uint64_t)m / (uint64_t)z->M;
+    if ((size_t)n * z->F * 2 > z->xcap)
+        return dd_error(DD_ERR_INTERNAL, "pipeline: %llu frames in a step, buffers for %zu", (unsigned long long)n,
+                        z->xcap / (z->F * 2));
+    DD_TRY(dd_trainer_gather(tr, epoch, lo, hi, z->xin, z->tgt));
+    float *grads = NULL;
+    size_t glo = 0, ghi = 0;
+    dd_trainer_storage(tr, NULL, &grads, NULL, NULL, &glo, &ghi);
+    memset(grads, 0, (ghi - glo) * sizeof(float));
+    pp_step ps = {z, epoch, lo, bg, 0.0};
+    const double t0 = dd_comm_wtime(), busy0 = z->st.busy_s;
+    dd_status st = DD_OK;
+    for (size_t i = 0; st == DD_OK && i < z->nins; i++) st = run_instr(&ps, &z->ins[i]);
+    if (st == DD_OK) st = finish_sends(z);
+    z->st.last_step_s = dd_comm_wtime() - t0;
+    z->st.last_busy_s = z->st.busy_s - busy0;
+    z->st.step_s += z->st.last_step_s;
+    DD_TRY(st);
+    /* data parallelism: each stage group's gradients summed over the replicas */
+    const double t1 = dd_comm_wtime();
+    if (z->D > 1 && ghi > glo) {
+        st = dd_comm_allreduce(z->dp, z->algo, grads, ghi - glo, DD_F32);
+        if (st != DD_OK) return dd_error_prefix(st, "pipeline: gradient allreduce over the replicas: ");
+    }
+    v[0] = ps.sse;
+    v[1] = z->drank == 0 ? dd_grad_sumsq(grads, ghi - glo) : 0.0; /* each slice once */
+    v[2] = z->local_stop && *z->local_stop ? 1.0 : 0.0;
+    if (dd_comm_size(z->world) > 1) {
+        st = dd_comm_allreduce(z->world, z->algo, v, 3, DD_F64);
+        if (st != DD_OK) return dd_error_prefix(st, "pipeline: loss reduction: ");
+    }
+    z->st.reduce_s += dd_comm_wtime() - t1;
+    v[0] *= dd_trainer_loss_scale(tr, bg);
+    return DD_OK;
+}
+
+static dd_status s_loss_grad(void *self, dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
+    double v[3];
+    DD_TRY(pp_grads(self, tr, epoch, batch, v));
+    *loss = v[0];
+    return DD_OK;
+}
+
+static dd_status s_step(void *self, dd_trainer *tr, double *loss) {
+    dd_pp *z = self;
+    double v[3];
+    DD_TRY(pp_grads(z, tr, (uint64_t)dd_trainer_epoch(tr), dd_trainer_batch(tr), v));
+    *loss = v[0];
+    if (v[2] > 0) z->agreed_stop = 1;
+    DD_TRY(dd_trainer_apply_update(tr, v[0], v[1]));
+    z->full_ok = 0;
+    z->st.steps++;
+    z->step_no++;
+    return DD_OK;
+}
+
+/* ---------------------------------------------------------------- other operations */
+
+static dd_status s_bcast(void *self, double *vals, int nv) {
+    dd_pp *z = self;
+    if (dd_comm_size(z->world) == 1 || nv <= 0) return DD_OK;
+    dd_status s = dd_comm_bcast(z->world, vals, (size_t)nv * sizeof(double), 0);
+    if (s != DD_OK) return dd_error_prefix(s, "pipeline: broadcast from rank 0: ");
+    return DD_OK;
+}
+
+/* The whole parameters and optimiser state on rank 0: the first replica's pipeline ranks
+ * send their slices (a collective of that replica). */
+static dd_status s_before_save(void *self, dd_trainer *tr) {
+    dd_pp *z = self;
+    if (z->full_ok || z->drank != 0) return DD_OK;
+    const size_t n = dd_trainer_num_floats(tr);
+    dd_optim *opt = dd_trainer_optim(tr);
+    const int k = dd_optim_state_arrays(opt);
+    const size_t ob = dd_optim_state_bytes_for(opt, n);
+    size_t *cnt = calloc(2 * (size_t)z->P, sizeof *cnt);
+    if (!cnt) return dd_error(DD_ERR_NOMEM, "out of memory");
+    size_t *dsp = cnt + z->P;
+    for (int q = 0; q < z->P; q++) {
+        size_t a, b;
+        rank_slice(z, q, &a, &b);
+        cnt[q] = (b - a) * sizeof(float);
+        dsp[q] = a * sizeof(float);
+    }
+    dd_status s = DD_OK;
+    if (z->prank == 0) {
+        if (z->full_optim_bytes != ob) {
+            free(z->full_optim);
+            z->full_optim = calloc(1, ob);
+            z->full_optim_bytes = z->full_optim ? ob : 0;
+        }
+        if (!z->full_params) z->full_params = calloc(n ? n : 1, sizeof(float));
+        if (!z->full_optim || !z->full_params) s = dd_error(DD_ERR_NOMEM, "out of memory for the model state (%zu floats)", n);
+    }
+    if (s == DD_OK) s = dd_comm_gatherv(z->pp, dd_trainer_params(tr), z->full_params, cnt, dsp, 0);
+    size_t m = 0;
+    float *mine = dd_optim_state(opt, &m);
+    m = z->hi - z->lo;
+    for (int j = 0; s == DD_OK && j < k; j++) {
+        float *dst = z->prank == 0 ? (float *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
+        s = dd_comm_gatherv(z->pp, mine + (size_t)j * m, dst, cnt, dsp, 0);
+    }
+    free(cnt);
+    if (s != DD_OK) return dd_error_prefix(s, "pipeline: gathering the model state: ");
+    if (z->prank == 0) DD_TRY(dd_optim_state_header(opt, n, z->full_optim));
+    z->full_ok = 1;
+    return DD_OK;
+}
+
+static dd_status s_full_state(void *self, dd_trainer *tr, const float **params, const void **optim, size_t *bytes) {
+    dd_pp *z = self;
+    (void)tr;
+    if (!z->full_ok || !z->full_params)
+        return dd_error(DD_ERR_INTERNAL, "pipeline: the model state was not gathered before the checkpoint");
+    *params = z->full_params;
+    *optim = z->full_optim;
+    *bytes = z->full_optim_bytes;
+    return DD_OK;
+}
+
+static dd_status s_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
+    dd_pp *z = self;
+    (void)tr;
+    char desc[128];
+    snprintf(desc, sizeof desc, "pp=%d,dp=%d,micro=%d,schedule=%s,virtual=%d", z->P, z->D, z->M,
+             dd_pp_kind_name(z->kind), z->V);
+    return dd_ckpt_add_str(w, "layout", desc); /* informative: any layout resumes under any */
+}
+
+static dd_status s_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
+    dd_pp *z = self;
+    (void)tr;
+    const char *was = "one process or data parallelism";
+    if (dd_ckpt_has(r, "layout")) DD_TRY(dd_ckpt_get_str(r, "layout", &was));
+    if (dd_comm_rank(z->world) == 0)
+        dd_log(DD_LOG_INFO, "checkpoint written under %s, resuming with pp=%d, dp=%d", was, z->P, z->D);
+    return DD_OK;
+}
+
+static int s_stop_agreed(void *self) { return ((dd_pp *)self)->agreed_stop != 0; }
+
+static dd_status s_epoch_stats(void *self, double out[3]) {
+    dd_pp *z = self;
+    /* per rank: busy and schedule time of the epoch, gathered for the bubble report */
+    double v[2] = {z->st.busy_s - z->ep_busy0, z->st.step_s - z->ep_step0}, bytes = (double)(z->st.bytes_sent - z->ep_bytes0);
+    const double steps = (double)(z->st.steps - z->ep_steps0);
+    z->ep_busy0 = z->st.busy_s;
+    z->ep_step0 = z->st.step_s;
+    z->ep_bytes0 = z->st.bytes_sent;
+    z->ep_steps0 = z->st.steps;
+    const int N = dd_comm_size(z->world);
+    double *all = calloc(2 * (size_t)N, sizeof *all);
+    if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
+    dd_status s = N > 1 ? dd_comm_allgather(z->world, v, sizeof v, all) : DD_OK;
+    if (N == 1) memcpy(all, v, sizeof v);
+    double bub = 0.0;
+    for (int r = 0; s == DD_OK && r < N; r++) bub += all[2 * r + 1] > 0 ? 1.0 - all[2 * r] / all[2 * r + 1] : 0.0;
+    free(all);
+    if (s == DD_OK && N > 1) s = dd_comm_allreduce(z->world, DD_ALLREDUCE_RING, &bytes, 1, DD_F64);
+    if (s != DD_OK) return dd_error_prefix(s, "pipeline: epoch statistics: ");
+    z->st.epoch_bubble = bub / N;
+    out[0] = steps > 0 ? bytes / N / steps : 0.0;
+    out[1] = 1.0;
+    out[2] = NAN;
+    return DD_OK;
+}
+
+static const dd_strategy_ops pp_ops = {
+    .name = "pipeline",
+    .layout = s_layout,
+    .setup = s_setup,
+    .step = s_step,
+    .loss_grad = s_loss_grad,
+    .bcast = s_bcast,
+    .before_save = s_before_save,
+    .save = s_save,
+    .load = s_load,
+    .full_state = s_full_state,
+    .stop_agreed = s_stop_agreed,
+    .epoch_stats = s_epoch_stats,
+};
+
+void dd_pp_strategy(dd_pp *z, dd_strategy *st) {
+    if (!st) return;
+    memset(st, 0, sizeof *st);
+    if (!z) return;
+    st->ops = &pp_ops;
+    st->self = z;
+    st->rank = dd_comm_rank(z->world);
+    st->nranks = dd_comm_size(z->world);
+}
+
+dd_status dd_pp_split_get(const dd_pp *z, size_t *bounds, size_t cap, size_t *n) {
+    if (!z || !n) return dd_error(DD_ERR_ARG, "dd_pp_split_get: NULL argument");
+    if (!z->bounds) return dd_error(DD_ERR_ARG, "dd_pp_split_get: the split is known once a trainer is laid out");
+    *n = (size_t)(z->P * z->V) + 1;
+    for (size_t i = 0; bounds && i < *n && i < cap; i++) bounds[i] = z->bounds[i];
+    return DD_OK;
+}
+
+/* ---------------------------------------------------------------- registry entry */
+
+static size_t schedule_choices(char *buf, size_t cap) {
+    return (size_t)snprintf(buf, cap, "%s, %s (%s: not in this build)", dd_pp_kind_name(DD_PP_GPIPE),
+                            dd_pp_kind_name(DD_PP_1F1B), dd_pp_kind_name(DD_PP_INTERLEAVED));
+}
+
+static const dd_strategy_opt pp_opts[] = {
+    {"pp", "P",
+     "pipeline parallelism over P ranks: the model's stages (a DPD's\n"
+     "then the frozen PA model's) split into P contiguous groups,\n"
+     "balanced by FLOPs; mpirun -np N with N a multiple of P gives\n"
+     "N / P data-parallel replicas of the pipeline",
+     NULL},
+    {"micro", "M", "micro-batches per global batch (default: --pp)", NULL},
+    {"schedule", "S", "pipeline schedule (default 1f1b)", schedule_choices},
+    {"virtual", "V", "virtual stages per rank (interleaved schedule; default 1)", NULL},
+    {"pp-split", "LIST",
+     "stage counts per pipeline rank, e.g. 3,3,4 (default: balanced\n"
+     "by FLOPs; the split is printed at the start)",
+     NULL},
+    {"allreduce", NULL, NULL, NULL}, /* the replicas' gradient allreduce */
+    {NULL, NULL, NULL, NULL},
+};
+
+static int pp_claims(const dd_strategy_args *a) {
+    for (const dd_strategy_opt *o = pp_opts; o->name; o++)
+        if (o->metavar && dd_strategy_arg(a, o->name)) return 3;
+    return 0;
+}
+
+static dd_status pp_cfg_from_args(const dd_strategy_args *a, dd_pp_cfg *c, int nranks) {
+    dd_pp_cfg_default(c);
+    const char *v;
+    double x;
+    if (!(v = dd_strategy_arg(a, "pp")))
+        return dd_error(DD_ERR_ARG, "--%s needs --pp P (the pipeline's ranks)",
+                        dd_strategy_arg(a, "micro")      ? "micro"
+                        : dd_strategy_arg(a, "schedule") ? "schedule"
+                        : dd_strategy_arg(a, "virtual")  ? "virtual"
+                                                         : "pp-split");
+    DD_TRY(dd_parse_number("--pp", v, 1, 1024, 1, &x));
+    c->pp = (int)x;
+    if ((v = dd_strategy_arg(a, "micro"))) {
+        DD_TRY(dd_parse_number("--micro", v, 1, DD_PP_MAX_MICRO, 1, &x));
+        c->micro = (int)x;
+    }
+    if ((v = dd_strategy_arg(a, "virtual"))) {
+        DD_TRY(dd_parse_number("--virtual", v, 1, DD_PP_MAX_VSTAGES, 1, &x));
+        c->virt = (int)x;
+    }
+    if ((v = dd_strategy_arg(a, "schedule")) && dd_pp_kind_parse(v, &c->kind) != DD_OK)
+        return dd_error_prefix(DD_ERR_ARG, "--schedule: ");
+    if ((v = dd_strategy_arg(a, "allreduce")) && dd_allreduce_parse(v, &c->algo) != DD_OK)
+        return dd_error_prefix(DD_ERR_ARG, "--allreduce: ");
+    c->split = dd_strategy_arg(a, "pp-split");
+    return dd_pp_cfg_check(c, nranks > 0 ? nranks : c->pp);
+}
+
+static dd_status pp_check(const dd_strategy_args *a) {
+    dd_pp_cfg c;
+    /* before MPI starts the number of ranks is not known: checked again at create */
+    return pp_cfg_from_args(a, &c, 0);
+}
+
+static dd_status pp_def_create(dd_comm *comm, const dd_strategy_args *a, void **self) {
+    dd_pp_cfg c;
+    DD_TRY(pp_cfg_from_args(a, &c, dd_comm_size(comm)));
+    return dd_pp_create(comm, &c, (dd_pp **)self);
+}
+
+static void pp_def_destroy(void *self) {
+    dd_pp *z = self;
+    dd_pp_destroy(&z);
+}
+
+static void pp_def_strategy(void *self, dd_strategy *st) { dd_pp_strategy(self, st); }
+static void pp_def_stop_source(void *self, const volatile int *local) { dd_pp_set_stop_source(self, local); }
+
+static void pp_last_step(const void *self, dd_strategy_step_times *t) {
+    const dd_pp *z = self;
+    t->comm_s = z->st.last_step_s - z->st.last_busy_s;
+    t->exposed_s = t->comm_s; /* the schedule's time not spent computing: bubble and waits */
+    t->hidden_s = NAN;
+    t->prev_exposed_mean_s = NAN;
+}
+
+static dd_status pp_report(const void *self, cJSON *o) {
+    const dd_pp *z = self;
+    cJSON_AddStringToObject(o, "shard", "none");
+    cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(z->algo));
+    cJSON *p = cJSON_AddObjectToObject(o, "pipeline");
+    if (!p) return DD_ERR_NOMEM;
+    cJSON_AddNumberToObject(p, "pp", z->P);
+    cJSON_AddNumberToObject(p, "dp", z->D);
+    cJSON_AddNumberToObject(p, "micro", z->M);
+    cJSON_AddNumberToObject(p, "virtual", z->V);
+    cJSON_AddStringToObject(p, "schedule", dd_pp_kind_name(z->kind));
+    cJSON *b = cJSON_AddArrayToObject(p, "split");
+    for (int i = 0; b && z->bounds && i <= z->P * z->V; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((double)z->bounds[i]));
+    const double n = z->st.steps ? (double)z->st.steps : 1.0;
+    cJSON_AddNumberToObject(p, "bubble_formula", dd_pp_bubble_formula(z->kind, z->P, z->M, z->V));
+    cJSON_AddNumberToObject(p, "bubble_measured_last_epoch", z->st.epoch_bubble);
+    cJSON_AddNumberToObject(p, "rank0_schedule_s_per_step", z->st.step_s / n);
+    cJSON_AddNumberToObject(p, "rank0_busy_s_per_step", z->st.busy_s / n);
+    cJSON_AddNumberToObject(p, "rank0_wait_s_per_step", z->st.wait_s / n);
+    cJSON_AddNumberToObject(p, "rank0_reduce_s_per_step", z->st.reduce_s / n);
+    cJSON_AddNumberToObject(p, "rank0_messages_per_step", (double)z->st.messages / n);
+    cJSON_AddNumberToObject(p, "rank0_bytes_sent_per_step", (double)z->st.bytes_sent / n);
+    return DD_OK;
+}
+
+static void pp_print_summary(const void *self, FILE *f) {
+    const dd_pp *z = self;
+    const double n = z->st.steps ? (double)z->st.steps : 1.0;
+    fprintf(f, "parallel:   %d ranks = %d replica%s x pipeline of %d (%s, %d micro-batches): schedule %.3f ms/step, "
+               "compute %.3f, waiting %.3f; bubble %.1f %% (formula %.1f %%); replicas' reduction %.3f ms/step "
+               "(rank 0)\n",
+            z->D * z->P, z->D, z->D == 1 ? "" : "s", z->P, dd_pp_kind_name(z->kind), z->M, 1e3 * z->st.step_s / n, 1e3 * z->st.busy_s / n,
+            1e3 * z->st.wait_s / n, 100.0 * z->st.epoch_bubble, 100.0 * dd_pp_bubble_formula(z->kind, z->P, z->M, z->V),
+            1e3 * z->st.reduce_s / n);
+}
+
+/* The split: each rank's stages with their parameters and FLOPs. */
+static void pp_describe(const void *self, FILE *f) {
+    const dd_pp *z = self;
+    if (!z->bounds) return;
+    fprintf(f, "pipeline:   %d ranks x %d replica%s, schedule %s, %d micro-batches; bubble by the formula %.1f %%\n", z->P,
+            z->D, z->D == 1 ? "" : "s", dd_pp_kind_name(z->kind), z->M,
+            100.0 * dd_pp_bubble_formula(z->kind, z->P, z->M, z->V));
+    for (int v = 0; v < z->P * z->V; v++) {
+        size_t params = 0;
+        double flops = 0;
+        char first[40] = "", last[40] = "";
+        for (size_t s = z->bounds[v]; s < z->bounds[v + 1]; s++) {
+            dd_stage_info si;
+            if (stage_info(z, s, &si) != DD_OK) continue;
+            if (s < z->Sm) params += si.hi - si.lo;
+            flops += si.flops_fwd + si.flops_bwd;
+            snprintf(s == z->bounds[v] ? first : last, sizeof first, "%s%s", s < z->Sm ? "" : "PA ", si.name);
+        }
+        fprintf(f, "            rank %d: stages %zu-%zu (%s%s%s): %zu parameter floats, %.3g FLOP per sample (fwd+bwd)\n",
+                v % z->P, z->bounds[v], z->bounds[v + 1] - 1, first, last[0] ? " .. " : "", last, params, flops);
+    }
+}
+
+const dd_strategy_def dd_strategy_def_pipeline = {
+    .name = "pipeline",
+    .title = "pipeline-parallel (with data-parallel replicas)",
+    .when = "--pp P (and --micro, --schedule, --virtual, --pp-split)",
+    .opts = pp_opts,
+    .claims = pp_claims,
+    .check = pp_check,
+    .create = pp_def_create,
+    .destroy = pp_def_destroy,
+    .strategy = pp_def_strategy,
+    .set_stop_source = pp_def_stop_source,
+    .last_step = pp_last_step,
+    .report = pp_report,
+    .print_summary = pp_print_summary,
+    .describe = pp_describe,
+};
