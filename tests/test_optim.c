@@ -819,6 +819,28 @@ static void test_state_slices(void) {
         }
         CHECK_OK(dd_optim_state_save(full, blob, ob));
         CHECK(memcmp(blob, rebuilt, ob) == 0, "%s: rebuilt blob differs from the whole's", kinds[ki]);
+        /* two ranges into one optimiser: the arrays' pieces one after the other */
+        {
+            const size_t rlo[2] = {3, cut[1] + 5}, rhi[2] = {10, cut[1] + 9};
+            dd_optim *two = NULL;
+            CHECK_OK(dd_optim_create(kinds[ki], &c, 11, &two));
+            if (two) {
+                CHECK_OK(dd_optim_state_load_ranges(two, blob, ob, rlo, rhi, 2));
+                size_t cnt = 0;
+                const float *st = dd_optim_state(two, &cnt);
+                const float *whole = (const float *)((const char *)blob + DD_OPTIM_STATE_HEADER);
+                int bad = 0;
+                for (int j = 0; j < arrays; j++)
+                    for (size_t i = 0; i < 11; i++) {
+                        const size_t at = i < 7 ? rlo[0] + i : rlo[1] + (i - 7);
+                        bad += st[(size_t)j * 11 + i] != whole[(size_t)j * n + at];
+                    }
+                CHECK(bad == 0, "%s: %d floats of two ranges misplaced", kinds[ki], bad);
+                const size_t blo = 0, bhi = 12; /* 12 floats for an optimiser of 11 */
+                CHECK_ERR(dd_optim_state_load_ranges(two, blob, ob, &blo, &bhi, 1), DD_ERR_ARG, "ranges of 12 floats");
+                dd_optim_destroy(&two);
+            }
+        }
         /* a slice past the end and another kind are refused */
         dd_optim *other = NULL;
         CHECK_OK(dd_optim_create(kinds[ki], &c, 70, &other));

@@ -137,6 +137,11 @@ dd_status dd_optim_state_header(const dd_optim *opt, size_t n_total, void *buf);
  * from a blob of any n_total >= lo + n (resharding on load). On error opt is unchanged.
  * Errors: as dd_optim_state_load. */
 dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes, size_t lo);
+/* The same for several ranges [lo[r], hi[r]) of the blob's arrays, stored one after the
+ * other in this optimiser (their lengths sum to its size). Errors: as above; DD_ERR_ARG
+ * when the lengths do not add up. */
+dd_status dd_optim_state_load_ranges(dd_optim *opt, const void *buf, size_t bytes, const size_t *lo, const size_t *hi,
+                                     size_t count);
 
 /* ------------------------------------------------------------------------------------
  * Gradient-norm clipping (torch.nn.utils.clip_grad_norm_ with norm_type 2)

@@ -184,6 +184,14 @@ typedef struct {
      * whole; the initial parameters are computed whole once, in a temporary buffer. */
     dd_status (*layout)(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *lo, size_t *hi,
                         int *grads, int *params);
+    /* Instead of layout, for strategies whose ranks keep several ranges of the arena (a
+     * pipeline's interleaved stage groups): *count ranges [lo[k], hi[k]) (ascending,
+     * disjoint; the arrays stay owned by the strategy) whose parameters, gradients and
+     * optimiser state this rank keeps, stored one after the other; dd_trainer_storage
+     * then answers in those local coordinates ([0, sum of the lengths)) and
+     * dd_trainer_ranges gives the ranges. */
+    dd_status (*layout_ranges)(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *count,
+                               const size_t **lo, const size_t **hi);
     /* After the trainer's model, arenas and optimiser exist with initialised parameters
      * (end of dd_trainer_create), and after a full checkpoint load (dd_trainer_load, every
      * rank loads the same file): e.g. check that every rank holds the same model,
@@ -383,6 +391,8 @@ dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq
  * checkpoint, written with any sharding. */
 void dd_trainer_storage(dd_trainer *tr, float **params, float **grads, size_t *lo, size_t *hi, size_t *olo,
                         size_t *ohi);
+/* A strategy's ranges (layout_ranges; *count = 0 otherwise). */
+void dd_trainer_ranges(const dd_trainer *tr, size_t *count, const size_t **lo, const size_t **hi);
 /* With sharded parameters: the stage source every forward (evaluation included) takes
  * its parameters from (copied); collective = 1: evaluation runs on every rank together
  * (the source's gathers are collectives). NULL clears it. */

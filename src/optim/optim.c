@@ -321,8 +321,9 @@ dd_status dd_optim_state_header(const dd_optim *opt, size_t n_total, void *buf) 
     return DD_OK;
 }
 
-dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes, size_t lo) {
-    if (!opt || !buf) return dd_error(DD_ERR_ARG, "dd_optim_state_load_slice: NULL argument");
+dd_status dd_optim_state_load_ranges(dd_optim *opt, const void *buf, size_t bytes, const size_t *lo, const size_t *hi,
+                                     size_t count) {
+    if (!opt || !buf || (count && (!lo || !hi))) return dd_error(DD_ERR_ARG, "dd_optim_state_load_ranges: NULL argument");
     optst_header h;
     if (bytes < OPTST_HEADER)
         return dd_error(DD_ERR_FORMAT, "optimiser state: %zu bytes, shorter than its %d-byte header", bytes,
@@ -336,9 +337,16 @@ dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes
     if (h.kind != (uint32_t)opt->kind)
         return dd_error(DD_ERR_MISMATCH, "optimiser state was saved by '%s', this optimiser is '%s'",
                         dd_optim_kind_name((dd_optim_kind)h.kind), dd_optim_kind_name(opt->kind));
-    if (h.n < lo || h.n - lo < opt->n)
-        return dd_error(DD_ERR_MISMATCH, "optimiser state is for %llu parameters, too few for the slice [%zu, %zu)",
-                        (unsigned long long)h.n, lo, lo + opt->n);
+    size_t total = 0;
+    for (size_t r = 0; r < count; r++) {
+        if (lo[r] > hi[r] || hi[r] > h.n)
+            return dd_error(DD_ERR_MISMATCH, "optimiser state is for %llu parameters, too few for the slice [%zu, %zu)",
+                            (unsigned long long)h.n, lo[r], hi[r]);
+        total += hi[r] - lo[r];
+    }
+    if (total != opt->n)
+        return dd_error(DD_ERR_ARG, "dd_optim_state_load_ranges: ranges of %zu floats for an optimiser of %zu", total,
+                        opt->n);
     const size_t k = (size_t)dd_optim_state_arrays(opt);
     if (h.nstate != k * h.n)
         return dd_error(DD_ERR_MISMATCH,
@@ -349,7 +357,19 @@ dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes
         return dd_error(DD_ERR_FORMAT, "optimiser state: %zu bytes, expected %llu", bytes,
                         (unsigned long long)(OPTST_HEADER + h.nstate * sizeof(float)));
     const float *src = (const float *)((const char *)buf + OPTST_HEADER);
-    for (size_t j = 0; j < k; j++) memcpy(opt->state + j * opt->n, src + j * h.n + lo, opt->n * sizeof(float));
+    for (size_t j = 0; j < k; j++) {
+        float *dst = opt->state + j * opt->n;
+        for (size_t r = 0; r < count; r++) {
+            memcpy(dst, src + j * h.n + lo[r], (hi[r] - lo[r]) * sizeof(float));
+            dst += hi[r] - lo[r];
+        }
+    }
     opt->step = h.step;
     return DD_OK;
+}
+
+dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes, size_t lo) {
+    if (!opt || !buf) return dd_error(DD_ERR_ARG, "dd_optim_state_load_slice: NULL argument");
+    const size_t hi = lo + opt->n;
+    return dd_optim_state_load_ranges(opt, buf, bytes, &lo, &hi, 1);
 }

@@ -40,7 +40,8 @@ typedef struct {
     int u_in, u_out;   /* the activation message in / out also carries u, the PA model's
                           input (the DPD's output): the group starts / the next one starts
                           strictly inside the PA model */
-    size_t plo, phi;   /* the trained model's arena floats of the chunk */
+    size_t plo, phi;         /* the trained model's arena floats of the chunk */
+    size_t loc;              /* where they start in this rank's storage */
     size_t wsm, wsa;   /* range workspace floats of the two segments (per micro-batch) */
     int vstage, first, last;
 } pp_chunk;
@@ -68,7 +69,10 @@ struct dd_pp {
     size_t Sm, Sa;        /* stages of the trained model and of the PA model */
     size_t *bounds;       /* [P V + 1] group boundaries over the concatenated stages */
     pp_chunk *ch;         /* [V] this rank's chunks */
-    size_t lo, hi;        /* this rank's slice of the trained model's arena */
+    size_t rlo[DD_PP_MAX_VSTAGES], rhi[DD_PP_MAX_VSTAGES]; /* its ranges of the trained
+                             model's arena (the chunks that hold some), stored one after the
+                             other (the trainer's layout_ranges) */
+    size_t nrg, nloc;
     dd_pp_instr *ins;
     size_t nins;
     int nlive;            /* live micro-batches per chunk (from the simulation) */
@@ -125,10 +129,6 @@ dd_status dd_pp_cfg_check(const dd_pp_cfg *c, int nranks) {
                         c->pp, nranks);
     const int M = c->micro > 0 ? c->micro : c->pp;
     DD_TRY(dd_pp_check_args(c->kind, c->pp, M, c->virt));
-    if (c->virt > 1)
-        return dd_error(DD_ERR_UNSUPPORTED, "--virtual %d: the interleaved schedule's non-contiguous stage groups are "
-                                            "not supported by this build's parameter storage (use --virtual 1)",
-                        c->virt);
     if ((int)c->algo < 0 || (int)c->algo >= dd_allreduce_count())
         return dd_error(DD_ERR_ARG, "pipeline: algo = %d is not an allreduce algorithm", (int)c->algo);
     return DD_OK;
@@ -265,14 +265,31 @@ static dd_status make_split(dd_pp *z) {
     return st;
 }
 
+/* Pipeline rank q's ranges of the trained model's arena: its chunks' parameters, in
+ * chunk order (ascending). Returns how many. */
+static size_t rank_ranges(const dd_pp *z, int q, size_t *lo, size_t *hi) {
+    size_t n = 0;
+    for (int c = 0; c < z->V; c++) {
+        const size_t v = (size_t)c * (size_t)z->P + (size_t)q;
+        const size_t s0 = z->bounds[v], s1 = z->bounds[v + 1] < z->Sm ? z->bounds[v + 1] : z->Sm;
+        if (s0 >= s1) continue;
+        dd_stage_info a, b;
+        if (dd_model_stage_info(z->m, s0, &a) != DD_OK || dd_model_stage_info(z->m, s1 - 1, &b) != DD_OK) continue;
+        lo[n] = a.lo;
+        hi[n] = b.hi;
+        n++;
+    }
+    return n;
+}
+
 /* This rank's chunks from the split. */
 static dd_status make_chunks(dd_pp *z) {
     free(z->ch);
     z->ch = calloc((size_t)z->V, sizeof *z->ch);
     if (!z->ch) return dd_error(DD_ERR_NOMEM, "out of memory for the pipeline chunks");
     const size_t G = (size_t)(z->P * z->V), Sm = z->Sm;
-    z->lo = SIZE_MAX;
-    z->hi = 0;
+    z->nrg = rank_ranges(z, z->prank, z->rlo, z->rhi);
+    size_t loc = 0;
     for (int c = 0; c < z->V; c++) {
         pp_chunk *k = &z->ch[c];
         const size_t v = (size_t)c * (size_t)z->P + (size_t)z->prank;
@@ -293,24 +310,24 @@ static dd_status make_chunks(dd_pp *z) {
         k->in_w = a.in_width;
         k->out_w = b.out_width;
         k->plo = k->phi = 0;
+        k->loc = loc;
         if (k->m1 > k->m0) {
             dd_stage_info x, y;
             DD_TRY(dd_model_stage_info(z->m, k->m0, &x));
             DD_TRY(dd_model_stage_info(z->m, k->m1 - 1, &y));
             k->plo = x.lo;
             k->phi = y.hi;
-            if (k->plo < z->lo) z->lo = k->plo;
-            if (k->phi > z->hi) z->hi = k->phi;
+            loc += k->phi - k->plo;
         }
     }
-    if (z->lo == SIZE_MAX) z->lo = z->hi = 0; /* only PA stages here: no trained parameters */
+    z->nloc = loc;
     return DD_OK;
 }
 
 /* ---------------------------------------------------------------- layout and setup */
 
-static dd_status s_layout(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *lo, size_t *hi,
-                         int *grads, int *params) {
+static dd_status s_layout(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *count,
+                         const size_t **lo, const size_t **hi) {
     dd_pp *z = self;
     (void)n;
     z->m = m;
@@ -319,29 +336,10 @@ static dd_status s_layout(void *self, const dd_model *m, const dd_model *pa, siz
     z->Sa = pa ? dd_model_num_stages(pa) : 0;
     DD_TRY(make_split(z));
     DD_TRY(make_chunks(z));
-    *lo = z->lo;
-    *hi = z->hi;
-    *grads = 1;
-    *params = 1;
+    *count = z->nrg;
+    *lo = z->rlo;
+    *hi = z->rhi;
     return DD_OK;
-}
-
-/* The trained model's arena slice [lo, hi) of pipeline rank q (its chunks' hull). */
-static void rank_slice(const dd_pp *z, int q, size_t *lo, size_t *hi) {
-    *lo = SIZE_MAX;
-    *hi = 0;
-    for (int c = 0; c < z->V; c++) {
-        const size_t v = (size_t)c * (size_t)z->P + (size_t)q;
-        const size_t s0 = z->bounds[v], s1 = z->bounds[v + 1];
-        if (s0 >= z->Sm) continue;
-        dd_stage_info a, b;
-        if (dd_model_stage_info(z->m, s0, &a) != DD_OK ||
-            dd_model_stage_info(z->m, (s1 < z->Sm ? s1 : z->Sm) - 1, &b) != DD_OK)
-            continue;
-        if (a.lo < *lo) *lo = a.lo;
-        if (b.hi > *hi) *hi = b.hi;
-    }
-    if (*lo == SIZE_MAX) *lo = *hi = 0;
 }
 
 static float *act_alloc(size_t n, const char *what) {
@@ -456,13 +454,20 @@ static dd_status s_setup(void *self, dd_trainer *tr) {
 
 /* ---------------------------------------------------------------- stage sources */
 
-/* The trained model's stage s: its parameters and gradients in this rank's slice. */
+/* Where the trained model's stage s starts in this rank's storage (it holds it). */
+static size_t local_of(const dd_pp *z, size_t s, const dd_stage_info *si) {
+    for (int c = 0; c < z->V; c++)
+        if (s >= z->ch[c].m0 && s < z->ch[c].m1) return z->ch[c].loc + (si->lo - z->ch[c].plo);
+    return 0; /* not reached: the executor only runs its own stages */
+}
+
+/* The trained model's stage s: its parameters and gradients in this rank's storage. */
 static dd_status own_params(void *self, size_t s, int bwd, const float **p) {
     dd_pp *z = self;
     (void)bwd;
     dd_stage_info si;
     DD_TRY(dd_model_stage_info(z->m, s, &si));
-    *p = dd_trainer_params(z->tr) + (si.lo - z->lo);
+    *p = dd_trainer_params(z->tr) + local_of(z, s, &si);
     return DD_OK;
 }
 
@@ -470,7 +475,7 @@ static dd_status own_grads(void *self, size_t s, float **g) {
     dd_pp *z = self;
     dd_stage_info si;
     DD_TRY(dd_model_stage_info(z->m, s, &si));
-    *g = dd_trainer_grads(z->tr) + (si.lo - z->lo);
+    *g = dd_trainer_grads(z->tr) + local_of(z, s, &si);
     return DD_OK;
 }
 
@@ -486,7 +491,7 @@ static dd_status eval_stage_params(void *self, size_t s, int bwd, const float **
         if (s >= z->bounds[v] && s < z->bounds[v + 1]) owner = (int)(v % (size_t)z->P);
     const size_t n = si.hi - si.lo;
     if (owner == z->prank) {
-        *p = dd_trainer_params(z->tr) + (si.lo - z->lo);
+        *p = dd_trainer_params(z->tr) + local_of(z, s, &si);
     } else {
         if (z->ebuf_n < n) {
             dd_arena_free(z->ebuf);
@@ -560,8 +565,15 @@ static dd_status fwd(pp_step *ps, const dd_pp_instr *I) {
     pp_live *l = live_get(z, I->chunk, m, 1);
     if (!l) return dd_error(DD_ERR_INTERNAL, "pipeline: no free activation buffer for micro-batch %d", m);
     if (!k->first) {
-        float *slot = z->ract[(size_t)I->chunk * (size_t)z->nbuf.act + (size_t)I->slot];
-        DD_TRY(wait_msg(z, &z->ractq[(size_t)I->chunk * (size_t)z->nbuf.act + (size_t)I->slot], "activation", m, I->peer));
+        /* from the previous virtual stage: a message, or with P = 1 its output right here */
+        const float *slot;
+        if (I->peer >= 0) {
+            const size_t q = (size_t)I->chunk * (size_t)z->nbuf.act + (size_t)I->slot;
+            DD_TRY(wait_msg(z, &z->ractq[q], "activation", m, I->peer));
+            slot = z->ract[q];
+        } else {
+            slot = z->sact[(size_t)(I->chunk - 1) * (size_t)z->M + (size_t)m];
+        }
         memcpy(l->in, slot, BF * (size_t)k->in_w * sizeof(float));
         if (k->u_in) memcpy(l->u, slot + BF * (size_t)k->in_w, BF * 2 * sizeof(float));
     }
@@ -601,8 +613,15 @@ static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
     if (k->last) {
         dout = micro_x(z, z->dpred, m);
     } else {
-        const float *slot = z->rgrad[(size_t)I->chunk * (size_t)z->nbuf.grad + (size_t)I->slot];
-        DD_TRY(wait_msg(z, &z->rgradq[(size_t)I->chunk * (size_t)z->nbuf.grad + (size_t)I->slot], "gradient", m, I->peer));
+        /* from the next virtual stage: a message, or with P = 1 its input gradient right here */
+        const float *slot;
+        if (I->peer >= 0) {
+            const size_t q = (size_t)I->chunk * (size_t)z->nbuf.grad + (size_t)I->slot;
+            DD_TRY(wait_msg(z, &z->rgradq[q], "gradient", m, I->peer));
+            slot = z->rgrad[q];
+        } else {
+            slot = z->sgrad[(size_t)(I->chunk + 1) * (size_t)z->M + (size_t)m];
+        }
         dout = slot;
         if (k->u_out) du_in = slot + BF * (size_t)k->out_w;
     }
@@ -754,8 +773,26 @@ static dd_status s_bcast(void *self, double *vals, int nv) {
     return DD_OK;
 }
 
+/* Pipeline rank 0 of the first replica: the local arrays of every pipeline rank (each
+ * the concatenation of its ranges) gathered in rank order into tmp, then placed. */
+static dd_status gather_whole(dd_pp *z, const float *mine, float *whole, float *tmp, const size_t *cnt,
+                              const size_t *dsp) {
+    DD_TRY(dd_comm_gatherv(z->pp, mine, tmp, cnt, dsp, 0));
+    if (z->prank != 0) return DD_OK;
+    size_t lo[DD_PP_MAX_VSTAGES], hi[DD_PP_MAX_VSTAGES];
+    for (int q = 0; q < z->P; q++) {
+        const float *src = tmp + dsp[q] / sizeof(float);
+        const size_t nr = rank_ranges(z, q, lo, hi);
+        for (size_t k = 0; k < nr; k++) {
+            memcpy(whole + lo[k], src, (hi[k] - lo[k]) * sizeof(float));
+            src += hi[k] - lo[k];
+        }
+    }
+    return DD_OK;
+}
+
 /* The whole parameters and optimiser state on rank 0: the first replica's pipeline ranks
- * send their slices (a collective of that replica). */
+ * send their ranges (a collective of that replica). */
 static dd_status s_before_save(void *self, dd_trainer *tr) {
     dd_pp *z = self;
     if (z->full_ok || z->drank != 0) return DD_OK;
@@ -765,14 +802,17 @@ static dd_status s_before_save(void *self, dd_trainer *tr) {
     const size_t ob = dd_optim_state_bytes_for(opt, n);
     size_t *cnt = calloc(2 * (size_t)z->P, sizeof *cnt);
     if (!cnt) return dd_error(DD_ERR_NOMEM, "out of memory");
-    size_t *dsp = cnt + z->P;
+    size_t *dsp = cnt + z->P, off = 0;
     for (int q = 0; q < z->P; q++) {
-        size_t a, b;
-        rank_slice(z, q, &a, &b);
-        cnt[q] = (b - a) * sizeof(float);
-        dsp[q] = a * sizeof(float);
+        size_t lo[DD_PP_MAX_VSTAGES], hi[DD_PP_MAX_VSTAGES], len = 0;
+        const size_t nr = rank_ranges(z, q, lo, hi);
+        for (size_t j = 0; j < nr; j++) len += hi[j] - lo[j];
+        cnt[q] = len * sizeof(float);
+        dsp[q] = off * sizeof(float);
+        off += len;
     }
     dd_status s = DD_OK;
+    float *tmp = NULL;
     if (z->prank == 0) {
         if (z->full_optim_bytes != ob) {
             free(z->full_optim);
@@ -780,16 +820,19 @@ static dd_status s_before_save(void *self, dd_trainer *tr) {
             z->full_optim_bytes = z->full_optim ? ob : 0;
         }
         if (!z->full_params) z->full_params = calloc(n ? n : 1, sizeof(float));
-        if (!z->full_optim || !z->full_params) s = dd_error(DD_ERR_NOMEM, "out of memory for the model state (%zu floats)", n);
+        tmp = calloc(n ? n : 1, sizeof(float));
+        if (!z->full_optim || !z->full_params || !tmp)
+            s = dd_error(DD_ERR_NOMEM, "out of memory for the model state (%zu floats)", n);
     }
-    if (s == DD_OK) s = dd_comm_gatherv(z->pp, dd_trainer_params(tr), z->full_params, cnt, dsp, 0);
+    if (s == DD_OK) s = gather_whole(z, dd_trainer_params(tr), z->full_params, tmp, cnt, dsp);
     size_t m = 0;
     float *mine = dd_optim_state(opt, &m);
-    m = z->hi - z->lo;
+    m = z->nloc;
     for (int j = 0; s == DD_OK && j < k; j++) {
         float *dst = z->prank == 0 ? (float *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
-        s = dd_comm_gatherv(z->pp, mine + (size_t)j * m, dst, cnt, dsp, 0);
+        s = gather_whole(z, mine + (size_t)j * m, dst, tmp, cnt, dsp);
     }
+    free(tmp);
     free(cnt);
     if (s != DD_OK) return dd_error_prefix(s, "pipeline: gathering the model state: ");
     if (z->prank == 0) DD_TRY(dd_optim_state_header(opt, n, z->full_optim));
@@ -857,7 +900,7 @@ static dd_status s_epoch_stats(void *self, double out[3]) {
 
 static const dd_strategy_ops pp_ops = {
     .name = "pipeline",
-    .layout = s_layout,
+    .layout_ranges = s_layout,
     .setup = s_setup,
     .step = s_step,
     .loss_grad = s_loss_grad,
@@ -891,7 +934,7 @@ dd_status dd_pp_split_get(const dd_pp *z, size_t *bounds, size_t cap, size_t *n)
 /* ---------------------------------------------------------------- registry entry */
 
 static size_t schedule_choices(char *buf, size_t cap) {
-    return (size_t)snprintf(buf, cap, "%s, %s (%s: not in this build)", dd_pp_kind_name(DD_PP_GPIPE),
+    return (size_t)snprintf(buf, cap, "%s, %s, %s (with --virtual V)", dd_pp_kind_name(DD_PP_GPIPE),
                             dd_pp_kind_name(DD_PP_1F1B), dd_pp_kind_name(DD_PP_INTERLEAVED));
 }
 

@@ -318,7 +318,7 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
         dd_spec_pack(&tr->ds->spec, sv);
         if ((st = dd_ckpt_add(w, "spec", sv, sizeof sv)) != DD_OK) goto fail;
     }
-    if (tr->plo == 0 && tr->phi == tr->n && tr->olo == 0 && tr->ohi == tr->n) {
+    if (!tr->ranged && tr->plo == 0 && tr->phi == tr->n && tr->olo == 0 && tr->ohi == tr->n) {
         if ((st = add_model(w, "", tr->m, tr->params)) != DD_OK) goto fail;
         size_t ob = dd_optim_state_bytes(tr->opt);
         ost = malloc(ob ? ob : 1);
@@ -405,7 +405,7 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
     const float *params;
     DD_TRY(dd_train_ckpt_check_model(r, path, "", tr->m, &params));
     if (params_only) {
-        memcpy(tr->params, params + tr->plo, (tr->phi - tr->plo) * sizeof(float));
+        dd_trainer_take_params(tr, params);
         return DD_OK;
     }
 
@@ -484,8 +484,7 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
 
     /* commit: the optimiser first (the only step that can still refuse); a sharded
      * trainer takes its slice of the whole model's state (any checkpoint, any sharding) */
-    dd_status st = tr->olo == 0 && tr->ohi == tr->n ? dd_optim_state_load(tr->opt, d, ob)
-                                                    : dd_optim_state_load_slice(tr->opt, d, ob, tr->olo);
+    dd_status st = dd_trainer_take_optim(tr, d, ob);
     if (st != DD_OK) return dd_error_prefix(st, "%s: ", path);
     dd_epoch_record *h = NULL;
     if (nhist) {
@@ -499,7 +498,7 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
             dd_rec_unpack(tmp, &h[i]);
         }
     }
-    memcpy(tr->params, params + tr->plo, (tr->phi - tr->plo) * sizeof(float));
+    dd_trainer_take_params(tr, params);
     if (pa_params) memcpy(tr->pa_params, pa_params, tr->pa_n * sizeof(float));
     tr->sched = sched;
     tr->step = step;

@@ -52,6 +52,14 @@ struct dd_trainer {
     size_t plo, phi;       /* parameter slice kept */
     size_t glo, ghi;       /* gradient slice kept */
     size_t olo, ohi;       /* optimiser range: the slice this process updates */
+    /* ranged storage (a strategy's layout_ranges, e.g. a pipeline's interleaved stage
+     * groups): parameters, gradients and optimiser state hold the arena's ranges
+     * [rlo[k], rhi[k]) one after the other, and plo/phi, glo/ghi, olo/ohi are the local
+     * range [0, sum of the lengths) */
+    int ranged;            /* the storage is ranged (even with no range: a rank without
+                              parameters of its own) */
+    size_t nrg;
+    size_t *rlo, *rhi;
     dd_optim *opt;         /* optimiser of ohi - olo floats */
     dd_stage_src psrc;     /* sharded parameters: where forwards take them */
     int has_psrc;          /* psrc is set */
@@ -124,6 +132,11 @@ dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg 
 /* Sharded parameters back to a whole parameter arena (this rank alone, after training:
  * the report of rank 0); the parameter source is cleared. Errors: DD_ERR_NOMEM. */
 dd_status dd_trainer_unshard_params(dd_trainer *tr);
+/* The storage this trainer keeps of a whole parameter arena `full` (a checkpoint's, the
+ * initial values) into its parameter storage: its slice or its ranges. */
+void dd_trainer_take_params(dd_trainer *tr, const float *full);
+/* Its optimiser's part of a whole optimiser-state blob (any checkpoint, any layout). */
+dd_status dd_trainer_take_optim(dd_trainer *tr, const void *blob, size_t bytes);
 
 /* Records the data set path stored in checkpoints. */
 void dd_trainer_set_data_path(dd_trainer *tr, const char *path);

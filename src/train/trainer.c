@@ -173,6 +173,57 @@ const dd_strategy_ops dd_strategy_single_ops = {
     .loss_grad = single_loss_grad,
 };
 
+/* A strategy's ranges of the arena (layout_ranges): checked and kept; the storage is then
+ * their concatenation, in local coordinates. */
+static dd_status take_ranges(dd_trainer *tr) {
+    size_t count = 0;
+    const size_t *lo = NULL, *hi = NULL;
+    DD_TRY(tr->st.ops->layout_ranges(tr->st.self, tr->m, tr->pa, tr->n, &count, &lo, &hi));
+    size_t total = 0;
+    for (size_t k = 0; k < count; k++) {
+        if (lo[k] > hi[k] || hi[k] > tr->n || (k > 0 && lo[k] < hi[k - 1]))
+            return dd_error(DD_ERR_ARG, "strategy %s: range %zu [%zu, %zu) of %zu floats is not ascending and disjoint",
+                            tr->st.ops->name, k, lo[k], hi[k], tr->n);
+        total += hi[k] - lo[k];
+    }
+    tr->rlo = calloc(2 * (count ? count : 1), sizeof *tr->rlo);
+    if (!tr->rlo) return dd_error(DD_ERR_NOMEM, "out of memory");
+    tr->rhi = tr->rlo + (count ? count : 1);
+    memcpy(tr->rlo, lo, count * sizeof *lo);
+    memcpy(tr->rhi, hi, count * sizeof *hi);
+    tr->nrg = count;
+    tr->ranged = 1;
+    tr->plo = tr->glo = tr->olo = 0;
+    tr->phi = tr->ghi = tr->ohi = total;
+    return DD_OK;
+}
+
+void dd_trainer_take_params(dd_trainer *tr, const float *full) {
+    if (!tr->ranged) {
+        if (tr->phi > tr->plo) memcpy(tr->params, full + tr->plo, (tr->phi - tr->plo) * sizeof(float));
+        return;
+    }
+    float *p = tr->params;
+    for (size_t k = 0; k < tr->nrg; k++) {
+        memcpy(p, full + tr->rlo[k], (tr->rhi[k] - tr->rlo[k]) * sizeof(float));
+        p += tr->rhi[k] - tr->rlo[k];
+    }
+}
+
+dd_status dd_trainer_take_optim(dd_trainer *tr, const void *blob, size_t bytes) {
+    /* (a rank with no parameters has a one-float optimiser that never steps anything:
+     * it takes the step count and element 0, like a slice) */
+    if (tr->ranged && tr->ohi > 0) return dd_optim_state_load_ranges(tr->opt, blob, bytes, tr->rlo, tr->rhi, tr->nrg);
+    if (!tr->ranged && tr->olo == 0 && tr->ohi == tr->n) return dd_optim_state_load(tr->opt, blob, bytes);
+    return dd_optim_state_load_slice(tr->opt, blob, bytes, tr->olo);
+}
+
+void dd_trainer_ranges(const dd_trainer *tr, size_t *count, const size_t **lo, const size_t **hi) {
+    if (count) *count = tr ? tr->nrg : 0;
+    if (lo) *lo = tr ? tr->rlo : NULL;
+    if (hi) *hi = tr ? tr->rhi : NULL;
+}
+
 dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const dd_model_ref *pa,
                             const dd_strategy *st_in, dd_trainer **out) {
     if (!out) return dd_error(DD_ERR_ARG, "dd_trainer_create: NULL output");
@@ -244,7 +295,10 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
     tr->phi = tr->ghi = tr->ohi = tr->n;
     {
         int sg = 0, spar = 0;
-        if (tr->st.ops->layout) {
+        if (tr->st.ops->layout_ranges) {
+            if ((st = take_ranges(tr)) != DD_OK) goto fail;
+            sg = spar = 1;
+        } else if (tr->st.ops->layout) {
             size_t lo = 0, hi = tr->n;
             if ((st = tr->st.ops->layout(tr->st.self, tr->m, tr->pa, tr->n, &lo, &hi, &sg, &spar)) != DD_OK) goto fail;
             if (lo > hi || hi > tr->n || (spar && !sg)) {
@@ -278,7 +332,7 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
                 goto fail;
             }
             dd_model_init(tr->m, full, cfg->seed);
-            if (np) memcpy(tr->params, full + tr->plo, np * sizeof(float));
+            dd_trainer_take_params(tr, full);
             dd_free(full);
         }
         dd_optim_cfg oc = cfg->optim;
@@ -357,6 +411,7 @@ void dd_trainer_destroy(dd_trainer **trp) {
     if (!trp || !*trp) return;
     dd_trainer *tr = *trp;
     dd_model_destroy(&tr->m);
+    free(tr->rlo);
     dd_arena_free(tr->params);
     dd_arena_free(tr->grads);
     dd_optim_destroy(&tr->opt);
@@ -406,12 +461,22 @@ void dd_trainer_set_param_source(dd_trainer *tr, const dd_stage_src *src, int co
 }
 
 dd_status dd_trainer_unshard_params(dd_trainer *tr) {
-    if (tr->plo == 0 && tr->phi == tr->n) return DD_OK;
+    if (!tr->ranged && tr->plo == 0 && tr->phi == tr->n) return DD_OK;
     float *p = dd_arena_calloc(DD_MEM_PARAMS, tr->n, sizeof(float), "the whole parameter arena (report)");
     if (!p) return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
-    if (tr->phi > tr->plo) memcpy(p + tr->plo, tr->params, (tr->phi - tr->plo) * sizeof(float));
+    if (tr->ranged) {
+        const float *q = tr->params;
+        for (size_t k = 0; k < tr->nrg; k++) {
+            memcpy(p + tr->rlo[k], q, (tr->rhi[k] - tr->rlo[k]) * sizeof(float));
+            q += tr->rhi[k] - tr->rlo[k];
+        }
+    } else if (tr->phi > tr->plo) {
+        memcpy(p + tr->plo, tr->params, (tr->phi - tr->plo) * sizeof(float));
+    }
     dd_arena_free(tr->params);
     tr->params = p;
+    tr->ranged = 0;
+    tr->nrg = 0;
     tr->plo = 0;
     tr->phi = tr->n;
     dd_trainer_set_param_source(tr, NULL, 0);
@@ -520,7 +585,7 @@ dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, 
                         (unsigned long long)global);
     dd_stage_src own;
     if (!src) {
-        if (tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 || tr->phi != tr->n)
+        if (tr->ranged || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 || tr->phi != tr->n)
             return dd_error(DD_ERR_ARG, "dd_trainer_compute_grads: sharded storage needs a stage source");
         own = (dd_stage_src){tr->params, tr->grads, NULL, NULL, NULL, NULL};
         memset(tr->grads, 0, tr->n * sizeof(float));
