@@ -1,0 +1,126 @@
+#!/bin/bash
+# Pipeline parallelism through the command line (mpirun -np N distdpd train-pa --pp P) on
+# a tiny simulated data set: 1f1b at 2 ranks, gpipe at 2 pipeline ranks x 2 replicas and
+# interleaved at 2 ranks equal one process (eval of last.ckpt within 0.01 dB, val loss
+# 1e-5 relative); the split is printed before training and recorded in parallel.json
+# with the bubble (measured and by the formula); train-dpd pipelines the DPD and the
+# frozen PA model; a checkpoint written under the pipeline resumes on one process and
+# equals the straight run; usage and layout errors exit 2 or 1 with the option named.
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+    echo "SKIP: mpirun not found"
+    exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+
+mrun() {
+    local np=$1
+    shift
+    set +e
+    timeout 120 mpirun -np "$np" "$DD_CLI" "$@" >"$TMP/.out" 2>"$TMP/.err"
+    RC=$?
+    set -e
+    OUT=$(cat "$TMP/.out")
+    ERR=$(cat "$TMP/.err")
+    if [ "$RC" -eq 124 ]; then fail "mpirun -np $np distdpd $*: timed out (hang)"; fi
+}
+
+ev() {
+    run eval --run "$1" --ckpt last --json
+    sed 's/,"eval_time_s":[^,}]*//; s/"run":"[^"]*",//' <<<"$OUT"
+}
+
+same_metrics() { # A B DESC
+    for k in val_nmse_db test_nmse_db val_aclr_avg_db test_evm_db; do
+        near "$(json_num "$1" "$k")" "$(json_num "$2" "$k")" 0.01 "$3: $k"
+    done
+    local la lb
+    la=$(json_num "$1" val_loss)
+    lb=$(json_num "$2" val_loss)
+    near "$la" "$lb" "$(awk -v a="$la" 'BEGIN { print (a < 0 ? -a : a) * 1e-5 }')" "$3: val_loss (rel. 1e-5)"
+}
+
+D=$TMP/sim
+run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
+expect_rc 0 "simulate"
+SMALL=(--model resnet --hidden 8 --layers 6 --kernel 2 --frame 32 --stride 4 --batch 30 --lr 2e-2 --no-report)
+
+run train-pa --data "$D" "${SMALL[@]}" --epochs 2 --out "$TMP/one" -q
+expect_rc 0 "train-pa, one process"
+REF=$(ev "$TMP/one")
+
+# ---- 1f1b on 2 ranks: the split before training, the summary, parallel.json
+mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --pp 2 --micro 3 --out "$TMP/p2" --progress lines
+expect_rc 0 "--pp 2 ($ERR)"
+has "$ERR" "pipeline:   2 ranks x 1 replica, schedule 1f1b, 3 micro-batches" "the layout is printed"
+has "$ERR" "rank 0: stages 0-" "rank 0's stages are printed"
+has "$ERR" "rank 1: stages " "rank 1's stages are printed"
+has "$OUT" "pipeline of 2 (1f1b, 3 micro-batches)" "summary line"
+same_metrics "$(ev "$TMP/p2")" "$REF" "--pp 2 1f1b vs one process"
+PJ=$(cat "$TMP/p2/parallel.json")
+has "$PJ" '"strategy":	"pipeline-parallel (with data-parallel replicas)"' "parallel.json: strategy"
+has "$PJ" '"schedule":	"1f1b"' "parallel.json: schedule"
+near "$(json_num "$PJ" bubble_formula)" 0.25 1e-9 "parallel.json: bubble by the formula (P-1)/(M+P-1)"
+B=$(json_num "$PJ" bubble_measured_last_epoch)
+if [ -n "$B" ] && awk -v b="$B" 'BEGIN { exit !(b > 0 && b < 1) }'; then pass; else fail "measured bubble '$B'"; fi
+[ "$(grep -c '^[0-9]' "$TMP/p2/dp_steps.csv")" -gt 0 ] && pass || fail "dp_steps.csv has the steps"
+
+# ---- 2 pipeline ranks x 2 replicas, gpipe; interleaved on 2 ranks
+mrun 4 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --pp 2 --micro 2 --schedule gpipe --out "$TMP/p22" --progress none
+expect_rc 0 "--pp 2 on 4 ranks ($ERR)"
+has "$OUT" "4 ranks = 2 replicas x pipeline of 2" "2 x 2 summary"
+same_metrics "$(ev "$TMP/p22")" "$REF" "--pp 2 x 2 replicas, gpipe vs one process"
+mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --pp 2 --micro 4 --schedule interleaved --virtual 2 \
+    --out "$TMP/pi" --progress none
+expect_rc 0 "--schedule interleaved ($ERR)"
+same_metrics "$(ev "$TMP/pi")" "$REF" "interleaved vs one process"
+
+# ---- a pipeline checkpoint resumes on one process: = the straight run
+mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 1 --pp 2 --out "$TMP/half" --progress none
+expect_rc 0 "first epoch under the pipeline ($ERR)"
+run train-pa --resume "$TMP/half" --epochs 2 -q
+expect_rc 0 "second epoch on one process ($ERR)"
+same_metrics "$(ev "$TMP/half")" "$REF" "pipeline epoch 1 + one-process epoch 2 vs straight"
+
+# ---- train-dpd: the DPD's stages and the frozen PA model's in one pipeline
+run train-dpd --data "$D" --pa-run "$TMP/one" --model gru --hidden 5 --layers 2 --frame 32 --stride 8 --batch 30 \
+    --epochs 1 --no-report --out "$TMP/dpd1" -q
+expect_rc 0 "train-dpd, one process"
+mrun 3 train-dpd --data "$D" --pa-run "$TMP/one" --model gru --hidden 5 --layers 2 --frame 32 --stride 8 --batch 30 \
+    --epochs 1 --no-report --pp 3 --pp-split 2,3,6 --out "$TMP/dpd3" --progress lines
+expect_rc 0 "train-dpd --pp 3 ($ERR)"
+has "$ERR" "PA " "the PA model's stages are in the split"
+same_metrics "$(ev "$TMP/dpd3")" "$(ev "$TMP/dpd1")" "train-dpd --pp 3 vs one process"
+
+# ---- errors
+run train-pa --data "$D" "${SMALL[@]}" --micro 4 --out "$TMP/x"
+expect_rc 2 "--micro without --pp"
+has "$ERR" "--micro needs --pp P" "--micro without --pp: message"
+run train-pa --data "$D" "${SMALL[@]}" --pp 2 --schedule zigzag --out "$TMP/x"
+expect_rc 2 "bad schedule"
+has "$ERR" "unknown pipeline schedule 'zigzag'" "bad schedule: message"
+run train-pa --data "$D" "${SMALL[@]}" --pp 2 --virtual 2 --out "$TMP/x"
+expect_rc 2 "--virtual without interleaved"
+has "$ERR" "--virtual 2 needs --schedule interleaved" "--virtual: message"
+run train-pa --data "$D" "${SMALL[@]}" --pp 2 --bucket-mb 8 --out "$TMP/x"
+expect_rc 2 "--bucket-mb with --pp"
+has "$ERR" "--bucket-mb does not apply to pipeline-parallel" "--bucket-mb: message"
+mrun 3 train-pa --data "$D" "${SMALL[@]}" --pp 2 --out "$TMP/x"
+expect_rc 1 "--pp 2 on 3 ranks"
+has "$ERR" "--pp 2 does not divide the 3 ranks" "--pp not dividing: message"
+mrun 2 train-pa --data "$D" --model hammerstein --hidden 4 --layers 1 --frame 32 --stride 16 --epochs 1 --pp 2 \
+    --no-report --out "$TMP/x"
+expect_rc 1 "more pipeline ranks than stages"
+has "$ERR" "cannot split 1 stages into 2 pipeline groups" "too few stages: message"
+mrun 2 train-pa --data "$D" "${SMALL[@]}" --pp 2 --pp-split 3,3 --out "$TMP/x"
+expect_rc 1 "--pp-split not summing to the stages"
+has "$ERR" "--pp-split: sum 6 is not the model's 8 stages" "--pp-split: message"
+
+run strategies
+expect_rc 0 "strategies"
+has "$OUT" "pipeline" "strategies lists the pipeline"
+
+finish
