@@ -13,6 +13,9 @@
 # 3. bench/shard_bench.sh (BENCH_SHARD=1, off by default: ~5 min): memory and step time of
 #    --shard none/zero1/zero2/zero3 at 2 and 4 ranks, and the share of the allreduce hidden
 #    behind backward.
+# 4. bench/pipeline_bench.sh (BENCH_PP=1, off by default: ~5 min): step time, bubble
+#    (measured and by the formula) and activation memory of gpipe/1f1b/interleaved at 2
+#    and 4 pipeline ranks against one process.
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_PYTHON.
 set -euo pipefail
@@ -34,4 +37,10 @@ if [ "${BENCH_SHARD:-0}" != 0 ]; then
     echo "## Sharded data parallelism (bench/shard_bench.sh)"
     echo
     bash bench/shard_bench.sh "$BUILD"
+fi
+if [ "${BENCH_PP:-0}" != 0 ]; then
+    echo
+    echo "## Pipeline parallelism (bench/pipeline_bench.sh)"
+    echo
+    bash bench/pipeline_bench.sh "$BUILD"
 fi
