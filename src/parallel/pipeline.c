@@ -557,6 +557,28 @@ static dd_status post(dd_pp *z, int recv, float *buf, size_t floats, int peer, i
     return DD_OK;
 }
 
+/* Advances every message in flight (Open MPI has no progress thread: a large message,
+ * sent in fragments, moves only while both sides call MPI). Called at every stage
+ * boundary of the forward and backward passes; completed sends are released. */
+static dd_status progress_all(dd_pp *z) {
+    const size_t V = (size_t)z->V, M = (size_t)z->M, na = V * (size_t)z->nbuf.act, ng = V * (size_t)z->nbuf.grad;
+    const size_t total = na + ng + 2 * V * M;
+    for (size_t k = 0; k < total; k++) {
+        dd_comm_req **q = &z->ractq[k]; /* ractq, rgradq, sactq, sgradq: one array */
+        if (!*q) continue;
+        int done = 0;
+        dd_status st = dd_comm_test(*q, &done);
+        if (st != DD_OK) return dd_error_prefix(st, "pipeline rank %d: a message in flight: ", z->prank);
+        if (done && k >= na + ng) dd_comm_req_free(q);
+    }
+    return DD_OK;
+}
+
+static dd_status stage_progress(void *self, size_t s, int bwd) {
+    (void)s, (void)bwd;
+    return progress_all(self);
+}
+
 static dd_status fwd(pp_step *ps, const dd_pp_instr *I) {
     dd_pp *z = ps->z;
     const pp_chunk *k = &z->ch[I->chunk];
@@ -585,13 +607,13 @@ static dd_status fwd(pp_step *ps, const dd_pp_instr *I) {
     const double t0 = dd_comm_wtime();
     const float *cur = k->first ? x0 : l->in;
     if (k->m1 > k->m0) {
-        dd_stage_src src = {NULL, NULL, z, own_params, NULL, NULL};
+        dd_stage_src src = {NULL, NULL, z, own_params, NULL, stage_progress};
         float *o = k->a1 > k->a0 ? l->mid : out;
         DD_TRY(dd_model_range_forward(z->m, k->m0, k->m1, &src, cur, x0, o, (int)B, (int)z->F, l->wsm));
         cur = o;
     }
     if (k->a1 > k->a0) {
-        dd_stage_src src = {z->pa_params, NULL, NULL, NULL, NULL, NULL};
+        dd_stage_src src = {z->pa_params, NULL, z, NULL, NULL, stage_progress};
         const float *u = k->a0 == 0 ? cur : l->u;
         DD_TRY(dd_model_range_forward(z->pa, k->a0, k->a1, &src, cur, u, out, (int)B, (int)z->F, l->wsa));
         if (k->u_out) memcpy(send + BF * (size_t)k->out_w, u, BF * 2 * sizeof(float));
@@ -633,7 +655,7 @@ static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
         const float *cur = k->first ? x0 : l->in; /* the trained segment's input */
         float *dcur = send;                       /* dL/d(chunk input) */
         if (k->a1 > k->a0) {
-            dd_stage_src src = {z->pa_params, NULL, NULL, NULL, NULL, NULL};
+            dd_stage_src src = {z->pa_params, NULL, z, NULL, NULL, stage_progress};
             const float *pin = k->m1 > k->m0 ? l->mid : cur;
             float *dpin = k->m1 > k->m0 ? micro_x(z, z->dpred, (int)z->M) + BF * 2 : dcur;
             if (k->m1 > k->m0) memset(dpin, 0, BF * 2 * sizeof(float));
@@ -651,7 +673,7 @@ static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
             dout = dpin;
         }
         if (k->m1 > k->m0) {
-            dd_stage_src src = {NULL, NULL, z, own_params, own_grads, NULL};
+            dd_stage_src src = {NULL, NULL, z, own_params, own_grads, stage_progress};
             DD_TRY(dd_model_range_backward(z->m, k->m0, k->m1, &src, cur, x0, dout, dcur, NULL, (int)B, (int)z->F,
                                            l->wsm));
         }
