@@ -31,6 +31,7 @@
 #define TOL 1e-5
 
 static int g_rank, g_size;
+static int g_first; /* this rank belongs to the first replica (set by pp_make) */
 static dd_comm *g_world;
 static char g_tmp[512];
 
@@ -69,18 +70,20 @@ static dd_status pp_make(int P, int M, dd_pp_kind kind, const char *split, dd_pp
     c.split = split;
     DD_TRY(dd_pp_create(g_world, &c, z));
     dd_pp_strategy(*z, st);
+    g_first = dd_pp_grid(*z)->dp == 0;
     return DD_OK;
 }
 
-/* A whole arena on every rank from the first replica's storage (world ranks 0..P-1:
- * each holds its ranges one after the other): disjoint pieces summed over the world. */
+/* A whole arena on every rank from the first replica's storage (each rank holds its
+ * ranges one after the other): disjoint pieces summed over the world. */
 static float *whole_of(dd_trainer *tr, const float *local, int P) {
+    (void)P;
     const size_t n = dd_trainer_num_floats(tr);
     float *w = calloc(n ? n : 1, sizeof *w);
     size_t nr = 0;
     const size_t *lo, *hi;
     dd_trainer_ranges(tr, &nr, &lo, &hi);
-    for (size_t k = 0; g_rank < P && k < nr; k++) {
+    for (size_t k = 0; g_first && k < nr; k++) {
         memcpy(w + lo[k], local, (hi[k] - lo[k]) * sizeof(float));
         local += hi[k] - lo[k];
     }
@@ -159,7 +162,7 @@ static void check_layout(const char *what, const dd_train_cfg *c, const dd_datas
         const size_t Sm = dd_model_num_stages(m);
         size_t k = 0;
         int same = 1;
-        for (size_t v = (size_t)(g_rank % P); v + 1 < nb; v += (size_t)P) {
+        for (size_t v = (size_t)dd_pp_grid(z)->pp; v + 1 < nb; v += (size_t)P) {
             const size_t s0 = b[v], s1 = b[v + 1] < Sm ? b[v + 1] : Sm;
             if (s0 >= s1) continue;
             dd_stage_info x, y;
@@ -402,6 +405,52 @@ static void test_timeout(void) {
     dd_dataset_free(&ds);
 }
 
+/* The grid follows the nodes: with nodes {0, 2} and {1, 3} (DD_COMM_NODE_OF), --pp 2
+ * makes the pipelines {0, 2} and {1, 3}, and training on that grid equals one process;
+ * dp fastest puts the pipelines across the nodes. */
+static void test_grid(void) {
+    if (g_size != 4) return;
+    dd_dataset *ds = small_data();
+    dd_train_cfg tc;
+    tt_cfg(&tc, DD_TRAIN_PA, 6, 16, 3, 12, 2);
+    snprintf(tc.model, sizeof tc.model, "resnet");
+    tc.model_cfg = tm_mcfg("hidden=8,layers=6,kernel=2");
+    reference ref;
+    if (ds && all_ok(make_ref(&tc, ds, NULL, &ref) == 0)) {
+        setenv("DD_COMM_NODE_OF", "0,1,0,1", 1);
+        check_layout("resnet, nodes {0,2} {1,3}", &tc, ds, NULL, 2, 3, DD_PP_1F1B, NULL, &ref);
+        unsetenv("DD_COMM_NODE_OF");
+        free_ref(&ref);
+    }
+    dd_dataset_free(&ds);
+    setenv("DD_COMM_NODE_OF", "0,1,0,1", 1);
+    dd_pp_cfg c;
+    dd_pp_cfg_default(&c);
+    c.pp = 2;
+    dd_pp *z = NULL;
+    CHECK_OK(dd_pp_create(g_world, &c, &z));
+    const dd_grid *g = dd_pp_grid(z);
+    const int want_pp[4] = {0, 0, 1, 1}, want_dp[4] = {0, 1, 0, 1};
+    CHECK(g && g->nodes == 2 && g->pp_intra == 1 && g->pp == want_pp[g_rank] && g->dp == want_dp[g_rank],
+          "rank %d: nodes %d, pipelines within a node %d, (pp %d, dp %d)", g_rank, g ? g->nodes : -1,
+          g ? g->pp_intra : -1, g ? g->pp : -1, g ? g->dp : -1);
+    dd_pp_destroy(&z);
+    CHECK_OK(dd_grid_parse_order("dp,tp,pp", c.order));
+    CHECK_OK(dd_pp_create(g_world, &c, &z));
+    g = dd_pp_grid(z);
+    CHECK(g && g->pp_intra == 0 && g->pp == (g_rank & 1) && g->dp == (g_rank >> 1),
+          "dp fastest: rank %d at (pp %d, dp %d), pipelines within a node %d", g_rank, g ? g->pp : -1,
+          g ? g->dp : -1, g ? g->pp_intra : -1);
+    dd_pp_destroy(&z);
+    unsetenv("DD_COMM_NODE_OF");
+    int order[3];
+    CHECK_ERR(dd_grid_parse_order("tp,pp", order), DD_ERR_ARG, "expected tp, pp and dp once each");
+    CHECK_ERR(dd_grid_parse_order("tp,tp,dp", order), DD_ERR_ARG, "--grid-order 'tp,tp,dp'");
+    setenv("DD_COMM_NODE_OF", "0,1", 1);
+    CHECK_ERR(dd_pp_create(g_world, &c, &z), DD_ERR_ARG, "DD_COMM_NODE_OF='0,1': expected 4 node numbers");
+    unsetenv("DD_COMM_NODE_OF");
+}
+
 static void test_errors(void) {
     dd_pp_cfg c;
     dd_pp_cfg_default(&c);
@@ -449,6 +498,7 @@ int main(int argc, char **argv) {
     test_resume();
     test_delay();
     test_timeout();
+    test_grid();
     test_errors();
 
     int ok = all_ok(dd_t_fail == 0);

@@ -138,6 +138,14 @@ dd_status dd_comm_split(dd_comm *c, int color, int key, dd_comm **out);
  * positive integer. */
 dd_status dd_comm_split_node(dd_comm *c, dd_comm **out);
 
+/* The node of every rank of c into ids[0..size): 0, 1, ... numbered in the order of each
+ * node's first rank. Nodes are told apart by MPI_Get_processor_name (not by
+ * MPI_COMM_TYPE_SHARED, which breaks the next collective across TCP nodes in Open MPI
+ * 4.1); DD_COMM_RANKS_PER_NODE=K makes blocks of K consecutive ranks nodes (emulated
+ * hosts), and DD_COMM_NODE_OF="n0,n1,..." gives each rank's node (tests). Collective.
+ * Errors: DD_ERR_ARG (a malformed variable), DD_ERR_COMM, DD_ERR_NOMEM. */
+dd_status dd_comm_node_ids(dd_comm *c, int *ids);
+
 /* --- Collectives (blocking) --------------------------------------------------------- */
 
 dd_status dd_comm_barrier(dd_comm *c);

@@ -220,13 +220,42 @@ void dd_zero_stats_get(const dd_zero *z, dd_zero_stats *st);
 
 
 /* ------------------------------------------------------------------------------------
+ * Rank grids (src/parallel/grid.c): the world's N ranks as a T x P x D grid of tensor-
+ * parallel (tp), pipeline (pp) and data-parallel (dp) coordinates, D = N / (T P). Ranks
+ * are ordered by node (dd_comm_node_ids: the processor name) and rank, then numbered
+ * along `order`, fastest dimension first (default tp, pp, dp): the ranks of one node fill
+ * a tensor-parallel group, then a pipeline, so tensor and pipeline parallelism stay inside
+ * a node and data parallelism goes across nodes. World rank 0 is at (0, 0, 0).
+ * ------------------------------------------------------------------------------------ */
+typedef struct {
+    int T, P, D;         /* sizes */
+    int order[3];        /* dimensions fastest first: 0 tp, 1 pp, 2 dp */
+    int tp, pp, dp;      /* this rank's coordinates */
+    int *coord;          /* [3 N]: every world rank's (tp, pp, dp) */
+    int nodes;           /* distinct nodes */
+    int tp_intra, pp_intra; /* 1: every tensor-parallel group / pipeline lies on one node */
+} dd_grid;
+/* "tp,pp,dp" and its permutations (fastest first). Errors: DD_ERR_ARG naming the value. */
+dd_status dd_grid_parse_order(const char *s, int order[3]);
+size_t dd_grid_order_name(const int order[3], char *buf, size_t cap);
+/* A collective of world. Errors: DD_ERR_ARG ("--tp 2 x --pp 2 = 4 does not divide the 6
+ * ranks ..."), those of dd_comm_node_ids. Free with dd_grid_free. */
+dd_status dd_grid_make(dd_comm *world, int T, int P, const int order[3], dd_grid *g);
+/* The world rank at (tp, pp, dp); -1 when outside the grid. */
+int dd_grid_rank_of(const dd_grid *g, int tp, int pp, int dp);
+/* The communicator of this rank's group along dimension dim (0 tp, 1 pp, 2 dp), ranked by
+ * the coordinate on it. A collective of world. Caller frees. */
+dd_status dd_grid_split(dd_comm *world, const dd_grid *g, int dim, dd_comm **out);
+void dd_grid_free(dd_grid *g);
+
+/* ------------------------------------------------------------------------------------
  * Pipeline parallelism (src/parallel/pipeline.c): the model's stages (a DPD's, then the
  * frozen PA model's for direct learning) split into `pp` contiguous groups, balanced by
  * FLOPs (or by hand), one per pipeline rank; each global batch cut into `micro`
  * micro-batches run by a schedule (pipeline.h: gpipe, 1f1b) with non-blocking
  * point-to-point messages, every wait limited in time (DD_PP_TIMEOUT seconds, default
- * 300) and named. The world is a grid of N / pp data-parallel replicas (world rank =
- * replica * pp + pipeline rank) whose gradients are summed after the schedule. Each rank
+ * 300) and named. The world is a grid (dd_grid) of N / pp data-parallel replicas of the
+ * pipeline whose gradients are summed after the schedule. Each rank
  * keeps the parameters, gradients and optimiser state of its own stages; checkpoints are
  * shard-neutral (gathered to rank 0). See docs/parallel.md, "Pipeline parallelism".
  * ------------------------------------------------------------------------------------ */
@@ -237,6 +266,7 @@ typedef struct {
     dd_pp_kind kind;        /* DD_PP_GPIPE or DD_PP_1F1B (default) */
     int virt;               /* virtual stages per rank (interleaved; 1) */
     const char *split;      /* "--pp-split a,b,...": stage counts per group (NULL: balanced) */
+    int order[3];           /* the rank grid's order (dd_grid; default tp, pp, dp) */
     dd_allreduce_algo algo; /* the replicas' gradient allreduce and the loss reduction */
 } dd_pp_cfg;
 
@@ -249,6 +279,8 @@ typedef struct dd_pp dd_pp;
  * communicators are split from it). Caller destroys. */
 dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out);
 void dd_pp_destroy(dd_pp **z);
+/* The rank grid of z (its coordinates, nodes, order). */
+const dd_grid *dd_pp_grid(const dd_pp *z);
 /* Fills *st: layout (the stage split and this rank's slice: needs the trainer's models),
  * setup (same model everywhere, the schedule and buffers, collective evaluation with each
  * stage's parameters broadcast by their owner), step, loss_grad, bcast, before_save and

@@ -232,6 +232,63 @@ dd_status dd_comm_ranks_per_node(int *k) {
     return DD_OK;
 }
 
+dd_status dd_comm_node_ids(dd_comm *c, int *ids) {
+    CHECK_COMM(c, "dd_comm_node_ids");
+    if (!ids) return dd_error(DD_ERR_ARG, "dd_comm_node_ids: ids is NULL");
+    int k = 0;
+    DD_TRY(dd_comm_ranks_per_node(&k));
+    const char *map = getenv("DD_COMM_NODE_OF"); /* test-only: "n0,n1,..." a node per rank */
+    if (map && *map) {
+        const char *p = map;
+        for (int r = 0; r < c->size; r++) {
+            char *end = NULL;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 0 || v > INT_MAX || (*end != ',' && *end != '\0') || (*end == '\0' && r + 1 < c->size))
+                return dd_error(DD_ERR_ARG, "DD_COMM_NODE_OF='%s': expected %d node numbers separated by commas", map,
+                                c->size);
+            ids[r] = (int)v;
+            p = *end ? end + 1 : end;
+        }
+    } else if (k > 0 || !c->is_mpi) {
+        for (int r = 0; r < c->size; r++) ids[r] = k > 0 ? r / k : 0;
+    } else {
+        /* the processor names, numbered in the order of their first rank */
+        char name[MPI_MAX_PROCESSOR_NAME + 1];
+        int len = 0;
+        memset(name, 0, sizeof name);
+        MPI_TRY(MPI_Get_processor_name(name, &len), "MPI_Get_processor_name");
+        char *all = calloc(c->size > 0 ? (size_t)c->size : 1, sizeof name);
+        if (!all) return dd_error(DD_ERR_NOMEM, "dd_comm_node_ids: out of memory");
+        int rc = MPI_Allgather(name, (int)sizeof name, MPI_CHAR, all, (int)sizeof name, MPI_CHAR, c->mc);
+        if (rc != MPI_SUCCESS) {
+            free(all);
+            return dd_comm_mpi_error(rc, "MPI_Allgather (processor names)");
+        }
+        for (int r = 0; r < c->size; r++) {
+            ids[r] = r;
+            for (int q = 0; q < r; q++)
+                if (strcmp(all + (size_t)q * sizeof name, all + (size_t)r * sizeof name) == 0) {
+                    ids[r] = ids[q];
+                    break;
+                }
+        }
+        free(all);
+    }
+    /* renumber 0, 1, ... in the order of first appearance */
+    const size_t nr = c->size > 0 ? (size_t)c->size : 1;
+    int *seen = calloc(nr, sizeof *seen);
+    if (!seen) return dd_error(DD_ERR_NOMEM, "dd_comm_node_ids: out of memory");
+    int nn = 0;
+    for (int r = 0; r < c->size; r++) {
+        int j = 0;
+        while (j < nn && seen[j] != ids[r]) j++;
+        if (j == nn) seen[nn++] = ids[r];
+        ids[r] = j;
+    }
+    free(seen);
+    return DD_OK;
+}
+
 /* A node communicator of c's MPI communicator (not wrapped). */
 static dd_status node_split_raw(dd_comm *c, MPI_Comm *out) {
     int k = 0;

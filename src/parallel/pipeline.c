@@ -55,6 +55,7 @@ typedef struct {
 
 struct dd_pp {
     dd_comm *world, *pp, *dp; /* world borrowed; pp and dp owned */
+    dd_grid grid;             /* where every rank sits */
     int P, M, V, D;
     dd_pp_kind kind;
     char split_spec[256];
@@ -119,6 +120,9 @@ void dd_pp_cfg_default(dd_pp_cfg *c) {
     c->kind = DD_PP_1F1B;
     c->virt = 1;
     c->algo = DD_ALLREDUCE_RING;
+    c->order[0] = 0; /* tp, pp, dp: fastest first */
+    c->order[1] = 1;
+    c->order[2] = 2;
 }
 
 dd_status dd_pp_cfg_check(const dd_pp_cfg *c, int nranks) {
@@ -150,18 +154,22 @@ dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out) {
     z->kind = cfg->kind;
     z->algo = cfg->algo;
     snprintf(z->split_spec, sizeof z->split_spec, "%s", cfg->split ? cfg->split : "");
-    z->prank = r % z->P;
-    z->drank = r / z->P;
+    (void)r;
     z->wait_s = PP_WAIT_DEFAULT_S;
     const char *w = getenv("DD_PP_TIMEOUT"); /* seconds; for tests of the time limit */
     if (w && atof(w) > 0) z->wait_s = atof(w);
     int dr = -1, ms = 0; /* test-only: DD_PP_DELAY=RANK:MS delays world rank RANK's sends */
     const char *dl = getenv("DD_PP_DELAY");
     if (dl && sscanf(dl, "%d:%d", &dr, &ms) == 2 && dr == r && ms > 0) z->delay_s = ms * 1e-3;
-    /* the pipeline: the P consecutive ranks of a replica; data parallelism: the ranks at
-     * the same pipeline position of every replica (collective: every rank splits) */
-    dd_status st = dd_comm_split(world, z->drank, z->prank, &z->pp);
-    if (st == DD_OK) st = dd_comm_split(world, z->prank, z->drank, &z->dp);
+    /* the grid (pipelines inside nodes), then the pipeline of this rank's replica and the
+     * ranks at its pipeline position in every replica (collectives) */
+    dd_status st = dd_grid_make(world, 1, z->P, cfg->order, &z->grid);
+    if (st == DD_OK) {
+        z->prank = z->grid.pp;
+        z->drank = z->grid.dp;
+        st = dd_grid_split(world, &z->grid, 1, &z->pp);
+    }
+    if (st == DD_OK) st = dd_grid_split(world, &z->grid, 2, &z->dp);
     if (st != DD_OK) {
         dd_pp_destroy(&z);
         return dd_error_prefix(st, "pipeline: splitting the communicator: ");
@@ -216,9 +224,12 @@ void dd_pp_destroy(dd_pp **zp) {
     free(z->full_optim);
     dd_comm_free(&z->pp);
     dd_comm_free(&z->dp);
+    dd_grid_free(&z->grid);
     dd_free(z);
     *zp = NULL;
 }
+
+const dd_grid *dd_pp_grid(const dd_pp *z) { return z ? &z->grid : NULL; }
 
 void dd_pp_set_stop_source(dd_pp *z, const volatile int *local) {
     if (z) z->local_stop = local;
@@ -534,7 +545,7 @@ static pp_live *live_get(dd_pp *z, int c, int m, int take) {
 static dd_status wait_msg(dd_pp *z, dd_comm_req **q, const char *what, int micro, int peer) {
     char desc[160];
     snprintf(desc, sizeof desc, "the %s of micro-batch %d from pipeline rank %d (world rank %d, step %llu)", what, micro,
-             peer, z->drank * z->P + peer, (unsigned long long)z->step_no + 1);
+             peer, dd_grid_rank_of(&z->grid, 0, peer, z->drank), (unsigned long long)z->step_no + 1);
     const double t0 = dd_comm_wtime();
     dd_status st = dd_comm_wait_timeout(q, z->wait_s, desc);
     z->st.wait_s += dd_comm_wtime() - t0;
@@ -974,6 +985,11 @@ static const dd_strategy_opt pp_opts[] = {
      "stage counts per pipeline rank, e.g. 3,3,4 (default: balanced\n"
      "by FLOPs; the split is printed at the start)",
      NULL},
+    {"grid-order", "ORDER",
+     "how the ranks form the grid, fastest dimension first (default\n"
+     "tp,pp,dp: the ranks of a node form pipelines; data parallelism\n"
+     "across nodes; nodes told apart by processor name)",
+     NULL},
     {"allreduce", NULL, NULL, NULL}, /* the replicas' gradient allreduce */
     {NULL, NULL, NULL, NULL},
 };
@@ -993,7 +1009,8 @@ static dd_status pp_cfg_from_args(const dd_strategy_args *a, dd_pp_cfg *c, int n
                         dd_strategy_arg(a, "micro")      ? "micro"
                         : dd_strategy_arg(a, "schedule") ? "schedule"
                         : dd_strategy_arg(a, "virtual")  ? "virtual"
-                                                         : "pp-split");
+                        : dd_strategy_arg(a, "pp-split") ? "pp-split"
+                                                         : "grid-order");
     DD_TRY(dd_parse_number("--pp", v, 1, 1024, 1, &x));
     c->pp = (int)x;
     if ((v = dd_strategy_arg(a, "micro"))) {
@@ -1009,6 +1026,7 @@ static dd_status pp_cfg_from_args(const dd_strategy_args *a, dd_pp_cfg *c, int n
     if ((v = dd_strategy_arg(a, "allreduce")) && dd_allreduce_parse(v, &c->algo) != DD_OK)
         return dd_error_prefix(DD_ERR_ARG, "--allreduce: ");
     c->split = dd_strategy_arg(a, "pp-split");
+    if ((v = dd_strategy_arg(a, "grid-order"))) DD_TRY(dd_grid_parse_order(v, c->order));
     return dd_pp_cfg_check(c, nranks > 0 ? nranks : c->pp);
 }
 
@@ -1051,6 +1069,11 @@ static dd_status pp_report(const void *self, cJSON *o) {
     cJSON_AddNumberToObject(p, "micro", z->M);
     cJSON_AddNumberToObject(p, "virtual", z->V);
     cJSON_AddStringToObject(p, "schedule", dd_pp_kind_name(z->kind));
+    char ord[32];
+    dd_grid_order_name(z->grid.order, ord, sizeof ord);
+    cJSON_AddStringToObject(p, "grid_order", ord);
+    cJSON_AddNumberToObject(p, "nodes", z->grid.nodes);
+    cJSON_AddBoolToObject(p, "pipelines_within_a_node", z->grid.pp_intra);
     cJSON *b = cJSON_AddArrayToObject(p, "split");
     for (int i = 0; b && z->bounds && i <= z->P * z->V; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((double)z->bounds[i]));
     const double n = z->st.steps ? (double)z->st.steps : 1.0;
@@ -1080,9 +1103,13 @@ static void pp_print_summary(const void *self, FILE *f) {
 static void pp_describe(const void *self, FILE *f) {
     const dd_pp *z = self;
     if (!z->bounds) return;
+    char ord[32];
+    dd_grid_order_name(z->grid.order, ord, sizeof ord);
     fprintf(f, "pipeline:   %d ranks x %d replica%s, schedule %s, %d micro-batches; bubble by the formula %.1f %%\n", z->P,
             z->D, z->D == 1 ? "" : "s", dd_pp_kind_name(z->kind), z->M,
             100.0 * dd_pp_bubble_formula(z->kind, z->P, z->M, z->V));
+    fprintf(f, "            grid %s over %d node%s: pipelines %s\n", ord, z->grid.nodes, z->grid.nodes == 1 ? "" : "s",
+            z->grid.pp_intra ? "within a node" : "span nodes (check --grid-order and the ranks per node)");
     for (int v = 0; v < z->P * z->V; v++) {
         size_t params = 0;
         double flops = 0;
