@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "distdpd/core.h"
+#include "distdpd/nn.h"
 #include "distdpd/param.h"
 
 #ifdef __cplusplus
@@ -96,8 +97,12 @@ const dd_param_table *dd_model_params(const dd_model *m);
 /* Number of parameters (without arena padding). */
 size_t dd_model_num_params(const dd_model *m);
 
-/* Initialises params (an arena laid out by the table) deterministically from seed. */
-void dd_model_init(const dd_model *m, float *params, uint64_t seed);
+/* Initialises params (an arena laid out by the table) deterministically from seed. A
+ * tensor-parallel shard gets exactly the whole model's initial values mapped through
+ * dd_model_tp_runs: it initialises the whole model into a temporary arena (allocated once
+ * per call, freed before returning) and copies its runs. Errors: DD_ERR_NOMEM (a shard's
+ * temporary arena; params is then left zero); a whole model always returns DD_OK. */
+dd_status dd_model_init(const dd_model *m, float *params, uint64_t seed);
 
 /* Floats of workspace forward+backward need for a batch of B frames of T samples. */
 size_t dd_model_workspace_size(const dd_model *m, int B, int T);
@@ -221,6 +226,80 @@ long dd_model_history(const dd_model *m);
 /* One line "name(field=value, ...): N parameters" into buf (always NUL-terminated when
  * size > 0); returns the length it needed, like snprintf. */
 size_t dd_model_describe(const dd_model *m, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------------------
+ * Tensor parallelism (Megatron-style; docs/models.md, "Tensor parallelism"). A group of
+ * T ranks runs one model together: each rank creates its shard with dd_model_create_tp
+ * and holds only the shard's parameters (and gradients, optimiser state); every stage
+ * computes its part and calls the group's collectives through the callbacks below, so
+ * models never depend on MPI (src/parallel/tp.c implements the callbacks on a dd_comm:
+ * dd_tp_group_create, parallel.h). A shard has the whole model's stages with the same
+ * names and widths, the same parameter names with the shard's shapes, and at its stage
+ * boundaries the whole model's semantics: every stage's input and output activation
+ * (B, T, width) are whole on every rank of the group (replicated), so pipeline stages and
+ * data parallelism compose with tensor parallelism unchanged. The parameter gradients of
+ * a shard are the shard of the whole model's gradients (a replicated entry: the whole
+ * gradient, the same bits on every rank).
+ * Every rank of the group calls forward/backward/infer/range runs and streams together
+ * with the same B, T (and stage ranges); the collectives happen inside the stages. An
+ * error of a collective ends the stage's communication and is returned after the stage
+ * (the group cannot be used afterwards: the other ranks may wait in a collective).
+ * ------------------------------------------------------------------------------------ */
+
+/* The group's callbacks (the struct is nn.h's dd_tp_ops): size T >= 1, rank in [0, T),
+ * user, allreduce (in-place sum), allgather (n floats per rank -> T n, rank order) and
+ * the optional reduce_scatter (NULL: an allreduce stands in; the GRU and LSTM shards
+ * reduce-scatter dL/dh every step when it is set). */
+typedef dd_tp_ops dd_model_tp;
+
+/* Rank tp->rank's shard of model `name` (same stages and stage names, same parameter
+ * names in the same order, the shard's shapes). tp->size == 1 is the whole model
+ * (dd_model_create, bit for bit). The struct is copied; tp->user must outlive the model.
+ * Errors: DD_ERR_ARG (unknown model or bad option, as dd_model_create; tp NULL, size < 1,
+ * rank out of range, size > 1 without allreduce or allgather; a width the group does not
+ * divide: "resnet --hidden 10 is not divisible by --tp 4"), DD_ERR_UNSUPPORTED ("model
+ * gmp has no tensor-parallel form (models with one: ...)"). Tensor-parallel forms:
+ * resnet, tcn, hammerstein, gru, lstm; what each splits is in docs/models.md. */
+dd_status dd_model_create_tp(const char *name, const dd_model_cfg *cfg, const dd_model_tp *tp, dd_model **out);
+/* The group's size and this shard's rank (1 and 0 for a whole model; 1 and 0 for NULL). */
+int dd_model_tp_size(const dd_model *m);
+int dd_model_tp_rank(const dd_model *m);
+
+/* Where a shard's floats come from in the whole model's arena: floats [shard, shard +
+ * len) of the shard's arena are floats [full, full + len) of the whole model's (the
+ * dd_model_create arena of the same name and configuration). Runs ascend in shard
+ * offset, lie inside one table entry each and cover every parameter (not the padding).
+ * replicated = 1: every rank of the group holds these floats, and their gradients are
+ * the same on every rank (a global gradient norm counts them once); 0: this rank's part
+ * of a split entry. A whole model returns one run per entry (full == shard, replicated). */
+typedef struct {
+    size_t full, shard, len;
+    int replicated;
+} dd_tp_run;
+/* *runs stays valid while m lives. Errors: DD_ERR_ARG (NULL arguments). */
+dd_status dd_model_tp_runs(const dd_model *m, const dd_tp_run **runs, size_t *n);
+
+/* Megatron's four mappings between a tensor that is whole on every rank and its shards
+ * (tensor_parallel/mappings.py), each a forward and its backward (the dual), on float32
+ * row-major tensors; every rank of the group calls them together. "x" is the whole
+ * tensor, (rows, cols) or n floats; "xl" a rank's slice of its last dimension, (rows,
+ * cols / T): columns [rank cols/T, (rank+1) cols/T). Outputs are overwritten.
+ *   copy-to-group      fwd: identity              bwd: allreduce (sum of the ranks' dx)
+ *   reduce-from-group  fwd: allreduce             bwd: identity
+ *   scatter-to-group   fwd: keep own slice        bwd: allgather along the last dimension
+ *   gather-from-group  fwd: allgather (last dim)  bwd: keep own slice
+ * tmp: rows * cols floats for the allgathers when rows > 1 and T > 1 (else may be NULL).
+ * Errors: DD_ERR_ARG (NULL, a bad group, cols not divisible by T, tmp missing), or the
+ * collective's error. */
+dd_status dd_tp_copy_fwd(const dd_model_tp *tp, float *x, size_t n);
+dd_status dd_tp_copy_bwd(const dd_model_tp *tp, float *dx, size_t n);
+dd_status dd_tp_reduce_fwd(const dd_model_tp *tp, float *x, size_t n);
+dd_status dd_tp_reduce_bwd(const dd_model_tp *tp, float *dx, size_t n);
+dd_status dd_tp_scatter_fwd(const dd_model_tp *tp, const float *x, float *xl, size_t rows, size_t cols);
+dd_status dd_tp_scatter_bwd(const dd_model_tp *tp, const float *dxl, float *dx, size_t rows, size_t cols,
+                            float *tmp);
+dd_status dd_tp_gather_fwd(const dd_model_tp *tp, const float *xl, float *x, size_t rows, size_t cols, float *tmp);
+dd_status dd_tp_gather_bwd(const dd_model_tp *tp, const float *dx, float *dxl, size_t rows, size_t cols);
 
 /* Least-squares fit of the model's parameters to y ~ model(x) over one continuous
  * recording (n samples, zero history before x[0]), written into params (an arena laid

@@ -247,6 +247,77 @@ dd_status dd_conv1d_layer_add(dd_param_table *t, const char *prefix, int c_in, i
 /* uniform(-1/sqrt(c_in/groups*kernel), +), as torch.nn.Conv1d. */
 void dd_conv1d_layer_init(const dd_conv1d_layer *l, float *params, dd_rng *rng);
 
+/* ------------------------------------------------------------------------------------
+ * Tensor parallelism (docs/models.md, "Tensor parallelism"). A group of `size` ranks runs
+ * one layer together, each holding its shard of the weights; the layers exchange
+ * activations through the group's callbacks, so that nothing here depends on MPI
+ * (src/parallel/tp.c implements them on a communicator; model.h calls this struct
+ * dd_model_tp). Every rank of the group makes the same calls in the same order with the
+ * same n. Each callback returns DD_OK or the error of its collective.
+ */
+typedef struct {
+    int size, rank; /* ranks in the group (>= 1) and this one's place, 0 <= rank < size */
+    void *user;     /* passed to the callbacks (must outlive whatever keeps this struct) */
+    /* In-place sum of buf (n floats) over the group; every rank ends with the same bits. */
+    dd_status (*allreduce)(void *user, float *buf, size_t n);
+    /* n floats from every rank -> recv (size * n floats, rank order). */
+    dd_status (*allgather)(void *user, const float *send, float *recv, size_t n);
+    /* Optional (NULL: an allreduce of size * n floats stands in): send holds size * n
+     * floats on every rank; rank r receives the sum of block r (n floats) in recv. */
+    dd_status (*reduce_scatter)(void *user, const float *send, float *recv, size_t n);
+} dd_tp_ops;
+
+/* ------------------------------------------------------------------------------------
+ * Tensor-parallel shards of the GRU and LSTM layers (float32 only: they run the model
+ * shards). A group of P ranks runs one layer of D inputs and H units (P divides H); rank
+ * p owns the U = H / P units [p U, (p+1) U) of every gate: those rows of w_ih (G U, D),
+ * w_hh (G U, H) and both biases (G U), G = 3 (GRU: r, z, n) or 4 (LSTM: i, f, g, o), in
+ * that gate order. Input x (B, T, D) and output out (B, T, H) are the whole layer's,
+ * identical on every rank. Per step each rank computes its units' gates from the whole
+ * h_{t-1} and the group's allgather of the units' h_t (U x B floats each) gives every
+ * rank the whole h_t (T allgathers per forward). Backward, per step, the partial sums of
+ * dL/dh_{t-1} over each rank's gate rows (H x B) are reduce-scattered so that each rank
+ * receives its units' rows (T - 1 reduce-scatters; the LSTM's cell state never leaves its
+ * rank), and dL/dx (B T D floats) is allreduced once at the end when wanted. The weight
+ * gradients (the rank's rows of the whole layer's) are added like dd_gru_backward's.
+ * The recurrence runs step by step through OpenBLAS and the cell kernels of the whole
+ * layers (the fused whole-sequence kernels cannot exchange h_t between steps).
+ */
+typedef struct {
+    int input_size, hidden_size; /* D, H of the whole layer */
+    int units;                   /* U = H / shards: this shard's units of every gate */
+    int gates;                   /* 3 (GRU) or 4 (LSTM) */
+    int bias;                    /* 1: has both biases */
+    size_t w_ih, w_hh, b_ih, b_hh; /* offsets of (G U, D), (G U, H), (G U), (G U) */
+} dd_rnn_shard_layer;
+/* Registers a shard of layer `layer` of a stacked GRU (gates 3) or LSTM (gates 4) under
+ * the whole layer's names ("<prefix>.weight_ih_l<layer>", ...) with the shard's shapes.
+ * Errors: DD_ERR_ARG (dims < 1, shards not dividing H, names as dd_gru_layer_add_l). */
+dd_status dd_rnn_shard_layer_add(dd_param_table *t, const char *prefix, int layer, int gates, int input_size,
+                                 int hidden_size, int shards, int bias, dd_rnn_shard_layer *l);
+
+/* Workspace floats of a GRU shard (forward saves what backward reads). */
+size_t dd_gru_shard_workspace_size(int B, int T, int D, int H, int U);
+/* h0: the whole initial state (B, H), or NULL for zeros. Returns the first error of a
+ * collective (then out is incomplete). */
+dd_status dd_gru_shard_forward(const dd_tp_ops *tp, float *out, float *ws, const float *x, const float *h0,
+                               const float *w_ih, const float *w_hh, const float *b_ih, const float *b_hh, int B,
+                               int T, int D, int H);
+/* After that forward: adds dL/dx into dx (NULL: not wanted, no allreduce) and the shard's
+ * weight gradients into dw_ih, dw_hh, db_ih, db_hh (each may be NULL). */
+dd_status dd_gru_shard_backward(const dd_tp_ops *tp, float *dx, float *dw_ih, float *dw_hh, float *db_ih,
+                                float *db_hh, const float *dout, float *ws, const float *w_ih, const float *w_hh,
+                                int B, int T, int D, int H);
+/* The same for an LSTM shard; c0 (B, U) is this shard's units of the initial cell state
+ * (NULL: zeros) and cn (B, U) receives their final cell state (NULL: not wanted). */
+size_t dd_lstm_shard_workspace_size(int B, int T, int D, int H, int U);
+dd_status dd_lstm_shard_forward(const dd_tp_ops *tp, float *out, float *cn, float *ws, const float *x,
+                                const float *h0, const float *c0, const float *w_ih, const float *w_hh,
+                                const float *b_ih, const float *b_hh, int B, int T, int D, int H);
+dd_status dd_lstm_shard_backward(const dd_tp_ops *tp, float *dx, float *dw_ih, float *dw_hh, float *db_ih,
+                                 float *db_hh, const float *dout, float *ws, const float *w_ih, const float *w_hh,
+                                 int B, int T, int D, int H);
+
 #ifdef __cplusplus
 }
 #endif

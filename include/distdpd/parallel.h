@@ -30,6 +30,7 @@
 #include "distdpd/compress.h"
 #include "distdpd/core.h"
 #include "distdpd/pipeline.h"
+#include "distdpd/model.h"
 #include "distdpd/train.h"
 
 #ifdef __cplusplus
@@ -305,6 +306,42 @@ typedef struct {
     uint64_t bytes_sent;  /* their bytes */
 } dd_pp_stats;
 void dd_pp_stats_get(const dd_pp *z, dd_pp_stats *st);
+
+/* ------------------------------------------------------------------------------------
+ * Tensor parallelism (src/parallel/tp.c): a group of ranks that run one model together,
+ * each holding its shard (dd_model_create_tp, model.h; what each model splits and the
+ * collectives per stage are in docs/models.md, "Tensor parallelism"). A dd_tp_group
+ * implements the group's callbacks (dd_model_tp) on a communicator: allreduce with a
+ * dd_comm_allreduce algorithm (ring by default: bit-identical results on every rank),
+ * allgather with dd_comm_allgather and reduce-scatter with dd_comm_reduce_scatter
+ * (ring), and counts the calls, floats and bytes of each.
+ * ------------------------------------------------------------------------------------ */
+
+typedef struct dd_tp_group dd_tp_group;
+
+/* A group over all ranks of comm (borrowed: it must outlive the group and every model
+ * made with it; for hybrid grids pass a sub-communicator, dd_comm_split). Not a
+ * collective. Errors: DD_ERR_ARG (NULL), DD_ERR_NOMEM. Caller destroys. */
+dd_status dd_tp_group_create(dd_comm *comm, dd_tp_group **out);
+void dd_tp_group_destroy(dd_tp_group **g);
+/* The allreduce algorithm of the group's allreduce callback (default DD_ALLREDUCE_RING).
+ * Errors: DD_ERR_ARG (not a registered algorithm). */
+dd_status dd_tp_group_set_allreduce(dd_tp_group *g, dd_allreduce_algo algo);
+/* Fills *tp with the group's size, rank and callbacks (user = g), for
+ * dd_model_create_tp. g must outlive every model created with it. */
+void dd_tp_group_model_tp(dd_tp_group *g, dd_model_tp *tp);
+
+/* Counters since create or the last reset. n is what the callback was given: floats
+ * reduced (allreduce), floats this rank contributed (allgather), floats this rank
+ * received (reduce-scatter: its block). */
+typedef struct {
+    uint64_t allreduce_calls, allgather_calls, reduce_scatter_calls;
+    uint64_t allreduce_floats, allgather_floats, reduce_scatter_floats;
+    uint64_t bytes_sent; /* bytes this rank sent (the communicator's own count) */
+    double seconds;      /* wall time inside the callbacks */
+} dd_tp_group_stats;
+void dd_tp_group_stats_get(const dd_tp_group *g, dd_tp_group_stats *st);
+void dd_tp_group_stats_reset(dd_tp_group *g);
 
 /* ------------------------------------------------------------------------------------
  * The strategy registry (src/parallel/registry.c): how a program chooses, configures,

@@ -15,7 +15,9 @@
  * L (H^2 + 5H + 2 + 8M) parameters: 740 at the defaults H = 16, L = 2, M = 4; hidden
  * 512, layers 4 gives 1,058,952; hidden 4096, layers 3 gives 50.4 M (the H x H layer
  * dominates, so the stack scales to millions of parameters for model-parallel runs).
- * History L (M - 1) samples. Stages: one per block ("blocks.<i>"). */
+ * History L (M - 1) samples. Stages: one per block ("blocks.<i>"). Tensor-parallel shards
+ * split each MLP as a Megatron pair (W_0 by output unit, W_1 by input unit: one allreduce
+ * of (BT, H) forward, one of BT backward); W_2 and the FIR are replicated. */
 #include <math.h>
 #include <stdio.h>
 
@@ -30,6 +32,7 @@ typedef struct {
 
 typedef struct {
     int H, L, M;     /* MLP width, blocks, FIR taps */
+    int Hl;          /* a shard's units of the first MLP layer: H / tensor-parallel size */
     ham_block *blk;  /* [L] (owned) */
 } ham_impl;
 
@@ -39,7 +42,7 @@ static const dd_model_opt_info ham_opts[] = {
     {"memory", "FIR taps of each block", 4, 1, 1024},
     {NULL, NULL, 0, 0, 0}};
 
-/* Saved per block: a = |u| (BT), h1, h2 (BT, H), g (BT, 2), [v, s] (BT, 4). */
+/* Saved per block: a = |u| (BT), h1 (BT, Hl), h2 (BT, H), g (BT, 2), [v, s] (BT, 4). */
 typedef struct {
     float *a, *h1, *h2, *g, *cat;
 } ham_saved;
@@ -52,7 +55,7 @@ static size_t saved_layout(const ham_impl *g, int B, int T, float *base, ham_sav
     dd_ws_carver c = {base, 0};
     size_t BT = (size_t)B * (size_t)T, H = (size_t)g->H;
     w->a = dd_ws_take(&c, BT);
-    w->h1 = dd_ws_take(&c, BT * H);
+    w->h1 = dd_ws_take(&c, BT * (size_t)g->Hl);
     w->h2 = dd_ws_take(&c, BT * H);
     w->g = dd_ws_take(&c, BT * 2);
     w->cat = dd_ws_take(&c, BT * 4);
@@ -106,6 +109,61 @@ static void ham_destroy(dd_model *m) {
     g->blk = NULL;
 }
 
+/* out (BT, C) += b in every row */
+static void add_row_bias(float *out, const float *b, size_t rows, size_t C) {
+    for (size_t r = 0; r < rows; r++) dd_add_forward(out + r * C, out + r * C, b, C);
+}
+
+/* g = W_2 tanh(W_1 tanh(W_0 a + b_0) + b_1) + b_2 into w->g. A tensor-parallel shard holds
+ * its Hl units of the first layer (rows of W_0, b_0) and the matching columns of W_1: its
+ * partial W_1 h_1 is summed over the group (reduce-from-group) before b_1 is added; W_2 is
+ * replicated. Returns 0 after an error of the collective. */
+static int mlp_forward(const dd_model *m, const ham_block *k, const dd_stage_params *sp, const ham_saved *w,
+                       size_t BT) {
+    const ham_impl *g = m->impl;
+    const size_t nh = BT * (size_t)g->H;
+    dd_dense_forward(w->h1, w->a, DD_SP(sp, k->nl[0].w), DD_SP(sp, k->nl[0].b), BT, 1, g->Hl);
+    dd_act_forward(DD_ACT_TANH, w->h1, w->h1, BT * (size_t)g->Hl);
+    if (dd_model_tp_size(m) == 1) {
+        dd_dense_forward(w->h2, w->h1, DD_SP(sp, k->nl[1].w), DD_SP(sp, k->nl[1].b), BT, g->H, g->H);
+    } else {
+        dd_dense_forward(w->h2, w->h1, DD_SP(sp, k->nl[1].w), NULL, BT, g->Hl, g->H);
+        if (!dd_model_tp_ok(m, dd_tp_reduce_fwd(dd_model_tp_group(m), w->h2, nh))) return 0;
+        add_row_bias(w->h2, DD_SP(sp, k->nl[1].b), BT, (size_t)g->H);
+    }
+    dd_act_forward(DD_ACT_TANH, w->h2, w->h2, nh);
+    dd_dense_forward(w->g, w->h2, DD_SP(sp, k->nl[2].w), DD_SP(sp, k->nl[2].b), BT, g->H, 2);
+    return 1;
+}
+
+/* From d->dg: the MLP's parameter gradients, and (want_da) its part of dL/da added into
+ * d->da; a shard's part is summed over the group first (copy-to-group's dual). Returns 0
+ * after an error of the collective. */
+static int mlp_backward(const dd_model *m, const ham_block *k, const dd_stage_params *sp, const ham_saved *w,
+                        const ham_scratch *d, size_t BT, int want_da) {
+    const ham_impl *g = m->impl;
+    const size_t nh = BT * (size_t)g->H, nh1 = BT * (size_t)g->Hl;
+    memset(d->dh, 0, nh * sizeof(float));
+    dd_dense_backward(d->dh, DD_SG(sp, k->nl[2].w), DD_SG(sp, k->nl[2].b), d->dg, w->h2, DD_SP(sp, k->nl[2].w), BT,
+                      g->H, 2);
+    memset(d->dha, 0, nh * sizeof(float));
+    dd_act_backward(DD_ACT_TANH, d->dha, d->dh, NULL, w->h2, nh);
+    memset(d->dh, 0, nh1 * sizeof(float));
+    dd_dense_backward(d->dh, DD_SG(sp, k->nl[1].w), DD_SG(sp, k->nl[1].b), d->dha, w->h1, DD_SP(sp, k->nl[1].w), BT,
+                      g->Hl, g->H);
+    memset(d->dha, 0, nh1 * sizeof(float));
+    dd_act_backward(DD_ACT_TANH, d->dha, d->dh, NULL, w->h1, nh1);
+    const int whole = dd_model_tp_size(m) == 1;
+    float *da = !want_da ? NULL : whole ? d->da : d->dh; /* a shard's part first into the dead dh */
+    if (da && !whole) memset(da, 0, BT * sizeof(float));
+    dd_dense_backward(da, DD_SG(sp, k->nl[0].w), DD_SG(sp, k->nl[0].b), d->dha, w->a, DD_SP(sp, k->nl[0].w), BT, 1,
+                      g->Hl);
+    if (!da || whole) return 1;
+    if (!dd_model_tp_ok(m, dd_tp_copy_bwd(dd_model_tp_group(m), da, BT))) return 0;
+    dd_add_forward(d->da, d->da, da, BT);
+    return 1;
+}
+
 /* u (BT, 2) -> out (BT, 2) through block st->arg. */
 static void blk_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *u,
                         const float *x0, float *out, int B, int T, float *saved, float *scratch) {
@@ -114,14 +172,10 @@ static void blk_forward(const dd_model *m, const dd_stage_def *st, const dd_stag
     const ham_block *k = &g->blk[st->arg];
     ham_saved w;
     saved_layout(g, B, T, saved, &w);
-    const size_t BT = (size_t)B * (size_t)T, nh = BT * (size_t)g->H;
+    const size_t BT = (size_t)B * (size_t)T;
     float *a = w.a, *gn = w.g, *cat = w.cat;
     for (size_t r = 0; r < BT; r++) a[r] = sqrtf(u[2 * r] * u[2 * r] + u[2 * r + 1] * u[2 * r + 1]);
-    dd_dense_forward(w.h1, a, DD_SP(sp, k->nl[0].w), DD_SP(sp, k->nl[0].b), BT, 1, g->H);
-    dd_act_forward(DD_ACT_TANH, w.h1, w.h1, nh);
-    dd_dense_forward(w.h2, w.h1, DD_SP(sp, k->nl[1].w), DD_SP(sp, k->nl[1].b), BT, g->H, g->H);
-    dd_act_forward(DD_ACT_TANH, w.h2, w.h2, nh);
-    dd_dense_forward(gn, w.h2, DD_SP(sp, k->nl[2].w), DD_SP(sp, k->nl[2].b), BT, g->H, 2);
+    if (!mlp_forward(m, k, sp, &w, BT)) return;
     for (size_t r = 0; r < BT; r++) {
         const float ur = u[2 * r], ui = u[2 * r + 1], gr = gn[2 * r], gi = gn[2 * r + 1];
         float *c4 = cat + 4 * r;
@@ -145,7 +199,7 @@ static void blk_backward(const dd_model *m, const dd_stage_def *st, const dd_sta
     ham_scratch d;
     saved_layout(g, B, T, saved, &w);
     scratch_layout(g, B, T, scratch, &d);
-    const size_t BT = (size_t)B * (size_t)T, nh = BT * (size_t)g->H;
+    const size_t BT = (size_t)B * (size_t)T;
     const float *a = w.a, *gn = w.g;
     const dd_conv1d_layer *f = &k->fir;
     /* the identity path passes dout = dL/du_{i+1} to u_i; the branches add their parts */
@@ -170,18 +224,7 @@ static void blk_backward(const dd_model *m, const dd_stage_def *st, const dd_sta
         }
         d.da[r] = d4[2] * ur + d4[3] * ui;
     }
-    memset(d.dh, 0, nh * sizeof(float));
-    dd_dense_backward(d.dh, DD_SG(sp, k->nl[2].w), DD_SG(sp, k->nl[2].b), d.dg, w.h2, DD_SP(sp, k->nl[2].w), BT, g->H,
-                      2);
-    memset(d.dha, 0, nh * sizeof(float));
-    dd_act_backward(DD_ACT_TANH, d.dha, d.dh, NULL, w.h2, nh);
-    memset(d.dh, 0, nh * sizeof(float));
-    dd_dense_backward(d.dh, DD_SG(sp, k->nl[1].w), DD_SG(sp, k->nl[1].b), d.dha, w.h1, DD_SP(sp, k->nl[1].w), BT,
-                      g->H, g->H);
-    memset(d.dha, 0, nh * sizeof(float));
-    dd_act_backward(DD_ACT_TANH, d.dha, d.dh, NULL, w.h1, nh);
-    dd_dense_backward(din ? d.da : NULL, DD_SG(sp, k->nl[0].w), DD_SG(sp, k->nl[0].b), d.dha, a, DD_SP(sp, k->nl[0].w),
-                      BT, 1, g->H);
+    if (!mlp_backward(m, k, sp, &w, &d, BT, din != NULL)) return;
     /* a = |u|: du += da u / a (zero at a = 0) */
     if (din)
         for (size_t r = 0; r < BT; r++)
@@ -194,8 +237,8 @@ static void blk_backward(const dd_model *m, const dd_stage_def *st, const dd_sta
 static double blk_flops(const dd_model *m, const dd_stage_def *st, int backward) {
     (void)st;
     const ham_impl *g = m->impl;
-    double H = g->H;
-    double f = DD_MAC * (H + H * H + 2 * H + 8.0 * g->M) + 8 * H + 20;
+    double H = g->H, Hl = g->Hl;
+    double f = DD_MAC * (Hl + H * Hl + 2 * H + 8.0 * g->M) + 4 * (H + Hl) + 20;
     return backward ? 2 * f : f;
 }
 
@@ -207,29 +250,40 @@ static const dd_stage_ops blk_stage = {
     .flops = blk_flops,
 };
 
-static const dd_model_ops ham_ops = {.init = ham_init, .destroy = ham_destroy};
+static const dd_model_ops ham_ops = {.init = ham_init, .destroy = ham_destroy, .tensor_parallel = 1};
+
+/* Block i's layers (a shard's first MLP layer holds Hl units, the second their columns). */
+static dd_status add_block(dd_model *m, int i) {
+    ham_impl *g = m->impl;
+    ham_block *k = &g->blk[i];
+    char name[40];
+    snprintf(name, sizeof name, "blocks.%d.nl.0", i);
+    DD_TRY(dd_dense_layer_add(&m->table, name, 1, g->Hl, 1, &k->nl[0]));
+    snprintf(name, sizeof name, "blocks.%d.nl.1", i);
+    DD_TRY(dd_dense_layer_add(&m->table, name, g->Hl, g->H, 1, &k->nl[1]));
+    snprintf(name, sizeof name, "blocks.%d.nl.2", i);
+    DD_TRY(dd_dense_layer_add(&m->table, name, g->H, 2, 1, &k->nl[2]));
+    snprintf(name, sizeof name, "blocks.%d.fir", i);
+    DD_TRY(dd_conv1d_layer_add(&m->table, name, 4, 2, g->M, 1, 1, 0, &k->fir));
+    if (dd_model_tp_size(m) > 1) {
+        DD_TRY(dd_model_tp_split(m, k->nl[0].w, 0, 1));
+        DD_TRY(dd_model_tp_split(m, k->nl[0].b, 0, 1));
+        DD_TRY(dd_model_tp_split(m, k->nl[1].w, 1, 1));
+    }
+    snprintf(name, sizeof name, "blocks.%d", i);
+    return dd_model_add_stage(m, &blk_stage, name, i, NULL, 2, 2);
+}
 
 static dd_status ham_build(dd_model *m) {
     ham_impl *g = m->impl;
     g->H = dd_model_opt(m, "hidden");
     g->L = dd_model_opt(m, "layers");
     g->M = dd_model_opt(m, "memory");
+    DD_TRY(dd_model_tp_divides(m, "hidden"));
+    g->Hl = g->H / dd_model_tp_size(m);
     g->blk = dd_calloc((size_t)g->L, sizeof *g->blk);
     if (!g->blk) return dd_error(DD_ERR_NOMEM, "model hammerstein: out of memory");
-    char name[40];
-    for (int i = 0; i < g->L; i++) {
-        ham_block *k = &g->blk[i];
-        snprintf(name, sizeof name, "blocks.%d.nl.0", i);
-        DD_TRY(dd_dense_layer_add(&m->table, name, 1, g->H, 1, &k->nl[0]));
-        snprintf(name, sizeof name, "blocks.%d.nl.1", i);
-        DD_TRY(dd_dense_layer_add(&m->table, name, g->H, g->H, 1, &k->nl[1]));
-        snprintf(name, sizeof name, "blocks.%d.nl.2", i);
-        DD_TRY(dd_dense_layer_add(&m->table, name, g->H, 2, 1, &k->nl[2]));
-        snprintf(name, sizeof name, "blocks.%d.fir", i);
-        DD_TRY(dd_conv1d_layer_add(&m->table, name, 4, 2, g->M, 1, 1, 0, &k->fir));
-        snprintf(name, sizeof name, "blocks.%d", i);
-        DD_TRY(dd_model_add_stage(m, &blk_stage, name, i, NULL, 2, 2));
-    }
+    for (int i = 0; i < g->L; i++) DD_TRY(add_block(m, i));
     m->history = (long)g->L * (g->M - 1);
     return DD_OK;
 }

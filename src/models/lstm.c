@@ -15,6 +15,7 @@ typedef struct {
     int H, L;                            /* hidden units, stacked layers */
     dd_lstm_layer rnn[LSTM_MAX_LAYERS];  /* LSTM(2 -> H), LSTM(H -> H), ... */
     dd_dense_layer fc;                   /* Linear(H -> 2) */
+    dd_rnn_shard_layer shard[LSTM_MAX_LAYERS]; /* a tensor-parallel shard's layers (H / T units each) */
 } lstm_impl;
 
 static const dd_model_opt_info lstm_opts[] = {
@@ -28,17 +29,35 @@ static void lstm_init(const dd_model *m, float *params, dd_rng *rng) {
     dd_dense_layer_init(&g->fc, params, rng);
 }
 
-static const dd_model_ops lstm_ops = {.init = lstm_init};
+static const dd_model_ops lstm_ops = {.init = lstm_init, .tensor_parallel = 1};
+
+/* Layer k (input 2 for the first, H for the others): the whole layer, or a tensor-parallel
+ * shard of it (H / T units of every gate). */
+static dd_status add_layer(dd_model *m, int k, const char *name) {
+    lstm_impl *g = m->impl;
+    const int D = k ? g->H : 2, T = dd_model_tp_size(m);
+    if (T == 1) {
+        DD_TRY(dd_lstm_layer_add_l(&m->table, "rnn", k, D, g->H, 1, &g->rnn[k]));
+        return dd_model_add_stage(m, &dd_stage_lstm, name, k, &g->rnn[k], D, g->H);
+    }
+    dd_rnn_shard_layer *l = &g->shard[k];
+    DD_TRY(dd_rnn_shard_layer_add(&m->table, "rnn", k, 4, D, g->H, T, 1, l));
+    DD_TRY(dd_model_tp_split(m, l->w_ih, 0, 4));
+    DD_TRY(dd_model_tp_split(m, l->w_hh, 0, 4));
+    DD_TRY(dd_model_tp_split(m, l->b_ih, 0, 4));
+    DD_TRY(dd_model_tp_split(m, l->b_hh, 0, 4));
+    return dd_model_add_stage(m, &dd_stage_lstm_tp, name, k, l, D, g->H);
+}
 
 static dd_status lstm_build(dd_model *m) {
     lstm_impl *g = m->impl;
     g->H = dd_model_opt(m, "hidden");
     g->L = dd_model_opt(m, "layers");
+    DD_TRY(dd_model_tp_divides(m, "hidden"));
     char name[32];
     for (int k = 0; k < g->L; k++) {
-        DD_TRY(dd_lstm_layer_add_l(&m->table, "rnn", k, k ? g->H : 2, g->H, 1, &g->rnn[k]));
         snprintf(name, sizeof name, "rnn.l%d", k);
-        DD_TRY(dd_model_add_stage(m, &dd_stage_lstm, name, k, &g->rnn[k], k ? g->H : 2, g->H));
+        DD_TRY(add_layer(m, k, name));
     }
     DD_TRY(dd_dense_layer_add(&m->table, "fc_out", g->H, 2, 1, &g->fc));
     DD_TRY(dd_model_add_stage(m, &dd_stage_dense, "fc_out", 0, &g->fc, g->H, 2));

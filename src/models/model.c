@@ -198,24 +198,48 @@ static dd_status finish_stages(dd_model *m) {
     return DD_OK;
 }
 
-dd_status dd_model_create(const char *name, const dd_model_cfg *cfg, dd_model **out) {
-    if (!out) return dd_error(DD_ERR_ARG, "dd_model_create: out is NULL");
-    *out = NULL;
-    if (!name) return dd_error(DD_ERR_ARG, "dd_model_create: model name is NULL");
-    const dd_model_info *info = dd_model_find(name);
-    if (!info) {
-        size_t n = 0;
-        const dd_model_info *const *reg = dd_model_registry(&n);
-        char known[512];
-        size_t len = 0;
-        known[0] = '\0';
-        for (size_t i = 0; i < n && len < sizeof known; i++) {
-            int w = snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", reg[i]->name);
-            if (w < 0) break;
-            len += (size_t)w;
-        }
-        return dd_error(DD_ERR_ARG, "unknown model '%s' (known: %s)", name, known);
+/* The registry entry of name; DD_ERR_ARG listing the known models otherwise. */
+static dd_status find_info(const char *name, const dd_model_info **out) {
+    *out = dd_model_find(name);
+    if (*out) return DD_OK;
+    size_t n = 0;
+    const dd_model_info *const *reg = dd_model_registry(&n);
+    char known[512];
+    size_t len = 0;
+    known[0] = '\0';
+    for (size_t i = 0; i < n && len < sizeof known; i++) {
+        int w = snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", reg[i]->name);
+        if (w < 0) break;
+        len += (size_t)w;
     }
+    return dd_error(DD_ERR_ARG, "unknown model '%s' (known: %s)", name, known);
+}
+
+/* With T > 1: the shard's state, or DD_ERR_UNSUPPORTED for a model without that form. */
+static dd_status attach_tp(dd_model *m, const dd_model_tp *tp) {
+    if (!tp || tp->size <= 1) return DD_OK;
+    if (!m->ops->tensor_parallel) {
+        char with[256];
+        size_t n = 0, len = 0;
+        const dd_model_info *const *reg = dd_model_registry(&n);
+        with[0] = '\0';
+        for (size_t i = 0; i < n && len < sizeof with; i++) {
+            const dd_model_def *d = reg[i]->def;
+            if (!d->ops->tensor_parallel) continue;
+            int w = snprintf(with + len, sizeof with - len, "%s%s", len ? ", " : "", reg[i]->name);
+            if (w > 0) len += (size_t)w;
+        }
+        return dd_error(DD_ERR_UNSUPPORTED, "model %s has no tensor-parallel form (models with one: %s)", m->name,
+                        with);
+    }
+    if (!(m->tpx = dd_calloc(1, sizeof *m->tpx))) return dd_error(DD_ERR_NOMEM, "model %s: out of memory", m->name);
+    m->tpx->tp = *tp;
+    return DD_OK;
+}
+
+dd_status dd_model_create_with(const char *name, const dd_model_cfg *cfg, const dd_model_tp *tp, dd_model **out) {
+    const dd_model_info *info = NULL;
+    DD_TRY(find_info(name, &info));
     const dd_model_def *def = info->def;
     dd_model *m = dd_calloc(1, sizeof *m);
     if (!m) return dd_error(DD_ERR_NOMEM, "model %s: out of memory", name);
@@ -228,8 +252,10 @@ dd_status dd_model_create(const char *name, const dd_model_cfg *cfg, dd_model **
     if (def->impl_size && !(m->impl = dd_calloc(1, def->impl_size)))
         s = dd_error(DD_ERR_NOMEM, "model %s: out of memory", name);
     if (s == DD_OK) s = apply_options(m);
+    if (s == DD_OK) s = attach_tp(m, tp);
     if (s == DD_OK) s = def->build(m);
     if (s == DD_OK) s = finish_stages(m);
+    if (s == DD_OK) s = dd_model_tp_finish(m);
     if (s != DD_OK) {
         dd_model_destroy(&m);
         return s;
@@ -238,10 +264,18 @@ dd_status dd_model_create(const char *name, const dd_model_cfg *cfg, dd_model **
     return DD_OK;
 }
 
+dd_status dd_model_create(const char *name, const dd_model_cfg *cfg, dd_model **out) {
+    if (!out) return dd_error(DD_ERR_ARG, "dd_model_create: out is NULL");
+    *out = NULL;
+    if (!name) return dd_error(DD_ERR_ARG, "dd_model_create: model name is NULL");
+    return dd_model_create_with(name, cfg, NULL, out);
+}
+
 void dd_model_destroy(dd_model **mp) {
     if (!mp || !*mp) return;
     dd_model *m = *mp;
     if (m->ops && m->ops->destroy && m->impl) m->ops->destroy(m);
+    dd_model_tp_free(m);
     dd_param_table_free(&m->table);
     dd_free(m->stages);
     dd_free(m->impl);
@@ -257,12 +291,14 @@ const dd_param_table *dd_model_params(const dd_model *m) { return m ? &m->table 
 size_t dd_model_num_params(const dd_model *m) { return m ? m->table.nparams : 0; }
 long dd_model_history(const dd_model *m) { return m ? m->history : 0; }
 
-void dd_model_init(const dd_model *m, float *params, uint64_t seed) {
-    if (!m || !params) return;
+dd_status dd_model_init(const dd_model *m, float *params, uint64_t seed) {
+    if (!m || !params) return dd_error(DD_ERR_ARG, "dd_model_init: %s is NULL", !m ? "model" : "params");
+    if (m->tpx) return dd_model_tp_init(m, params, seed);
     dd_rng rng;
     dd_rng_seed(&rng, seed);
     memset(params, 0, m->table.total * sizeof *params);
     m->ops->init(m, params, &rng);
+    return DD_OK;
 }
 
 size_t dd_model_workspace_size(const dd_model *m, int B, int T) {
@@ -304,6 +340,10 @@ size_t dd_model_describe(const dd_model *m, char *buf, size_t size) {
     }
     group_digits(m->table.nparams, num, sizeof num);
     if (len < sizeof tmp) snprintf(tmp + len, sizeof tmp - len, "): %s parameters", num);
+    len = strlen(tmp);
+    if (m->tpx && len < sizeof tmp)
+        snprintf(tmp + len, sizeof tmp - len, " (tensor-parallel shard, rank %d of %d)", m->tpx->tp.rank,
+                 m->tpx->tp.size);
     w = snprintf(buf, size, "%s", tmp);
     return w < 0 ? 0 : (size_t)w;
 }
@@ -430,6 +470,7 @@ dd_status dd_model_range_forward(const dd_model *m, size_t s0, size_t s1, const 
         const float *x = s == s0 ? in : act[s - s0];
         float *y = s + 1 == s1 ? out : act[s + 1 - s0];
         st->ops->forward(m, st, &sp, x, x0, y, B, T, saved[s - s0], scratch);
+        DD_TRY(dd_model_tp_take_error(m));
         if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
     }
     return DD_OK;
@@ -459,6 +500,7 @@ dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const
         }
         st->ops->backward(m, st, &sp, s == s0 ? in : act[s - s0], x0, dcur, dprev, dx0, B, T, saved[s - s0],
                           scratch);
+        DD_TRY(dd_model_tp_take_error(m));
         if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 1));
         dcur = dprev;
     }
@@ -509,6 +551,7 @@ dd_status dd_model_infer(const dd_model *m, const dd_stage_src *src, const float
         const float *in = s == 0 ? x : act[s & 1];
         float *out = s + 1 == m->nstages ? y : act[(s + 1) & 1];
         st->ops->forward(m, st, &sp, in, x, out, B, T, saved, scratch);
+        DD_TRY(dd_model_tp_take_error(m));
         if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
     }
     return DD_OK;
@@ -582,6 +625,7 @@ static dd_status stream_chunk(const dd_model *m, const dd_stage_src *src, const 
         } else {
             st->ops->forward(m, st, &sp, in, x, out, 1, T, saved, scratch);
         }
+        DD_TRY(dd_model_tp_take_error(m));
         if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
     }
     return DD_OK;

@@ -78,6 +78,10 @@ typedef struct {
                         size_t n, double *nmse_db);
     /* Optional: frees what m->impl points to (m->impl itself is freed by model.c). */
     void (*destroy)(dd_model *m);
+    /* 1: build() also makes tensor-parallel shards (dd_model_tp_size(m) > 1: the shard's
+     * shapes, dd_model_tp_split for every split entry, stages that call the group);
+     * 0: dd_model_create_tp refuses T > 1 with DD_ERR_UNSUPPORTED. */
+    int tensor_parallel;
 } dd_model_ops;
 
 /* A model's definition, behind its registry entry (dd_model_info.def). */
@@ -106,6 +110,9 @@ struct dd_model {
     dd_stage_def *stages;      /* nstages stages in order (owned) */
     size_t nstages, capstages;
     void *impl;                /* model-specific data (owned; impl_size zeroed bytes) */
+    struct dd_model_tpx *tpx;  /* tensor-parallel shard state (owned); NULL: whole model */
+    dd_tp_run *runs;           /* dd_model_tp_runs (owned) */
+    size_t nruns;
 };
 
 /* The value of option `name` of a model (after defaults). 0 for an option it lacks. */
@@ -127,12 +134,55 @@ extern const dd_stage_ops dd_stage_dense;
 extern const dd_stage_ops dd_stage_gru;
 extern const dd_stage_ops dd_stage_lstm;
 extern const dd_stage_ops dd_stage_skip_head;
+/* Tensor-parallel shards (stages_tp.c); ref points at a dd_rnn_shard_layer:
+ *   dd_stage_gru_tp, dd_stage_lstm_tp  a GRU / LSTM layer's shard (recurrent, streams) */
+extern const dd_stage_ops dd_stage_gru_tp;
+extern const dd_stage_ops dd_stage_lstm_tp;
 /* A convolution layer's forward / backward (adding into the gradients of sp, when kept)
  * with the stage's parameters. */
 void dd_stage_conv_fwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *out, const float *in, int B,
                        int T);
 void dd_stage_conv_bwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *din, const float *dout,
                        const float *in, int B, int T);
+
+/* ---- tensor parallelism (tp.c; model.h "Tensor parallelism", docs/models.md) ---- */
+
+/* An entry split over the group: the shard holds, of every one of `groups` equal blocks
+ * along dimension `axis` (gate blocks; 1 for a plain split), the rank's 1/T of it. */
+typedef struct {
+    size_t entry;
+    int axis, groups;
+} dd_tp_split;
+
+typedef struct dd_model_tpx {
+    dd_model_tp tp;     /* the group (size > 1) */
+    dd_status err;      /* first error of a collective in the running stage (model.c
+                           returns it after the stage and clears it) */
+    dd_model *whole;    /* the whole model (its table and init), owned */
+    dd_tp_split *split; /* split entries; the others are replicated */
+    size_t nsplit, capsplit;
+} dd_model_tpx;
+
+/* The group of a shard (only for dd_model_tp_size(m) > 1). */
+static inline const dd_model_tp *dd_model_tp_group(const dd_model *m) { return &m->tpx->tp; }
+/* Records s when it is the first error of the running stage's collectives; returns 1
+ * when the stage may go on (no error so far), 0 otherwise. */
+int dd_model_tp_ok(const dd_model *m, dd_status s);
+/* The recorded error (DD_OK if none), cleared; for model.c after every stage. */
+dd_status dd_model_tp_take_error(const dd_model *m);
+/* Marks the entry at arena offset `offset` (just added by build) as split (see
+ * dd_tp_split). Errors: DD_ERR_INTERNAL (no entry there), DD_ERR_NOMEM. */
+dd_status dd_model_tp_split(dd_model *m, size_t offset, int axis, int groups);
+/* DD_ERR_ARG "NAME --OPT V is not divisible by --tp T" unless T divides option opt. */
+dd_status dd_model_tp_divides(const dd_model *m, const char *opt);
+/* After build and the stages: the runs (one per entry for a whole model; for a shard the
+ * whole model is built and every entry checked against its whole counterpart). */
+dd_status dd_model_tp_finish(dd_model *m);
+void dd_model_tp_free(dd_model *m);
+/* dd_model_init of a shard. */
+dd_status dd_model_tp_init(const dd_model *m, float *params, uint64_t seed);
+/* dd_model_create with a group (NULL or size 1: the whole model); model.c. */
+dd_status dd_model_create_with(const char *name, const dd_model_cfg *cfg, const dd_model_tp *tp, dd_model **out);
 
 /* ---- workspace carving: one layout function serves both sizing and pointer setup ---- */
 

@@ -5,7 +5,9 @@
  *   y       = Conv1x1_{C->2}(h_L) + b + x                             "head", input added back
  * All convolutions have biases. 7C + L (K C^2 + C^2 + 2C) + 2C + 2 parameters (2,510 at
  * the defaults C = 12, L = 4, K = 3; hidden 1024, layers 12 gives 50.4 M). History
- * L (K-1) samples. Stages: "stem", one per block ("blocks.<i>"), "head". */
+ * L (K-1) samples. Stages: "stem", one per block ("blocks.<i>"), "head".
+ * Tensor-parallel shards split each block as a Megatron pair (conv by output channel,
+ * proj by input channel: one allreduce forward, one backward); stem and head replicated. */
 #include <stdio.h>
 
 #include "models/model_impl.h"
@@ -15,6 +17,7 @@
 
 typedef struct {
     int C, L, K;            /* channels, residual blocks, kernel */
+    int Cl;                 /* a shard's channels inside each block: C / tensor-parallel size */
     dd_conv1d_layer stem;   /* 6 -> C, 1x1 */
     dd_conv1d_layer *conv;  /* [L] C -> C, kernel K, causal (owned) */
     dd_conv1d_layer *proj;  /* [L] C -> C, 1x1 (owned) */
@@ -160,27 +163,112 @@ static const dd_stage_ops block_stage = {
     .flops = block_flops,
 };
 
-static const dd_model_ops res_ops = {.init = res_init, .destroy = res_destroy};
+/* ---- stage "blocks.i" of a tensor-parallel shard (T ranks, Cl = C / T): conv holds output
+ * channels [r Cl, (r+1) Cl) (weight rows and bias), proj the same input channels (its
+ * weight columns; its bias is replicated). Forward: a = conv_r(h) (BT, Cl), z = tanh(a),
+ * p = proj_r(z) without bias (BT, C), reduce-from-group (allreduce of p), out = h + p + b.
+ * Backward: dz = proj_r^T dout, da = tanh'(z) dz, the conv's partial dL/dh reduced by
+ * copy-to-group's dual (allreduce of BT C floats) and added to dout (identity path).
+ * Saved z (BT, Cl); scratch dz, da (BT, Cl), dh (BT, C). ---- */
+
+static size_t ncl(const res_impl *g, int B, int T) { return ((size_t)B * (size_t)T * (size_t)g->Cl + 15) / 16 * 16; }
+
+static size_t tp_block_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return ncl(m->impl, B, T);
+}
+
+static size_t tp_block_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return 2 * ncl(m->impl, B, T) + nc(m->impl, B, T);
+}
+
+/* out (BT, C) += bias of every row */
+static void add_row_bias(float *out, const float *b, size_t rows, size_t C) {
+    for (size_t r = 0; r < rows; r++) dd_add_forward(out + r * C, out + r * C, b, C);
+}
+
+static void tp_block_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                             const float *x0, float *out, int B, int T, float *saved, float *scratch) {
+    (void)x0, (void)scratch;
+    const res_impl *g = m->impl;
+    const dd_conv1d_layer *pr = &g->proj[st->arg];
+    const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->C;
+    dd_stage_conv_fwd(&g->conv[st->arg], sp, saved, in, B, T);
+    dd_act_forward(DD_ACT_TANH, saved, saved, BT * (size_t)g->Cl);
+    dd_conv1d_forward(out, saved, DD_SP(sp, pr->w), NULL, B, T, pr->c_in, pr->c_out, 1, 1, 1);
+    if (!dd_model_tp_ok(m, dd_tp_reduce_fwd(dd_model_tp_group(m), out, n))) return;
+    add_row_bias(out, DD_SP(sp, pr->b), BT, (size_t)g->C);
+    dd_add_forward(out, in, out, n);
+}
+
+static void tp_block_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                              const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
+                              float *scratch) {
+    (void)x0, (void)dx0;
+    const res_impl *g = m->impl;
+    const size_t nl = (size_t)B * (size_t)T * (size_t)g->Cl, n = (size_t)B * (size_t)T * (size_t)g->C;
+    float *dz = scratch, *da = scratch + ncl(g, B, T), *dh = din ? da + ncl(g, B, T) : NULL;
+    /* reduce-from-group's dual is the identity: dL/dp = dout on every rank */
+    memset(dz, 0, nl * sizeof(float));
+    dd_stage_conv_bwd(&g->proj[st->arg], sp, dz, dout, saved, B, T);
+    memset(da, 0, nl * sizeof(float));
+    dd_act_backward(DD_ACT_TANH, da, dz, NULL, saved, nl);
+    if (dh) memset(dh, 0, n * sizeof(float));
+    dd_stage_conv_bwd(&g->conv[st->arg], sp, dh, da, in, B, T);
+    if (!din || !dd_model_tp_ok(m, dd_tp_copy_bwd(dd_model_tp_group(m), dh, n))) return;
+    dd_add_backward(din, NULL, dout, n);
+    dd_add_forward(din, din, dh, n);
+}
+
+static double tp_block_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)st;
+    const res_impl *g = m->impl;
+    double C = g->C, Cl = g->Cl;
+    double f = DD_MAC * (g->K + 1) * C * Cl + 4 * Cl + 2 * C;
+    return backward ? 2 * f : f;
+}
+
+static const dd_stage_ops tp_block_stage = {
+    .saved = tp_block_saved,
+    .scratch = tp_block_scratch,
+    .forward = tp_block_forward,
+    .backward = tp_block_backward,
+    .flops = tp_block_flops,
+};
+
+static const dd_model_ops res_ops = {.init = res_init, .destroy = res_destroy, .tensor_parallel = 1};
+
+/* Block i's layers: conv C -> Cl (kernel K), proj Cl -> C (1x1); split over the group
+ * when it has more than one rank. */
+static dd_status add_block(dd_model *m, int i) {
+    res_impl *g = m->impl;
+    char name[40];
+    snprintf(name, sizeof name, "blocks.%d.conv", i);
+    DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, g->Cl, g->K, 1, 1, 1, &g->conv[i]));
+    snprintf(name, sizeof name, "blocks.%d.proj", i);
+    DD_TRY(dd_conv1d_layer_add(&m->table, name, g->Cl, g->C, 1, 1, 1, 1, &g->proj[i]));
+    snprintf(name, sizeof name, "blocks.%d", i);
+    if (dd_model_tp_size(m) == 1) return dd_model_add_stage(m, &block_stage, name, i, NULL, g->C, g->C);
+    DD_TRY(dd_model_tp_split(m, g->conv[i].w, 0, 1));
+    DD_TRY(dd_model_tp_split(m, g->conv[i].b, 0, 1));
+    DD_TRY(dd_model_tp_split(m, g->proj[i].w, 1, 1));
+    return dd_model_add_stage(m, &tp_block_stage, name, i, NULL, g->C, g->C);
+}
 
 static dd_status res_build(dd_model *m) {
     res_impl *g = m->impl;
     g->C = dd_model_opt(m, "hidden");
     g->L = dd_model_opt(m, "layers");
     g->K = dd_model_opt(m, "kernel");
+    DD_TRY(dd_model_tp_divides(m, "hidden"));
+    g->Cl = g->C / dd_model_tp_size(m);
     g->conv = dd_calloc((size_t)g->L, sizeof *g->conv);
     g->proj = dd_calloc((size_t)g->L, sizeof *g->proj);
     if (!g->conv || !g->proj) return dd_error(DD_ERR_NOMEM, "model resnet: out of memory");
-    char name[40];
     DD_TRY(dd_conv1d_layer_add(&m->table, "stem", NF, g->C, 1, 1, 1, 1, &g->stem));
     DD_TRY(dd_model_add_stage(m, &stem_stage, "stem", 0, NULL, 2, g->C));
-    for (int i = 0; i < g->L; i++) {
-        snprintf(name, sizeof name, "blocks.%d.conv", i);
-        DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, g->C, g->K, 1, 1, 1, &g->conv[i]));
-        snprintf(name, sizeof name, "blocks.%d.proj", i);
-        DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, g->C, 1, 1, 1, 1, &g->proj[i]));
-        snprintf(name, sizeof name, "blocks.%d", i);
-        DD_TRY(dd_model_add_stage(m, &block_stage, name, i, NULL, g->C, g->C));
-    }
+    for (int i = 0; i < g->L; i++) DD_TRY(add_block(m, i));
     DD_TRY(dd_conv1d_layer_add(&m->table, "head", g->C, 2, 1, 1, 1, 1, &g->head));
     DD_TRY(dd_model_add_stage(m, &dd_stage_skip_head, "head", 0, &g->head, g->C, 2));
     m->history = (long)g->L * (g->K - 1);

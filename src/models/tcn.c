@@ -13,7 +13,9 @@
  * "network.0.weight/bias", "network.2.weight", ..., "network.<2(L+1)>.weight".
  * 7C + L K C + 2C parameters (2,784 at the defaults C = 96, L = 4, K = 5). History
  * (K-1) sum d_i samples. Stages: "network.0" (features, 1x1, Hardswish), one per
- * depthwise layer ("network.<2i>"), and the head ("head": 1x1 to I/Q plus the input). */
+ * depthwise layer ("network.<2i>"), and the head ("head": 1x1 to I/Q plus the input).
+ * Tensor-parallel shards split every depthwise layer by channel (one allgather forward,
+ * one backward); network.0 and the head are replicated. */
 #include <stdio.h>
 
 #include "models/model_impl.h"
@@ -25,6 +27,7 @@
 
 typedef struct {
     int C, L, K;            /* channels, dilated layers, kernel */
+    int Cl;                 /* a shard's channels of the depthwise layers: C / tensor-parallel size */
     int residual;           /* L > TCN_PLAIN_MAX: z_i = z_{i-1} + Hardswish(conv(z_{i-1})) */
     dd_conv1d_layer in;     /* network.0: 6 -> C, 1x1, bias */
     dd_conv1d_layer *dw;    /* [L] network.2i: depthwise C, K, dilation d_i (owned) */
@@ -159,7 +162,104 @@ static const dd_stage_ops layer_stage = {
     .flops = layer_flops,
 };
 
-static const dd_model_ops tcn_ops = {.init = tcn_init, .destroy = tcn_destroy};
+/* ---- stage "network.2i" of a tensor-parallel shard (Cl = C / T channels [r Cl, (r+1) Cl)).
+ * A depthwise layer is channel-wise, so the rank runs its channels alone: scatter-to-group
+ * keeps its channels of z_{i-1} (no message), it computes its channels of z_i and
+ * gather-from-group (an allgather of BT Cl floats per rank) makes z_i whole. Backward:
+ * gather's dual keeps the own channels of dout, scatter's dual allgathers the own
+ * channels of dL/dz_{i-1} (BT Cl floats per rank). Saved a (BT, Cl); scratch zl, ol,
+ * dl (BT, Cl each), tmp and dz (BT, C each). ---- */
+
+typedef struct {
+    float *zl, *ol, *dl, *tmp, *dz;
+} tp_scratch;
+
+static size_t tp_layout(const tcn_impl *g, int B, int T, float *base, tp_scratch *w) {
+    dd_ws_carver c = {base, 0};
+    const size_t nl = (size_t)B * (size_t)T * (size_t)g->Cl, n = (size_t)B * (size_t)T * (size_t)g->C;
+    w->zl = dd_ws_take(&c, nl);
+    w->ol = dd_ws_take(&c, nl);
+    w->dl = dd_ws_take(&c, nl);
+    w->tmp = dd_ws_take(&c, n);
+    w->dz = dd_ws_take(&c, n);
+    return c.used;
+}
+
+static size_t tp_layer_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    const tcn_impl *g = m->impl;
+    return ((size_t)B * (size_t)T * (size_t)g->Cl + 15) / 16 * 16;
+}
+
+static size_t tp_layer_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    tp_scratch w;
+    return tp_layout(m->impl, B, T, NULL, &w);
+}
+
+static void tp_layer_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                             const float *x0, float *out, int B, int T, float *saved, float *scratch) {
+    (void)x0;
+    const tcn_impl *g = m->impl;
+    const dd_model_tp *tp = dd_model_tp_group(m);
+    const size_t BT = (size_t)B * (size_t)T, nl = BT * (size_t)g->Cl;
+    tp_scratch w;
+    tp_layout(g, B, T, scratch, &w);
+    dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C);
+    dd_stage_conv_fwd(&g->dw[st->arg], sp, saved, w.zl, B, T);
+    dd_act_forward(DD_ACT_HARDSWISH, w.ol, saved, nl);
+    if (g->residual) dd_add_forward(w.ol, w.ol, w.zl, nl);
+    dd_model_tp_ok(m, dd_tp_gather_fwd(tp, w.ol, out, BT, (size_t)g->C, w.tmp));
+}
+
+static void tp_layer_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                              const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
+                              float *scratch) {
+    (void)x0, (void)dx0;
+    const tcn_impl *g = m->impl;
+    const dd_model_tp *tp = dd_model_tp_group(m);
+    const size_t BT = (size_t)B * (size_t)T, nl = BT * (size_t)g->Cl, n = BT * (size_t)g->C;
+    tp_scratch w;
+    tp_layout(g, B, T, scratch, &w);
+    dd_tp_gather_bwd(tp, dout, w.ol, BT, (size_t)g->C); /* own channels of dout */
+    dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C);  /* the conv's own input again */
+    /* dl = dL/dz_{i-1} of the own channels: the identity path of a residual layer, then the conv */
+    if (g->residual) memcpy(w.dl, w.ol, nl * sizeof(float));
+    else memset(w.dl, 0, nl * sizeof(float));
+    memset(w.tmp, 0, nl * sizeof(float));
+    dd_act_backward(DD_ACT_HARDSWISH, w.tmp, w.ol, saved, NULL, nl);
+    dd_stage_conv_bwd(&g->dw[st->arg], sp, din ? w.dl : NULL, w.tmp, w.zl, B, T);
+    if (!din || !dd_model_tp_ok(m, dd_tp_scatter_bwd(tp, w.dl, w.dz, BT, (size_t)g->C, w.tmp))) return;
+    dd_add_forward(din, din, w.dz, n);
+}
+
+static double tp_layer_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    (void)st;
+    const tcn_impl *g = m->impl;
+    double f = DD_MAC * g->K * (double)g->Cl + 4.0 * g->Cl + (g->residual ? (double)g->Cl : 0.0);
+    return backward ? 2 * f : f;
+}
+
+static const dd_stage_ops tp_layer_stage = {
+    .saved = tp_layer_saved,
+    .scratch = tp_layer_scratch,
+    .forward = tp_layer_forward,
+    .backward = tp_layer_backward,
+    .flops = tp_layer_flops,
+};
+
+static const dd_model_ops tcn_ops = {.init = tcn_init, .destroy = tcn_destroy, .tensor_parallel = 1};
+
+/* Depthwise layer i (a shard: its Cl channels), dilation d. */
+static dd_status add_layer(dd_model *m, int i, int d) {
+    tcn_impl *g = m->impl;
+    char name[32];
+    snprintf(name, sizeof name, "network.%d", 2 * (i + 1));
+    DD_TRY(dd_conv1d_layer_add(&m->table, name, g->Cl, g->Cl, g->K, d, g->Cl, 0, &g->dw[i]));
+    if (dd_model_tp_size(m) == 1) return dd_model_add_stage(m, &layer_stage, name, i, NULL, g->C, g->C);
+    DD_TRY(dd_model_tp_split(m, g->dw[i].w, 0, 1));
+    return dd_model_add_stage(m, &tp_layer_stage, name, i, NULL, g->C, g->C);
+}
 
 static dd_status tcn_build(dd_model *m) {
     tcn_impl *g = m->impl;
@@ -167,6 +267,8 @@ static dd_status tcn_build(dd_model *m) {
     g->L = dd_model_opt(m, "layers");
     g->K = dd_model_opt(m, "kernel");
     g->residual = g->L > TCN_PLAIN_MAX;
+    DD_TRY(dd_model_tp_divides(m, "hidden"));
+    g->Cl = g->C / dd_model_tp_size(m);
     g->dw = dd_calloc((size_t)g->L, sizeof *g->dw);
     if (!g->dw) return dd_error(DD_ERR_NOMEM, "model tcn: out of memory");
     char name[32];
@@ -175,9 +277,7 @@ static dd_status tcn_build(dd_model *m) {
     long hist = 0;
     for (int i = 0; i < g->L; i++) {
         int d = 1 << (i % TCN_DIL_CYCLE);
-        snprintf(name, sizeof name, "network.%d", 2 * (i + 1));
-        DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, g->C, g->K, d, g->C, 0, &g->dw[i]));
-        DD_TRY(dd_model_add_stage(m, &layer_stage, name, i, NULL, g->C, g->C));
+        DD_TRY(add_layer(m, i, d));
         hist += (long)(g->K - 1) * d;
     }
     snprintf(name, sizeof name, "network.%d", 2 * (g->L + 1));

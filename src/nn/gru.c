@@ -22,33 +22,46 @@ size_t dd_gru_workspace_size(int B, int T, int D, int H) {
     return TB * (9 * (size_t)H + 2 * (size_t)D) + 4 * (size_t)H * (size_t)B;
 }
 
-/* Registers the four tensors of layer `layer` of a GRU/LSTM with `gates` gate blocks. */
-dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates, int layer,
-                              int input_size, int hidden_size, int bias, dd_gru_layer *l) {
+/* Registers the four tensors of layer `layer` of a GRU/LSTM: weight_ih (rows, D),
+ * weight_hh (rows, H) and, with bias, both biases (rows); off[0..3] receive their offsets. */
+dd_status dd_nn_rnn_tensors_add(dd_param_table *t, const char *prefix, const char *kind, int layer, size_t rows,
+                                int input_size, int hidden_size, int bias, size_t off[4]) {
     char name[DD_PARAM_NAME_MAX], sfx[32];
-    memset(l, 0, sizeof *l);
     if (layer < 0 || layer > 999)
         return dd_error(DD_ERR_ARG, "%s layer '%s': layer index %d is out of range [0, 999]", kind,
                         prefix ? prefix : "", layer);
     if (input_size < 1 || hidden_size < 1)
         return dd_error(DD_ERR_ARG, "%s layer '%s': input_size %d and hidden_size %d must be >= 1",
                         kind, prefix ? prefix : "", input_size, hidden_size);
-    size_t G = (size_t)gates * (size_t)hidden_size;
-    size_t s_ih[2] = {G, (size_t)input_size}, s_hh[2] = {G, (size_t)hidden_size}, s_b[1] = {G};
+    size_t s_ih[2] = {rows, (size_t)input_size}, s_hh[2] = {rows, (size_t)hidden_size}, s_b[1] = {rows};
     snprintf(sfx, sizeof sfx, "weight_ih_l%d", layer);
     DD_TRY(dd_nn_param_name(name, prefix, sfx));
-    DD_TRY(dd_param_table_add(t, name, 2, s_ih, &l->w_ih));
+    DD_TRY(dd_param_table_add(t, name, 2, s_ih, &off[0]));
     snprintf(sfx, sizeof sfx, "weight_hh_l%d", layer);
     DD_TRY(dd_nn_param_name(name, prefix, sfx));
-    DD_TRY(dd_param_table_add(t, name, 2, s_hh, &l->w_hh));
+    DD_TRY(dd_param_table_add(t, name, 2, s_hh, &off[1]));
     if (bias) {
         snprintf(sfx, sizeof sfx, "bias_ih_l%d", layer);
         DD_TRY(dd_nn_param_name(name, prefix, sfx));
-        DD_TRY(dd_param_table_add(t, name, 1, s_b, &l->b_ih));
+        DD_TRY(dd_param_table_add(t, name, 1, s_b, &off[2]));
         snprintf(sfx, sizeof sfx, "bias_hh_l%d", layer);
         DD_TRY(dd_nn_param_name(name, prefix, sfx));
-        DD_TRY(dd_param_table_add(t, name, 1, s_b, &l->b_hh));
+        DD_TRY(dd_param_table_add(t, name, 1, s_b, &off[3]));
     }
+    return DD_OK;
+}
+
+/* Registers the four tensors of layer `layer` of a GRU/LSTM with `gates` gate blocks. */
+dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates, int layer,
+                              int input_size, int hidden_size, int bias, dd_gru_layer *l) {
+    size_t off[4] = {0, 0, 0, 0};
+    memset(l, 0, sizeof *l);
+    DD_TRY(dd_nn_rnn_tensors_add(t, prefix, kind, layer, (size_t)gates * (size_t)(hidden_size > 0 ? hidden_size : 0),
+                                 input_size, hidden_size, bias, off));
+    l->w_ih = off[0];
+    l->w_hh = off[1];
+    l->b_ih = off[2];
+    l->b_hh = off[3];
     l->input_size = input_size;
     l->hidden_size = hidden_size;
     l->bias = bias ? 1 : 0;

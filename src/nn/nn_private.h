@@ -28,6 +28,9 @@ static inline dd_status dd_nn_param_name(char name[DD_PARAM_NAME_MAX], const cha
  * (gru.c); `kind` names the layer in messages. */
 dd_status dd_nn_rnn_layer_add(dd_param_table *t, const char *prefix, const char *kind, int gates, int layer,
                               int input_size, int hidden_size, int bias, dd_gru_layer *l);
+/* The tensors alone, with `rows` gate rows (gates x units: tensor-parallel shards). */
+dd_status dd_nn_rnn_tensors_add(dd_param_table *t, const char *prefix, const char *kind, int layer, size_t rows,
+                                int input_size, int hidden_size, int bias, size_t off[4]);
 void dd_nn_rnn_layer_init(const dd_gru_layer *l, int gates, float *params, dd_rng *rng);
 
 /* Out-of-line elementwise kernels (cells.c / cells_impl.h). Float names plain, double

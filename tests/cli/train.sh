@@ -228,7 +228,7 @@ expect_rc 2 "--e"
 has "$ERR" "distdpd train-pa: ambiguous option '--e' (could be --epochs, --eval-batch, --error-feedback)" "--e message"
 run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain-m=ls --g 2
 expect_rc 2 "--g"
-has "$ERR" "ambiguous option '--g' (could be --gamma, --gain, --gain-mode)" "--g message"
+has "$ERR" "ambiguous option '--g' (could be --gamma, --gain, --gain-mode, --grid-order)" "--g message"
 
 # ---- --gain: (0, 1e6] as the help says (0 was taken as "derive G from the data")
 run train-dpd --pa-run "$TMP/pa" "${CHEAP[@]}" --out "$TMP/x" --gain 0
