@@ -13,6 +13,8 @@
 # 3. bench/shard_bench.sh (BENCH_SHARD=1, off by default: ~5 min): memory and step time of
 #    --shard none/zero1/zero2/zero3 at 2 and 4 ranks, and the share of the allreduce hidden
 #    behind backward.
+# 4. bench/tp_bench.sh (BENCH_TP=1, off by default: ~10 min): one GRU layer whole against a
+#    tensor-parallel shard on each of 2 ranks, hidden 64 .. 2048 (the crossover width).
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_PYTHON.
 set -euo pipefail
@@ -34,4 +36,10 @@ if [ "${BENCH_SHARD:-0}" != 0 ]; then
     echo "## Sharded data parallelism (bench/shard_bench.sh)"
     echo
     bash bench/shard_bench.sh "$BUILD"
+fi
+if [ "${BENCH_TP:-0}" != 0 ]; then
+    echo
+    echo "## Tensor parallelism of a GRU layer (bench/tp_bench.sh)"
+    echo
+    bash bench/tp_bench.sh "$BUILD"
 fi
