@@ -16,6 +16,8 @@
 # 4. bench/pipeline_bench.sh (BENCH_PP=1, off by default: ~5 min): step time, bubble
 #    (measured and by the formula) and activation memory of gpipe/1f1b/interleaved at 2
 #    and 4 pipeline ranks against one process.
+# 5. bench/tp_bench.sh (BENCH_TP=1, off by default: ~10 min): one GRU layer whole against a
+#    tensor-parallel shard on each of 2 ranks, hidden 64 .. 2048 (the crossover width).
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_PYTHON.
 set -euo pipefail
@@ -43,4 +45,10 @@ if [ "${BENCH_PP:-0}" != 0 ]; then
     echo "## Pipeline parallelism (bench/pipeline_bench.sh)"
     echo
     bash bench/pipeline_bench.sh "$BUILD"
+fi
+if [ "${BENCH_TP:-0}" != 0 ]; then
+    echo
+    echo "## Tensor parallelism of a GRU layer (bench/tp_bench.sh)"
+    echo
+    bash bench/tp_bench.sh "$BUILD"
 fi

@@ -171,7 +171,8 @@ int dd_model_tp_ok(const dd_model *m, dd_status s);
 /* The recorded error (DD_OK if none), cleared; for model.c after every stage. */
 dd_status dd_model_tp_take_error(const dd_model *m);
 /* Marks the entry at arena offset `offset` (just added by build) as split (see
- * dd_tp_split). Errors: DD_ERR_INTERNAL (no entry there), DD_ERR_NOMEM. */
+ * dd_tp_split); nothing for a whole model. Errors: DD_ERR_INTERNAL (no entry there),
+ * DD_ERR_NOMEM. */
 dd_status dd_model_tp_split(dd_model *m, size_t offset, int axis, int groups);
 /* DD_ERR_ARG "NAME --OPT V is not divisible by --tp T" unless T divides option opt. */
 dd_status dd_model_tp_divides(const dd_model *m, const char *opt);

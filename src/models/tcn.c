@@ -205,7 +205,7 @@ static void tp_layer_forward(const dd_model *m, const dd_stage_def *st, const dd
     const size_t BT = (size_t)B * (size_t)T, nl = BT * (size_t)g->Cl;
     tp_scratch w;
     tp_layout(g, B, T, scratch, &w);
-    dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C);
+    if (!dd_model_tp_ok(m, dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C))) return;
     dd_stage_conv_fwd(&g->dw[st->arg], sp, saved, w.zl, B, T);
     dd_act_forward(DD_ACT_HARDSWISH, w.ol, saved, nl);
     if (g->residual) dd_add_forward(w.ol, w.ol, w.zl, nl);
@@ -221,8 +221,10 @@ static void tp_layer_backward(const dd_model *m, const dd_stage_def *st, const d
     const size_t BT = (size_t)B * (size_t)T, nl = BT * (size_t)g->Cl, n = BT * (size_t)g->C;
     tp_scratch w;
     tp_layout(g, B, T, scratch, &w);
-    dd_tp_gather_bwd(tp, dout, w.ol, BT, (size_t)g->C); /* own channels of dout */
-    dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C);  /* the conv's own input again */
+    /* own channels of dout, and the conv's own input again */
+    if (!dd_model_tp_ok(m, dd_tp_gather_bwd(tp, dout, w.ol, BT, (size_t)g->C)) ||
+        !dd_model_tp_ok(m, dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C)))
+        return;
     /* dl = dL/dz_{i-1} of the own channels: the identity path of a residual layer, then the conv */
     if (g->residual) memcpy(w.dl, w.ol, nl * sizeof(float));
     else memset(w.dl, 0, nl * sizeof(float));

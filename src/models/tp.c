@@ -45,6 +45,7 @@ dd_status dd_model_tp_divides(const dd_model *m, const char *opt) {
 
 dd_status dd_model_tp_split(dd_model *m, size_t offset, int axis, int groups) {
     dd_model_tpx *x = m->tpx;
+    if (!x) return DD_OK; /* a whole model: nothing is split */
     size_t e = m->table.count;
     while (e-- > 0 && m->table.entries[e].offset != offset) {}
     if (e >= m->table.count || axis < 0 || axis >= m->table.entries[e].ndim || groups < 1)
