@@ -142,6 +142,14 @@ dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes
  * when the lengths do not add up. */
 dd_status dd_optim_state_load_ranges(dd_optim *opt, const void *buf, size_t bytes, const size_t *lo, const size_t *hi,
                                      size_t count);
+/* The general form: floats [dst, dst + len) of each of this optimiser's state arrays take
+ * floats [src, src + len) of the blob's (a tensor-parallel shard's parameters come from
+ * scattered places of the whole model's); floats no run covers are zero. Errors: as
+ * above; DD_ERR_ARG for a run outside this optimiser. */
+typedef struct {
+    size_t src, dst, len;
+} dd_optim_run;
+dd_status dd_optim_state_load_map(dd_optim *opt, const void *buf, size_t bytes, const dd_optim_run *runs, size_t count);
 
 /* ------------------------------------------------------------------------------------
  * Gradient-norm clipping (torch.nn.utils.clip_grad_norm_ with norm_type 2)

@@ -262,7 +262,8 @@ void dd_grid_free(dd_grid *g);
  * ------------------------------------------------------------------------------------ */
 
 typedef struct {
-    int pp;                 /* pipeline ranks P >= 1 (divides the world size) */
+    int pp;                 /* pipeline ranks P >= 1 */
+    int tp;                 /* tensor-parallel ranks T >= 1 (T P divides the world size) */
     int micro;              /* micro-batches per global batch (0: pp) */
     dd_pp_kind kind;        /* DD_PP_GPIPE or DD_PP_1F1B (default) */
     int virt;               /* virtual stages per rank (interleaved; 1) */

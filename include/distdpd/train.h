@@ -192,6 +192,12 @@ typedef struct {
      * dd_trainer_ranges gives the ranges. */
     dd_status (*layout_ranges)(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *count,
                                const size_t **lo, const size_t **hi);
+    /* Tensor-parallel strategies (NULL otherwise): called first by dd_trainer_create;
+     * fills *tp with the group (dd_model_tp, model.h). With tp->size > 1 the trainer
+     * trains this rank's shard of the model (dd_model_create_tp): layout_ranges then
+     * speaks of the shard's arena, and the storage is mapped onto the whole model's
+     * (dd_trainer_map) for initialisation and checkpoints, which stay whole-model. */
+    dd_status (*tp)(void *self, dd_model_tp *tp);
     /* After the trainer's model, arenas and optimiser exist with initialised parameters
      * (end of dd_trainer_create), and after a full checkpoint load (dd_trainer_load, every
      * rank loads the same file): e.g. check that every rank holds the same model,
@@ -393,6 +399,12 @@ void dd_trainer_storage(dd_trainer *tr, float **params, float **grads, size_t *l
                         size_t *ohi);
 /* A strategy's ranges (layout_ranges; *count = 0 otherwise). */
 void dd_trainer_ranges(const dd_trainer *tr, size_t *count, const size_t **lo, const size_t **hi);
+/* Mapped storage (layout_ranges or a tensor-parallel shard): local floats [dst, dst + len)
+ * of the parameters, gradients and optimiser state are the whole model's [src, src + len)
+ * (*count = 0 and NULL otherwise). The whole model's arena has dd_trainer_whole_floats()
+ * floats (dd_trainer_num_floats() when the trainer holds the whole model). */
+void dd_trainer_map(const dd_trainer *tr, const dd_optim_run **runs, size_t *count);
+size_t dd_trainer_whole_floats(const dd_trainer *tr);
 /* With sharded parameters: the stage source every forward (evaluation included) takes
  * its parameters from (copied); collective = 1: evaluation runs on every rank together
  * (the source's gathers are collectives). NULL clears it. */

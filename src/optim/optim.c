@@ -11,6 +11,7 @@
 #include "distdpd/optim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct dd_optim {
@@ -321,9 +322,8 @@ dd_status dd_optim_state_header(const dd_optim *opt, size_t n_total, void *buf) 
     return DD_OK;
 }
 
-dd_status dd_optim_state_load_ranges(dd_optim *opt, const void *buf, size_t bytes, const size_t *lo, const size_t *hi,
-                                     size_t count) {
-    if (!opt || !buf || (count && (!lo || !hi))) return dd_error(DD_ERR_ARG, "dd_optim_state_load_ranges: NULL argument");
+dd_status dd_optim_state_load_map(dd_optim *opt, const void *buf, size_t bytes, const dd_optim_run *runs, size_t count) {
+    if (!opt || !buf || (count && !runs)) return dd_error(DD_ERR_ARG, "dd_optim_state_load_map: NULL argument");
     optst_header h;
     if (bytes < OPTST_HEADER)
         return dd_error(DD_ERR_FORMAT, "optimiser state: %zu bytes, shorter than its %d-byte header", bytes,
@@ -337,16 +337,15 @@ dd_status dd_optim_state_load_ranges(dd_optim *opt, const void *buf, size_t byte
     if (h.kind != (uint32_t)opt->kind)
         return dd_error(DD_ERR_MISMATCH, "optimiser state was saved by '%s', this optimiser is '%s'",
                         dd_optim_kind_name((dd_optim_kind)h.kind), dd_optim_kind_name(opt->kind));
-    size_t total = 0;
     for (size_t r = 0; r < count; r++) {
-        if (lo[r] > hi[r] || hi[r] > h.n)
+        if (runs[r].src > h.n || h.n - runs[r].src < runs[r].len)
             return dd_error(DD_ERR_MISMATCH, "optimiser state is for %llu parameters, too few for the slice [%zu, %zu)",
-                            (unsigned long long)h.n, lo[r], hi[r]);
-        total += hi[r] - lo[r];
+                            (unsigned long long)h.n, runs[r].src, runs[r].src + runs[r].len);
+        if (runs[r].dst > opt->n || opt->n - runs[r].dst < runs[r].len)
+            return dd_error(DD_ERR_ARG, "dd_optim_state_load_map: run %zu [%zu, %zu) is outside this optimiser's %zu "
+                                        "floats",
+                            r, runs[r].dst, runs[r].dst + runs[r].len, opt->n);
     }
-    if (total != opt->n)
-        return dd_error(DD_ERR_ARG, "dd_optim_state_load_ranges: ranges of %zu floats for an optimiser of %zu", total,
-                        opt->n);
     const size_t k = (size_t)dd_optim_state_arrays(opt);
     if (h.nstate != k * h.n)
         return dd_error(DD_ERR_MISMATCH,
@@ -357,15 +356,32 @@ dd_status dd_optim_state_load_ranges(dd_optim *opt, const void *buf, size_t byte
         return dd_error(DD_ERR_FORMAT, "optimiser state: %zu bytes, expected %llu", bytes,
                         (unsigned long long)(OPTST_HEADER + h.nstate * sizeof(float)));
     const float *src = (const float *)((const char *)buf + OPTST_HEADER);
-    for (size_t j = 0; j < k; j++) {
-        float *dst = opt->state + j * opt->n;
-        for (size_t r = 0; r < count; r++) {
-            memcpy(dst, src + j * h.n + lo[r], (hi[r] - lo[r]) * sizeof(float));
-            dst += hi[r] - lo[r];
-        }
-    }
+    memset(opt->state, 0, k * opt->n * sizeof(float)); /* floats no run covers (padding) */
+    for (size_t j = 0; j < k; j++)
+        for (size_t r = 0; r < count; r++)
+            memcpy(opt->state + j * opt->n + runs[r].dst, src + j * h.n + runs[r].src, runs[r].len * sizeof(float));
     opt->step = h.step;
     return DD_OK;
+}
+
+dd_status dd_optim_state_load_ranges(dd_optim *opt, const void *buf, size_t bytes, const size_t *lo, const size_t *hi,
+                                     size_t count) {
+    if (!opt || !buf || (count && (!lo || !hi))) return dd_error(DD_ERR_ARG, "dd_optim_state_load_ranges: NULL argument");
+    dd_optim_run *runs = calloc(count ? count : 1, sizeof *runs);
+    if (!runs) return dd_error(DD_ERR_NOMEM, "out of memory");
+    size_t total = 0;
+    dd_status st = DD_OK;
+    for (size_t r = 0; r < count && st == DD_OK; r++) {
+        if (lo[r] > hi[r]) st = dd_error(DD_ERR_ARG, "dd_optim_state_load_ranges: range %zu [%zu, %zu)", r, lo[r], hi[r]);
+        runs[r] = (dd_optim_run){lo[r], total, hi[r] - lo[r]};
+        total += hi[r] - lo[r];
+    }
+    if (st == DD_OK && total != opt->n)
+        st = dd_error(DD_ERR_ARG, "dd_optim_state_load_ranges: ranges of %zu floats for an optimiser of %zu", total,
+                      opt->n);
+    if (st == DD_OK) st = dd_optim_state_load_map(opt, buf, bytes, runs, count);
+    free(runs);
+    return st;
 }
 
 dd_status dd_optim_state_load_slice(dd_optim *opt, const void *buf, size_t bytes, size_t lo) {

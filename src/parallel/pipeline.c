@@ -55,6 +55,9 @@ typedef struct {
 
 struct dd_pp {
     dd_comm *world, *pp, *dp; /* world borrowed; pp and dp owned */
+    dd_comm *tpc, *rep;       /* the tensor-parallel group; the first replica (checkpoints) */
+    dd_tp_group *tpg;         /* the group's collectives (T > 1) */
+    int T;
     dd_grid grid;             /* where every rank sits */
     int P, M, V, D;
     dd_pp_kind kind;
@@ -74,6 +77,12 @@ struct dd_pp {
                              model's arena (the chunks that hold some), stored one after the
                              other (the trainer's layout_ranges) */
     size_t nrg, nloc;
+    /* local storage that every rank of the tensor-parallel group holds alike (replicated
+     * entries of the shard): counted once in the gradient norm */
+    size_t *replo, *rephi, nrep;
+    /* checkpoints: every rank's map (gathered once to rank 0 of the first replica) */
+    dd_optim_run *allmap;
+    size_t *mapcnt, *loccnt; /* [rep size] */
     dd_pp_instr *ins;
     size_t nins;
     int nlive;            /* live micro-batches per chunk (from the simulation) */
@@ -116,6 +125,7 @@ void dd_pp_cfg_default(dd_pp_cfg *c) {
     if (!c) return;
     memset(c, 0, sizeof *c);
     c->pp = 2;
+    c->tp = 1;
     c->micro = 0;
     c->kind = DD_PP_1F1B;
     c->virt = 1;
@@ -128,9 +138,14 @@ void dd_pp_cfg_default(dd_pp_cfg *c) {
 dd_status dd_pp_cfg_check(const dd_pp_cfg *c, int nranks) {
     if (!c) return dd_error(DD_ERR_ARG, "pipeline: NULL configuration");
     if (c->pp < 1) return dd_error(DD_ERR_ARG, "--pp %d: a pipeline needs at least 1 rank", c->pp);
-    if (nranks % c->pp != 0)
+    if (c->tp < 1) return dd_error(DD_ERR_ARG, "--tp %d: a tensor-parallel group needs at least 1 rank", c->tp);
+    if (c->tp == 1 && nranks % c->pp != 0)
         return dd_error(DD_ERR_ARG, "--pp %d does not divide the %d ranks (mpirun -np N with N a multiple of --pp)",
                         c->pp, nranks);
+    if (nranks % (c->tp * c->pp) != 0)
+        return dd_error(DD_ERR_ARG, "--tp %d x --pp %d = %d does not divide the %d ranks (mpirun -np N with N a multiple "
+                                    "of tp x pp)",
+                        c->tp, c->pp, c->tp * c->pp, nranks);
     const int M = c->micro > 0 ? c->micro : c->pp;
     DD_TRY(dd_pp_check_args(c->kind, c->pp, M, c->virt));
     if ((int)c->algo < 0 || (int)c->algo >= dd_allreduce_count())
@@ -150,11 +165,12 @@ dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out) {
     z->P = cfg->pp;
     z->M = cfg->micro > 0 ? cfg->micro : cfg->pp;
     z->V = cfg->virt;
-    z->D = N / cfg->pp;
+    z->T = cfg->tp;
+    z->D = N / (cfg->pp * cfg->tp);
     z->kind = cfg->kind;
     z->algo = cfg->algo;
     snprintf(z->split_spec, sizeof z->split_spec, "%s", cfg->split ? cfg->split : "");
-    (void)r;
+
     z->wait_s = PP_WAIT_DEFAULT_S;
     const char *w = getenv("DD_PP_TIMEOUT"); /* seconds; for tests of the time limit */
     if (w && atof(w) > 0) z->wait_s = atof(w);
@@ -163,13 +179,17 @@ dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out) {
     if (dl && sscanf(dl, "%d:%d", &dr, &ms) == 2 && dr == r && ms > 0) z->delay_s = ms * 1e-3;
     /* the grid (pipelines inside nodes), then the pipeline of this rank's replica and the
      * ranks at its pipeline position in every replica (collectives) */
-    dd_status st = dd_grid_make(world, 1, z->P, cfg->order, &z->grid);
+    dd_status st = dd_grid_make(world, z->T, z->P, cfg->order, &z->grid);
     if (st == DD_OK) {
         z->prank = z->grid.pp;
         z->drank = z->grid.dp;
         st = dd_grid_split(world, &z->grid, 1, &z->pp);
     }
     if (st == DD_OK) st = dd_grid_split(world, &z->grid, 2, &z->dp);
+    if (st == DD_OK) st = dd_grid_split(world, &z->grid, 0, &z->tpc);
+    if (st == DD_OK) st = dd_comm_split(world, z->drank, r, &z->rep); /* the replica of rank 0 first */
+    if (st == DD_OK && z->T > 1) st = dd_tp_group_create(z->tpc, &z->tpg);
+    if (st == DD_OK && z->T > 1) st = dd_tp_group_set_allreduce(z->tpg, cfg->algo);
     if (st != DD_OK) {
         dd_pp_destroy(&z);
         return dd_error_prefix(st, "pipeline: splitting the communicator: ");
@@ -222,8 +242,14 @@ void dd_pp_destroy(dd_pp **zp) {
     free(z->mlo);
     free(z->full_params);
     free(z->full_optim);
+    dd_tp_group_destroy(&z->tpg);
+    free(z->replo);
+    free(z->allmap);
+    free(z->mapcnt);
     dd_comm_free(&z->pp);
     dd_comm_free(&z->dp);
+    dd_comm_free(&z->tpc);
+    dd_comm_free(&z->rep);
     dd_grid_free(&z->grid);
     dd_free(z);
     *zp = NULL;
@@ -293,6 +319,31 @@ static size_t rank_ranges(const dd_pp *z, int q, size_t *lo, size_t *hi) {
     return n;
 }
 
+/* The local storage a tensor-parallel shard holds like every rank of its group: the
+ * shard's replicated runs inside this rank's chunks, in local coordinates. */
+static dd_status replicated_runs(dd_pp *z) {
+    const dd_tp_run *runs = NULL;
+    size_t nr = 0;
+    DD_TRY(dd_model_tp_runs(z->m, &runs, &nr));
+    free(z->replo);
+    z->replo = calloc(2 * (nr ? nr : 1), sizeof *z->replo);
+    if (!z->replo) return dd_error(DD_ERR_NOMEM, "out of memory");
+    z->rephi = z->replo + (nr ? nr : 1);
+    z->nrep = 0;
+    for (int c = 0; c < z->V && z->T > 1; c++) {
+        const pp_chunk *k = &z->ch[c];
+        for (size_t r = 0; r < nr; r++) {
+            if (!runs[r].replicated) continue;
+            const size_t a = runs[r].shard > k->plo ? runs[r].shard : k->plo;
+            const size_t b = runs[r].shard + runs[r].len < k->phi ? runs[r].shard + runs[r].len : k->phi;
+            if (a >= b || z->nrep == nr) continue;
+            z->replo[z->nrep] = k->loc + (a - k->plo);
+            z->rephi[z->nrep++] = k->loc + (b - k->plo);
+        }
+    }
+    return DD_OK;
+}
+
 /* This rank's chunks from the split. */
 static dd_status make_chunks(dd_pp *z) {
     free(z->ch);
@@ -332,7 +383,7 @@ static dd_status make_chunks(dd_pp *z) {
         }
     }
     z->nloc = loc;
-    return DD_OK;
+    return replicated_runs(z);
 }
 
 /* ---------------------------------------------------------------- layout and setup */
@@ -456,7 +507,7 @@ static dd_status s_setup(void *self, dd_trainer *tr) {
     z->mlo = calloc((size_t)z->M + 1, sizeof *z->mlo);
     if (!z->mlo) return dd_error(DD_ERR_NOMEM, "out of memory");
     DD_TRY(alloc_buffers(z));
-    if (z->P > 1) {
+    if (z->P > 1 || z->T > 1) { /* every rank evaluates (stage gathers, tensor collectives) */
         dd_stage_src src = {NULL, NULL, z, eval_stage_params, NULL, NULL};
         dd_trainer_set_param_source(tr, &src, 1);
     }
@@ -764,8 +815,16 @@ static dd_status pp_grads(dd_pp *z, dd_trainer *tr, uint64_t epoch, uint64_t bat
         st = dd_comm_allreduce(z->dp, z->algo, grads, ghi - glo, DD_F32);
         if (st != DD_OK) return dd_error_prefix(st, "pipeline: gradient allreduce over the replicas: ");
     }
-    v[0] = ps.sse;
-    v[1] = z->drank == 0 ? dd_grad_sumsq(grads, ghi - glo) : 0.0; /* each slice once */
+    /* the loss once per replica (a tensor-parallel group's outputs are whole on each of
+     * its ranks); each gradient once: one replica, replicated shard entries once */
+    v[0] = z->grid.tp == 0 ? ps.sse : 0.0;
+    double sq = 0.0;
+    if (z->drank == 0) {
+        sq = dd_grad_sumsq(grads, ghi - glo);
+        for (size_t k = 0; z->grid.tp != 0 && k < z->nrep; k++)
+            sq -= dd_grad_sumsq(grads + z->replo[k], z->rephi[k] - z->replo[k]);
+    }
+    v[1] = sq;
     v[2] = z->local_stop && *z->local_stop ? 1.0 : 0.0;
     if (dd_comm_size(z->world) > 1) {
         st = dd_comm_allreduce(z->world, z->algo, v, 3, DD_F64);
@@ -806,69 +865,99 @@ static dd_status s_bcast(void *self, double *vals, int nv) {
     return DD_OK;
 }
 
-/* Pipeline rank 0 of the first replica: the local arrays of every pipeline rank (each
- * the concatenation of its ranges) gathered in rank order into tmp, then placed. */
-static dd_status gather_whole(dd_pp *z, const float *mine, float *whole, float *tmp, const size_t *cnt,
-                              const size_t *dsp) {
-    DD_TRY(dd_comm_gatherv(z->pp, mine, tmp, cnt, dsp, 0));
-    if (z->prank != 0) return DD_OK;
-    size_t lo[DD_PP_MAX_VSTAGES], hi[DD_PP_MAX_VSTAGES];
-    for (int q = 0; q < z->P; q++) {
-        const float *src = tmp + dsp[q] / sizeof(float);
-        const size_t nr = rank_ranges(z, q, lo, hi);
-        for (size_t k = 0; k < nr; k++) {
-            memcpy(whole + lo[k], src, (hi[k] - lo[k]) * sizeof(float));
-            src += hi[k] - lo[k];
-        }
+/* Every rank's map (dd_trainer_map: local floats -> the whole model's), gathered once to
+ * rank 0 over the first replica (every pipeline and tensor-parallel rank). */
+static dd_status gather_maps(dd_pp *z, dd_trainer *tr) {
+    if (z->mapcnt) return DD_OK;
+    const int R = dd_comm_size(z->rep), me = dd_comm_rank(z->rep);
+    const dd_optim_run *map = NULL;
+    size_t nmap = 0, lo = 0, hi = 0;
+    dd_trainer_map(tr, &map, &nmap);
+    dd_trainer_storage(tr, NULL, NULL, NULL, NULL, &lo, &hi);
+    z->mapcnt = calloc(2 * (size_t)R, sizeof *z->mapcnt);
+    size_t *cnt = calloc(2 * (size_t)R, sizeof *cnt);
+    if (!z->mapcnt || !cnt) {
+        free(cnt);
+        return dd_error(DD_ERR_NOMEM, "out of memory");
     }
-    return DD_OK;
+    z->loccnt = z->mapcnt + R;
+    size_t mine[2] = {nmap, hi - lo}, *all = calloc(2 * (size_t)R, sizeof *all);
+    dd_status s = all ? dd_comm_allgather(z->rep, mine, sizeof mine, all) : DD_ERR_NOMEM;
+    size_t total = 0;
+    for (int q = 0; s == DD_OK && q < R; q++) {
+        z->mapcnt[q] = all[2 * q];
+        z->loccnt[q] = all[2 * q + 1];
+        cnt[q] = z->mapcnt[q] * sizeof(dd_optim_run);
+        cnt[R + q] = total * sizeof(dd_optim_run);
+        total += z->mapcnt[q];
+    }
+    free(all);
+    if (s == DD_OK && me == 0 && !(z->allmap = calloc(total ? total : 1, sizeof *z->allmap))) s = DD_ERR_NOMEM;
+    if (s == DD_OK) s = dd_comm_gatherv(z->rep, map, z->allmap, cnt, cnt + R, 0);
+    free(cnt);
+    return s;
 }
 
-/* The whole parameters and optimiser state on rank 0: the first replica's pipeline ranks
- * send their ranges (a collective of that replica). */
+/* The whole arena of the first replica's local arrays `mine` (each rank's storage) on its
+ * rank 0 (world rank 0): gathered in rank order into tmp, then placed by each map. */
+static dd_status gather_whole(dd_pp *z, const float *mine, float *whole, float *tmp) {
+    const int R = dd_comm_size(z->rep), me = dd_comm_rank(z->rep);
+    size_t *cnt = calloc(2 * (size_t)R, sizeof *cnt), off = 0;
+    if (!cnt) return dd_error(DD_ERR_NOMEM, "out of memory");
+    for (int q = 0; q < R; q++) {
+        cnt[q] = z->loccnt[q] * sizeof(float);
+        cnt[R + q] = off * sizeof(float);
+        off += z->loccnt[q];
+    }
+    dd_status s = dd_comm_gatherv(z->rep, mine, tmp, cnt, cnt + R, 0);
+    if (s == DD_OK && me == 0) {
+        const dd_optim_run *m = z->allmap;
+        for (int q = 0; q < R; q++) {
+            const float *src = tmp + cnt[R + q] / sizeof(float);
+            for (size_t k = 0; k < z->mapcnt[q]; k++, m++) memcpy(whole + m->src, src + m->dst, m->len * sizeof(float));
+        }
+    }
+    free(cnt);
+    return s;
+}
+
+/* The whole parameters and optimiser state on rank 0: the first replica's ranks send
+ * their storage (a collective of that replica). */
 static dd_status s_before_save(void *self, dd_trainer *tr) {
     dd_pp *z = self;
     if (z->full_ok || z->drank != 0) return DD_OK;
-    const size_t n = dd_trainer_num_floats(tr);
+    const size_t n = dd_trainer_whole_floats(tr);
     dd_optim *opt = dd_trainer_optim(tr);
     const int k = dd_optim_state_arrays(opt);
     const size_t ob = dd_optim_state_bytes_for(opt, n);
-    size_t *cnt = calloc(2 * (size_t)z->P, sizeof *cnt);
-    if (!cnt) return dd_error(DD_ERR_NOMEM, "out of memory");
-    size_t *dsp = cnt + z->P, off = 0;
-    for (int q = 0; q < z->P; q++) {
-        size_t lo[DD_PP_MAX_VSTAGES], hi[DD_PP_MAX_VSTAGES], len = 0;
-        const size_t nr = rank_ranges(z, q, lo, hi);
-        for (size_t j = 0; j < nr; j++) len += hi[j] - lo[j];
-        cnt[q] = len * sizeof(float);
-        dsp[q] = off * sizeof(float);
-        off += len;
-    }
-    dd_status s = DD_OK;
+    const int me = dd_comm_rank(z->rep);
+    dd_status s = gather_maps(z, tr);
+    size_t lo = 0, hi = 0, total = 0;
+    dd_trainer_storage(tr, NULL, NULL, NULL, NULL, &lo, &hi);
+    for (int q = 0; s == DD_OK && q < dd_comm_size(z->rep); q++) total += z->loccnt[q];
     float *tmp = NULL;
-    if (z->prank == 0) {
+    if (s == DD_OK && me == 0) {
         if (z->full_optim_bytes != ob) {
             free(z->full_optim);
             z->full_optim = calloc(1, ob);
             z->full_optim_bytes = z->full_optim ? ob : 0;
         }
         if (!z->full_params) z->full_params = calloc(n ? n : 1, sizeof(float));
-        tmp = calloc(n ? n : 1, sizeof(float));
+        tmp = calloc(total ? total : 1, sizeof(float));
         if (!z->full_optim || !z->full_params || !tmp)
             s = dd_error(DD_ERR_NOMEM, "out of memory for the model state (%zu floats)", n);
     }
-    if (s == DD_OK) s = gather_whole(z, dd_trainer_params(tr), z->full_params, tmp, cnt, dsp);
+    if (s == DD_OK) s = gather_whole(z, dd_trainer_params(tr), z->full_params, tmp);
     size_t m = 0;
     float *mine = dd_optim_state(opt, &m);
-    m = z->nloc;
+    m = hi - lo; /* the local optimiser's length (a rank without parameters has a dummy float) */
     for (int j = 0; s == DD_OK && j < k; j++) {
-        float *dst = z->prank == 0 ? (float *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
-        s = gather_whole(z, mine + (size_t)j * m, dst, tmp, cnt, dsp);
+        float *dst = me == 0 ? (float *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
+        s = gather_whole(z, mine + (size_t)j * m, dst, tmp);
     }
     free(tmp);
-    free(cnt);
-    if (s != DD_OK) return dd_error_prefix(s, "pipeline: gathering the model state: ");
-    if (z->prank == 0) DD_TRY(dd_optim_state_header(opt, n, z->full_optim));
+    if (s != DD_OK) return dd_error_prefix(s, "model parallelism: gathering the model state: ");
+    if (me == 0) DD_TRY(dd_optim_state_header(opt, n, z->full_optim));
     z->full_ok = 1;
     return DD_OK;
 }
@@ -931,9 +1020,18 @@ static dd_status s_epoch_stats(void *self, double out[3]) {
     return DD_OK;
 }
 
+static dd_status s_tp(void *self, dd_model_tp *tp) {
+    dd_pp *z = self;
+    memset(tp, 0, sizeof *tp);
+    tp->size = 1;
+    if (z->tpg) dd_tp_group_model_tp(z->tpg, tp);
+    return DD_OK;
+}
+
 static const dd_strategy_ops pp_ops = {
     .name = "pipeline",
     .layout_ranges = s_layout,
+    .tp = s_tp,
     .setup = s_setup,
     .step = s_step,
     .loss_grad = s_loss_grad,
@@ -972,6 +1070,12 @@ static size_t schedule_choices(char *buf, size_t cap) {
 }
 
 static const dd_strategy_opt pp_opts[] = {
+    {"tp", "T",
+     "tensor parallelism over T ranks (Megatron-style: each rank holds\n"
+     "its shard of every layer; resnet, tcn, hammerstein, gru, lstm;\n"
+     "docs/models.md), inside a node; with --pp: T x P ranks per\n"
+     "replica",
+     NULL},
     {"pp", "P",
      "pipeline parallelism over P ranks: the model's stages (a DPD's\n"
      "then the frozen PA model's) split into P contiguous groups,\n"
@@ -1004,15 +1108,22 @@ static dd_status pp_cfg_from_args(const dd_strategy_args *a, dd_pp_cfg *c, int n
     dd_pp_cfg_default(c);
     const char *v;
     double x;
-    if (!(v = dd_strategy_arg(a, "pp")))
+    if ((v = dd_strategy_arg(a, "tp"))) {
+        DD_TRY(dd_parse_number("--tp", v, 1, 1024, 1, &x));
+        c->tp = (int)x;
+        c->pp = 1;
+    }
+    if (!(v = dd_strategy_arg(a, "pp")) && !dd_strategy_arg(a, "tp"))
         return dd_error(DD_ERR_ARG, "--%s needs --pp P (the pipeline's ranks)",
                         dd_strategy_arg(a, "micro")      ? "micro"
                         : dd_strategy_arg(a, "schedule") ? "schedule"
                         : dd_strategy_arg(a, "virtual")  ? "virtual"
                         : dd_strategy_arg(a, "pp-split") ? "pp-split"
                                                          : "grid-order");
-    DD_TRY(dd_parse_number("--pp", v, 1, 1024, 1, &x));
-    c->pp = (int)x;
+    if (v) {
+        DD_TRY(dd_parse_number("--pp", v, 1, 1024, 1, &x));
+        c->pp = (int)x;
+    }
     if ((v = dd_strategy_arg(a, "micro"))) {
         DD_TRY(dd_parse_number("--micro", v, 1, DD_PP_MAX_MICRO, 1, &x));
         c->micro = (int)x;
@@ -1027,7 +1138,7 @@ static dd_status pp_cfg_from_args(const dd_strategy_args *a, dd_pp_cfg *c, int n
         return dd_error_prefix(DD_ERR_ARG, "--allreduce: ");
     c->split = dd_strategy_arg(a, "pp-split");
     if ((v = dd_strategy_arg(a, "grid-order"))) DD_TRY(dd_grid_parse_order(v, c->order));
-    return dd_pp_cfg_check(c, nranks > 0 ? nranks : c->pp);
+    return dd_pp_cfg_check(c, nranks > 0 ? nranks : c->pp * c->tp);
 }
 
 static dd_status pp_check(const dd_strategy_args *a) {
@@ -1062,6 +1173,27 @@ static dd_status pp_report(const void *self, cJSON *o) {
     const dd_pp *z = self;
     cJSON_AddStringToObject(o, "shard", "none");
     cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(z->algo));
+    cJSON *g = cJSON_AddObjectToObject(o, "grid");
+    if (g) {
+        cJSON_AddNumberToObject(g, "tp", z->T);
+        cJSON_AddNumberToObject(g, "pp", z->P);
+        cJSON_AddNumberToObject(g, "dp", z->D);
+        cJSON_AddBoolToObject(g, "tensor_groups_within_a_node", z->grid.tp_intra);
+    }
+    if (z->tpg) {
+        dd_tp_group_stats t;
+        dd_tp_group_stats_get(z->tpg, &t);
+        const double ns = z->st.steps ? (double)z->st.steps : 1.0;
+        cJSON *tj = cJSON_AddObjectToObject(o, "tensor_parallel");
+        if (tj) {
+            cJSON_AddNumberToObject(tj, "tp", z->T);
+            cJSON_AddNumberToObject(tj, "rank0_allreduce_calls_per_step", (double)t.allreduce_calls / ns);
+            cJSON_AddNumberToObject(tj, "rank0_allgather_calls_per_step", (double)t.allgather_calls / ns);
+            cJSON_AddNumberToObject(tj, "rank0_reduce_scatter_calls_per_step", (double)t.reduce_scatter_calls / ns);
+            cJSON_AddNumberToObject(tj, "rank0_bytes_sent_per_step", (double)t.bytes_sent / ns);
+            cJSON_AddNumberToObject(tj, "rank0_seconds_per_step", t.seconds / ns);
+        }
+    }
     cJSON *p = cJSON_AddObjectToObject(o, "pipeline");
     if (!p) return DD_ERR_NOMEM;
     cJSON_AddNumberToObject(p, "pp", z->P);
@@ -1091,12 +1223,20 @@ static dd_status pp_report(const void *self, cJSON *o) {
 static void pp_print_summary(const void *self, FILE *f) {
     const dd_pp *z = self;
     const double n = z->st.steps ? (double)z->st.steps : 1.0;
-    fprintf(f, "parallel:   %d ranks = %d replica%s x pipeline of %d (%s, %d micro-batches): schedule %.3f ms/step, "
+    fprintf(f, "parallel:   %d ranks = tp %d x pp %d x dp %d (%s, %d micro-batches): schedule %.3f ms/step, "
                "compute %.3f, waiting %.3f; bubble %.1f %% (formula %.1f %%); replicas' reduction %.3f ms/step "
                "(rank 0)\n",
-            z->D * z->P, z->D, z->D == 1 ? "" : "s", z->P, dd_pp_kind_name(z->kind), z->M, 1e3 * z->st.step_s / n, 1e3 * z->st.busy_s / n,
-            1e3 * z->st.wait_s / n, 100.0 * z->st.epoch_bubble, 100.0 * dd_pp_bubble_formula(z->kind, z->P, z->M, z->V),
-            1e3 * z->st.reduce_s / n);
+            z->T * z->P * z->D, z->T, z->P, z->D, dd_pp_kind_name(z->kind), z->M, 1e3 * z->st.step_s / n,
+            1e3 * z->st.busy_s / n, 1e3 * z->st.wait_s / n, 100.0 * z->st.epoch_bubble,
+            100.0 * dd_pp_bubble_formula(z->kind, z->P, z->M, z->V), 1e3 * z->st.reduce_s / n);
+    if (z->tpg) {
+        dd_tp_group_stats t;
+        dd_tp_group_stats_get(z->tpg, &t);
+        fprintf(f, "tensor:     %.0f allreduces, %.0f allgathers, %.0f reduce-scatters and %.0f bytes sent per step, "
+                   "%.3f ms/step in them (rank 0, evaluation included)\n",
+                (double)t.allreduce_calls / n, (double)t.allgather_calls / n, (double)t.reduce_scatter_calls / n,
+                (double)t.bytes_sent / n, 1e3 * t.seconds / n);
+    }
 }
 
 /* The split: each rank's stages with their parameters and FLOPs. */
@@ -1105,11 +1245,12 @@ static void pp_describe(const void *self, FILE *f) {
     if (!z->bounds) return;
     char ord[32];
     dd_grid_order_name(z->grid.order, ord, sizeof ord);
-    fprintf(f, "pipeline:   %d ranks x %d replica%s, schedule %s, %d micro-batches; bubble by the formula %.1f %%\n", z->P,
-            z->D, z->D == 1 ? "" : "s", dd_pp_kind_name(z->kind), z->M,
+    fprintf(f, "parallel:   tp %d x pp %d x dp %d; pipeline schedule %s, %d micro-batch%s; bubble by the formula %.1f %%\n",
+            z->T, z->P, z->D, dd_pp_kind_name(z->kind), z->M, z->M == 1 ? "" : "es",
             100.0 * dd_pp_bubble_formula(z->kind, z->P, z->M, z->V));
-    fprintf(f, "            grid %s over %d node%s: pipelines %s\n", ord, z->grid.nodes, z->grid.nodes == 1 ? "" : "s",
-            z->grid.pp_intra ? "within a node" : "span nodes (check --grid-order and the ranks per node)");
+    fprintf(f, "            grid %s over %d node%s: tensor-parallel groups %s, pipelines %s\n", ord, z->grid.nodes,
+            z->grid.nodes == 1 ? "" : "s", z->grid.tp_intra ? "within a node" : "SPAN NODES",
+            z->grid.pp_intra ? "within a node" : "SPAN NODES (check --grid-order and the ranks per node)");
     for (int v = 0; v < z->P * z->V; v++) {
         size_t params = 0;
         double flops = 0;
@@ -1121,15 +1262,17 @@ static void pp_describe(const void *self, FILE *f) {
             flops += si.flops_fwd + si.flops_bwd;
             snprintf(s == z->bounds[v] ? first : last, sizeof first, "%s%s", s < z->Sm ? "" : "PA ", si.name);
         }
-        fprintf(f, "            rank %d: stages %zu-%zu (%s%s%s): %zu parameter floats, %.3g FLOP per sample (fwd+bwd)\n",
-                v % z->P, z->bounds[v], z->bounds[v + 1] - 1, first, last[0] ? " .. " : "", last, params, flops);
+        fprintf(f, "            pipeline rank %d: stages %zu-%zu (%s%s%s): %zu parameter floats%s, %.3g FLOP per sample "
+                   "(fwd+bwd%s)\n",
+                v % z->P, z->bounds[v], z->bounds[v + 1] - 1, first, last[0] ? " .. " : "", last, params,
+                z->T > 1 ? " per tensor-parallel rank" : "", flops, z->T > 1 ? ", one shard" : "");
     }
 }
 
 const dd_strategy_def dd_strategy_def_pipeline = {
-    .name = "pipeline",
-    .title = "pipeline-parallel (with data-parallel replicas)",
-    .when = "--pp P (and --micro, --schedule, --virtual, --pp-split)",
+    .name = "model-parallel",
+    .title = "model-parallel (tensor x pipeline, with data-parallel replicas)",
+    .when = "--tp T and/or --pp P (and --micro, --schedule, --virtual, --pp-split, --grid-order)",
     .opts = pp_opts,
     .claims = pp_claims,
     .check = pp_check,

@@ -318,7 +318,7 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
         dd_spec_pack(&tr->ds->spec, sv);
         if ((st = dd_ckpt_add(w, "spec", sv, sizeof sv)) != DD_OK) goto fail;
     }
-    if (!tr->ranged && tr->plo == 0 && tr->phi == tr->n && tr->olo == 0 && tr->ohi == tr->n) {
+    if (!tr->mapped && tr->plo == 0 && tr->phi == tr->n && tr->olo == 0 && tr->ohi == tr->n) {
         if ((st = add_model(w, "", tr->m, tr->params)) != DD_OK) goto fail;
         size_t ob = dd_optim_state_bytes(tr->opt);
         ost = malloc(ob ? ob : 1);
@@ -339,7 +339,7 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
             goto fail;
         }
         if ((st = tr->st.ops->full_state(tr->st.self, (dd_trainer *)tr, &fp, &fo, &ob)) != DD_OK) goto fail;
-        if ((st = add_model(w, "", tr->m, fp)) != DD_OK) goto fail;
+        if ((st = add_model(w, "", tr->mwhole ? tr->mwhole : tr->m, fp)) != DD_OK) goto fail;
         if ((st = dd_ckpt_add(w, "optim_state", fo, ob)) != DD_OK) goto fail;
     }
     if ((st = dd_ckpt_add(w, "lr_sched", &tr->sched, sizeof tr->sched)) != DD_OK) goto fail;
@@ -403,7 +403,7 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
         return dd_error(DD_ERR_MISMATCH, "%s: the checkpoint is a '%s' run, this trainer trains %s", path, task,
                         dd_train_task_name(tr->cfg.task));
     const float *params;
-    DD_TRY(dd_train_ckpt_check_model(r, path, "", tr->m, &params));
+    DD_TRY(dd_train_ckpt_check_model(r, path, "", tr->mwhole ? tr->mwhole : tr->m, &params));
     if (params_only) {
         dd_trainer_take_params(tr, params);
         return DD_OK;

@@ -60,6 +60,16 @@ struct dd_trainer {
                               parameters of its own) */
     size_t nrg;
     size_t *rlo, *rhi;
+    /* tensor parallelism (a strategy's tp op with size > 1): m is this rank's shard of the
+     * model, mwhole the whole model (its tables: checkpoints, the report); NULL otherwise */
+    dd_model *mwhole;
+    size_t nwhole;         /* the whole model's arena floats (n when not a shard) */
+    /* mapped storage (ranged or a shard): local floats [dst, dst + len) of the parameters,
+     * gradients and optimiser state are the whole model's [src, src + len); floats no run
+     * covers (a shard's padding) stay zero */
+    int mapped;
+    dd_optim_run *map;
+    size_t nmap;
     dd_optim *opt;         /* optimiser of ohi - olo floats */
     dd_stage_src psrc;     /* sharded parameters: where forwards take them */
     int has_psrc;          /* psrc is set */

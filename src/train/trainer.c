@@ -199,24 +199,58 @@ static dd_status take_ranges(dd_trainer *tr) {
 }
 
 void dd_trainer_take_params(dd_trainer *tr, const float *full) {
-    if (!tr->ranged) {
+    if (!tr->mapped) {
         if (tr->phi > tr->plo) memcpy(tr->params, full + tr->plo, (tr->phi - tr->plo) * sizeof(float));
         return;
     }
-    float *p = tr->params;
-    for (size_t k = 0; k < tr->nrg; k++) {
-        memcpy(p, full + tr->rlo[k], (tr->rhi[k] - tr->rlo[k]) * sizeof(float));
-        p += tr->rhi[k] - tr->rlo[k];
-    }
+    memset(tr->params, 0, (tr->phi - tr->plo) * sizeof(float));
+    for (size_t k = 0; k < tr->nmap; k++)
+        memcpy(tr->params + tr->map[k].dst, full + tr->map[k].src, tr->map[k].len * sizeof(float));
 }
 
 dd_status dd_trainer_take_optim(dd_trainer *tr, const void *blob, size_t bytes) {
     /* (a rank with no parameters has a one-float optimiser that never steps anything:
      * it takes the step count and element 0, like a slice) */
-    if (tr->ranged && tr->ohi > 0) return dd_optim_state_load_ranges(tr->opt, blob, bytes, tr->rlo, tr->rhi, tr->nrg);
-    if (!tr->ranged && tr->olo == 0 && tr->ohi == tr->n) return dd_optim_state_load(tr->opt, blob, bytes);
-    return dd_optim_state_load_slice(tr->opt, blob, bytes, tr->olo);
+    if (tr->mapped && tr->ohi > 0) return dd_optim_state_load_map(tr->opt, blob, bytes, tr->map, tr->nmap);
+    if (!tr->mapped && tr->olo == 0 && tr->ohi == tr->n) return dd_optim_state_load(tr->opt, blob, bytes);
+    return dd_optim_state_load_slice(tr->opt, blob, bytes, tr->mapped ? 0 : tr->olo);
 }
+
+/* The map of mapped storage: the local pieces (the strategy's ranges of the trained
+ * model's arena, or all of it) through the shard's runs into the whole model's arena. */
+static dd_status build_map(dd_trainer *tr) {
+    const dd_tp_run *runs = NULL;
+    size_t nruns = 0;
+    DD_TRY(dd_model_tp_runs(tr->m, &runs, &nruns));
+    const size_t whole_lo = 0, whole_hi = tr->n;
+    const size_t np = tr->ranged ? tr->nrg : 1;
+    const size_t *plo = tr->ranged ? tr->rlo : &whole_lo, *phi = tr->ranged ? tr->rhi : &whole_hi;
+    tr->map = calloc(nruns + np + 1, sizeof *tr->map);
+    if (!tr->map) return dd_error(DD_ERR_NOMEM, "out of memory for the parameter map");
+    size_t base = 0, n = 0;
+    for (size_t k = 0; k < np; k++) {
+        for (size_t r = 0; r < nruns; r++) {
+            const size_t a = runs[r].shard > plo[k] ? runs[r].shard : plo[k];
+            const size_t b = runs[r].shard + runs[r].len < phi[k] ? runs[r].shard + runs[r].len : phi[k];
+            if (a >= b) continue;
+            if (n == nruns + np) return dd_error(DD_ERR_INTERNAL, "parameter map: more pieces than runs");
+            tr->map[n++] = (dd_optim_run){runs[r].full + (a - runs[r].shard), base + (a - plo[k]), b - a};
+        }
+        base += phi[k] - plo[k];
+    }
+    tr->nmap = n;
+    tr->mapped = 1;
+    tr->plo = tr->glo = tr->olo = 0;
+    tr->phi = tr->ghi = tr->ohi = base;
+    return DD_OK;
+}
+
+void dd_trainer_map(const dd_trainer *tr, const dd_optim_run **runs, size_t *count) {
+    if (runs) *runs = tr && tr->mapped ? tr->map : NULL;
+    if (count) *count = tr && tr->mapped ? tr->nmap : 0;
+}
+
+size_t dd_trainer_whole_floats(const dd_trainer *tr) { return tr ? tr->nwhole : 0; }
 
 void dd_trainer_ranges(const dd_trainer *tr, size_t *count, const size_t **lo, const size_t **hi) {
     if (count) *count = tr ? tr->nrg : 0;
@@ -268,8 +302,19 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
 
     /* the model, its parameters and gradients (a sharding strategy's slices), the
      * optimiser */
-    if ((st = dd_model_create(cfg->model, &cfg->model_cfg, &tr->m)) != DD_OK) goto fail;
-    tr->cfg.model_cfg = *dd_model_config(tr->m);
+    {
+        dd_model_tp tp;
+        memset(&tp, 0, sizeof tp);
+        if (tr->st.ops->tp && (st = tr->st.ops->tp(tr->st.self, &tp)) != DD_OK) goto fail;
+        if ((st = dd_model_create(cfg->model, &cfg->model_cfg, &tr->m)) != DD_OK) goto fail;
+        tr->cfg.model_cfg = *dd_model_config(tr->m);
+        tr->nwhole = dd_model_params(tr->m)->total;
+        if (tp.size > 1) { /* this rank trains its shard; the whole model keeps the tables */
+            tr->mwhole = tr->m;
+            tr->m = NULL;
+            if ((st = dd_model_create_tp(cfg->model, &cfg->model_cfg, &tp, &tr->m)) != DD_OK) goto fail;
+        }
+    }
     /* the frozen PA model */
     if (pa) {
         if ((st = dd_model_create(pa->name, &pa->cfg, &tr->pa)) != DD_OK) {
@@ -298,7 +343,7 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
         if (tr->st.ops->layout_ranges) {
             if ((st = take_ranges(tr)) != DD_OK) goto fail;
             sg = spar = 1;
-        } else if (tr->st.ops->layout) {
+        } else if (tr->st.ops->layout && !tr->mwhole) {
             size_t lo = 0, hi = tr->n;
             if ((st = tr->st.ops->layout(tr->st.self, tr->m, tr->pa, tr->n, &lo, &hi, &sg, &spar)) != DD_OK) goto fail;
             if (lo > hi || hi > tr->n || (spar && !sg)) {
@@ -311,6 +356,8 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
             if (sg) tr->glo = lo, tr->ghi = hi;
             if (spar) tr->plo = lo, tr->phi = hi;
         }
+        if ((tr->ranged || tr->mwhole) && (st = build_map(tr)) != DD_OK) goto fail;
+        spar = sg = spar || tr->mapped;
         const size_t np = tr->phi - tr->plo, ng = tr->ghi - tr->glo, no = tr->ohi - tr->olo;
         tr->params = dd_arena_calloc(DD_MEM_PARAMS, np ? np : 1, sizeof(float),
                                      spar ? "the parameter partition" : "the parameters");
@@ -326,14 +373,16 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
         } else {
             /* the initial parameters are one random stream over the whole model: computed
              * whole once, in a temporary buffer, and this rank keeps its slice */
-            float *full = dd_calloc(tr->n, sizeof(float));
+            const dd_model *whole = tr->mwhole ? tr->mwhole : tr->m;
+            float *full = dd_calloc(tr->nwhole, sizeof(float));
             if (!full) {
-                st = dd_error(DD_ERR_NOMEM, "out of memory initialising %zu parameters", tr->n);
+                st = dd_error(DD_ERR_NOMEM, "out of memory initialising %zu parameters", tr->nwhole);
                 goto fail;
             }
-            dd_model_init(tr->m, full, cfg->seed);
-            dd_trainer_take_params(tr, full);
+            st = dd_model_init(whole, full, cfg->seed);
+            if (st == DD_OK) dd_trainer_take_params(tr, full);
             dd_free(full);
+            if (st != DD_OK) goto fail;
         }
         dd_optim_cfg oc = cfg->optim;
         oc.lr = cfg->lr;
@@ -411,6 +460,8 @@ void dd_trainer_destroy(dd_trainer **trp) {
     if (!trp || !*trp) return;
     dd_trainer *tr = *trp;
     dd_model_destroy(&tr->m);
+    dd_model_destroy(&tr->mwhole);
+    free(tr->map);
     free(tr->rlo);
     dd_arena_free(tr->params);
     dd_arena_free(tr->grads);
@@ -461,22 +512,27 @@ void dd_trainer_set_param_source(dd_trainer *tr, const dd_stage_src *src, int co
 }
 
 dd_status dd_trainer_unshard_params(dd_trainer *tr) {
-    if (!tr->ranged && tr->plo == 0 && tr->phi == tr->n) return DD_OK;
-    float *p = dd_arena_calloc(DD_MEM_PARAMS, tr->n, sizeof(float), "the whole parameter arena (report)");
+    if (!tr->mapped && tr->plo == 0 && tr->phi == tr->n) return DD_OK;
+    float *p = dd_arena_calloc(DD_MEM_PARAMS, tr->nwhole, sizeof(float), "the whole parameter arena (report)");
     if (!p) return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
-    if (tr->ranged) {
-        const float *q = tr->params;
-        for (size_t k = 0; k < tr->nrg; k++) {
-            memcpy(p + tr->rlo[k], q, (tr->rhi[k] - tr->rlo[k]) * sizeof(float));
-            q += tr->rhi[k] - tr->rlo[k];
-        }
+    if (tr->mapped) {
+        for (size_t k = 0; k < tr->nmap; k++)
+            memcpy(p + tr->map[k].src, tr->params + tr->map[k].dst, tr->map[k].len * sizeof(float));
     } else if (tr->phi > tr->plo) {
         memcpy(p + tr->plo, tr->params, (tr->phi - tr->plo) * sizeof(float));
     }
     dd_arena_free(tr->params);
     tr->params = p;
-    tr->ranged = 0;
-    tr->nrg = 0;
+    if (tr->mwhole) { /* from here on the whole model (a report forward on rank 0 alone) */
+        dd_model_destroy(&tr->m);
+        tr->m = tr->mwhole;
+        tr->mwhole = NULL;
+        tr->n = tr->nwhole;
+        free_eval(tr);
+        tr->eval_here = -1; /* set up again below */
+    }
+    tr->mapped = tr->ranged = 0;
+    tr->nrg = tr->nmap = 0;
     tr->plo = 0;
     tr->phi = tr->n;
     dd_trainer_set_param_source(tr, NULL, 0);
@@ -585,7 +641,7 @@ dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, 
                         (unsigned long long)global);
     dd_stage_src own;
     if (!src) {
-        if (tr->ranged || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 || tr->phi != tr->n)
+        if (tr->mapped || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 || tr->phi != tr->n)
             return dd_error(DD_ERR_ARG, "dd_trainer_compute_grads: sharded storage needs a stage source");
         own = (dd_stage_src){tr->params, tr->grads, NULL, NULL, NULL, NULL};
         memset(tr->grads, 0, tr->n * sizeof(float));

@@ -1,7 +1,8 @@
 #!/bin/bash
-# Pipeline parallelism through the command line (mpirun -np N distdpd train-pa --pp P) on
-# a tiny simulated data set: 1f1b at 2 ranks, gpipe at 2 pipeline ranks x 2 replicas and
-# interleaved at 2 ranks equal one process (eval of last.ckpt within 0.01 dB, val loss
+# Model parallelism through the command line (mpirun -np N distdpd train-pa --pp P --tp T)
+# on a tiny simulated data set: 1f1b at 2 ranks, gpipe at 2 pipeline ranks x 2 replicas,
+# interleaved at 2 ranks, tensor parallelism at 2 ranks and tp 2 x pp 2 at 4 equal one
+# process (eval of last.ckpt within 0.01 dB, val loss
 # 1e-5 relative); the split is printed before training and recorded in parallel.json
 # with the bubble (measured and by the formula); train-dpd pipelines the DPD and the
 # frozen PA model; a checkpoint written under the pipeline resumes on one process and
@@ -55,13 +56,13 @@ REF=$(ev "$TMP/one")
 # ---- 1f1b on 2 ranks: the split before training, the summary, parallel.json
 mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --pp 2 --micro 3 --out "$TMP/p2" --progress lines
 expect_rc 0 "--pp 2 ($ERR)"
-has "$ERR" "pipeline:   2 ranks x 1 replica, schedule 1f1b, 3 micro-batches" "the layout is printed"
-has "$ERR" "rank 0: stages 0-" "rank 0's stages are printed"
-has "$ERR" "rank 1: stages " "rank 1's stages are printed"
-has "$OUT" "pipeline of 2 (1f1b, 3 micro-batches)" "summary line"
+has "$ERR" "parallel:   tp 1 x pp 2 x dp 1; pipeline schedule 1f1b, 3 micro-batches" "the layout is printed"
+has "$ERR" "pipeline rank 0: stages 0-" "rank 0's stages are printed"
+has "$ERR" "pipeline rank 1: stages " "rank 1's stages are printed"
+has "$OUT" "2 ranks = tp 1 x pp 2 x dp 1 (1f1b, 3 micro-batches)" "summary line"
 same_metrics "$(ev "$TMP/p2")" "$REF" "--pp 2 1f1b vs one process"
 PJ=$(cat "$TMP/p2/parallel.json")
-has "$PJ" '"strategy":	"pipeline-parallel (with data-parallel replicas)"' "parallel.json: strategy"
+has "$PJ" '"strategy":	"model-parallel (tensor x pipeline, with data-parallel replicas)"' "parallel.json: strategy"
 has "$PJ" '"schedule":	"1f1b"' "parallel.json: schedule"
 near "$(json_num "$PJ" bubble_formula)" 0.25 1e-9 "parallel.json: bubble by the formula (P-1)/(M+P-1)"
 B=$(json_num "$PJ" bubble_measured_last_epoch)
@@ -71,12 +72,35 @@ if [ -n "$B" ] && awk -v b="$B" 'BEGIN { exit !(b > 0 && b < 1) }'; then pass; e
 # ---- 2 pipeline ranks x 2 replicas, gpipe; interleaved on 2 ranks
 mrun 4 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --pp 2 --micro 2 --schedule gpipe --out "$TMP/p22" --progress none
 expect_rc 0 "--pp 2 on 4 ranks ($ERR)"
-has "$OUT" "4 ranks = 2 replicas x pipeline of 2" "2 x 2 summary"
+has "$OUT" "4 ranks = tp 1 x pp 2 x dp 2" "2 x 2 summary"
 same_metrics "$(ev "$TMP/p22")" "$REF" "--pp 2 x 2 replicas, gpipe vs one process"
 mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --pp 2 --micro 4 --schedule interleaved --virtual 2 \
     --out "$TMP/pi" --progress none
 expect_rc 0 "--schedule interleaved ($ERR)"
 same_metrics "$(ev "$TMP/pi")" "$REF" "interleaved vs one process"
+
+# ---- tensor parallelism: tp 2 on 2 ranks, and the README's tp 2 x pp 2 on 4
+mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --tp 2 --out "$TMP/t2" --progress none
+expect_rc 0 "--tp 2 ($ERR)"
+has "$OUT" "2 ranks = tp 2 x pp 1 x dp 1" "tp summary line"
+has "$OUT" "tensor:     " "tensor-parallel collectives line"
+same_metrics "$(ev "$TMP/t2")" "$REF" "--tp 2 vs one process"
+TJ=$(cat "$TMP/t2/parallel.json")
+has "$TJ" '"tensor_parallel":' "parallel.json: tensor_parallel"
+has "$TJ" '"tp":	2' "parallel.json: tp"
+mrun 4 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --tp 2 --pp 2 --out "$TMP/t2p2" --progress lines
+expect_rc 0 "--tp 2 --pp 2 ($ERR)"
+has "$ERR" "tensor-parallel groups within a node, pipelines within a node" "the grid is printed"
+same_metrics "$(ev "$TMP/t2p2")" "$REF" "--tp 2 --pp 2 vs one process"
+mrun 2 train-pa --data "$D" --model gmp --frame 32 --stride 16 --epochs 1 --tp 2 --no-report --out "$TMP/x"
+expect_rc 1 "--tp with a model without a tensor-parallel form"
+has "$ERR" "model gmp has no tensor-parallel form" "gmp --tp: message"
+mrun 2 train-pa --data "$D" --model resnet --hidden 7 --frame 32 --stride 16 --epochs 1 --tp 2 --no-report --out "$TMP/x"
+expect_rc 1 "--tp not dividing the width"
+has "$ERR" "resnet --hidden 7 is not divisible by --tp 2" "indivisible width: message"
+mrun 2 train-pa --data "$D" "${SMALL[@]}" --tp 3 --out "$TMP/x"
+expect_rc 1 "--tp 3 on 2 ranks"
+has "$ERR" "--tp 3 x --pp 1 = 3 does not divide the 2 ranks" "--tp not dividing the ranks: message"
 
 # ---- a pipeline checkpoint resumes on one process: = the straight run
 mrun 2 train-pa --data "$D" "${SMALL[@]}" --epochs 1 --pp 2 --out "$TMP/half" --progress none
@@ -107,7 +131,7 @@ expect_rc 2 "--virtual without interleaved"
 has "$ERR" "--virtual 2 needs --schedule interleaved" "--virtual: message"
 run train-pa --data "$D" "${SMALL[@]}" --pp 2 --bucket-mb 8 --out "$TMP/x"
 expect_rc 2 "--bucket-mb with --pp"
-has "$ERR" "--bucket-mb does not apply to pipeline-parallel" "--bucket-mb: message"
+has "$ERR" "--bucket-mb does not apply to model-parallel" "--bucket-mb: message"
 mrun 3 train-pa --data "$D" "${SMALL[@]}" --pp 2 --out "$TMP/x"
 expect_rc 1 "--pp 2 on 3 ranks"
 has "$ERR" "--pp 2 does not divide the 3 ranks" "--pp not dividing: message"
@@ -121,6 +145,6 @@ has "$ERR" "--pp-split: sum 6 is not the model's 8 stages" "--pp-split: message"
 
 run strategies
 expect_rc 0 "strategies"
-has "$OUT" "pipeline" "strategies lists the pipeline"
+has "$OUT" "model-parallel" "strategies lists the model-parallel strategy"
 
 finish

@@ -1,0 +1,368 @@
+/* MPI tests of hybrid model parallelism: tensor parallelism (--tp) with pipelines (--pp)
+ * and data-parallel replicas, through the model-parallel strategy (dd_pp with tp > 1).
+ * ctest runs this at 1, 2, 3 and 4 ranks, and at 8 ranks (label slow) for the 2 x 2 x 2
+ * grid. At N ranks every layout (T, P, D) with T >= 2 and T P D = N runs (N = 2: 2x1x1;
+ * 3: 3x1x1; 4: 4x1x1, 2x2x1, 2x1x2; 8: 2x2x2).
+ *
+ * - Equivalence with one process: resnet, tcn, stacked gru and lstm, and the Hammerstein
+ *   cascade: the loss and the gradient of one batch (rel. 1e-5, the whole model's arena
+ *   rebuilt from every rank's storage map), and after 2 epochs every parameter (rel.
+ *   1e-5) and the test NMSE (0.01 dB); every replica and every tensor-parallel copy of
+ *   a replicated parameter bit-identical.
+ * - A direct-learning DPD (gru) through a frozen PA model under tp 2.
+ * - Checkpoints: written under tp x pp and resumed on one process, and the reverse, equal
+ *   the straight run.
+ * - Errors: a width the group does not divide, a model without a tensor-parallel form,
+ *   tp x pp not dividing the ranks. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dd_test.h"
+#include "distdpd/parallel.h"
+#include "distdpd/train.h"
+#include "test_model_util.h"
+#include "test_mpi_util.h"
+#include "test_train_util.h"
+
+#define TOL 1e-5
+
+static int g_rank, g_size;
+static dd_comm *g_world;
+static char g_tmp[512];
+
+static int all_ok(int ok) { return tm_all_ok(g_world, ok); }
+
+static double rel_diff(const float *a, const float *b, size_t n) {
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return m > 0 ? d / m : d;
+}
+
+static int train_epochs(dd_trainer *tr, int epochs) {
+    for (int e = 0; e < epochs; e++) {
+        while (!dd_trainer_epoch_done(tr))
+            if (dd_trainer_step(tr, NULL) != DD_OK) return -1;
+        if (dd_trainer_end_epoch(tr, NULL) != DD_OK) return -1;
+    }
+    return 0;
+}
+
+static dd_dataset *small_data(void) {
+    size_t n[3] = {3 * 61 + 16, 512, 512};
+    return tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 5, NULL);
+}
+
+/* The whole model's arena on every rank from each rank's local storage (params or
+ * grads) and map. With `check_copies`, floats held by several ranks (replicated entries,
+ * replicas) must be bit-identical: *copies_differ counts those that are not. */
+static float *whole_of(dd_trainer *tr, const float *local, size_t *copies_differ) {
+    const size_t n = dd_trainer_whole_floats(tr);
+    const dd_optim_run *map = NULL;
+    size_t nmap = 0, lo = 0, hi = 0;
+    dd_trainer_map(tr, &map, &nmap);
+    dd_trainer_storage(tr, NULL, NULL, NULL, NULL, &lo, &hi);
+    const dd_optim_run one = {0, 0, hi - lo};
+    if (!map) {
+        map = &one;
+        nmap = 1;
+    }
+    /* every rank's (map, data) to every rank */
+    size_t mine[2] = {nmap, hi - lo}, *all = calloc(2 * (size_t)g_size, sizeof *all);
+    dd_comm_allgather(g_world, mine, sizeof mine, all);
+    size_t *cnt = calloc(4 * (size_t)g_size, sizeof *cnt), tm = 0, td = 0;
+    for (int r = 0; r < g_size; r++) {
+        cnt[r] = all[2 * r] * sizeof(dd_optim_run);
+        cnt[g_size + r] = tm * sizeof(dd_optim_run);
+        cnt[2 * g_size + r] = all[2 * r + 1] * sizeof(float);
+        cnt[3 * g_size + r] = td * sizeof(float);
+        tm += all[2 * r];
+        td += all[2 * r + 1];
+    }
+    dd_optim_run *maps = calloc(tm ? tm : 1, sizeof *maps);
+    float *data = calloc(td ? td : 1, sizeof *data), *w = calloc(n ? n : 1, sizeof *w);
+    unsigned char *seen = calloc(n ? n : 1, 1);
+    dd_comm_allgatherv(g_world, map, maps, cnt, cnt + g_size);
+    dd_comm_allgatherv(g_world, local, data, cnt + 2 * g_size, cnt + 3 * g_size);
+    size_t differ = 0;
+    const dd_optim_run *m = maps;
+    for (int r = 0; r < g_size; r++) {
+        const float *src = data + cnt[3 * g_size + r] / sizeof(float);
+        for (size_t k = 0; k < all[2 * r]; k++, m++)
+            for (size_t i = 0; i < m->len; i++) {
+                const float v = src[m->dst + i];
+                if (seen[m->src + i] && memcmp(&w[m->src + i], &v, sizeof v) != 0) differ++;
+                w[m->src + i] = v;
+                seen[m->src + i] = 1;
+            }
+    }
+    if (copies_differ) *copies_differ = differ;
+    free(all);
+    free(cnt);
+    free(maps);
+    free(data);
+    free(seen);
+    return w;
+}
+
+typedef struct {
+    double loss, nmse;
+    float *grad, *params;
+    size_t n;
+} reference;
+
+static int make_ref(const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa, reference *r) {
+    memset(r, 0, sizeof *r);
+    dd_trainer *one = NULL;
+    if (dd_trainer_create(c, ds, pa, NULL, &one) != DD_OK) return -1;
+    r->n = dd_trainer_num_floats(one);
+    r->grad = calloc(r->n, sizeof(float));
+    r->params = calloc(r->n, sizeof(float));
+    int ok = dd_trainer_loss_grad(one, 0, 0, &r->loss) == DD_OK;
+    if (ok) memcpy(r->grad, dd_trainer_grads(one), r->n * sizeof(float));
+    ok = ok && train_epochs(one, 2) == 0;
+    if (ok) {
+        memcpy(r->params, dd_trainer_params(one), r->n * sizeof(float));
+        size_t nh;
+        r->nmse = dd_trainer_history(one, &nh)[1].test.nmse_db;
+    }
+    dd_trainer_destroy(&one);
+    return ok ? 0 : -1;
+}
+
+static void free_ref(reference *r) {
+    free(r->grad);
+    free(r->params);
+}
+
+static dd_status mp_make(int T, int P, int M, dd_pp **z, dd_strategy *st) {
+    dd_pp_cfg c;
+    dd_pp_cfg_default(&c);
+    c.tp = T;
+    c.pp = P;
+    c.micro = M;
+    DD_TRY(dd_pp_create(g_world, &c, z));
+    dd_pp_strategy(*z, st);
+    return DD_OK;
+}
+
+static void check_layout(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa, int T,
+                         int P, const reference *ref) {
+    dd_pp *z = NULL;
+    dd_strategy st;
+    dd_trainer *tr = NULL;
+    CHECK_OK(mp_make(T, P, P + 1, &z, &st));
+    if (!z) return;
+    CHECK_OK(dd_trainer_create(c, ds, pa, &st, &tr));
+    int ok = all_ok(tr != NULL);
+    CHECK(ok, "%s tp %d pp %d: trainer: %s", what, T, P, dd_last_error());
+    if (ok) {
+        CHECK(dd_trainer_whole_floats(tr) == ref->n, "%s: whole model %zu floats, one process %zu", what,
+              dd_trainer_whole_floats(tr), ref->n);
+        double loss = 0;
+        ok = all_ok(dd_trainer_loss_grad(tr, 0, 0, &loss) == DD_OK);
+        CHECK(ok, "%s: loss_grad: %s", what, dd_last_error());
+        if (ok) {
+            size_t differ = 0;
+            float *g = whole_of(tr, dd_trainer_grads(tr), &differ);
+            const double dg = rel_diff(g, ref->grad, ref->n), dl = fabs(loss - ref->loss) / fabs(ref->loss);
+            CHECK(dg <= TOL && dl <= TOL, "%s tp %d pp %d: gradient rel. diff %.3g, loss rel. diff %.3g", what, T, P,
+                  dg, dl);
+            CHECK(differ == 0, "%s: %zu gradient floats differ between the ranks that hold them", what, differ);
+            free(g);
+        }
+        ok = all_ok(train_epochs(tr, 2) == 0);
+        CHECK(ok, "%s tp %d pp %d: training: %s", what, T, P, dd_last_error());
+    }
+    if (ok) {
+        size_t differ = 0;
+        float *w = whole_of(tr, dd_trainer_params(tr), &differ);
+        const double d = rel_diff(w, ref->params, ref->n);
+        size_t nh;
+        const dd_epoch_record *h = dd_trainer_history(tr, &nh);
+        const double dn = nh == 2 ? fabs(h[1].test.nmse_db - ref->nmse) : 99;
+        if (g_rank == 0)
+            printf("%-22s tp %d x pp %d x dp %d: max rel. parameter difference %.2g, test NMSE %+.4f dB (one process "
+                   "%+.4f)\n",
+                   what, T, P, g_size / (T * P), d, nh == 2 ? h[1].test.nmse_db : NAN, ref->nmse);
+        CHECK(d <= TOL, "%s tp %d pp %d: %.3g", what, T, P, d);
+        CHECK(differ == 0, "%s: %zu parameter floats differ between the ranks that hold them", what, differ);
+        CHECK(dn <= 0.01, "%s tp %d pp %d: test NMSE differs by %.4f dB", what, T, P, dn);
+        free(w);
+    }
+    dd_trainer_destroy(&tr);
+    dd_pp_destroy(&z);
+}
+
+static void test_equivalence(void) {
+    dd_dataset *ds = small_data();
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    static const struct {
+        const char *name, *opts;
+    } models[] = {{"resnet", "hidden=12,layers=4,kernel=2"}, {"tcn", "hidden=12,layers=3,kernel=2"},
+                  {"gru", "hidden=12,layers=2"},           {"lstm", "hidden=12,layers=2"},
+                  {"hammerstein", "hidden=12,layers=3,memory=3"}};
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        if (g_size == 8 && k > 0) break; /* the 2 x 2 x 2 grid: one model (slow label) */
+        dd_train_cfg c;
+        tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
+        snprintf(c.model, sizeof c.model, "%s", models[k].name);
+        c.model_cfg = tm_mcfg(models[k].opts);
+        reference ref;
+        int ok = all_ok(make_ref(&c, ds, NULL, &ref) == 0);
+        CHECK(ok, "%s: one-process reference: %s", models[k].name, dd_last_error());
+        for (int T = 2; ok && T <= g_size; T++)
+            for (int P = 1; T * P <= g_size; P++) {
+                if (g_size % (T * P)) continue;
+                if (g_size == 8 && !(T == 2 && P == 2)) continue;
+                check_layout(models[k].name, &c, ds, NULL, T, P, &ref);
+            }
+        free_ref(&ref);
+    }
+    dd_dataset_free(&ds);
+}
+
+static void test_dla(void) {
+    if (g_size % 2 || g_size > 4) return;
+    dd_dataset *ds = small_data();
+    if (!ds) return;
+    dd_model_cfg pc = tm_mcfg("hidden=6,layers=2,kernel=2");
+    dd_model *pm = NULL;
+    CHECK_OK(dd_model_create("resnet", &pc, &pm));
+    if (!pm) return;
+    const size_t pn = dd_model_params(pm)->total;
+    float *pp = calloc(pn, sizeof *pp);
+    CHECK_OK(dd_model_init(pm, pp, 11));
+    dd_model_ref pa = {"resnet", pc, pp, pn};
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_DLA, 6, 16, 3, 12, 2);
+    snprintf(c.model, sizeof c.model, "gru");
+    c.model_cfg = tm_mcfg("hidden=6,layers=2");
+    reference ref;
+    if (all_ok(make_ref(&c, ds, &pa, &ref) == 0)) {
+        check_layout("dla gru -> PA", &c, ds, &pa, 2, g_size / 2, &ref);
+        free_ref(&ref);
+    }
+    free(pp);
+    dd_model_destroy(&pm);
+    dd_dataset_free(&ds);
+}
+
+/* Epoch 1 under tp x pp, epoch 2 on one process, and the reverse. */
+static void test_resume(void) {
+    if (g_size != 4) return;
+    dd_dataset *ds = small_data();
+    if (!ds) return;
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
+    snprintf(c.model, sizeof c.model, "resnet");
+    c.model_cfg = tm_mcfg("hidden=12,layers=4,kernel=2");
+    reference ref;
+    int ok = all_ok(make_ref(&c, ds, NULL, &ref) == 0);
+    char path[700];
+    snprintf(path, sizeof path, "%s/hy.ckpt", g_tmp);
+    for (int dir = 0; ok && dir < 2; dir++) {
+        dd_pp *z = NULL;
+        dd_strategy st;
+        dd_trainer *tr = NULL;
+        if (dir == 0) {
+            CHECK_OK(mp_make(2, 2, 3, &z, &st));
+            CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
+            ok = all_ok(tr && train_epochs(tr, 1) == 0);
+            ok = ok && all_ok(st.ops->before_save(st.self, tr) == DD_OK);
+        } else {
+            CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &tr));
+            ok = all_ok(tr && train_epochs(tr, 1) == 0);
+        }
+        if (ok && g_rank == 0) ok = dd_trainer_save(tr, path) == DD_OK;
+        ok = all_ok(ok);
+        CHECK(ok, "resume %d: first epoch and checkpoint: %s", dir, dd_last_error());
+        dd_trainer_destroy(&tr);
+        dd_pp_destroy(&z);
+        if (!ok) break;
+        if (dir == 0) {
+            CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &tr));
+        } else {
+            CHECK_OK(mp_make(2, 2, 2, &z, &st));
+            CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
+        }
+        ok = all_ok(tr && dd_trainer_load(tr, path, 0) == DD_OK && train_epochs(tr, 1) == 0);
+        CHECK(ok, "resume %d: second epoch: %s", dir, dd_last_error());
+        if (ok) {
+            float *w = whole_of(tr, dd_trainer_params(tr), NULL);
+            const double d = rel_diff(w, ref.params, ref.n);
+            if (g_rank == 0)
+                printf("resume: epoch 1 %s, epoch 2 %s: max rel. parameter difference %.2g\n",
+                       dir == 0 ? "tp 2 x pp 2" : "one process", dir == 0 ? "one process" : "tp 2 x pp 2", d);
+            CHECK(d <= TOL, "resume %d: %.3g", dir, d);
+            free(w);
+        }
+        dd_trainer_destroy(&tr);
+        dd_pp_destroy(&z);
+    }
+    free_ref(&ref);
+    dd_dataset_free(&ds);
+}
+
+static void test_errors(void) {
+    if (g_size < 2) return;
+    dd_dataset *ds = small_data();
+    if (!ds) return;
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 1);
+    dd_pp *z = NULL;
+    dd_strategy st;
+    dd_trainer *tr = NULL;
+    const int T = g_size == 3 ? 3 : 2;
+    CHECK_OK(mp_make(T, 1, 1, &z, &st));
+    snprintf(c.model, sizeof c.model, "resnet");
+    c.model_cfg = tm_mcfg(T == 3 ? "hidden=8" : "hidden=7");
+    char want[80];
+    snprintf(want, sizeof want, "resnet --hidden %d is not divisible by --tp %d", T == 3 ? 8 : 7, T);
+    CHECK_ERR(dd_trainer_create(&c, ds, NULL, &st, &tr), DD_ERR_ARG, want);
+    snprintf(c.model, sizeof c.model, "gmp");
+    c.model_cfg = tm_mcfg("");
+    CHECK_ERR(dd_trainer_create(&c, ds, NULL, &st, &tr), DD_ERR_UNSUPPORTED, "model gmp has no tensor-parallel form");
+    dd_pp_destroy(&z);
+    if (g_size == 3 || g_size == 4) {
+        dd_pp_cfg pc;
+        dd_pp_cfg_default(&pc);
+        pc.tp = 2;
+        pc.pp = g_size == 3 ? 1 : 3;
+        char msg[96];
+        snprintf(msg, sizeof msg, "--tp 2 x --pp %d = %d does not divide the %d ranks", pc.pp, 2 * pc.pp, g_size);
+        CHECK_ERR(dd_pp_create(g_world, &pc, &z), DD_ERR_ARG, msg);
+    }
+    dd_dataset_free(&ds);
+}
+
+int main(int argc, char **argv) {
+    CHECK_OK(dd_comm_init(&argc, &argv));
+    CHECK_OK(dd_comm_world(&g_world));
+    if (!g_world) return dd_test_done("test_hybrid_mpi");
+    g_rank = dd_comm_rank(g_world);
+    g_size = dd_comm_size(g_world);
+    if (g_rank == 0) snprintf(g_tmp, sizeof g_tmp, "%s", dd_test_tmpdir());
+    dd_comm_bcast(g_world, g_tmp, sizeof g_tmp, 0);
+    const double t0 = dd_comm_wtime();
+
+    test_equivalence();
+    test_dla();
+    test_resume();
+    test_errors();
+
+    int ok = all_ok(dd_t_fail == 0);
+    if (g_rank == 0)
+        printf("test_hybrid_mpi: %d ranks, %.2f s, all ranks %s\n", g_size, dd_comm_wtime() - t0,
+               ok ? "passed" : "NOT all passed");
+    dd_comm_free(&g_world);
+    CHECK_OK(dd_comm_finalize());
+    if (!ok && dd_t_fail == 0) dd_t_fail = 1;
+    return dd_test_done("test_hybrid_mpi");
+}
