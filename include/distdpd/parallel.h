@@ -250,7 +250,7 @@ dd_status dd_grid_split(dd_comm *world, const dd_grid *g, int dim, dd_comm **out
 void dd_grid_free(dd_grid *g);
 
 /* ------------------------------------------------------------------------------------
- * Pipeline parallelism (src/parallel/pipeline.c): the model's stages (a DPD's, then the
+ * Pipeline parallelism (src/parallel/model_parallel.c): the model's stages (a DPD's, then the
  * frozen PA model's for direct learning) split into `pp` contiguous groups, balanced by
  * FLOPs (or by hand), one per pipeline rank; each global batch cut into `micro`
  * micro-batches run by a schedule (pipeline.h: gpipe, 1f1b) with non-blocking

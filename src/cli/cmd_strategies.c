@@ -54,8 +54,8 @@ int dd_cmd_strategies(int argc, char **argv) {
             cJSON_AddStringToObject(o, "chosen_by", d->when ? d->when : "");
             cJSON_AddItemToArray(arr, o);
         } else if (!json) {
-            printf("  %-6s %s\n         chosen by: %s\n         options:   %s\n", d->name, d->title,
-                   d->when ? d->when : "", opts);
+            printf("  %s: %s\n      chosen by: %s\n      options:   %s\n", d->name, d->title, d->when ? d->when : "",
+                   opts);
         }
     }
     return json ? dd_cli_print_json(NAME, root) : DD_EXIT_OK;

@@ -10,7 +10,7 @@
 #define DD_STRATEGIES(X) \
     X(dp)                \
     X(zero)              \
-    X(pipeline)
+    X(model_parallel)
 
 #define X(name) extern const dd_strategy_def dd_strategy_def_##name;
 DD_STRATEGIES(X)

@@ -1,21 +1,30 @@
-/* Pipeline parallelism (parallel.h, "Pipeline parallelism"): the model's stages (for a
- * DPD trained by direct learning: the DPD's stages, then the frozen PA model's) are split
- * into P contiguous groups, one per pipeline rank; a global batch is cut into M
+/* Model parallelism (parallel.h, "Rank grids", "Pipeline parallelism", "Tensor
+ * parallelism"): the strategy "model-parallel" of the registry (--tp, --pp and the rest).
+ *
+ * The world's ranks form a T x P x D grid (dd_grid: ranks of a node fill a tensor-
+ * parallel group, then a pipeline; data parallelism across nodes). With T > 1 every rank
+ * of a tensor-parallel group trains its shard of the model (the trainer's tp operation,
+ * dd_model_create_tp): the group's collectives run inside the stages and its ranks see
+ * the same micro-batches.
+ *
+ * Pipeline: the model's stages (for a DPD trained by direct learning: the DPD's stages,
+ * then the frozen PA model's) are split into P V contiguous groups (V chunks per rank with
+ * the interleaved schedule); a replica's slice of each global batch is cut into M
  * micro-batches that stream through the groups. Each rank runs its instruction list of
  * the schedule (pipeline.h: post a receive, forward, post a send, ...) in one loop:
  * activations and their gradients travel as non-blocking point-to-point messages on the
- * pipeline communicator, every wait has a time limit that names the peer, the
- * micro-batch and the step. Each rank keeps the parameters, gradients and optimiser
- * state of its own stages only (the trainer's layout slice); a checkpoint gathers them to
- * rank 0 (shard-neutral: any layout resumes under any other).
+ * pipeline communicator, advanced at every stage boundary, and every wait has a time
+ * limit that names the peer, the micro-batch and the step. Each rank keeps the
+ * parameters, gradients and optimiser state of its own stages only (the trainer's
+ * layout_ranges); a checkpoint gathers every rank's storage to rank 0 by its map
+ * (whole-model: any layout resumes under any other).
  *
- * The world's ranks form a grid of D data-parallel replicas of P pipeline ranks (rank =
- * d * P + p): each replica trains on its slice of every global batch and the gradients
- * of each stage group are summed over the replicas, after the schedule, with the
- * configured allreduce. The loss, the squared gradient norm (for clipping) and the stop
- * flags then travel in one small reduction over the world, and every rank steps its
- * slice. Evaluation runs on every rank together: each stage's parameters are broadcast
- * by the pipeline rank that holds them just before the stage runs. */
+ * After the schedule the gradients of each rank's storage are summed over the D replicas
+ * (the configured allreduce); the loss (once per replica), the squared gradient norm
+ * (each float once: one replica, replicated shard entries once) and the stop flags travel
+ * in one small reduction over the world, and every rank steps its storage. Evaluation
+ * runs on every rank together: each stage's parameters are broadcast by the pipeline rank
+ * that holds them just before the stage runs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1269,7 +1278,7 @@ static void pp_describe(const void *self, FILE *f) {
     }
 }
 
-const dd_strategy_def dd_strategy_def_pipeline = {
+const dd_strategy_def dd_strategy_def_model_parallel = {
     .name = "model-parallel",
     .title = "model-parallel (tensor x pipeline, with data-parallel replicas)",
     .when = "--tp T and/or --pp P (and --micro, --schedule, --virtual, --pp-split, --grid-order)",
