@@ -112,6 +112,8 @@ static void free_split(dd_eval_split *ev) {
     memset(ev, 0, sizeof *ev);
 }
 
+static dd_status setup_eval_ws(dd_trainer *tr);
+
 /* The validation and test splits as padded segments and the evaluation workspaces, on
  * the ranks that run evaluation forwards. */
 static dd_status setup_eval(dd_trainer *tr) {
@@ -125,6 +127,11 @@ static dd_status setup_eval(dd_trainer *tr) {
         DD_TRY(setup_eval_split(tr, &tr->ev[1], DD_SPLIT_TEST));
     else
         metrics_nan(&tr->ev[1].base);
+    return setup_eval_ws(tr);
+}
+
+/* The evaluation workspaces for the trainer's model (the splits are set up). */
+static dd_status setup_eval_ws(dd_trainer *tr) {
     size_t maxseg = tr->ev[0].nseg > tr->ev[1].nseg ? tr->ev[0].nseg : tr->ev[1].nseg;
     tr->eb = tr->cfg.eval_batch < maxseg ? tr->cfg.eval_batch : maxseg;
     tr->estream = 0;
@@ -155,11 +162,15 @@ static dd_status setup_eval(dd_trainer *tr) {
     return DD_OK;
 }
 
-static void free_eval(dd_trainer *tr) {
+static void free_eval_ws(dd_trainer *tr) {
     dd_arena_free(tr->ews_m);
     dd_arena_free(tr->ews_p);
     dd_arena_free(tr->eout1);
     tr->ews_m = tr->ews_p = tr->eout1 = NULL;
+}
+
+static void free_eval(dd_trainer *tr) {
+    free_eval_ws(tr);
     free_split(&tr->ev[0]);
     free_split(&tr->ev[1]);
 }
@@ -528,8 +539,11 @@ dd_status dd_trainer_unshard_params(dd_trainer *tr) {
         tr->m = tr->mwhole;
         tr->mwhole = NULL;
         tr->n = tr->nwhole;
-        free_eval(tr);
-        tr->eval_here = -1; /* set up again below */
+        free_eval_ws(tr); /* the splits (and the true PA's) stay: only the workspaces change */
+        if (tr->eval_here) {
+            dd_status st = setup_eval_ws(tr);
+            if (st != DD_OK) return st;
+        }
     }
     tr->mapped = tr->ranged = 0;
     tr->nrg = tr->nmap = 0;

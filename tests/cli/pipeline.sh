@@ -119,6 +119,17 @@ expect_rc 0 "train-dpd --pp 3 ($ERR)"
 has "$ERR" "PA " "the PA model's stages are in the split"
 same_metrics "$(ev "$TMP/dpd3")" "$(ev "$TMP/dpd1")" "train-dpd --pp 3 vs one process"
 
+# ---- train-dpd under tensor parallelism, with the true PA and the report (rank 0 turns
+# to the whole model for report.html)
+DPD6=(--pa-run "$TMP/one" --model gru --hidden 6 --layers 2 --frame 32 --stride 8 --batch 30 --epochs 1)
+run train-dpd --data "$D" "${DPD6[@]}" --out "$TMP/dpd6" -q
+expect_rc 0 "train-dpd hidden 6, one process"
+mrun 2 train-dpd --data "$D" "${DPD6[@]}" --tp 2 --out "$TMP/dpd6t" --progress none
+expect_rc 0 "train-dpd --tp 2 with the report ($ERR)"
+has "$OUT" "true PA:    with the DPD" "train-dpd --tp 2: the true PA line"
+[ -s "$TMP/dpd6t/report.html" ] && pass || fail "train-dpd --tp 2: report.html"
+same_metrics "$(ev "$TMP/dpd6t")" "$(ev "$TMP/dpd6")" "train-dpd --tp 2 vs one process"
+
 # ---- errors
 run train-pa --data "$D" "${SMALL[@]}" --micro 4 --out "$TMP/x"
 expect_rc 2 "--micro without --pp"
