@@ -64,36 +64,10 @@ static int same_on_all(dd_comm *c, const void *p, size_t bytes) {
     return ok;
 }
 
-/* max |a - b| / max |b|. */
-static double rel_diff(const float *a, const float *b, size_t n) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
-    }
-    return m > 0 ? d / m : d;
-}
-
-static int train_epochs(dd_trainer *tr, int epochs) {
-    for (int e = 0; e < epochs; e++) {
-        while (!dd_trainer_epoch_done(tr))
-            if (dd_trainer_step(tr, NULL) != DD_OK) return -1;
-        if (dd_trainer_end_epoch(tr, NULL) != DD_OK) return -1;
-    }
-    return 0;
-}
-
-/* The small data set of the equivalence tests: 62 frames of 16 (stride 3) in the training
- * split, i.e. 5 batches of 12 and a last one of 2 per epoch. */
-static dd_dataset *small_data(void) {
-    size_t n[3] = {3 * 61 + 16, 512, 512};
-    return tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 5, NULL);
-}
-
 /* ---------------------------------------------------------------- equivalence */
 
 static void test_equivalence(void) {
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     CHECK(ds != NULL, "data set");
     if (!ds) return;
     dd_train_cfg c;
@@ -108,7 +82,7 @@ static void test_equivalence(void) {
         if (one) {
             CHECK(dd_trainer_num_batches(one) == 6, "6 batches per epoch, got %llu",
                   (unsigned long long)dd_trainer_num_batches(one));
-            CHECK(train_epochs(one, 2) == 0, "one process: %s", dd_last_error());
+            CHECK(tt_train_epochs(one, 2) == 0, "one process: %s", dd_last_error());
             nf = dd_trainer_num_floats(one);
             ref = dd_trainer_params(one);
             size_t nh;
@@ -130,7 +104,7 @@ static void test_equivalence(void) {
             dd_dp_strategy(dp, &h);
             dd_trainer *tr = NULL;
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &h, &tr));
-            int ok = tr != NULL && train_epochs(tr, 2) == 0;
+            int ok = tr != NULL && tt_train_epochs(tr, 2) == 0;
             CHECK(ok, "%s, bucket %g MB: training failed: %s", dd_allreduce_name(dc.algo), dc.bucket_mb, dd_last_error());
             ok = all_ok(ok);
             if (ok) {
@@ -147,7 +121,7 @@ static void test_equivalence(void) {
                 CHECK(nh == 2, "2 epoch records, got %zu", nh);
                 CHECK(same_on_all(g_world, hv, sizeof hv), "every rank has the same losses and metrics");
                 if (g_rank == 0 && one) {
-                    double d = rel_diff(dd_trainer_params(tr), ref, nf);
+                    double d = tt_rel_diff(dd_trainer_params(tr), ref, nf);
                     worst = fmax(worst, d);
                     if (g_size == 1)
                         CHECK(d == 0, "%s: one rank is the single-process trainer bit for bit (%.3g)",
@@ -206,20 +180,20 @@ static void test_equivalence(void) {
         dd_trainer *o1 = NULL, *tr = NULL;
         if (g_rank == 0) {
             CHECK_OK(dd_trainer_create(&cc, ds, NULL, NULL, &o1));
-            CHECK(o1 && train_epochs(o1, 1) == 0, "clipped, one process: %s", dd_last_error());
+            CHECK(o1 && tt_train_epochs(o1, 1) == 0, "clipped, one process: %s", dd_last_error());
         }
         dd_dp *dp = NULL;
         CHECK_OK(dd_dp_create(g_world, NULL, &dp));
         dd_strategy h;
         dd_dp_strategy(dp, &h);
         CHECK_OK(dd_trainer_create(&cc, ds, NULL, &h, &tr));
-        int ok = all_ok(tr != NULL && train_epochs(tr, 1) == 0);
+        int ok = all_ok(tr != NULL && tt_train_epochs(tr, 1) == 0);
         CHECK(ok, "clipped, %d ranks: %s", g_size, dd_last_error());
         if (ok && g_rank == 0 && o1) {
             size_t nh;
             const dd_epoch_record *hh = dd_trainer_history(tr, &nh);
             CHECK(nh == 1 && hh[0].grad_norm_max > 100 * cc.clip, "clipping acted (max norm %g)", hh[0].grad_norm_max);
-            double d = rel_diff(dd_trainer_params(tr), dd_trainer_params(o1), dd_trainer_num_floats(o1));
+            double d = tt_rel_diff(dd_trainer_params(tr), dd_trainer_params(o1), dd_trainer_num_floats(o1));
             printf("clip 1e-3 on every step: %d ranks vs one process: %.3g\n", g_size, d);
             CHECK(d <= TOL_PARAM, "clipped: %d ranks vs one process: %.3g", g_size, d);
         }
@@ -245,7 +219,7 @@ static void test_equivalence(void) {
             dd_trainer *o1 = NULL, *tr = NULL;
             if (g_rank == 0) {
                 CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &o1));
-                CHECK(o1 && train_epochs(o1, 1) == 0, "DLA one process: %s", dd_last_error());
+                CHECK(o1 && tt_train_epochs(o1, 1) == 0, "DLA one process: %s", dd_last_error());
             }
             dd_dp *dp = NULL;
             dd_dp_cfg dc;
@@ -255,7 +229,7 @@ static void test_equivalence(void) {
             dd_strategy h;
             dd_dp_strategy(dp, &h);
             CHECK_OK(dd_trainer_create(&cd, ds, &pa, &h, &tr));
-            int ok = all_ok(tr != NULL && train_epochs(tr, 1) == 0);
+            int ok = all_ok(tr != NULL && tt_train_epochs(tr, 1) == 0);
             CHECK(ok, "DLA %d ranks: %s", g_size, dd_last_error());
             if (ok) {
                 double g = dd_trainer_cfg(tr)->gain;
@@ -264,7 +238,7 @@ static void test_equivalence(void) {
                       "DLA: identical parameters on every rank");
                 if (g_rank == 0 && o1) {
                     CHECK(g == dd_trainer_cfg(o1)->gain, "gain %.17g vs %.17g", g, dd_trainer_cfg(o1)->gain);
-                    double d = rel_diff(dd_trainer_params(tr), dd_trainer_params(o1), dd_trainer_num_floats(o1));
+                    double d = tt_rel_diff(dd_trainer_params(tr), dd_trainer_params(o1), dd_trainer_num_floats(o1));
                     printf("DLA through a frozen GRU: %d ranks vs one process after 6 steps: %.3g\n", g_size, d);
                     CHECK(d <= TOL_PARAM, "DLA: %d ranks vs one process: %.3g", g_size, d);
                 }
@@ -282,7 +256,7 @@ static void test_equivalence(void) {
 /* ---------------------------------------------------------------- stop, mismatch */
 
 static void test_stop_and_mismatch(void) {
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 4, 16, 3, 12, 1);
@@ -378,7 +352,7 @@ static void test_resume(void) {
     tt_cfg(&c, DD_TRAIN_PA, 5, 16, 3, 12, 2);
     int ok = 1;
     if (g_rank == 0) {
-        dd_dataset *ds = small_data();
+        dd_dataset *ds = tt_small_data();
         ok = ds && dd_dataset_save_bin(ds, data) == DD_OK;
         dd_dataset_free(&ds);
         CHECK(ok, "binary data set written: %s", dd_last_error());
@@ -421,7 +395,7 @@ static void test_resume(void) {
             CHECK_OK(dd_run_model_load(dir, "last", &rm));
             if (rm.params) {
                 size_t n = dd_model_params(rm.model)->total;
-                double d = rel_diff(rm.params, ref.params, n);
+                double d = tt_rel_diff(rm.params, ref.params, n);
                 printf("resume: epoch 1 on %d rank%s, epoch 2 on %d: vs 2 epochs on one process: max rel. difference "
                        "%.3g\n",
                        n_first, n_first > 1 ? "s" : "", m, d);

@@ -35,29 +35,6 @@ static char g_tmp[512];
 
 static int all_ok(int ok) { return tm_all_ok(g_world, ok); }
 
-static double rel_diff(const float *a, const float *b, size_t n) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
-    }
-    return m > 0 ? d / m : d;
-}
-
-static int train_epochs(dd_trainer *tr, int epochs) {
-    for (int e = 0; e < epochs; e++) {
-        while (!dd_trainer_epoch_done(tr))
-            if (dd_trainer_step(tr, NULL) != DD_OK) return -1;
-        if (dd_trainer_end_epoch(tr, NULL) != DD_OK) return -1;
-    }
-    return 0;
-}
-
-static dd_dataset *small_data(void) {
-    size_t n[3] = {3 * 61 + 16, 512, 512};
-    return tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 5, NULL);
-}
-
 /* The whole model's arena on every rank from each rank's local storage (params or
  * grads) and map. With `check_copies`, floats held by several ranks (replicated entries,
  * replicas) must be bit-identical: *copies_differ counts those that are not. */
@@ -110,36 +87,6 @@ static float *whole_of(dd_trainer *tr, const float *local, size_t *copies_differ
     return w;
 }
 
-typedef struct {
-    double loss, nmse;
-    float *grad, *params;
-    size_t n;
-} reference;
-
-static int make_ref(const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa, reference *r) {
-    memset(r, 0, sizeof *r);
-    dd_trainer *one = NULL;
-    if (dd_trainer_create(c, ds, pa, NULL, &one) != DD_OK) return -1;
-    r->n = dd_trainer_num_floats(one);
-    r->grad = calloc(r->n, sizeof(float));
-    r->params = calloc(r->n, sizeof(float));
-    int ok = dd_trainer_loss_grad(one, 0, 0, &r->loss) == DD_OK;
-    if (ok) memcpy(r->grad, dd_trainer_grads(one), r->n * sizeof(float));
-    ok = ok && train_epochs(one, 2) == 0;
-    if (ok) {
-        memcpy(r->params, dd_trainer_params(one), r->n * sizeof(float));
-        size_t nh;
-        r->nmse = dd_trainer_history(one, &nh)[1].test.nmse_db;
-    }
-    dd_trainer_destroy(&one);
-    return ok ? 0 : -1;
-}
-
-static void free_ref(reference *r) {
-    free(r->grad);
-    free(r->params);
-}
-
 static dd_status mp_make(int T, int P, int M, dd_pp **z, dd_strategy *st) {
     dd_pp_cfg c;
     dd_pp_cfg_default(&c);
@@ -152,7 +99,7 @@ static dd_status mp_make(int T, int P, int M, dd_pp **z, dd_strategy *st) {
 }
 
 static void check_layout(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa, int T,
-                         int P, const reference *ref) {
+                         int P, const tt_reference *ref) {
     dd_pp *z = NULL;
     dd_strategy st;
     dd_trainer *tr = NULL;
@@ -170,19 +117,19 @@ static void check_layout(const char *what, const dd_train_cfg *c, const dd_datas
         if (ok) {
             size_t differ = 0;
             float *g = whole_of(tr, dd_trainer_grads(tr), &differ);
-            const double dg = rel_diff(g, ref->grad, ref->n), dl = fabs(loss - ref->loss) / fabs(ref->loss);
+            const double dg = tt_rel_diff(g, ref->grad, ref->n), dl = fabs(loss - ref->loss) / fabs(ref->loss);
             CHECK(dg <= TOL && dl <= TOL, "%s tp %d pp %d: gradient rel. diff %.3g, loss rel. diff %.3g", what, T, P,
                   dg, dl);
             CHECK(differ == 0, "%s: %zu gradient floats differ between the ranks that hold them", what, differ);
             free(g);
         }
-        ok = all_ok(train_epochs(tr, 2) == 0);
+        ok = all_ok(tt_train_epochs(tr, 2) == 0);
         CHECK(ok, "%s tp %d pp %d: training: %s", what, T, P, dd_last_error());
     }
     if (ok) {
         size_t differ = 0;
         float *w = whole_of(tr, dd_trainer_params(tr), &differ);
-        const double d = rel_diff(w, ref->params, ref->n);
+        const double d = tt_rel_diff(w, ref->params, ref->n);
         size_t nh;
         const dd_epoch_record *h = dd_trainer_history(tr, &nh);
         const double dn = nh == 2 ? fabs(h[1].test.nmse_db - ref->nmse) : 99;
@@ -200,7 +147,7 @@ static void check_layout(const char *what, const dd_train_cfg *c, const dd_datas
 }
 
 static void test_equivalence(void) {
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     CHECK(ds != NULL, "data set");
     if (!ds) return;
     static const struct {
@@ -214,23 +161,23 @@ static void test_equivalence(void) {
         tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
         snprintf(c.model, sizeof c.model, "%s", models[k].name);
         c.model_cfg = tm_mcfg(models[k].opts);
-        reference ref;
-        int ok = all_ok(make_ref(&c, ds, NULL, &ref) == 0);
-        CHECK(ok, "%s: one-process reference: %s", models[k].name, dd_last_error());
+        tt_reference ref;
+        int ok = all_ok(tt_reference_make(&c, ds, NULL, &ref) == 0);
+        CHECK(ok, "%s: one-process tt_reference: %s", models[k].name, dd_last_error());
         for (int T = 2; ok && T <= g_size; T++)
             for (int P = 1; T * P <= g_size; P++) {
                 if (g_size % (T * P)) continue;
                 if (g_size == 8 && !(T == 2 && P == 2)) continue;
                 check_layout(models[k].name, &c, ds, NULL, T, P, &ref);
             }
-        free_ref(&ref);
+        tt_reference_free(&ref);
     }
     dd_dataset_free(&ds);
 }
 
 static void test_dla(void) {
     if (g_size % 2 || g_size > 4) return;
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_model_cfg pc = tm_mcfg("hidden=6,layers=2,kernel=2");
     dd_model *pm = NULL;
@@ -244,10 +191,10 @@ static void test_dla(void) {
     tt_cfg(&c, DD_TRAIN_DLA, 6, 16, 3, 12, 2);
     snprintf(c.model, sizeof c.model, "gru");
     c.model_cfg = tm_mcfg("hidden=6,layers=2");
-    reference ref;
-    if (all_ok(make_ref(&c, ds, &pa, &ref) == 0)) {
+    tt_reference ref;
+    if (all_ok(tt_reference_make(&c, ds, &pa, &ref) == 0)) {
         check_layout("dla gru -> PA", &c, ds, &pa, 2, g_size / 2, &ref);
-        free_ref(&ref);
+        tt_reference_free(&ref);
     }
     free(pp);
     dd_model_destroy(&pm);
@@ -257,14 +204,14 @@ static void test_dla(void) {
 /* Epoch 1 under tp x pp, epoch 2 on one process, and the reverse. */
 static void test_resume(void) {
     if (g_size != 4) return;
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
     snprintf(c.model, sizeof c.model, "resnet");
     c.model_cfg = tm_mcfg("hidden=12,layers=4,kernel=2");
-    reference ref;
-    int ok = all_ok(make_ref(&c, ds, NULL, &ref) == 0);
+    tt_reference ref;
+    int ok = all_ok(tt_reference_make(&c, ds, NULL, &ref) == 0);
     char path[700];
     snprintf(path, sizeof path, "%s/hy.ckpt", g_tmp);
     for (int dir = 0; ok && dir < 2; dir++) {
@@ -274,11 +221,11 @@ static void test_resume(void) {
         if (dir == 0) {
             CHECK_OK(mp_make(2, 2, 3, &z, &st));
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
-            ok = all_ok(tr && train_epochs(tr, 1) == 0);
+            ok = all_ok(tr && tt_train_epochs(tr, 1) == 0);
             ok = ok && all_ok(st.ops->before_save(st.self, tr) == DD_OK);
         } else {
             CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &tr));
-            ok = all_ok(tr && train_epochs(tr, 1) == 0);
+            ok = all_ok(tr && tt_train_epochs(tr, 1) == 0);
         }
         if (ok && g_rank == 0) ok = dd_trainer_save(tr, path) == DD_OK;
         ok = all_ok(ok);
@@ -292,11 +239,11 @@ static void test_resume(void) {
             CHECK_OK(mp_make(2, 2, 2, &z, &st));
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
         }
-        ok = all_ok(tr && dd_trainer_load(tr, path, 0) == DD_OK && train_epochs(tr, 1) == 0);
+        ok = all_ok(tr && dd_trainer_load(tr, path, 0) == DD_OK && tt_train_epochs(tr, 1) == 0);
         CHECK(ok, "resume %d: second epoch: %s", dir, dd_last_error());
         if (ok) {
             float *w = whole_of(tr, dd_trainer_params(tr), NULL);
-            const double d = rel_diff(w, ref.params, ref.n);
+            const double d = tt_rel_diff(w, ref.params, ref.n);
             if (g_rank == 0)
                 printf("resume: epoch 1 %s, epoch 2 %s: max rel. parameter difference %.2g\n",
                        dir == 0 ? "tp 2 x pp 2" : "one process", dir == 0 ? "one process" : "tp 2 x pp 2", d);
@@ -306,13 +253,13 @@ static void test_resume(void) {
         dd_trainer_destroy(&tr);
         dd_pp_destroy(&z);
     }
-    free_ref(&ref);
+    tt_reference_free(&ref);
     dd_dataset_free(&ds);
 }
 
 static void test_errors(void) {
     if (g_size < 2) return;
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 1);

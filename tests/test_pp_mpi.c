@@ -37,29 +37,6 @@ static char g_tmp[512];
 
 static int all_ok(int ok) { return tm_all_ok(g_world, ok); }
 
-static double rel_diff(const float *a, const float *b, size_t n) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
-    }
-    return m > 0 ? d / m : d;
-}
-
-static int train_epochs(dd_trainer *tr, int epochs) {
-    for (int e = 0; e < epochs; e++) {
-        while (!dd_trainer_epoch_done(tr))
-            if (dd_trainer_step(tr, NULL) != DD_OK) return -1;
-        if (dd_trainer_end_epoch(tr, NULL) != DD_OK) return -1;
-    }
-    return 0;
-}
-
-static dd_dataset *small_data(void) {
-    size_t n[3] = {3 * 61 + 16, 512, 512};
-    return tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 5, NULL);
-}
-
 static dd_status pp_make(int P, int M, dd_pp_kind kind, const char *split, dd_pp **z, dd_strategy *st) {
     dd_pp_cfg c;
     dd_pp_cfg_default(&c);
@@ -98,40 +75,8 @@ typedef struct {
     const char *name, *opts;
 } model_spec;
 
-/* One process: the loss and gradient of batch 0, and the parameters and test NMSE after
- * 2 epochs (computed on every rank: deterministic). */
-typedef struct {
-    double loss, nmse;
-    float *grad, *params;
-    size_t n;
-} reference;
-
-static int make_ref(const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa, reference *r) {
-    memset(r, 0, sizeof *r);
-    dd_trainer *one = NULL;
-    if (dd_trainer_create(c, ds, pa, NULL, &one) != DD_OK) return -1;
-    r->n = dd_trainer_num_floats(one);
-    r->grad = calloc(r->n, sizeof(float));
-    r->params = calloc(r->n, sizeof(float));
-    int ok = dd_trainer_loss_grad(one, 0, 0, &r->loss) == DD_OK;
-    if (ok) memcpy(r->grad, dd_trainer_grads(one), r->n * sizeof(float));
-    ok = ok && train_epochs(one, 2) == 0;
-    if (ok) {
-        memcpy(r->params, dd_trainer_params(one), r->n * sizeof(float));
-        size_t nh;
-        r->nmse = dd_trainer_history(one, &nh)[1].test.nmse_db;
-    }
-    dd_trainer_destroy(&one);
-    return ok ? 0 : -1;
-}
-
-static void free_ref(reference *r) {
-    free(r->grad);
-    free(r->params);
-}
-
 static void check_layout(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa, int P,
-                         int M, dd_pp_kind kind, const char *split, const reference *ref) {
+                         int M, dd_pp_kind kind, const char *split, const tt_reference *ref) {
     dd_pp *z = NULL;
     dd_strategy st;
     dd_trainer *tr = NULL;
@@ -147,7 +92,7 @@ static void check_layout(const char *what, const dd_train_cfg *c, const dd_datas
         CHECK(ok, "%s: loss_grad: %s", what, dd_last_error());
         if (ok) {
             float *g = whole_grads(tr, P);
-            const double dg = rel_diff(g, ref->grad, ref->n), dl = fabs(loss - ref->loss) / fabs(ref->loss);
+            const double dg = tt_rel_diff(g, ref->grad, ref->n), dl = fabs(loss - ref->loss) / fabs(ref->loss);
             CHECK(dg <= TOL && dl <= TOL, "%s pp %d M %d %s: gradient rel. diff %.3g, loss rel. diff %.3g", what, P, M,
                   dd_pp_kind_name(kind), dg, dl);
             free(g);
@@ -176,13 +121,13 @@ static void check_layout(const char *what, const dd_train_cfg *c, const dd_datas
         CHECK(olo == 0 && ohi == hold, "%s: rank %d's storage holds %zu floats, its stages %zu (of %zu)", what, g_rank,
               ohi - olo, hold, ref->n);
         /* 2 epochs */
-        ok = all_ok(train_epochs(tr, 2) == 0);
+        ok = all_ok(tt_train_epochs(tr, 2) == 0);
         CHECK(ok, "%s pp %d M %d %s: training: %s", what, P, M, dd_pp_kind_name(kind), dd_last_error());
     }
     if (ok) {
         float *w = whole_params(tr, P);
         CHECK(tm_same_bytes(g_world, w, ref->n * sizeof(float)), "%s: the replicas' parameters differ", what);
-        const double d = rel_diff(w, ref->params, ref->n);
+        const double d = tt_rel_diff(w, ref->params, ref->n);
         size_t nh;
         const dd_epoch_record *h = dd_trainer_history(tr, &nh);
         const double dn = nh == 2 ? fabs(h[1].test.nmse_db - ref->nmse) : 99;
@@ -199,7 +144,7 @@ static void check_layout(const char *what, const dd_train_cfg *c, const dd_datas
 }
 
 static void test_equivalence(void) {
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     CHECK(ds != NULL, "data set");
     if (!ds) return;
     const model_spec models[] = {{"resnet", "hidden=8,layers=6,kernel=2"},
@@ -211,9 +156,9 @@ static void test_equivalence(void) {
         tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
         snprintf(c.model, sizeof c.model, "%s", models[k].name);
         c.model_cfg = tm_mcfg(models[k].opts);
-        reference ref;
-        int ok = all_ok(make_ref(&c, ds, NULL, &ref) == 0);
-        CHECK(ok, "%s: one-process reference: %s", models[k].name, dd_last_error());
+        tt_reference ref;
+        int ok = all_ok(tt_reference_make(&c, ds, NULL, &ref) == 0);
+        CHECK(ok, "%s: one-process tt_reference: %s", models[k].name, dd_last_error());
         for (int P = 1; ok && P <= g_size; P++) {
             if (g_size % P) continue;
             if (g_size > 1 && P == 1) continue; /* data parallelism alone: test_dp_mpi */
@@ -226,7 +171,7 @@ static void test_equivalence(void) {
                 check_layout(models[k].name, &c, ds, NULL, P, P + 1, DD_PP_INTERLEAVED, NULL, &ref);
             }
         }
-        free_ref(&ref);
+        tt_reference_free(&ref);
     }
     dd_dataset_free(&ds);
 }
@@ -234,7 +179,7 @@ static void test_equivalence(void) {
 /* A DPD (gru) through a frozen PA model (resnet, 4 stages): groups that start exactly at
  * the PA model and inside it. */
 static void test_dla(void) {
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     /* the frozen PA model: a resnet with fixed random parameters */
     dd_model_cfg pc = tm_mcfg("hidden=6,layers=2,kernel=2");
@@ -249,9 +194,9 @@ static void test_dla(void) {
     tt_cfg(&c, DD_TRAIN_DLA, 5, 16, 3, 12, 2);
     snprintf(c.model, sizeof c.model, "gru");
     c.model_cfg = tm_mcfg("hidden=5,layers=2"); /* 3 stages, then the PA model's 4 */
-    reference ref;
-    int ok = all_ok(make_ref(&c, ds, &pa, &ref) == 0);
-    CHECK(ok, "dla: one-process reference: %s", dd_last_error());
+    tt_reference ref;
+    int ok = all_ok(tt_reference_make(&c, ds, &pa, &ref) == 0);
+    CHECK(ok, "dla: one-process tt_reference: %s", dd_last_error());
     const char *splits[5] = {NULL, "7", "4,3", "3,1,3", "2,2,2,1"};
     if (ok && g_size >= 2) {
         const int P = g_size == 4 ? 4 : g_size;
@@ -260,7 +205,7 @@ static void test_dla(void) {
     } else if (ok) {
         check_layout("dla", &c, ds, &pa, 1, 3, DD_PP_1F1B, NULL, &ref);
     }
-    free_ref(&ref);
+    tt_reference_free(&ref);
     free(pp);
     dd_model_destroy(&pm);
     dd_dataset_free(&ds);
@@ -272,14 +217,14 @@ static void test_dla(void) {
  * one process. */
 static void test_resume(void) {
     if (g_size < 2) return;
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 2);
     snprintf(c.model, sizeof c.model, "resnet");
     c.model_cfg = tm_mcfg("hidden=8,layers=3,kernel=2");
-    reference ref;
-    int ok = all_ok(make_ref(&c, ds, NULL, &ref) == 0);
+    tt_reference ref;
+    int ok = all_ok(tt_reference_make(&c, ds, NULL, &ref) == 0);
     char path[700];
     snprintf(path, sizeof path, "%s/pp.ckpt", g_tmp);
     const int P = g_size;
@@ -291,13 +236,13 @@ static void test_resume(void) {
         if (dir == 0) {
             CHECK_OK(pp_make(P, 3, DD_PP_1F1B, NULL, &z, &st));
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
-            ok = all_ok(tr && train_epochs(tr, 1) == 0);
+            ok = all_ok(tr && tt_train_epochs(tr, 1) == 0);
             const dd_strategy_ops *ops = st.ops;
             ok = ok && all_ok(ops->before_save(st.self, tr) == DD_OK);
             if (ok && g_rank == 0) ok = dd_trainer_save(tr, path) == DD_OK;
         } else {
             CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &tr));
-            ok = all_ok(tr && train_epochs(tr, 1) == 0);
+            ok = all_ok(tr && tt_train_epochs(tr, 1) == 0);
             if (ok && g_rank == 0) ok = dd_trainer_save(tr, path) == DD_OK;
         }
         ok = all_ok(ok);
@@ -312,11 +257,11 @@ static void test_resume(void) {
             CHECK_OK(pp_make(P, 2, DD_PP_GPIPE, NULL, &z, &st));
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
         }
-        ok = all_ok(tr && dd_trainer_load(tr, path, 0) == DD_OK && train_epochs(tr, 1) == 0);
+        ok = all_ok(tr && dd_trainer_load(tr, path, 0) == DD_OK && tt_train_epochs(tr, 1) == 0);
         CHECK(ok, "resume %d: second epoch: %s", dir, dd_last_error());
         if (ok) {
             float *w = dir == 0 ? NULL : whole_params(tr, P);
-            const double d = rel_diff(w ? w : dd_trainer_params(tr), ref.params, ref.n);
+            const double d = tt_rel_diff(w ? w : dd_trainer_params(tr), ref.params, ref.n);
             if (g_rank == 0)
                 printf("resume: epoch 1 %s, epoch 2 %s: max rel. parameter difference %.2g\n",
                        dir == 0 ? "pipeline" : "one process", dir == 0 ? "one process" : "pipeline", d);
@@ -326,7 +271,7 @@ static void test_resume(void) {
         dd_trainer_destroy(&tr);
         dd_pp_destroy(&z);
     }
-    free_ref(&ref);
+    tt_reference_free(&ref);
     dd_dataset_free(&ds);
 }
 
@@ -334,7 +279,7 @@ static void test_resume(void) {
 
 static void test_delay(void) {
     if (g_size < 2) return;
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 1);
@@ -376,7 +321,7 @@ static void test_delay(void) {
 /* Rank 1 steps alone: it waits for rank 0's activation, which never comes. */
 static void test_timeout(void) {
     if (g_size != 2) return;
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 6, 16, 3, 12, 1);
@@ -410,17 +355,17 @@ static void test_timeout(void) {
  * dp fastest puts the pipelines across the nodes. */
 static void test_grid(void) {
     if (g_size != 4) return;
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     dd_train_cfg tc;
     tt_cfg(&tc, DD_TRAIN_PA, 6, 16, 3, 12, 2);
     snprintf(tc.model, sizeof tc.model, "resnet");
     tc.model_cfg = tm_mcfg("hidden=8,layers=6,kernel=2");
-    reference ref;
-    if (ds && all_ok(make_ref(&tc, ds, NULL, &ref) == 0)) {
+    tt_reference ref;
+    if (ds && all_ok(tt_reference_make(&tc, ds, NULL, &ref) == 0)) {
         setenv("DD_COMM_NODE_OF", "0,1,0,1", 1);
         check_layout("resnet, nodes {0,2} {1,3}", &tc, ds, NULL, 2, 3, DD_PP_1F1B, NULL, &ref);
         unsetenv("DD_COMM_NODE_OF");
-        free_ref(&ref);
+        tt_reference_free(&ref);
     }
     dd_dataset_free(&ds);
     setenv("DD_COMM_NODE_OF", "0,1,0,1", 1);
@@ -468,7 +413,7 @@ static void test_errors(void) {
     CHECK_ERR(dd_pp_cfg_check(&c, g_size), DD_ERR_ARG, "at most 4096 micro-batches");
     /* more pipeline ranks than stages: a clear error at the trainer's layout */
     if (g_size >= 4) {
-        dd_dataset *ds = small_data();
+        dd_dataset *ds = tt_small_data();
         dd_train_cfg tc;
         tt_cfg(&tc, DD_TRAIN_PA, 6, 16, 3, 12, 1);
         snprintf(tc.model, sizeof tc.model, "hammerstein");

@@ -37,29 +37,6 @@ static char g_tmp[512];
 
 static int all_ok(int ok) { return tm_all_ok(g_world, ok); }
 
-static double rel_diff(const float *a, const float *b, size_t n) {
-    double d = 0, m = 0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
-    }
-    return m > 0 ? d / m : d;
-}
-
-static int train_epochs(dd_trainer *tr, int epochs) {
-    for (int e = 0; e < epochs; e++) {
-        while (!dd_trainer_epoch_done(tr))
-            if (dd_trainer_step(tr, NULL) != DD_OK) return -1;
-        if (dd_trainer_end_epoch(tr, NULL) != DD_OK) return -1;
-    }
-    return 0;
-}
-
-static dd_dataset *small_data(void) {
-    size_t n[3] = {3 * 61 + 16, 512, 512};
-    return tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 5, NULL);
-}
-
 /* A strategy for mode m on comm c (destroyed by strat_free). */
 typedef struct {
     dd_dp *dp;
@@ -129,14 +106,14 @@ static void check_mode(const char *model, const dd_model_cfg *mc, const dd_train
     dd_mem_stats m0;
     dd_mem_stats_get(&m0);
     CHECK_OK(dd_trainer_create(&c, ds, pa, &s.st, &tr));
-    int ok = all_ok(tr != NULL && train_epochs(tr, 2) == 0);
+    int ok = all_ok(tr != NULL && tt_train_epochs(tr, 2) == 0);
     CHECK(ok, "%s %s: training on %d ranks: %s", model, dd_shard_name(mode), g_size, dd_last_error());
     if (ok) {
         const size_t n = dd_trainer_num_floats(tr);
         float *w = whole_params(tr);
         CHECK(tm_same_bytes(g_world, w, n * sizeof(float)), "%s %s: the ranks' parameters differ", model,
               dd_shard_name(mode));
-        double d = ref && nref == n ? rel_diff(w, ref, n) : 1.0;
+        double d = ref && nref == n ? tt_rel_diff(w, ref, n) : 1.0;
         size_t nh;
         const dd_epoch_record *h = dd_trainer_history(tr, &nh);
         double dn = nh == 2 ? fabs(h[1].test.nmse_db - ref_nmse) : 99;
@@ -179,7 +156,7 @@ static void check_mode(const char *model, const dd_model_cfg *mc, const dd_train
 }
 
 static void test_equivalence(void) {
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     CHECK(ds != NULL, "data set");
     if (!ds) return;
     dd_train_cfg c;
@@ -197,7 +174,7 @@ static void test_equivalence(void) {
         /* the one-process reference, computed on every rank (deterministic) */
         dd_trainer *one = NULL;
         CHECK_OK(dd_trainer_create(&cc, ds, NULL, NULL, &one));
-        if (!one || train_epochs(one, 2) != 0) {
+        if (!one || tt_train_epochs(one, 2) != 0) {
             CHECK(0, "%s: one process: %s", models[k].name, dd_last_error());
             dd_trainer_destroy(&one);
             continue;
@@ -216,7 +193,7 @@ static void test_equivalence(void) {
         cc.clip = 1e-3;
         dd_trainer *one = NULL;
         CHECK_OK(dd_trainer_create(&cc, ds, NULL, NULL, &one));
-        if (one && train_epochs(one, 2) == 0) {
+        if (one && tt_train_epochs(one, 2) == 0) {
             size_t nh;
             const dd_epoch_record *h = dd_trainer_history(one, &nh);
             CHECK(h[0].grad_norm_max > 100 * cc.clip, "clipping acts");
@@ -242,7 +219,7 @@ static void test_equivalence(void) {
             cd.model_cfg = rc;
             dd_trainer *one = NULL;
             CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &one));
-            if (one && train_epochs(one, 2) == 0) {
+            if (one && tt_train_epochs(one, 2) == 0) {
                 size_t nh;
                 const dd_epoch_record *h = dd_trainer_history(one, &nh);
                 /* DPD runs are compared by the test NMSE of PA_model(DPD(x)) vs G x too */
@@ -318,7 +295,7 @@ static void test_resume(void) {
     c.model_cfg = tm_mcfg("hidden=6,layers=3,kernel=2");
     int ok = 1;
     if (g_rank == 0) {
-        dd_dataset *ds = small_data();
+        dd_dataset *ds = tt_small_data();
         ok = ds && dd_dataset_save_bin(ds, data) == DD_OK;
         dd_dataset_free(&ds);
         dd_train_run_opts o;
@@ -358,7 +335,7 @@ static void test_resume(void) {
             CHECK_OK(dd_run_model_load(dir, "last", &rm));
             if (rm.params) {
                 size_t n = dd_model_params(rm.model)->total;
-                double dz = rel_diff(rm.params, zref.params, n), d1 = rel_diff(rm.params, ref.params, n);
+                double dz = tt_rel_diff(rm.params, zref.params, n), d1 = tt_rel_diff(rm.params, ref.params, n);
                 printf("resume %s: vs straight zero3 %.3g, vs one process %.3g\n", cases[k].what, dz, d1);
                 if (cases[k].exact)
                     CHECK(dz == 0, "%s: differs from the straight zero3 run (%.3g)", cases[k].what, dz);
@@ -375,7 +352,7 @@ static void test_resume(void) {
 /* ---------------------------------------------------------------- stop, mismatch */
 
 static void test_stop_and_errors(void) {
-    dd_dataset *ds = small_data();
+    dd_dataset *ds = tt_small_data();
     if (!ds) return;
     dd_train_cfg c;
     tt_cfg(&c, DD_TRAIN_PA, 4, 16, 3, 12, 1);

@@ -88,4 +88,66 @@ static inline void tt_cfg(dd_train_cfg *c, dd_train_task task, int hidden, size_
     c->eval_batch = 4;
 }
 
+/* max |a - b| / max |b| (max |a - b| when b is all zero). */
+static inline double tt_rel_diff(const float *a, const float *b, size_t n) {
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return m > 0 ? d / m : d;
+}
+
+/* Trains `epochs` whole epochs (steps, then the end of each epoch). 0 or -1. */
+static inline int tt_train_epochs(dd_trainer *tr, int epochs) {
+    for (int e = 0; e < epochs; e++) {
+        while (!dd_trainer_epoch_done(tr))
+            if (dd_trainer_step(tr, NULL) != DD_OK) return -1;
+        if (dd_trainer_end_epoch(tr, NULL) != DD_OK) return -1;
+    }
+    return 0;
+}
+
+/* The small data set of the parallel equivalence tests: 62 frames of 16 (stride 3) in the
+ * training split, i.e. 5 batches of 12 and a last one of 2 per epoch. */
+static inline dd_dataset *tt_small_data(void) {
+    size_t n[3] = {3 * 61 + 16, 512, 512};
+    return tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 5, NULL);
+}
+
+/* One process's run for a parallel test to equal: the loss and gradient of batch 0 of
+ * epoch 0, and the parameters and the test NMSE after 2 epochs. */
+typedef struct {
+    double loss, nmse;
+    float *grad, *params;
+    size_t n;
+} tt_reference;
+
+/* 0, or -1 with the error message set. Free with tt_reference_free. */
+static inline int tt_reference_make(const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa,
+                                    tt_reference *r) {
+    memset(r, 0, sizeof *r);
+    dd_trainer *one = NULL;
+    if (dd_trainer_create(c, ds, pa, NULL, &one) != DD_OK) return -1;
+    r->n = dd_trainer_num_floats(one);
+    r->grad = calloc(r->n, sizeof(float));
+    r->params = calloc(r->n, sizeof(float));
+    int ok = r->grad && r->params && dd_trainer_loss_grad(one, 0, 0, &r->loss) == DD_OK;
+    if (ok) memcpy(r->grad, dd_trainer_grads(one), r->n * sizeof(float));
+    ok = ok && tt_train_epochs(one, 2) == 0;
+    if (ok) {
+        memcpy(r->params, dd_trainer_params(one), r->n * sizeof(float));
+        size_t nh;
+        r->nmse = dd_trainer_history(one, &nh)[1].test.nmse_db;
+    }
+    dd_trainer_destroy(&one);
+    return ok ? 0 : -1;
+}
+
+static inline void tt_reference_free(tt_reference *r) {
+    free(r->grad);
+    free(r->params);
+    memset(r, 0, sizeof *r);
+}
+
 #endif

@@ -1038,7 +1038,7 @@ static dd_status s_tp(void *self, dd_model_tp *tp) {
 }
 
 static const dd_strategy_ops pp_ops = {
-    .name = "pipeline",
+    .name = "model-parallel",
     .layout_ranges = s_layout,
     .tp = s_tp,
     .setup = s_setup,

@@ -8,6 +8,10 @@
 #   json_num TEXT KEY    prints the number of "KEY": in a JSON text (flat or pretty)
 #   ref_num CASE PATH    prints a number from tests/data/metrics_ref.json
 #   finish               prints "NAME: N passed, M failed" and sets the exit status
+#   mpi_setup            skips (77) without mpirun, else sets Open MPI's environment
+#   mrun NP ARGS...      mpirun -np NP "$DD_CLI" ARGS, bounded in time (a hang fails)
+#   ev RUN               eval --json of RUN's last checkpoint without run-specific keys
+#   same_metrics A B DESC   every metric of two ev outputs within 0.01 dB, val loss 1e-5
 
 : "${DD_CLI:?set DD_CLI to the distdpd command (ctest does)}"
 cd "${DD_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}"
@@ -75,6 +79,44 @@ ref_num() {
             v = $0; sub(/^[^:]*: */, "", v); sub(/,$/, "", v)
             if ((sec == "" ? k : sec "." k) == want) { print v; exit }
         }' tests/data/metrics_ref.json
+}
+
+mpi_setup() {
+    if ! command -v mpirun >/dev/null 2>&1; then
+        echo "SKIP: mpirun not found"
+        exit 77
+    fi
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
+}
+
+# mpirun -np N distdpd ARGS (bounded in time: a hang fails the test instead of blocking it)
+mrun() {
+    local np=$1
+    shift
+    set +e
+    timeout 120 mpirun -np "$np" "$DD_CLI" "$@" >"$TMP/.out" 2>"$TMP/.err"
+    RC=$?
+    set -e
+    OUT=$(cat "$TMP/.out")
+    ERR=$(cat "$TMP/.err")
+    if [ "$RC" -eq 124 ]; then fail "mpirun -np $np distdpd $*: timed out (hang)"; fi
+}
+
+# eval --json of a run's last checkpoint without the fields that differ between runs
+ev() {
+    run eval --run "$1" --ckpt last --json
+    sed 's/,"eval_time_s":[^,}]*//; s/"run":"[^"]*",//' <<<"$OUT"
+}
+
+same_metrics() { # A B DESC: every metric within 0.01 dB, the validation loss within 1e-5
+    for k in val_nmse_db test_nmse_db val_aclr_avg_db test_evm_db; do
+        near "$(json_num "$1" "$k")" "$(json_num "$2" "$k")" 0.01 "$3: $k"
+    done
+    local la lb
+    la=$(json_num "$1" val_loss)
+    lb=$(json_num "$2" val_loss)
+    near "$la" "$lb" "$(awk -v a="$la" 'BEGIN { print (a < 0 ? -a : a) * 1e-5 }')" "$3: val_loss (rel. 1e-5)"
 }
 
 finish() {

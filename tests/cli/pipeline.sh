@@ -10,39 +10,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    echo "SKIP: mpirun not found"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
-
-mrun() {
-    local np=$1
-    shift
-    set +e
-    timeout 120 mpirun -np "$np" "$DD_CLI" "$@" >"$TMP/.out" 2>"$TMP/.err"
-    RC=$?
-    set -e
-    OUT=$(cat "$TMP/.out")
-    ERR=$(cat "$TMP/.err")
-    if [ "$RC" -eq 124 ]; then fail "mpirun -np $np distdpd $*: timed out (hang)"; fi
-}
-
-ev() {
-    run eval --run "$1" --ckpt last --json
-    sed 's/,"eval_time_s":[^,}]*//; s/"run":"[^"]*",//' <<<"$OUT"
-}
-
-same_metrics() { # A B DESC
-    for k in val_nmse_db test_nmse_db val_aclr_avg_db test_evm_db; do
-        near "$(json_num "$1" "$k")" "$(json_num "$2" "$k")" 0.01 "$3: $k"
-    done
-    local la lb
-    la=$(json_num "$1" val_loss)
-    lb=$(json_num "$2" val_loss)
-    near "$la" "$lb" "$(awk -v a="$la" 'BEGIN { print (a < 0 ? -a : a) * 1e-5 }')" "$3: val_loss (rel. 1e-5)"
-}
+mpi_setup
 
 D=$TMP/sim
 run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
