@@ -254,6 +254,15 @@ static tp_counts expected_counts(const tp_case *tc, const dd_model_cfg *mc, int 
     if (!strcmp(tc->name, "resnet")) e.ar_calls = 2 * L, e.ar_floats = 2 * L * B * Tt * H;
     if (!strcmp(tc->name, "tcn")) e.ag_calls = 2 * L, e.ag_floats = 2 * L * B * Tt * H / (uint64_t)T;
     if (!strcmp(tc->name, "hammerstein")) e.ar_calls = 2 * L, e.ar_floats = L * B * Tt * (H + 1);
+    if (!strcmp(tc->name, "rvtdnn") || !strcmp(tc->name, "arvtdnn")) {
+        /* forward: each row layer's (BT, H) sum, and fc_out's (BT, 2) when L is odd;
+         * backward: each column layer's input gradient ((BT, H) above layer 0; layer 0's
+         * (BT, F M) only when dx is wanted: it is in this test) */
+        const uint64_t F = !strcmp(tc->name, "rvtdnn") ? 2 : 5, M = (uint64_t)dd_model_cfg_get(mc, "memory");
+        const uint64_t rows = L / 2, cols = (L + 1) / 2;
+        e.ar_calls = rows + (L % 2) + cols;
+        e.ar_floats = B * Tt * (rows * H + (L % 2) * 2 + (cols - 1) * H + F * M);
+    }
     if (!strcmp(tc->name, "gru") || !strcmp(tc->name, "lstm")) {
         e.ag_calls = L * Tt, e.ag_floats = L * Tt * B * H / (uint64_t)T;
         e.rs_calls = L * (Tt - 1), e.rs_floats = L * (Tt - 1) * B * H / (uint64_t)T;
@@ -325,6 +334,8 @@ static const tp_case k_cases[] = {
     {"hammerstein", "hidden=12,layers=2,memory=3", 2, 16},
     {"gru", "hidden=12,layers=2", 2, 12},
     {"lstm", "hidden=12,layers=2", 2, 12},
+    {"rvtdnn", "hidden=12,layers=2,memory=4", 2, 16},
+    {"arvtdnn", "hidden=12,layers=3,memory=3", 2, 16},
 };
 
 static void test_group(dd_comm *c) {
@@ -357,18 +368,19 @@ static void test_errors(void) {
     dd_model_cfg none = tm_mcfg("");
     CHECK_ERR(dd_model_create_tp("gmp", &none, &tp, &m), DD_ERR_UNSUPPORTED, "model gmp has no tensor-parallel form");
     CHECK(strcmp(dd_last_error(),
-                 "model gmp has no tensor-parallel form (models with one: gru, lstm, tcn, resnet, hammerstein)") == 0,
+                 "model gmp has no tensor-parallel form (models with one: rvtdnn, arvtdnn, gru, lstm, tcn, resnet, "
+                 "hammerstein)") == 0,
           "message: %s", dd_last_error());
-    const char *unsupported[] = {"mp", "rvtdnn", "arvtdnn", "dgru"};
-    for (size_t i = 0; i < 4; i++)
+    const char *unsupported[] = {"mp", "dgru"};
+    for (size_t i = 0; i < 2; i++)
         CHECK_ERR(dd_model_create_tp(unsupported[i], &none, &tp, &m), DD_ERR_UNSUPPORTED, "no tensor-parallel form");
     tp.size = 4;
     dd_model_cfg c10 = tm_mcfg("hidden=10");
     CHECK_ERR(dd_model_create_tp("resnet", &c10, &tp, &m), DD_ERR_ARG, "resnet --hidden 10 is not divisible by --tp 4");
     CHECK(strcmp(dd_last_error(), "resnet --hidden 10 is not divisible by --tp 4") == 0, "message: %s",
           dd_last_error());
-    const char *sized[] = {"tcn", "hammerstein", "gru", "lstm"};
-    for (size_t i = 0; i < 4; i++) {
+    const char *sized[] = {"tcn", "hammerstein", "gru", "lstm", "rvtdnn", "arvtdnn"};
+    for (size_t i = 0; i < 6; i++) {
         char want[80];
         snprintf(want, sizeof want, "%s --hidden 10 is not divisible by --tp 4", sized[i]);
         CHECK_ERR(dd_model_create_tp(sized[i], &c10, &tp, &m), DD_ERR_ARG, want);

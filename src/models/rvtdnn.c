@@ -10,7 +10,14 @@
  * Names "hidden.<i>.weight/bias", "fc_out.weight/bias". (F M + 1) H + (L-1)(H + 1) H
  * + 2H + 2 parameters: 1,666 (rvtdnn) and 2,434 (arvtdnn) at the defaults M = 8, H = 32,
  * L = 2. History M - 1 samples. The gradient of r at x = 0 is defined as zero. One stage
- * ("mlp"): these models are small. */
+ * ("mlp"): these models are small.
+ * Tensor parallelism (T ranks, T divides H): Megatron pairs of dense layers. hidden.0,
+ * .2, ... are split by output unit (rows of W and b: H/T units each, the input whole),
+ * hidden.1, .3, ... by input unit (columns of W: the partial products summed over the
+ * group, then the bias, whole, then tanh); with L odd fc_out is split by input unit too
+ * (its 2 outputs summed), with L even it is whole. Per forward ceil(L/2) allreduces of
+ * (BT, H) or (BT, 2) floats; per backward one allreduce of each column layer's input
+ * gradient that is wanted (floor(L/2) of (BT, H), and (BT, F M) when dx is). */
 #include <math.h>
 
 #include "models/model_impl.h"
@@ -19,6 +26,7 @@
 
 typedef struct {
     int F, M, H, L;                     /* features per tap, taps, width, hidden layers */
+    int Hl;                             /* units of a column layer's output here (H / T) */
     dd_dense_layer hid[TD_MAX_LAYERS];  /* hidden.0: F*M -> H, hidden.i: H -> H */
     dd_dense_layer out;                 /* fc_out: H -> 2 */
 } td_impl;
@@ -125,6 +133,15 @@ static void scatter_taps(const td_impl *g, const float *x, const float *dU, floa
         }
 }
 
+/* Layer i (L: fc_out) of a tensor-parallel shard is split by input unit (its input is a
+ * previous layer's shard, its output summed over the group). */
+static int row_split(const dd_model *m, int i) { return dd_model_tp_size(m) > 1 && i % 2 == 1; }
+
+/* out (rows, C) += b in every row */
+static void add_rows(float *out, const float *b, size_t rows, size_t C) {
+    for (size_t r = 0; r < rows; r++) dd_add_forward(out + r * C, out + r * C, b, C);
+}
+
 static void mlp_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *x,
                         const float *x0, float *y, int B, int T, float *saved, float *scratch) {
     (void)st, (void)x0, (void)scratch;
@@ -136,11 +153,24 @@ static void mlp_forward(const dd_model *m, const dd_stage_def *st, const dd_stag
     const float *in = w.U;
     for (int i = 0; i < g->L; i++) {
         const dd_dense_layer *l = &g->hid[i];
-        dd_dense_forward(w.z[i], in, DD_SP(sp, l->w), DD_SP(sp, l->b), BT, l->in_dim, l->out_dim);
-        dd_act_forward(DD_ACT_TANH, w.z[i], w.z[i], n);
+        if (!row_split(m, i)) {
+            dd_dense_forward(w.z[i], in, DD_SP(sp, l->w), DD_SP(sp, l->b), BT, l->in_dim, l->out_dim);
+        } else { /* the partial products summed over the group, then the bias */
+            dd_dense_forward(w.z[i], in, DD_SP(sp, l->w), NULL, BT, l->in_dim, l->out_dim);
+            if (!dd_model_tp_ok(m, dd_tp_reduce_fwd(dd_model_tp_group(m), w.z[i], n))) return;
+            add_rows(w.z[i], DD_SP(sp, l->b), BT, (size_t)g->H);
+        }
+        dd_act_forward(DD_ACT_TANH, w.z[i], w.z[i], BT * (size_t)l->out_dim);
         in = w.z[i];
     }
-    dd_dense_forward(y, in, DD_SP(sp, g->out.w), DD_SP(sp, g->out.b), BT, g->H, 2);
+    if (!row_split(m, g->L)) {
+        dd_dense_forward(y, in, DD_SP(sp, g->out.w), DD_SP(sp, g->out.b), BT, g->out.in_dim, 2);
+    } else {
+        dd_dense_forward(y, in, DD_SP(sp, g->out.w), NULL, BT, g->out.in_dim, 2);
+        if (!dd_model_tp_ok(m, dd_tp_reduce_fwd(dd_model_tp_group(m), y, 2 * BT))) return;
+        add_rows(y, DD_SP(sp, g->out.b), BT, 2);
+    }
+    (void)n;
 }
 
 static void mlp_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *x,
@@ -152,24 +182,30 @@ static void mlp_backward(const dd_model *m, const dd_stage_def *st, const dd_sta
     td_scratch d;
     saved_layout(g, B, T, saved, &w);
     scratch_layout(g, B, T, scratch, &d);
-    const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->H;
-    memset(d.dz, 0, n * sizeof(float));
+    const size_t BT = (size_t)B * (size_t)T;
+    /* a row-split layer's input gradient is this rank's shard (no collective); a
+     * column-split layer's is a partial sum over the group (copy-to-group's dual) */
+    memset(d.dz, 0, BT * (size_t)g->out.in_dim * sizeof(float));
     dd_dense_backward(d.dz, DD_SG(sp, g->out.w), DD_SG(sp, g->out.b), dy, w.z[g->L - 1], DD_SP(sp, g->out.w), BT,
-                      g->H, 2);
+                      g->out.in_dim, 2);
     for (int i = g->L - 1; i >= 0; i--) {
         const dd_dense_layer *l = &g->hid[i];
-        memset(d.da, 0, n * sizeof(float));
-        dd_act_backward(DD_ACT_TANH, d.da, d.dz, NULL, w.z[i], n);
+        const size_t no = BT * (size_t)l->out_dim, ni = BT * (size_t)l->in_dim;
+        memset(d.da, 0, no * sizeof(float));
+        dd_act_backward(DD_ACT_TANH, d.da, d.dz, NULL, w.z[i], no);
         float *din = NULL;
         if (i > 0) {
-            memset(d.dz, 0, n * sizeof(float));
+            memset(d.dz, 0, ni * sizeof(float));
             din = d.dz;
         } else if (dx) {
-            memset(d.dU, 0, BT * (size_t)l->in_dim * sizeof(float));
+            memset(d.dU, 0, ni * sizeof(float));
             din = d.dU;
         }
         dd_dense_backward(din, DD_SG(sp, l->w), DD_SG(sp, l->b), d.da, i > 0 ? w.z[i - 1] : w.U, DD_SP(sp, l->w), BT,
                           l->in_dim, l->out_dim);
+        if (din && dd_model_tp_size(m) > 1 && !row_split(m, i) &&
+            !dd_model_tp_ok(m, dd_tp_copy_bwd(dd_model_tp_group(m), din, ni)))
+            return;
     }
     if (dx) scatter_taps(g, x, d.dU, dx, B, T);
 }
@@ -177,9 +213,13 @@ static void mlp_backward(const dd_model *m, const dd_stage_def *st, const dd_sta
 static double mlp_flops(const dd_model *m, const dd_stage_def *st, int backward) {
     (void)st;
     const td_impl *g = m->impl;
-    double H = g->H;
-    double f = DD_MAC * ((double)g->F * g->M * H + (g->L - 1) * H * H + 2 * H) + 4 * H * g->L +
-               (g->F == 5 ? 8.0 * g->M : 0.0);
+    double mac = 0, act = 0;
+    for (int i = 0; i < g->L; i++) {
+        mac += (double)g->hid[i].in_dim * g->hid[i].out_dim;
+        act += g->hid[i].out_dim;
+    }
+    mac += (double)g->out.in_dim * 2;
+    double f = DD_MAC * mac + 4 * act + (g->F == 5 ? 8.0 * g->M : 0.0);
     return backward ? 2 * f : f;
 }
 
@@ -191,7 +231,7 @@ static const dd_stage_ops mlp_stage = {
     .flops = mlp_flops,
 };
 
-static const dd_model_ops td_ops = {.init = td_init};
+static const dd_model_ops td_ops = {.init = td_init, .tensor_parallel = 1};
 
 static dd_status td_build(dd_model *m, int F) {
     td_impl *g = m->impl;
@@ -199,12 +239,23 @@ static dd_status td_build(dd_model *m, int F) {
     g->M = dd_model_opt(m, "memory");
     g->H = dd_model_opt(m, "hidden");
     g->L = dd_model_opt(m, "layers");
+    DD_TRY(dd_model_tp_divides(m, "hidden"));
+    g->Hl = g->H / dd_model_tp_size(m);
     char name[40];
-    for (int i = 0; i < g->L; i++) {
+    for (int i = 0; i < g->L; i++) { /* a shard: column layers H -> Hl, row layers Hl -> H */
         snprintf(name, sizeof name, "hidden.%d", i);
-        DD_TRY(dd_dense_layer_add(&m->table, name, i ? g->H : g->F * g->M, g->H, 1, &g->hid[i]));
+        const int in = i == 0 ? g->F * g->M : row_split(m, i) ? g->Hl : g->H;
+        const int out = row_split(m, i) || dd_model_tp_size(m) == 1 ? g->H : g->Hl;
+        DD_TRY(dd_dense_layer_add(&m->table, name, in, out, 1, &g->hid[i]));
+        if (dd_model_tp_size(m) > 1 && !row_split(m, i)) {
+            DD_TRY(dd_model_tp_split(m, g->hid[i].w, 0, 1));
+            DD_TRY(dd_model_tp_split(m, g->hid[i].b, 0, 1));
+        } else if (dd_model_tp_size(m) > 1) {
+            DD_TRY(dd_model_tp_split(m, g->hid[i].w, 1, 1));
+        }
     }
-    DD_TRY(dd_dense_layer_add(&m->table, "fc_out", g->H, 2, 1, &g->out));
+    DD_TRY(dd_dense_layer_add(&m->table, "fc_out", row_split(m, g->L) ? g->Hl : g->H, 2, 1, &g->out));
+    if (row_split(m, g->L)) DD_TRY(dd_model_tp_split(m, g->out.w, 1, 1));
     DD_TRY(dd_model_add_stage(m, &mlp_stage, "mlp", 0, NULL, 2, 2));
     m->history = g->M - 1;
     return DD_OK;
