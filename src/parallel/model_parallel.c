@@ -1081,9 +1081,9 @@ static size_t schedule_choices(char *buf, size_t cap) {
 static const dd_strategy_opt pp_opts[] = {
     {"tp", "T",
      "tensor parallelism over T ranks (Megatron-style: each rank holds\n"
-     "its shard of every layer; resnet, tcn, hammerstein, gru, lstm;\n"
-     "docs/models.md), inside a node; with --pp: T x P ranks per\n"
-     "replica",
+     "its shard of every layer; resnet, tcn, hammerstein, gru, lstm,\n"
+     "rvtdnn, arvtdnn; docs/models.md), inside a node; with --pp:\n"
+     "T x P ranks per replica",
      NULL},
     {"pp", "P",
      "pipeline parallelism over P ranks: the model's stages (a DPD's\n"
