@@ -364,7 +364,7 @@ static void test_ranking(void) {
     CHECK_OK(dd_plan_mp_run(&c, &r));
     CHECK(r.best == -1 && r.nrows > 0 && r.rows[0].rank == 0, "no layout fits 1 KiB");
     dd_plan_mp_explain(&r, text, sizeof text);
-    CHECK(strstr(text, "no layout fits 0.0 MiB per rank: the smallest") == text, "%s", text);
+    CHECK(strstr(text, "no layout fits 1.0 KiB per rank: the smallest") == text, "%s", text);
     dd_plan_mp_result_free(&r);
     /* a model without a tensor-parallel form: tp > 1 not planned, and said so */
     cfg_of(&c, "gmp", "memory=4", 2, 0);

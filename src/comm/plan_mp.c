@@ -1296,7 +1296,9 @@ static void fmt_t(char *b, size_t n, double s) {
 
 static void fmt_mib(char *b, size_t n, double bytes) {
     if (bytes >= 1024.0 * 1048576.0) snprintf(b, n, "%.2f GiB", bytes / (1024.0 * 1048576.0));
-    else snprintf(b, n, "%.1f MiB", bytes / 1048576.0);
+    else if (bytes >= 1048576.0) snprintf(b, n, "%.1f MiB", bytes / 1048576.0);
+    else if (bytes >= 1024.0) snprintf(b, n, "%.1f KiB", bytes / 1024.0);
+    else snprintf(b, n, "%.0f B", bytes);
 }
 
 static void fmt_b(char *b, size_t n, double bytes) {
