@@ -269,6 +269,13 @@ static void test_times(void) {
           o.tp_bytes);
     CHECK(o.bubble_s == 0 && o.msg_s == 0 && o.dp_s == 0 && o.pp == 1 && o.dp == 1, "tp 2 has no pipeline nor replicas");
     CHECK(fabs(o.step_s - sum_parts(&o)) <= 1e-12, "tp parts add up");
+    /* a pipeline of 2: rank 0 sends each micro-batch's activation (B/M frames x F x C
+     * floats between two blocks), one message each way per micro-batch */
+    CHECK_OK(dd_plan_mp_layout_eval(&c, 1, 2, 2, DD_SHARD_NONE, &o));
+    CHECK(o.msg_bytes == 4.0 * 16 * 100 * 16, "pp 2: rank 0 sends %g bytes per step, want %g", o.msg_bytes,
+          4.0 * 16 * 100 * 16);
+    CHECK(o.msg_s > 0 && fabs(o.bubble_formula - 1.0 / 3) <= 1e-12, "pp 2 M 2: messages %g s, formula %g", o.msg_s,
+          o.bubble_formula);
     /* a pipeline of equal stages (hammerstein blocks), messages free: the bubble is the
      * formula's; the replicas' allreduce of each rank's storage after it */
     const char *ho = "hidden=8,layers=4,memory=4";

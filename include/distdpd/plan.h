@@ -372,7 +372,8 @@ typedef struct {
     double bubble;             /* mean idle share of the schedule (0 without a pipeline) */
     double bubble_formula;     /* dd_pp_bubble_formula (0 without a pipeline) */
     double tp_calls, tp_bytes; /* tensor-parallel calls and bytes a rank sends per step */
-    double msg_bytes;          /* pipeline bytes the busiest rank sends per step */
+    double msg_bytes;          /* pipeline bytes rank 0 sends per step (activations and
+                                  gradients; parallel.json's rank0_bytes_sent_per_step) */
     double dp_bytes;           /* gradient bytes reduced per rank and step */
     int tp_inter, pp_inter, dp_inter; /* 1: groups of that dimension span nodes */
     int rank;                  /* place in the ranking (1 = best); 0: does not fit */

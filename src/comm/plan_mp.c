@@ -910,7 +910,9 @@ static dd_status layout_time(const mp_layout *L, dd_plan_mp_layout *o) {
         if (inter) o->pp_inter = 1;
         const dd_link l = inter ? shared_link(&c->cluster.inter, T) : c->cluster.intra;
         act[v] = grad[v] = l.alpha1 + bytes * l.beta1;
-        if (q0 == 0) o->msg_bytes += L->M * bytes; /* rank 0 sends activations forward */
+        /* rank 0's sends: the activation of a boundary it starts, the gradient of one it ends */
+        if (q0 == 0) o->msg_bytes += L->M * bytes;
+        if (q1 == 0) o->msg_bytes += L->M * bytes;
     }
     dd_status st = DD_OK;
     const double span = simulate(L, f, b, act, grad, busy);
@@ -1549,7 +1551,7 @@ dd_status dd_plan_mp_json(const dd_plan_mp_result *r, char **json) {
         cJSON_AddNumberToObject(j, "rank_params", (double)o->rank_params);
         mem = cJSON_AddObjectToObject(j, "memory_bytes");
         if (!mem) goto nomem;
-        cJSON_AddNumberToObject(mem, "rank", o->mem_rank);
+        cJSON_AddNumberToObject(mem, "world_rank", o->mem_rank);
         for (int k = 0; k < DD_MEM_KINDS; k++) cJSON_AddNumberToObject(mem, dd_mem_kind_name((dd_mem_kind)k), (double)o->mem[k]);
         cJSON_AddNumberToObject(mem, "total", (double)o->mem_total);
         cJSON_AddNumberToObject(mem, "peak", (double)o->mem_peak);
