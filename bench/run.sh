@@ -18,6 +18,8 @@
 #    and 4 pipeline ranks against one process.
 # 5. bench/tp_bench.sh (BENCH_TP=1, off by default: ~10 min): one GRU layer whole against a
 #    tensor-parallel shard on each of 2 ranks, hidden 64 .. 2048 (the crossover width).
+# 6. bench/plan_check.sh (BENCH_PLAN=1, off by default: ~8 min): the model-parallel plan
+#    (distdpd plan --cluster) against measured step times at 2 and 4 ranks (docs/comm.md).
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_PYTHON.
 set -euo pipefail
@@ -51,4 +53,10 @@ if [ "${BENCH_TP:-0}" != 0 ]; then
     echo "## Tensor parallelism of a GRU layer (bench/tp_bench.sh)"
     echo
     bash bench/tp_bench.sh "$BUILD"
+fi
+if [ "${BENCH_PLAN:-0}" != 0 ]; then
+    echo
+    echo "## The model-parallel plan against measured step times (bench/plan_check.sh)"
+    echo
+    bash bench/plan_check.sh "$BUILD"
 fi

@@ -17,6 +17,7 @@
 #include "distdpd/model.h"
 #include "distdpd/optim.h"
 #include "distdpd/parallel.h"
+#include "distdpd/pipeline.h"
 #include "distdpd/train.h"
 
 #ifdef __cplusplus
@@ -264,6 +265,151 @@ dd_status dd_plan_shard_run(const dd_plan_shard_cfg *cfg, dd_plan_shard_result *
  * NULL. *json is allocated; caller frees with free(). */
 dd_status dd_plan_shard_json(const dd_plan_shard_cfg *cfg, const dd_plan_shard_result *rows, size_t nrows,
                              const char *link_name, char **json);
+
+
+/* ---- model parallelism: ranking the layouts of a cluster (plan_mp.c) ----------------
+ * Which (tp, pp, dp, shard) layout of a cluster's ranks trains a model fastest while each
+ * rank's arenas fit its memory: the memory of every layout from the sizes the code
+ * allocates (the model-parallel strategy, src/parallel/pipeline.c; plain and sharded data
+ * parallelism through dd_plan_shard_*), its step time from the model's stage FLOPs and a
+ * compute speed, the pipeline schedule run over per-stage costs and message delays, the
+ * tensor-parallel collectives counted by running the shard once, and the alpha-beta
+ * model of the replicas' gradient allreduce. Formulas: docs/comm.md ("Model-parallel
+ * plan"). */
+
+/* A cluster (the --cluster FILE of `distdpd plan`, docs/comm.md "Cluster file"). */
+typedef struct {
+    int nodes;             /* >= 1 */
+    int ranks_per_node;    /* >= 1; ranks fill nodes in order (mpirun's default mapping) */
+    dd_link intra;         /* link between two ranks of a node */
+    dd_link inter;         /* link between nodes (each node's share: see docs) */
+    char intra_name[96];   /* preset name, "measured (FILE)" or "given" */
+    char inter_name[96];
+    double memory_bytes;   /* arena budget per rank (memory_mib x 2^20; what train-pa's
+                              --mem-limit-mb enforces); 0: no limit */
+    double gflops;         /* sustained GFLOP/s of one rank for forward + backward; 0: not given */
+} dd_plan_cluster;
+
+/* Parses a cluster file's text; `path` names it in messages and anchors relative
+ * calibration paths. Errors DD_ERR_FORMAT "PATH: ..." naming the field and what is wrong
+ * (docs/comm.md lists them), DD_ERR_IO for a calibration file that cannot be read. */
+dd_status dd_plan_cluster_parse(const char *text, const char *path, dd_plan_cluster *out);
+/* Reads and parses the file. Errors: DD_ERR_IO "PATH: cannot open: ...", those of parse. */
+dd_status dd_plan_cluster_load(const char *path, dd_plan_cluster *out);
+
+typedef struct {
+    const char *model;         /* registry name of the trained model (required: the planner
+                                  creates its tensor-parallel shards) */
+    dd_model_cfg model_cfg;    /* its options */
+    const dd_model *pa;        /* the frozen PA model of task dla, else NULL */
+    dd_train_task task;        /* DD_TRAIN_PA (default) or DD_TRAIN_DLA */
+    dd_optim_kind opt;         /* default adamw */
+    double momentum;           /* sgd only */
+    size_t batch, frame;       /* global batch (frames) and frame length (default 64, 200) */
+    size_t frames;             /* training frames (0: at least batch) */
+    size_t eval_batch, nperseg, eval_segments; /* as dd_plan_shard_cfg (16, 2560, 0) */
+    int micro;                 /* micro-batches M; 0: pp (train-pa's default); -1: auto
+                                  (the fastest of pp x 1, 2, 4, 8 that fits; a smaller M
+                                  within 2 % of it wins) */
+    dd_pp_kind schedule;       /* default 1f1b */
+    int virt;                  /* virtual stages per rank (interleaved; default 1) */
+    dd_allreduce_algo algo;    /* --allreduce of every layout (default ring) */
+    double bucket_mb;          /* plain data parallelism's buckets (MiB, default 4) */
+    dd_plan_cluster cluster;   /* nodes, links, memory, gflops (> 0 required) */
+} dd_plan_mp_cfg;
+
+void dd_plan_mp_cfg_default(dd_plan_mp_cfg *cfg);
+
+/* Collectives of one tensor-parallel shard per stage pass (dd_plan_tp_counts). */
+typedef struct {
+    double allreduce_calls, allreduce_floats;           /* floats summed over the calls */
+    double allgather_calls, allgather_floats;           /* floats each rank sends, summed */
+    double reduce_scatter_calls, reduce_scatter_floats; /* floats of a rank's block, summed */
+} dd_plan_tp_calls;
+
+/* The collectives rank 0 of a tp-rank shard of model `model` makes in each stage's
+ * forward (fwd[s]) and backward (bwd[s]) for B frames of T samples, counted by running
+ * the shard with callbacks that only count (stage by stage, zero parameters; the input
+ * gradient wanted for every stage but the first, as in training). The run is made at
+ * B = 1 and three short lengths and extrapolated (counts affine in T, floats linear in B:
+ * checked, else it runs at length T). fwd and bwd have room for cap stages; *nstages
+ * receives the model's stage count. Errors: those of dd_model_create_tp, DD_ERR_ARG
+ * (cap too small, tp < 1, B or T < 1), DD_ERR_NOMEM. */
+dd_status dd_plan_tp_counts(const char *model, const dd_model_cfg *cfg, int tp, int B, int T, dd_plan_tp_calls *fwd,
+                            dd_plan_tp_calls *bwd, size_t cap, size_t *nstages);
+
+/* Arena bytes world rank `rank` allocates per dd_mem_kind under the model-parallel
+ * strategy (train-pa --tp tp --pp pp --micro micro, ranks = nodes x ranks_per_node, grid
+ * order tp,pp,dp), as dd_mem_stats counts them once the trainer is set up; micro 0 = pp.
+ * *eval_params (may be NULL) receives the parameter bytes its first evaluation adds (the
+ * buffer that receives another pipeline rank's stage; 0 when pp = 1). Errors: DD_ERR_ARG
+ * naming the field (tp x pp not dividing the ranks, ...), those of the shard. */
+dd_status dd_plan_mp_memory(const dd_plan_mp_cfg *cfg, int tp, int pp, int micro, int rank,
+                            size_t bytes[DD_MEM_KINDS], size_t *eval_params);
+
+/* One layout, predicted. Times are per optimiser step; step_s = compute_s + tp_s +
+ * bubble_s + msg_s + dp_s + small_s. */
+typedef struct {
+    int tp, pp, dp;            /* grid: T x P x D = the cluster's ranks */
+    int micro;                 /* M (0 for plain data parallelism) */
+    int virt;
+    dd_shard_mode shard;       /* none unless tp = pp = 1 */
+    const char *strategy;      /* "single", "dp", "zero" or "model-parallel" */
+    size_t mem[DD_MEM_KINDS];  /* arena bytes per kind of the largest rank, after set-up */
+    size_t mem_total;          /* their sum */
+    size_t mem_peak;           /* + what evaluation (a pipeline stage's parameters) or
+                                  zero3's report adds later: what must fit */
+    int mem_rank;              /* that rank */
+    size_t rank_params;        /* parameter floats it holds */
+    int fits;                  /* mem_peak <= the cluster's memory (1 without a limit) */
+    double step_s;
+    double compute_s;          /* forward + backward FLOPs / speed, the busiest rank */
+    double tp_s;               /* its tensor-parallel collectives */
+    double bubble_s;           /* pipeline idle time on the critical path */
+    double msg_s;              /* pipeline messages on the critical path */
+    double dp_s;               /* the replicas' gradient communication not hidden */
+    double small_s;            /* the loss / norm / stop-flag reduction */
+    double bubble;             /* mean idle share of the schedule (0 without a pipeline) */
+    double bubble_formula;     /* dd_pp_bubble_formula (0 without a pipeline) */
+    double tp_calls, tp_bytes; /* tensor-parallel calls and bytes a rank sends per step */
+    double msg_bytes;          /* pipeline bytes rank 0 sends per step (activations and
+                                  gradients; parallel.json's rank0_bytes_sent_per_step) */
+    double dp_bytes;           /* gradient bytes reduced per rank and step */
+    int tp_inter, pp_inter, dp_inter; /* 1: groups of that dimension span nodes */
+    int rank;                  /* place in the ranking (1 = best); 0: does not fit */
+} dd_plan_mp_layout;
+
+typedef struct {
+    dd_plan_mp_cfg cfg;        /* the inputs (pointers borrowed) */
+    int ranks;                 /* nodes x ranks_per_node */
+    size_t params, floats, stages; /* the whole model's */
+    double flops_sample;       /* forward + backward FLOPs per sample (DPD + PA for dla) */
+    dd_plan_mp_layout *rows;   /* fitting layouts by step time, then the others by memory */
+    size_t nrows;
+    int best;                  /* index of the best row; -1: none fits */
+    int nskipped;              /* layouts not planned, and why (first 8 reasons) */
+    char skipped[8][192];
+} dd_plan_mp_result;
+
+/* One layout (shard: plain data parallelism only; micro -1: auto, 0: pp). Errors:
+ * DD_ERR_ARG naming what makes the layout impossible, those of the shard. */
+dd_status dd_plan_mp_layout_eval(const dd_plan_mp_cfg *cfg, int tp, int pp, int micro, dd_shard_mode shard,
+                                 dd_plan_mp_layout *out);
+/* Every layout of the cluster's ranks, ranked. Free with dd_plan_mp_result_free. Errors:
+ * DD_ERR_ARG naming the field, DD_ERR_NOMEM. */
+dd_status dd_plan_mp_run(const dd_plan_mp_cfg *cfg, dd_plan_mp_result *out);
+void dd_plan_mp_result_free(dd_plan_mp_result *r);
+/* Why the best layout wins, as lines of text ("best: ...", "why: ..."); snprintf
+ * semantics. */
+size_t dd_plan_mp_explain(const dd_plan_mp_result *r, char *buf, size_t cap);
+/* {"inputs", "cluster", "layouts": [...], "best", "explanation"}; caller frees. */
+dd_status dd_plan_mp_json(const dd_plan_mp_result *r, char **json);
+
+/* Times forward + backward of model m over B frames of T samples on this process (random
+ * parameters and data; one warm-up, then the median of reps >= 1 passes) and returns the
+ * seconds of one pass and the sustained GFLOP/s (the stages' FLOPs per sample x B T /
+ * seconds). Errors: DD_ERR_ARG, DD_ERR_NOMEM (the workspace). */
+dd_status dd_plan_measure_compute(const dd_model *m, int B, int T, int reps, double *seconds, double *gflops);
 
 #ifdef __cplusplus
 }

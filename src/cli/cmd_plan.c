@@ -3,9 +3,12 @@
  * and recommends an algorithm, a bucket size and whether compression pays; with --model
  * (and the model's options, taken from the registry) predicts for each sharding mode
  * (--shard none|zero1|zero2|zero3) the memory per rank by kind and the communication of
- * a step (dd_plan_shard_run); with --calibrate (under mpirun -np >= 2) measures alpha,
- * beta and gamma on this machine, writes them to a JSON file that later runs read with
- * --calibration, and compares the calibrated model with measured allreduce times. */
+ * a step (dd_plan_shard_run); with --model and --cluster FILE ranks the (tp, pp, dp, shard)
+ * layouts of a cluster by predicted step time among those that fit its memory per rank
+ * (dd_plan_mp_run), --measure-compute timing the model here; with --calibrate (under
+ * mpirun -np >= 2) measures alpha, beta and gamma on this machine, writes them to a JSON
+ * file that later runs read with --calibration, and compares the calibrated model with
+ * measured allreduce times. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,8 @@ static const char *const NAME = "plan";
 static void help(void) {
     printf("usage: distdpd plan --params P [options]\n"
            "       distdpd plan --model NAME [--hidden H --layers L ...] [sharding options]\n"
+           "       distdpd plan --model NAME [...] --cluster FILE [model-parallel options]\n"
+           "       distdpd plan --model NAME [...] --measure-compute\n"
            "       mpirun -np N distdpd plan --calibrate [--calibration FILE]\n"
            "\n"
            "Predicts, from an alpha-beta-gamma cost model, the time of one allreduce of all\n"
@@ -80,8 +85,31 @@ static void help(void) {
            "                         allreduce after backward)\n"
            "  --link, --intra, --ranks-per-node, --calibration, --json as above\n"
            "\n"
+           "model parallelism (--model ... --cluster FILE): every (tp, pp, dp, shard) layout of the\n"
+           "cluster's ranks with its memory per rank (the arenas train-pa --tp/--pp allocates,\n"
+           "exactly) and its predicted step time (compute from the stages' FLOPs, the pipeline\n"
+           "schedule simulated, tensor-parallel collectives counted, the replicas' allreduce),\n"
+           "ranked among those that fit the memory per rank, and why the best wins:\n"
+           "  --cluster FILE         JSON: nodes, ranks_per_node, intra_link, inter_link (presets,\n"
+           "                         {\"latency_us\", \"bandwidth_gbps\"} or {\"calibration\": FILE}),\n"
+           "                         memory_mib, gflops (docs/comm.md, \"Cluster file\")\n"
+           "  --micro M|auto         micro-batches per global batch (default: pp, as train-pa;\n"
+           "                         auto: the fastest of pp x 1, 2, 4, 8 that fits)\n"
+           "  --schedule S           gpipe, 1f1b (default) or interleaved (with --virtual V)\n"
+           "  --virtual V            virtual stages per rank (interleaved; default 1)\n"
+           "  --gflops G             compute speed per rank, GFLOP/s of forward + backward\n"
+           "                         (instead of the file's \"gflops\")\n"
+           "  --measure-compute      time one forward + backward of the model over --batch frames\n"
+           "                         on this process (median of 3 after a warm-up) and use its\n"
+           "                         GFLOP/s; without --cluster it only prints them (run it on a\n"
+           "                         node of the cluster, nothing else running)\n"
+           "  --batch, --frame, --frames, --task dla, --opt, --allreduce, --bucket-mb, --json as\n"
+           "                         above; --ranks, --link, --intra, --ranks-per-node, --shard and\n"
+           "                         --calibration come from the cluster file instead\n"
+           "\n"
            "Link presets and the model's formulas: docs/comm.md; sharding: docs/sharding.md.\n"
-           "exit status: 0 ok, 1 runtime error (calibration file, MPI), 2 usage\n");
+           "exit status: 0 ok, 1 runtime error (calibration or cluster file, MPI; no layout fits the\n"
+           "memory per rank), 2 usage\n");
 }
 
 static void fmt_bytes(char *buf, size_t n, double b) {
@@ -351,11 +379,147 @@ static int run_shard_plan(dd_plan_shard_cfg *cfg, const int *ranks, int nranks, 
     return DD_EXIT_OK;
 }
 
+/* ---- --cluster: the model-parallel layouts; --measure-compute ------------------------ */
+
+typedef struct {
+    const char *model, *cluster;
+    int micro;
+    dd_pp_kind sched;
+    int virt;
+    double gflops;
+    int measure, json;
+} mp_opts;
+
+static int run_mp_plan(const dd_plan_shard_cfg *sc, const dd_model_cfg *mc, const mp_opts *o) {
+    dd_plan_mp_cfg c;
+    dd_plan_mp_cfg_default(&c);
+    c.model = o->model;
+    c.model_cfg = *mc;
+    c.pa = sc->pa;
+    c.task = sc->task;
+    c.opt = sc->opt;
+    c.momentum = sc->momentum;
+    c.batch = sc->batch;
+    c.frame = sc->frame;
+    c.frames = sc->frames;
+    c.eval_batch = sc->eval_batch;
+    c.nperseg = sc->nperseg;
+    c.eval_segments = sc->eval_segments;
+    c.micro = o->micro;
+    c.schedule = o->sched;
+    c.virt = o->virt;
+    c.algo = sc->algo;
+    c.bucket_mb = sc->bucket_mb;
+    dd_status st;
+    if (o->cluster && (st = dd_plan_cluster_load(o->cluster, &c.cluster)) != DD_OK) return dd_cli_fail(NAME, st);
+    /* the compute speed: measured here, --gflops, or the file's */
+    double mt = 0, mg = 0;
+    const size_t mb = sc->frames && sc->frames < sc->batch ? sc->frames : sc->batch;
+    if (o->measure) {
+        if ((st = dd_plan_measure_compute(sc->model, (int)mb, (int)sc->frame, 3, &mt, &mg)) != DD_OK)
+            return dd_cli_fail(NAME, st);
+        c.cluster.gflops = mg;
+    } else if (o->gflops > 0) {
+        c.cluster.gflops = o->gflops;
+    }
+    char desc[256];
+    dd_model_describe(sc->model, desc, sizeof desc);
+    if (!o->cluster) { /* --measure-compute alone */
+        if (o->json)
+            printf("{\"model\": \"%s\", \"batch\": %zu, \"frame\": %zu, \"seconds\": %.6g, \"gflops\": %.6g, "
+                   "\"flops_per_sample\": %.6g}\n",
+                   o->model, mb, sc->frame, mt, mg,
+                   dd_model_flops_per_sample(sc->model, 0) + dd_model_flops_per_sample(sc->model, 1));
+        else
+            printf("compute:    %s\n            forward + backward of %zu frames x %zu samples on this process: %.4g s "
+                   "(median of 3 after a warm-up) = %.2f GFLOP/s\n            (give \"gflops\": %.2f in a cluster "
+                   "file, or --gflops %.2f)\n",
+                   desc, mb, sc->frame, mt, mg, mg, mg);
+        return DD_EXIT_OK;
+    }
+    if (!(c.cluster.gflops > 0))
+        return dd_cli_usage(NAME, "%s has no \"gflops\": give --gflops G (GFLOP/s per rank, forward + backward) or "
+                                  "--measure-compute (times the model here)",
+                            o->cluster);
+    dd_plan_mp_result r;
+    if ((st = dd_plan_mp_run(&c, &r)) != DD_OK) return dd_cli_fail(NAME, st);
+    if (o->json) {
+        char *txt = NULL;
+        st = dd_plan_mp_json(&r, &txt);
+        dd_plan_mp_result_free(&r);
+        if (st != DD_OK) return dd_cli_fail(NAME, st);
+        printf("%s\n", txt);
+        free(txt);
+        return DD_EXIT_OK;
+    }
+    char b1[32], b2[32];
+    printf("model:      %s; %zu stages; %.4g FLOP per sample (forward + backward)\n", desc, r.stages, r.flops_sample);
+    if (c.pa) {
+        dd_model_describe(c.pa, desc, sizeof desc);
+        printf("PA model:   %s (frozen; its stages join the pipeline)\n", desc);
+    }
+    printf("training:   task %s, global batch %zu frames of %zu samples", dd_train_task_name(c.task), c.batch, c.frame);
+    if (c.frames) printf(" (data: %zu frames)", c.frames);
+    printf(", %s; schedule %s", dd_optim_kind_name(c.opt), dd_pp_kind_name(c.schedule));
+    if (c.virt > 1) printf(" x %d virtual stages", c.virt);
+    if (c.micro < 0) printf(", micro-batches auto (the fastest of pp x 1, 2, 4, 8)");
+    else if (c.micro > 0) printf(", %d micro-batches", c.micro);
+    else printf(", micro-batches = pp");
+    printf("; allreduce %s\n", dd_allreduce_name(c.algo));
+    printf("cluster:    %s: %d node%s x %d ranks = %d ranks; %.1f MiB of arenas per rank; ", o->cluster, c.cluster.nodes,
+           c.cluster.nodes == 1 ? "" : "s", c.cluster.ranks_per_node, r.ranks, c.cluster.memory_bytes / 1048576.0);
+    if (o->measure)
+        printf("%.2f GFLOP/s per rank (measured here: forward + backward of %zu frames in %.4g s)\n", c.cluster.gflops, mb,
+               mt);
+    else
+        printf("%.2f GFLOP/s per rank (%s)\n", c.cluster.gflops, o->gflops > 0 ? "--gflops" : "the file's");
+    print_link("intra:", c.cluster.intra_name, &c.cluster.intra);
+    if (c.cluster.nodes > 1) print_link("inter:", c.cluster.inter_name, &c.cluster.inter);
+    printf("\nlayouts, fastest first (times per optimiser step; compute and tensor-parallel collectives of the busiest\n"
+           "rank; memory: its arenas at their peak)\n");
+    printf("%5s %4s %4s %5s %-5s %5s %10s %10s %10s %10s %10s %10s %12s  %s\n", "rank", "tp", "pp", "dp", "shard",
+           "micro", "step", "compute", "tp comm", "bubble", "pp msgs", "dp comm", "memory/rank", "fits");
+    for (size_t i = 0; i < r.nrows; i++) {
+        const dd_plan_mp_layout *w = &r.rows[i];
+        char t[6][32], mm[16], rk[16];
+        fmt_ms(t[0], sizeof t[0], w->step_s);
+        fmt_ms(t[1], sizeof t[1], w->compute_s);
+        fmt_ms(t[2], sizeof t[2], w->tp_s);
+        fmt_ms(t[3], sizeof t[3], w->bubble_s);
+        fmt_ms(t[4], sizeof t[4], w->msg_s);
+        fmt_ms(t[5], sizeof t[5], w->dp_s + w->small_s);
+        if (w->micro > 0) snprintf(mm, sizeof mm, "%d", w->micro);
+        else snprintf(mm, sizeof mm, "-");
+        if (w->rank > 0) snprintf(rk, sizeof rk, "%d", w->rank);
+        else snprintf(rk, sizeof rk, "-");
+        snprintf(b1, sizeof b1, "%.1f MiB", (double)w->mem_peak / 1048576.0);
+        printf("%5s %4d %4d %5d %-5s %5s %10s %10s %10s %10s %10s %10s %12s  %s\n", rk, w->tp, w->pp, w->dp,
+               dd_shard_name(w->shard), mm, t[0], t[1], t[2], t[3], t[4], t[5], b1, w->fits ? "yes" : "NO");
+    }
+    for (int i = 0; i < r.nskipped && i < 8; i++) printf("not planned: %s\n", r.skipped[i]);
+    if (r.nskipped > 8) printf("not planned: %d more\n", r.nskipped - 8);
+    const size_t n = dd_plan_mp_explain(&r, NULL, 0) + 1;
+    char *text = malloc(n);
+    if (text) {
+        dd_plan_mp_explain(&r, text, n);
+        printf("\n%s", text);
+        free(text);
+    }
+    (void)b2;
+    printf("\nstep = compute + tp comm + bubble + pp msgs + dp comm (the replicas' gradients, and the loss\n"
+           "reduction); formulas and the cluster file: docs/comm.md (Model-parallel plan).\n");
+    const int rc = r.best < 0 ? DD_EXIT_RUNTIME : DD_EXIT_OK;
+    if (r.best < 0) fprintf(stderr, "distdpd plan: no layout fits %s's memory per rank\n", o->cluster);
+    dd_plan_mp_result_free(&r);
+    return rc;
+}
+
 int dd_cmd_plan(int argc, char **argv) {
     enum {
         O_PARAMS = 256, O_RANKS, O_LINK, O_INTRA, O_RPN, O_COMPUTE, O_SAMPLES, O_FLOPS, O_BUCKET,
         O_NOOVERLAP, O_CALFILE, O_CALIBRATE, O_JSON, O_MODEL, O_TASK, O_PAMODEL, O_BATCH, O_FRAME, O_FRAMES,
-        O_EVALBATCH, O_NPERSEG, O_EVALSEG, O_SHARD, O_OPT, O_MOMENTUM, O_ALLREDUCE,
+        O_EVALBATCH, O_NPERSEG, O_EVALSEG, O_SHARD, O_OPT, O_MOMENTUM, O_ALLREDUCE, O_CLUSTER, O_MICRO,
+        O_SCHEDULE, O_VIRTUAL, O_GFLOPS, O_MEASURE,
         O_MOPT = 512,                /* + k: --NAME of model option k */
         O_PAOPT = O_MOPT + MAX_MOPTS /* + k: --pa-NAME */
     };
@@ -385,6 +549,12 @@ int dd_cmd_plan(int argc, char **argv) {
                                          {"opt", required_argument, NULL, O_OPT},
                                          {"momentum", required_argument, NULL, O_MOMENTUM},
                                          {"allreduce", required_argument, NULL, O_ALLREDUCE},
+                                         {"cluster", required_argument, NULL, O_CLUSTER},
+                                         {"micro", required_argument, NULL, O_MICRO},
+                                         {"schedule", required_argument, NULL, O_SCHEDULE},
+                                         {"virtual", required_argument, NULL, O_VIRTUAL},
+                                         {"gflops", required_argument, NULL, O_GFLOPS},
+                                         {"measure-compute", no_argument, NULL, O_MEASURE},
                                          {"help", no_argument, NULL, 'h'}};
     enum { NBASE = sizeof base / sizeof base[0] };
     /* the model options come from the registry: --NAME and --pa-NAME for each */
@@ -405,6 +575,7 @@ int dd_cmd_plan(int argc, char **argv) {
     double params = 0, compute = 0, samples = 12800, flops = 1e9, bucket_mb = 0;
     const char *estimate = NULL; /* --samples or --flops given */
     size_t rpn = 8;
+    int rpn_given = 0;
     int json = 0, calibrate = 0, overlap = 1, have_params = 0, c, rc;
     const char *bucket_arg = NULL;
     /* --model */
@@ -414,6 +585,10 @@ int dd_cmd_plan(int argc, char **argv) {
     dd_plan_shard_cfg sc;
     dd_plan_shard_cfg_default(&sc);
     int mode = -1; /* --shard all */
+    /* --cluster: the model-parallel layouts */
+    const char *cluster = NULL, *cluster_only = NULL, *shard_arg = NULL;
+    int micro = 0, virt = 1, measure = 0, sched = DD_PP_1F1B;
+    double gflops = 0;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -437,6 +612,7 @@ int dd_cmd_plan(int argc, char **argv) {
         case O_INTRA: intra_name = optarg; break;
         case O_RPN:
             if ((rc = dd_cli_parse_size(NAME, "--ranks-per-node", optarg, 1, 1u << 20, &rpn))) return rc;
+            rpn_given = 1;
             break;
         case O_COMPUTE:
             if ((rc = dd_cli_parse_double(NAME, "--step-compute-s", optarg, 1e-9, 1e6, &compute))) return rc;
@@ -492,8 +668,40 @@ int dd_cmd_plan(int argc, char **argv) {
                 return rc;
             if (!model_only) model_only = "eval-segments";
             break;
+        case O_CLUSTER: cluster = optarg; break;
+        case O_MICRO:
+            if (strcmp(optarg, "auto") == 0) {
+                micro = -1;
+            } else {
+                size_t v;
+                if (!dd_is_decimal(optarg) || strchr(optarg, '.') || strchr(optarg, 'e') || strchr(optarg, 'E'))
+                    return dd_cli_usage(NAME, "--micro: expected a positive integer or auto, got '%s'", optarg);
+                if ((rc = dd_cli_parse_size(NAME, "--micro", optarg, 1, DD_PP_MAX_MICRO, &v))) return rc;
+                micro = (int)v;
+            }
+            if (!cluster_only) cluster_only = "micro";
+            break;
+        case O_SCHEDULE: {
+            static const char *const kinds[] = {"gpipe", "1f1b", "interleaved", NULL};
+            if ((rc = dd_cli_parse_choice(NAME, "--schedule", optarg, kinds, &sched))) return rc;
+            if (!cluster_only) cluster_only = "schedule";
+            break;
+        }
+        case O_VIRTUAL: {
+            size_t v;
+            if ((rc = dd_cli_parse_size(NAME, "--virtual", optarg, 1, DD_PP_MAX_VSTAGES, &v))) return rc;
+            virt = (int)v;
+            if (!cluster_only) cluster_only = "virtual";
+            break;
+        }
+        case O_GFLOPS:
+            if ((rc = dd_cli_parse_double(NAME, "--gflops", optarg, 1e-6, 1e9, &gflops))) return rc;
+            if (!cluster_only) cluster_only = "gflops";
+            break;
+        case O_MEASURE: measure = 1; break;
         case O_SHARD: {
             static const char *const modes[] = {"none", "zero1", "zero2", "zero3", "all", NULL};
+            shard_arg = optarg;
             if ((rc = dd_cli_parse_choice(NAME, "--shard", optarg, modes, &mode))) return rc;
             if (mode == 4) mode = -1;
             if (!model_only) model_only = "shard";
@@ -534,6 +742,27 @@ int dd_cmd_plan(int argc, char **argv) {
     }
     if (model && have_params)
         return dd_cli_usage(NAME, "--params cannot be given with --model (the model's own parameter count is used)");
+    if (cluster && !model) return dd_cli_usage(NAME, "--cluster needs --model NAME (planning a model's layouts)");
+    if (measure && !model) return dd_cli_usage(NAME, "--measure-compute needs --model NAME (it times the model)");
+    if (cluster_only && !cluster)
+        return dd_cli_usage(NAME, "--%s needs --cluster FILE (planning the model-parallel layouts)", cluster_only);
+    if (measure && gflops > 0)
+        return dd_cli_usage(NAME, "--gflops cannot be given with --measure-compute (it measures the speed)");
+    if (cluster) {
+        const char *bad = ranks_arg ? "--ranks" : link_name ? "--link" : intra_name ? "--intra" : rpn_given ? "--ranks-per-node"
+                        : cal_path ? "--calibration" : shard_arg ? "--shard" : NULL;
+        if (bad)
+            return dd_cli_usage(NAME, "%s cannot be given with --cluster (the cluster file gives the nodes, ranks and "
+                                      "links; every sharding mode is planned)",
+                                bad);
+        if (virt > 1 && sched != DD_PP_INTERLEAVED)
+            return dd_cli_usage(NAME, "--virtual %d needs --schedule interleaved (gpipe and 1f1b hold one stage group per "
+                                      "rank)",
+                                virt);
+        if (sc.task == DD_TRAIN_ILA)
+            return dd_cli_usage(NAME, "--task ila cannot be planned with --cluster (the model-parallel plan covers pa and "
+                                      "dla)");
+    }
     if (!model && !have_params) return dd_cli_usage(NAME, "missing --params P or --model NAME (or --calibrate)");
     if (!model && model_only)
         return dd_cli_usage(NAME, "--%s needs --model NAME (planning a model's sharding modes)", model_only);
@@ -600,7 +829,13 @@ int dd_cmd_plan(int argc, char **argv) {
         }
         sc.model = m;
         sc.pa = pa;
-        rc = run_shard_plan(&sc, ranks, nranks, mode, link_name, json);
+        if (cluster || measure) {
+            mp_opts mo = {model, cluster, micro, (dd_pp_kind)sched, virt, gflops, measure, json};
+            dd_model_cfg mc = *dd_model_config(m);
+            rc = run_mp_plan(&sc, &mc, &mo);
+        } else {
+            rc = run_shard_plan(&sc, ranks, nranks, mode, link_name, json);
+        }
         dd_model_destroy(&m);
         dd_model_destroy(&pa);
         return rc;

@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "comm/allreduce_impl.h"
+#include "comm/plan_internal.h"
 #include "distdpd/plan.h"
 
 void dd_plan_shard_cfg_default(dd_plan_shard_cfg *cfg) {
@@ -127,10 +128,26 @@ static size_t eval_segments(const dd_plan_shard_cfg *c) {
 }
 
 /* Floats of evaluation workspace for eb segments of T samples per forward call. */
-static size_t eval_ws_floats(const dd_plan_shard_cfg *c, size_t eb, int T) {
-    size_t f = dd_model_infer_workspace(c->model, (int)eb, T) + 16;
-    if (c->pa) f += dd_model_infer_workspace(c->pa, (int)eb, T) + 16 + eb * (size_t)T * 2;
+static size_t eval_ws_floats(const dd_model *m, const dd_model *pa, size_t eb, int T) {
+    size_t f = dd_model_infer_workspace(m, (int)eb, T) + 16;
+    if (pa) f += dd_model_infer_workspace(pa, (int)eb, T) + 16 + eb * (size_t)T * 2;
     return f;
+}
+
+size_t dd_plan_eval_floats(const dd_model *m, const dd_model *pa, size_t eval_batch, size_t eval_segments,
+                           size_t nperseg) {
+    size_t eb = eval_segments && eval_segments < eval_batch ? eval_segments : eval_batch, act = 0;
+    const int T = (int)nperseg;
+    if (eb == 0) return 0;
+    /* as the trainer: fewer segments per call to fit DD_TRAIN_EVAL_WS_CAP, and no
+     * workspace at all when even one segment does not fit (streamed) */
+    while (eb > 1 && eval_ws_floats(m, pa, eb, T) * sizeof(float) > DD_TRAIN_EVAL_WS_CAP) eb--;
+    if (eval_ws_floats(m, pa, 1, T) * sizeof(float) <= DD_TRAIN_EVAL_WS_CAP) {
+        act += dd_model_infer_workspace(m, (int)eb, T) + 16;
+        if (pa) act += dd_model_infer_workspace(pa, (int)eb, T) + 16;
+    }
+    if (pa) act += eb * nperseg * 2;
+    return act;
 }
 
 /* Floats, per kind, of rank r (cfg checked). */
@@ -156,18 +173,7 @@ static void memory_floats(const dd_plan_shard_cfg *c, int r, size_t fl[DD_MEM_KI
         if (c->task == DD_TRAIN_DLA) act += 2 * f + dd_model_workspace_size(c->pa, (int)b, (int)c->frame) + 16;
     }
     /* evaluation buffers where evaluation forwards run */
-    if (r == 0 || c->shard == DD_SHARD_ZERO3) {
-        size_t eb = eval_segments(c);
-        const int T = (int)c->nperseg;
-        /* as the trainer: fewer segments per call to fit DD_TRAIN_EVAL_WS_CAP, and no
-         * workspace at all when even one segment does not fit (streamed) */
-        while (eb > 1 && eval_ws_floats(c, eb, T) * sizeof(float) > DD_TRAIN_EVAL_WS_CAP) eb--;
-        if (eval_ws_floats(c, 1, T) * sizeof(float) <= DD_TRAIN_EVAL_WS_CAP) {
-            act += dd_model_infer_workspace(m, (int)eb, T) + 16;
-            if (c->pa) act += dd_model_infer_workspace(c->pa, (int)eb, T) + 16;
-        }
-        if (c->pa) act += eb * c->nperseg * 2;
-    }
+    if (r == 0 || c->shard == DD_SHARD_ZERO3) act += dd_plan_eval_floats(m, c->pa, c->eval_batch, c->eval_segments, c->nperseg);
     fl[DD_MEM_ACTIVATIONS] = act;
 }
 

@@ -4,7 +4,10 @@
 # runtime errors; --calibrate refusing one rank and working under mpirun -np 2 (its file
 # read back by a later plan run); --model: the sharding modes' memory and communication
 # through --json against closed forms (tests/test_plan.c has them), model options from
-# the registry, and their errors. Skipped while the command is not registered.
+# the registry, and their errors; --cluster: the model-parallel layouts (JSON numbers
+# against closed forms, the ranking under a memory limit and its explanation,
+# --measure-compute, DLA, a calibrated link, every usage and cluster-file error). Skipped
+# while the command is not registered.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -187,6 +190,139 @@ has "$ERR" "--allreduce: expected ring, tree, rhd, hier" "--allreduce message li
 has "$ERR" "mpi" "--allreduce message lists mpi"
 has "$ERR" ", got 'token'" "--allreduce message names the value"
 
+# --cluster: the model-parallel layouts. A cluster of one node of 2 ranks with a known link
+# (10 us, 1 GB/s, no reduction cost) and 2 GFLOP/s per rank; resnet hidden 16, 4 blocks,
+# batch 16 x 100 samples (tests/test_plan_mp.c has the closed forms)
+run plan --help
+has "$OUT" "--cluster FILE" "help documents --cluster"
+has "$OUT" "--measure-compute" "help documents --measure-compute"
+has "$OUT" "--micro M|auto" "help documents --micro"
+printf '%s\n' '{"format": "distdpd-cluster", "nodes": 1, "ranks_per_node": 2,' \
+    ' "intra_link": {"latency_us": 10, "bandwidth_gbps": 1, "gamma_ns_per_byte": 0}, "memory_mib": 4096, "gflops": 2}' \
+    >"$TMP/k.json"
+MP=(--model resnet --hidden 16 --layers 4 --kernel 3 --batch 16 --frame 100 --eval-batch 2 --nperseg 256)
+# the first layout object of a --json text that contains $2 (each ends with its memory_bytes)
+layout() { tr -d '\n\t ' <<<"$1" | grep -o '{"rank":[^{}]*"memory_bytes":{[^{}]*}}' | grep -F -- "$2" | head -n 1; }
+run plan "${MP[@]}" --cluster "$TMP/k.json" --json
+expect_rc 0 "plan --cluster --json"
+FLOPS=$(json_num "$OUT" flops_per_sample)
+DP=$(layout "$OUT" '"tp":1,"pp":1,"dp":2,"shard":"none"')
+TP=$(layout "$OUT" '"tp":2,"pp":1,"dp":1,"shard":"none"')
+PP=$(layout "$OUT" '"tp":1,"pp":2,"dp":1,"shard":"none"')
+near "$(json_num "$DP" compute_s)" "$(awk -v f="$FLOPS" 'BEGIN { printf "%.12g", f * 8 * 100 / 2e9 }')" 1e-12 \
+    "dp 2: FLOPs per sample x 8 frames x 100 samples / 2 GFLOP/s"
+# 2 L = 8 ring allreduces of B F C floats on 2 ranks: 2 alpha + n beta each
+near "$(json_num "$TP" tp_s)" 0.0009792 1e-12 "tp 2: 8 x (2 x 10 us + 4 x 16 x 100 x 16 B / 1 GB/s)"
+near "$(json_num "$TP" tp_calls)" 8 0 "tp 2: 8 collectives per step"
+near "$(json_num "$PP" micro)" 2 0 "pp 2: micro-batches default to pp"
+near "$(json_num "$PP" bubble_formula)" 0.333333333 1e-6 "pp 2, M 2: (P-1)/(M+P-1)"
+has "$DP" '"fits":true' "dp 2 fits 4 GiB"
+near "$(json_num "$OUT" best)" 0 0 "the best is the first row"
+ROWS=$(tr -d '\n\t ' <<<"$OUT" | grep -o '"strategy":' | wc -l)
+near "$ROWS" 6 0 "2 ranks: dp 2 x 4 shard modes, tp 2, pp 2"
+has "$(tr -d '\n\t ' <<<"$OUT")" '"name":"given"' "a link given by numbers"
+run plan "${MP[@]}" --cluster "$TMP/k.json"
+expect_rc 0 "plan --cluster (text)"
+has "$OUT" "layouts, fastest first" "table title"
+has "$OUT" "memory/rank  fits" "table header"
+has "$OUT" "best: tp 1 x pp 1 x dp 2 (data parallelism)" "best line"
+has "$OUT" "next: " "runner-up line"
+run plan "${MP[@]}" --cluster "$TMP/k.json" --micro auto --schedule gpipe --json
+expect_rc 0 "--micro auto --schedule gpipe"
+has "$(tr -d '\n\t ' <<<"$OUT")" '"micro":"auto"' "inputs say auto"
+has "$(tr -d '\n\t ' <<<"$OUT")" '"schedule":"gpipe"' "inputs say gpipe"
+run plan "${MP[@]}" --cluster "$TMP/k.json" --micro 4 --gflops 4 --json
+near "$(json_num "$(layout "$OUT" '"tp":1,"pp":1,"dp":2,"shard":"none"')" compute_s)" \
+    "$(awk -v f="$FLOPS" 'BEGIN { printf "%.12g", f * 8 * 100 / 4e9 }')" 1e-12 "--gflops replaces the file's"
+near "$(json_num "$(layout "$OUT" '"tp":1,"pp":2')" micro)" 4 0 "--micro 4"
+# a memory limit below plain data parallelism's: only tp/pp layouts fit, and the explanation says why
+sed 's/"memory_mib": 4096/"memory_mib": 8/' "$TMP/k.json" >"$TMP/k8.json"
+MQ=(--model resnet --hidden 64 --layers 8 --batch 32 --frame 100 --eval-batch 1 --nperseg 256 --micro auto)
+run plan "${MQ[@]}" --cluster "$TMP/k8.json"
+expect_rc 0 "a tight memory limit"
+has "$OUT" "why: tp 1 x pp 1 x dp 2 (data parallelism) does not fit:" "why plain data parallelism loses"
+has "$OUT" "above the 8.0 MiB limit" "the limit named"
+has "$OUT" "4 layouts do not fit 8.0 MiB per rank" "the four data-parallel modes do not fit"
+hasnot "$OUT" "best: tp 1 x pp 1" "the best is not plain data parallelism"
+run plan "${MQ[@]}" --cluster "$TMP/k8.json" --json
+for shard in none zero1 zero2 zero3; do
+    has "$(layout "$OUT" "\"tp\":1,\"pp\":1,\"dp\":2,\"shard\":\"$shard\"")" '"fits":false' "dp 2 $shard does not fit"
+done
+sed 's/"memory_mib": 4096/"memory_mib": 0.01/' "$TMP/k.json" >"$TMP/tiny.json"
+run plan "${MP[@]}" --cluster "$TMP/tiny.json"
+expect_rc 1 "nothing fits"
+has "$ERR" "distdpd plan: no layout fits $TMP/tiny.json's memory per rank" "nothing fits message"
+has "$OUT" "no layout fits 10.2 KiB per rank: the smallest" "nothing fits explanation"
+# a DPD through a frozen PA model
+run plan --model resnet --hidden 16 --layers 4 --task dla --pa-model gru --pa-hidden 8 --batch 8 --cluster "$TMP/k.json"
+expect_rc 0 "--task dla with --cluster"
+has "$OUT" "PA model:   gru(hidden=8" "PA model line"
+# the compute speed measured here
+run plan --model resnet --hidden 8 --layers 2 --batch 2 --frame 50 --measure-compute
+expect_rc 0 "--measure-compute alone"
+has "$OUT" "forward + backward of 2 frames x 50 samples on this process" "measurement line"
+has "$OUT" "GFLOP/s" "GFLOP/s printed"
+run plan --model resnet --hidden 8 --layers 2 --batch 2 --frame 50 --measure-compute --json
+G=$(json_num "$OUT" gflops)
+if awk -v g="$G" 'BEGIN { exit !(g > 0) }'; then pass; else fail "--measure-compute --json: gflops '$G'"; fi
+run plan "${MP[@]}" --cluster "$TMP/k.json" --measure-compute
+expect_rc 0 "--measure-compute with --cluster"
+has "$OUT" "GFLOP/s per rank (measured here: forward + backward of 16 frames" "the measured speed is used"
+# usage and file errors
+run plan --cluster "$TMP/k.json" --params 2000
+expect_rc 2 "--cluster without --model"
+has "$ERR" "distdpd plan: --cluster needs --model NAME (planning a model's layouts)" "--cluster message"
+run plan "${MP[@]}" --micro 4
+expect_rc 2 "--micro without --cluster"
+has "$ERR" "distdpd plan: --micro needs --cluster FILE (planning the model-parallel layouts)" "--micro message"
+run plan "${MP[@]}" --gflops 3
+expect_rc 2 "--gflops without --cluster"
+has "$ERR" "distdpd plan: --gflops needs --cluster FILE" "--gflops message"
+run plan --params 10 --measure-compute
+expect_rc 2 "--measure-compute without --model"
+has "$ERR" "distdpd plan: --measure-compute needs --model NAME (it times the model)" "--measure-compute message"
+run plan "${MP[@]}" --cluster "$TMP/k.json" --measure-compute --gflops 3
+expect_rc 2 "--gflops with --measure-compute"
+has "$ERR" "distdpd plan: --gflops cannot be given with --measure-compute (it measures the speed)" "--gflops conflict"
+for opt in "--ranks 4" "--link shm" "--intra shm" "--ranks-per-node 2" "--shard zero1" "--calibration $TMP/cal.json"; do
+    # shellcheck disable=SC2086
+    run plan "${MP[@]}" --cluster "$TMP/k.json" $opt
+    expect_rc 2 "$opt with --cluster"
+    has "$ERR" "distdpd plan: ${opt%% *} cannot be given with --cluster (the cluster file gives the nodes, ranks and links" \
+        "$opt with --cluster message"
+done
+run plan "${MP[@]}" --cluster "$TMP/k.json" --micro 1.5
+expect_rc 2 "--micro 1.5"
+has "$ERR" "distdpd plan: --micro: expected a positive integer or auto, got '1.5'" "--micro 1.5 message"
+run plan "${MP[@]}" --cluster "$TMP/k.json" --micro 0
+expect_rc 2 "--micro 0"
+has "$ERR" "distdpd plan: --micro: must be in [1, 4096], got '0'" "--micro 0 message"
+run plan "${MP[@]}" --cluster "$TMP/k.json" --schedule zigzag
+expect_rc 2 "--schedule zigzag"
+has "$ERR" "distdpd plan: --schedule: expected one of gpipe, 1f1b, interleaved; got 'zigzag'" "--schedule message"
+run plan "${MP[@]}" --cluster "$TMP/k.json" --virtual 2
+expect_rc 2 "--virtual 2 with 1f1b"
+has "$ERR" "distdpd plan: --virtual 2 needs --schedule interleaved" "--virtual message"
+run plan "${MP[@]}" --cluster "$TMP/k.json" --task ila --pa-model gru
+expect_rc 2 "--task ila with --cluster"
+has "$ERR" "distdpd plan: --task ila cannot be planned with --cluster (the model-parallel plan covers pa and dla)" \
+    "--task ila message"
+printf '%s\n' '{"nodes": 1, "ranks_per_node": 2, "intra_link": "shm", "memory_mib": 100}' >"$TMP/nog.json"
+run plan "${MP[@]}" --cluster "$TMP/nog.json"
+expect_rc 2 "no gflops anywhere"
+has "$ERR" "distdpd plan: $TMP/nog.json has no \"gflops\": give --gflops G" "no gflops message"
+run plan "${MP[@]}" --cluster "$TMP/nonexistent.json"
+expect_rc 1 "missing cluster file"
+has "$ERR" "$TMP/nonexistent.json: cannot open" "missing cluster file message"
+printf '%s\n' '{"nodes": 0, "ranks_per_node": 2}' >"$TMP/bad.json"
+run plan "${MP[@]}" --cluster "$TMP/bad.json"
+expect_rc 1 "bad cluster file"
+has "$ERR" "$TMP/bad.json: field 'nodes' must be an integer in [1, 1048576], got 0" "bad cluster file message"
+printf '%s\n' '{"nodes": 1, "ranks_per_node": 2, "intra_link": {"latency_us": 1}, "memory_mib": 1}' >"$TMP/bad.json"
+run plan "${MP[@]}" --cluster "$TMP/bad.json"
+expect_rc 1 "a link without its bandwidth"
+has "$ERR" "$TMP/bad.json: missing field 'intra_link.bandwidth_gbps'" "link field message"
+
 if command -v mpirun >/dev/null; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
     export OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -200,5 +336,11 @@ if command -v mpirun >/dev/null; then
     run plan --params 1e5 --ranks 16 --calibration "$TMP/here.json"
     expect_rc 0 "plan with the measured calibration"
     has "$OUT" "link:      measured" "measured link used"
+    # the calibration in a cluster file, relative to it
+    printf '%s\n' '{"nodes": 1, "ranks_per_node": 2, "intra_link": {"calibration": "here.json"}, "memory_mib": 64,' \
+        ' "gflops": 1}' >"$TMP/here-cluster.json"
+    run plan "${MP[@]}" --cluster "$TMP/here-cluster.json"
+    expect_rc 0 "a cluster file with the measured link"
+    has "$OUT" "intra:     measured (here.json)" "the calibration file's link"
 fi
 finish
