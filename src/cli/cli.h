@@ -17,6 +17,7 @@
 #define DD_EXIT_OK 0
 #define DD_EXIT_RUNTIME 1
 #define DD_EXIT_USAGE 2
+#define DD_EXIT_PREEMPTED 75 /* stopped by a signal after writing last.ckpt: resumable */
 
 /* One sub-command: `distdpd NAME ...`. run() gets argv with argv[0] = NAME and returns
  * the process exit status (0 ok, 1 runtime error, 2 usage error). */
@@ -35,6 +36,7 @@ int dd_cmd_demo(int argc, char **argv);
 int dd_cmd_models(int argc, char **argv);
 int dd_cmd_compressors(int argc, char **argv);
 int dd_cmd_strategies(int argc, char **argv);
+int dd_cmd_launch(int argc, char **argv);
 
 /* Prints "distdpd NAME: error: <dd_last_error()> (STATUS)" to stderr and returns 1. */
 int dd_cli_fail(const char *cmd, dd_status s);
