@@ -20,6 +20,8 @@
 #    tensor-parallel shard on each of 2 ranks, hidden 64 .. 2048 (the crossover width).
 # 6. bench/plan_check.sh (BENCH_PLAN=1, off by default: ~8 min): the model-parallel plan
 #    (distdpd plan --cluster) against measured step times at 2 and 4 ranks (docs/comm.md).
+# 7. bench/ckpt_stall.sh (BENCH_CKPT=1, off by default: ~1 min): the step loop's stall per
+#    checkpoint with asynchronous writing against synchronous writing, on a large resnet.
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_PYTHON.
 set -euo pipefail
@@ -59,4 +61,10 @@ if [ "${BENCH_PLAN:-0}" != 0 ]; then
     echo "## The model-parallel plan against measured step times (bench/plan_check.sh)"
     echo
     bash bench/plan_check.sh "$BUILD"
+fi
+if [ "${BENCH_CKPT:-0}" != 0 ]; then
+    echo
+    echo "## Checkpoint stall: asynchronous against synchronous writing (bench/ckpt_stall.sh)"
+    echo
+    bash bench/ckpt_stall.sh "$BUILD"
 fi

@@ -87,6 +87,14 @@ dd_status dd_ckpt_write_commit(dd_ckpt_writer **w);
 /* Discards the writer without touching the file system; sets *w to NULL. Safe on NULL. */
 void dd_ckpt_abort(dd_ckpt_writer **w);
 
+/* The destination path given to dd_ckpt_write_begin (owned by the writer). */
+const char *dd_ckpt_writer_path(const dd_ckpt_writer *w);
+
+/* Test-only fault injection: when the environment variable DISTDPD_CKPT_KILL_AT=BYTES is
+ * set, dd_ckpt_write_commit raises SIGKILL in its own process right after BYTES bytes of
+ * the temporary file have been written (a commit of a smaller file is not affected), as
+ * a machine that dies in the middle of a checkpoint write would. Not for production. */
+
 /* ---- reading ---------------------------------------------------------------------- */
 
 /* A verified checkpoint held in memory (64-byte aligned section data). */

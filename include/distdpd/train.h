@@ -136,6 +136,15 @@ typedef struct {
                                     |sum y x* / sum |x|^2| */
     uint64_t ckpt_every;         /* also write last.ckpt every this many steps inside an
                                     epoch; 0 (default) = at the end of each epoch only */
+    double ckpt_every_s;         /* also write last.ckpt when this many seconds of wall time
+                                    have passed since the last checkpoint (checked after
+                                    each step; rank 0 decides for every rank); finite,
+                                    [0, 1e9]; 0 (default) = off */
+    size_t keep_last;            /* checkpoints kept, [1, 1000000]: 1 (default) = last.ckpt
+                                    only (and best.ckpt); K > 1: each checkpoint is written
+                                    as RUN/ckpt/step-%010llu.ckpt (global step), last.ckpt
+                                    is a hard link to the newest and the newest K step
+                                    files are kept */
     int eval_test;               /* 1 (default): evaluate the test split every epoch */
     int select_true;             /* DPD with a true PA: 1 = pick the best epoch by the true
                                     PA's validation ACLR; 0 (default) = by the PA model's */
@@ -287,6 +296,16 @@ typedef struct {
                                    bytes (1 uncompressed); NaN without a strategy */
     double compress_time_s;     /* seconds compressing + decompressing in the epoch
                                    (mean over ranks); NaN without a strategy */
+    int world_size;             /* ranks that trained the epoch (0: not recorded, a record
+                                   of an earlier version) */
+    int restart;                /* the run driver's restart count (DISTDPD_RESTART) of the
+                                   process that finished the epoch; 0 by default */
+    double ckpt_stall_s;        /* run driver: the longest time the step loop was blocked
+                                   by one of the epoch's checkpoints (snapshot + waiting
+                                   for the previous write); NaN = none recorded */
+    double ckpt_write_s;        /* run driver: the longest background write (temporary
+                                   file, fsync, rename, directory fsync) of them; NaN =
+                                   not known (yet) */
 } dd_epoch_record;
 
 /* Progress report, for a progress bar or log lines. */
@@ -464,6 +483,30 @@ const dd_model *dd_trainer_pa_model(const dd_trainer *tr, const float **params);
 
 typedef struct dd_run_lock dd_run_lock;
 
+/* Heartbeat file: one line of JSON that rank 0 rewrites (temporary file + rename, no
+ * fsync) so that a supervisor can tell a live job from a hung one:
+ *   {"pid":P,"step":S,"epoch":E,"time":UNIX_SECONDS,"step_s":MEAN_STEP_SECONDS,
+ *    "world_size":N,"state":"train"|"checkpoint"|"done"|"preempted"|"failed"}
+ * step: optimiser steps done (global); epoch: epochs completed; time: wall clock of the
+ * write (seconds since 1970, microseconds); step_s: mean seconds per step over the steps
+ * of this process (0 before the first). dd_train_run writes it after the first step of
+ * the process, after a step when 0.2 s have passed since the last write, after each
+ * checkpoint and at the start of each epoch's evaluation; the caller writes the final
+ * state. A write that fails is logged once as a warning (naming the file). */
+typedef struct dd_heartbeat dd_heartbeat;
+/* Checks that the directory of path exists and is writable; nothing is written yet.
+ * Errors: DD_ERR_IO (naming path), DD_ERR_NOMEM. */
+dd_status dd_heartbeat_open(const char *path, int world_size, dd_heartbeat **out);
+/* Records a step (its wall time step_s) and writes "train" when due (the first step, or
+ * 0.2 s since the last write). Safe on NULL. */
+void dd_heartbeat_step(dd_heartbeat *hb, uint64_t step, int epoch, double step_s);
+/* Records the position and writes `state` now. Safe on NULL. */
+void dd_heartbeat_write(dd_heartbeat *hb, uint64_t step, int epoch, const char *state);
+/* Writes `state` now with the last position recorded. Safe on NULL. */
+void dd_heartbeat_final(dd_heartbeat *hb, const char *state);
+/* Frees the handle (the file stays); sets *hb to NULL. Safe on NULL. */
+void dd_heartbeat_close(dd_heartbeat **hb);
+
 /* Takes the exclusive lock of run directory `run` (RUN/.lock, created; with create = 1
  * the directory is created first, else it must exist) without waiting, and writes this
  * process's "pid host" into the lock file. Errors: DD_ERR_ARG when another process holds
@@ -503,6 +546,12 @@ typedef struct {
                                  (dd_run_lock_acquire, e.g. to keep it while it writes
                                  files of its own after the run), or NULL: dd_train_run
                                  takes it itself and releases it before returning */
+    int restart;              /* >= 0: recorded as "restart" in every epoch record this
+                                 call makes (a supervisor's restart count) */
+    dd_heartbeat *heartbeat;  /* rank 0: progress file written after steps and checkpoints
+                                 (dd_heartbeat_open), or NULL */
+    int ckpt_sync;            /* 1: rank 0 writes checkpoints in the step loop instead of
+                                 in a background thread (for benchmarks) */
 } dd_train_run_opts;
 
 /* Trains cfg on o->data into the run directory o->out (see above). On success the run

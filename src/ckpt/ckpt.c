@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -192,7 +194,8 @@ dd_status dd_ckpt_add(dd_ckpt_writer *w, const char *name, const void *data, siz
     if (bytes) memcpy(s->data, data, bytes);
     strncpy(s->name, name, NAME_FIELD - 1);
     s->size = bytes;
-    s->crc = dd_crc32c(0, s->data, bytes);
+    /* the CRC is computed by dd_ckpt_write_commit: a snapshot taken in a training loop
+     * and written in the background costs the loop the copy only */
     w->count++;
     return DD_OK;
 }
@@ -216,17 +219,35 @@ static void writer_free(dd_ckpt_writer *w) {
     dd_free(w);
 }
 
+const char *dd_ckpt_writer_path(const dd_ckpt_writer *w) { return w ? w->path : ""; }
+
 void dd_ckpt_abort(dd_ckpt_writer **w) {
     if (!w) return;
     writer_free(*w);
     *w = NULL;
 }
 
+/* Test-only (DISTDPD_CKPT_KILL_AT=BYTES): the commit in progress dies by SIGKILL once
+ * this many bytes of its temporary file are written; -1 = off. */
+static _Thread_local long long g_kill_at = -1;
+static _Thread_local unsigned long long g_written;
+
 /* Writes all n bytes (retrying short writes and EINTR); 0 on success, -1 with errno. */
 static int write_all(int fd, const void *p, size_t n) {
     const unsigned char *b = p;
     while (n > 0) {
         size_t chunk = n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n;
+        if (g_kill_at >= 0 && g_written + chunk >= (unsigned long long)g_kill_at) {
+            /* write exactly up to the byte asked for, then die as a crashed machine would */
+            size_t part = (size_t)((unsigned long long)g_kill_at - g_written);
+            while (part > 0) {
+                ssize_t k = write(fd, b, part);
+                if (k <= 0) break;
+                b += k;
+                part -= (size_t)k;
+            }
+            raise(SIGKILL);
+        }
         if (fault("write")) return -1;
         ssize_t k = write(fd, b, chunk);
         if (k < 0) {
@@ -239,6 +260,7 @@ static int write_all(int fd, const void *p, size_t n) {
         }
         b += k;
         n -= (size_t)k;
+        g_written += (unsigned long long)k;
     }
     return 0;
 }
@@ -266,6 +288,16 @@ dd_status dd_ckpt_write_commit(dd_ckpt_writer **wp) {
     const char *path = w->path;
     g_fault_ops = 0;
     g_fault_op = "";
+    g_written = 0;
+    g_kill_at = -1;
+    {
+        const char *ka = getenv("DISTDPD_CKPT_KILL_AT"); /* test-only fault injection */
+        char *end = NULL;
+        if (ka && *ka) {
+            long long v = strtoll(ka, &end, 10);
+            if (end && *end == '\0' && v >= 0) g_kill_at = v;
+        }
+    }
 
     /* Layout: header, table, then each section at the next multiple of 64. */
     size_t head_bytes = HDR_BYTES + w->count * ENTRY_BYTES;
@@ -275,6 +307,7 @@ dd_status dd_ckpt_write_commit(dd_ckpt_writer **wp) {
         pos = w->sec[i].offset + w->sec[i].size;
     }
     uint64_t file_size = pos;
+    for (size_t i = 0; i < w->count; i++) w->sec[i].crc = dd_crc32c(0, w->sec[i].data, w->sec[i].size);
 
     head = dd_calloc(head_bytes, 1);
     size_t tmp_len = strlen(path) + 64;

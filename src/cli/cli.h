@@ -2,8 +2,9 @@
  * option parsing and error reporting. Only src/cli may print to the terminal or exit.
  *
  * Exit statuses: 0 success, 1 runtime error (bad file, numerical failure, ...),
- * 2 usage error (unknown option, missing or malformed option value). Messages go to
- * stderr and start with "distdpd COMMAND: ". */
+ * 2 usage error (unknown option, missing or malformed option value), 75 (train-pa,
+ * train-dpd) stopped by a signal after last.ckpt was written: resumable ("preempted",
+ * EX_TEMPFAIL of sysexits.h). Messages go to stderr and start with "distdpd COMMAND: ". */
 #ifndef DD_CLI_H
 #define DD_CLI_H
 
@@ -17,7 +18,7 @@
 #define DD_EXIT_OK 0
 #define DD_EXIT_RUNTIME 1
 #define DD_EXIT_USAGE 2
-#define DD_EXIT_PREEMPTED 75 /* stopped by a signal after writing last.ckpt: resumable */
+#define DD_EXIT_PREEMPTED 75 /* stopped by a signal with last.ckpt written: resume it */
 
 /* One sub-command: `distdpd NAME ...`. run() gets argv with argv[0] = NAME and returns
  * the process exit status (0 ok, 1 runtime error, 2 usage error). */

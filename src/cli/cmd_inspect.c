@@ -1,13 +1,19 @@
 /* `distdpd inspect DATASET`: what a data set holds (format, samples per split, sample
  * rate, bandwidths) and how its PA behaves (PAPR, ACLR of input and output in the
- * OpenDPD definition, gain-only fit NMSE), per split, as text or JSON. */
+ * OpenDPD definition, gain-only fit NMSE), per split, as text or JSON.
+ * `distdpd inspect FILE.ckpt` (any file starting with the checkpoint magic): verifies the
+ * checkpoint completely (every CRC) and prints its task, step, epoch and cursor; exit 1
+ * when it does not verify (a supervisor picks the newest valid checkpoint with it). */
 #include <complex.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "distdpd/ckpt.h"
 #include "distdpd/dataset.h"
 #include "distdpd/fit.h"
 #include "distdpd/metrics.h"
@@ -17,6 +23,12 @@ static const char *const NAME = "inspect";
 
 static void help(void) {
     printf("usage: distdpd inspect [options] DATASET\n"
+           "       distdpd inspect [options] CHECKPOINT\n"
+           "\n"
+           "A CHECKPOINT (a file starting with the checkpoint magic DDPDCKPT, e.g.\n"
+           "RUN/last.ckpt or RUN/ckpt/step-0000000100.ckpt) is verified completely (every\n"
+           "CRC, the exact size) and its task, epoch, step and cursor are printed; exit 1\n"
+           "with the reason when it does not verify.\n"
            "\n"
            "Prints what a data set holds and how nonlinear its PA is. DATASET is an OpenDPD\n"
            "directory (spec.json + {train,val,test}_{input,output}.csv, or data.csv), a\n"
@@ -60,6 +72,54 @@ static cJSON *aclr_json(const dd_aclr_result *a) {
     return o;
 }
 
+/* 1 when path is a regular file starting with the checkpoint magic. */
+static int is_checkpoint(const char *path) {
+    struct stat sb; /* never open a FIFO or a device here: opening one may block */
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    char m[8];
+    int yes = fread(m, 1, 8, f) == 8 && memcmp(m, DD_CKPT_MAGIC, 8) == 0;
+    fclose(f);
+    return yes;
+}
+
+static int inspect_checkpoint(const char *path, int json, int verbosity) {
+    dd_ckpt_reader *r = NULL;
+    dd_status st = dd_ckpt_open(path, &r);
+    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    uint64_t step = 0, epoch = 0, cur[2] = {0, 0};
+    const char *task = "?";
+    int has_step = dd_ckpt_get_u64(r, "step", &step) == DD_OK;
+    int has_epoch = dd_ckpt_get_u64(r, "epoch", &epoch) == DD_OK;
+    int has_cur = dd_ckpt_get_copy(r, "cursor", cur, sizeof cur) == DD_OK;
+    if (dd_ckpt_get_str(r, "task", &task) != DD_OK) task = "?";
+    dd_error_clear();
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "checkpoint", path);
+        cJSON_AddBoolToObject(o, "valid", 1);
+        cJSON_AddNumberToObject(o, "format_version", dd_ckpt_version(r));
+        cJSON_AddNumberToObject(o, "sections", (double)dd_ckpt_count(r));
+        cJSON_AddStringToObject(o, "task", task);
+        if (has_step) cJSON_AddNumberToObject(o, "step", (double)step);
+        if (has_epoch) cJSON_AddNumberToObject(o, "epoch", (double)epoch);
+        if (has_cur) cJSON_AddNumberToObject(o, "batch", (double)cur[1]);
+        dd_ckpt_close(&r);
+        return dd_cli_print_json(NAME, o);
+    }
+    if (verbosity >= 0) {
+        printf("%s: valid distdpd checkpoint (format %u, %zu sections), task %s", path, dd_ckpt_version(r),
+               dd_ckpt_count(r), task);
+        if (has_step) printf(", step %llu", (unsigned long long)step);
+        if (has_epoch) printf(", %llu epochs done", (unsigned long long)epoch);
+        if (has_cur) printf(", batch %llu of the next", (unsigned long long)cur[1]);
+        printf("\n");
+    }
+    dd_ckpt_close(&r);
+    return DD_EXIT_OK;
+}
+
 int dd_cmd_inspect(int argc, char **argv) {
     enum { O_JSON = 256 };
     static const struct option longopts[] = {{"json", no_argument, NULL, O_JSON},
@@ -82,6 +142,7 @@ int dd_cmd_inspect(int argc, char **argv) {
     if (optind >= argc) return dd_cli_usage(NAME, "missing DATASET");
     if (optind + 1 < argc) return dd_cli_usage(NAME, "expected one DATASET, got also '%s'", argv[optind + 1]);
     dd_cli_log_init(verbosity);
+    if (is_checkpoint(argv[optind])) return inspect_checkpoint(argv[optind], json, verbosity);
     char buf[4200];
     const char *path = dd_rf_resolve_dataset(argv[optind], buf, sizeof buf);
 

@@ -40,8 +40,8 @@
 
 /* ================================================================ interruption */
 
-/* SIGINT / SIGTERM / SIGHUP / SIGUSR1 during training: finish the step, write last.ckpt, exit 1
- * with a message saying how to resume. A second signal kills the process as usual. SIGHUP
+/* SIGINT / SIGTERM / SIGHUP / SIGUSR1 during training: finish the step, write last.ckpt, exit
+ * 75 (DD_EXIT_PREEMPTED) with a message saying how to resume. A second signal kills the process as usual. SIGHUP
  * is left alone when it is ignored at start (nohup). */
 static volatile int stop_flag;
 static void on_signal(int sig) {
@@ -480,7 +480,15 @@ static void help_train(int dpd) {
            "  --seed S            seed of the initialisation and the shuffling (default 0)\n"
            "  --no-shuffle        frames in order\n"
            "  --eval-batch N      evaluation segments per forward pass (default 16)\n"
-           "  --ckpt-every N      also write last.ckpt every N steps (default: each epoch)\n"
+           "  --ckpt-every-steps N  also write last.ckpt every N steps (default: each epoch;\n"
+           "                      --ckpt-every N is the same)\n"
+           "  --ckpt-every-s S    also write last.ckpt when S seconds have passed since the\n"
+           "                      last checkpoint (rank 0's clock; default 0 = off)\n"
+           "  --keep-last K       K > 1: write each checkpoint as RUN/ckpt/step-NNNNNNNNNN.ckpt\n"
+           "                      (global step), last.ckpt a hard link to the newest, and keep\n"
+           "                      the newest K (default 1: last.ckpt only). Checkpoints are\n"
+           "                      written by a background thread from a snapshot: the steps\n"
+           "                      wait for the copy only (durable: temp file, fsync, rename)\n"
            "  --no-test           do not evaluate the test split each epoch\n"
            "  --no-report         do not write report.html\n"
            "\n");
@@ -489,9 +497,9 @@ static void help_train(int dpd) {
            "  N ranks give one process's result (up to float rounding); only rank 0 prints\n"
            "  and writes RUN (plus dp_steps.csv: per-step communication time not hidden, and\n"
            "  parallel.json); a checkpoint resumes on any number of ranks; kill -USR1\n"
-           "  <mpirun> stops all ranks after the same step with RUN/last.ckpt written (as\n"
-           "  SIGINT, SIGTERM or SIGHUP on one process). The options below choose the\n"
-           "  strategy (distdpd strategies lists them and what chooses each).\n");
+           "  <mpirun>, or SIGTERM/SIGINT/SIGHUP/SIGUSR1 to any one rank, stops all ranks\n"
+           "  after the same step with RUN/last.ckpt written (exit 75). The options below\n"
+           "  choose the strategy (distdpd strategies lists them and what chooses each).\n");
     dd_cli_help_strategy_opts();
     printf(           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"
@@ -506,7 +514,16 @@ static void help_train(int dpd) {
            "\n"
            "Numbers are decimal (010 is ten; no 0x). Options that the chosen schedule,\n"
            "optimiser or compressor would ignore are usage errors.\n"
-           "exit status: 0 ok, 1 runtime error, 2 usage error\n");
+           "\n"
+           "environment (set by a supervisor such as distdpd launch):\n"
+           "  DISTDPD_HEARTBEAT=PATH  rank 0 rewrites PATH (one line of JSON: pid, step, epoch,\n"
+           "                      time, step_s, world_size, state) after steps (at most every\n"
+           "                      0.2 s), after each checkpoint and at exit\n"
+           "  DISTDPD_RESTART=K   restart count written into every metrics.jsonl line\n"
+           "  DISTDPD_CKPT_SYNC=1 write checkpoints in the step loop (benchmarks)\n"
+           "\n"
+           "exit status: 0 completed, 75 stopped by SIGINT/SIGTERM/SIGHUP/SIGUSR1 with\n"
+           "last.ckpt written (preempted: continue with --resume), 1 runtime error, 2 usage error\n");
 }
 
 static void list_models(void) {
@@ -550,7 +567,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         O_DATA = 256, O_MODEL, O_FRAME, O_STRIDE, O_BATCH,
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
-        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_MEMLIMIT,
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_MEMLIMIT, O_CKPTSTEPS, O_CKPTSECS, O_KEEPLAST,
         O_MOPT = 1024, /* + k: --NAME of model option k (the model registry's) */
         O_SOPT = 2048  /* + k: --NAME of strategy option k (the strategy registry's) */
     };
@@ -572,6 +589,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"gain", required_argument, NULL, O_GAIN},          {"gain-mode", required_argument, NULL, O_GAINMODE},
         {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
         {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
+        {"ckpt-every-steps", required_argument, NULL, O_CKPTSTEPS}, {"ckpt-every-s", required_argument, NULL, O_CKPTSECS},
+        {"keep-last", required_argument, NULL, O_KEEPLAST},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
     /* the models' options (--hidden, --layers, ...) come from the registry, so a new
@@ -692,9 +711,18 @@ static int cmd_train(int argc, char **argv, int dpd) {
             break;
         case O_NOSHUFFLE: oname = "--no-shuffle"; cfg.shuffle = 0; break;
         case O_CKPTEVERY:
-            oname = "--ckpt-every";
-            if ((rc = dd_cli_parse_u64(NAME, "--ckpt-every", optarg, &u))) return rc;
+        case O_CKPTSTEPS: /* --ckpt-every is the older name */
+            oname = c == O_CKPTEVERY ? "--ckpt-every" : "--ckpt-every-steps";
+            if ((rc = dd_cli_parse_u64(NAME, oname, optarg, &u))) return rc;
             cfg.ckpt_every = u;
+            break;
+        case O_CKPTSECS:
+            oname = "--ckpt-every-s";
+            if ((rc = dd_cli_parse_double(NAME, "--ckpt-every-s", optarg, 0.0, 1e9, &cfg.ckpt_every_s))) return rc;
+            break;
+        case O_KEEPLAST:
+            oname = "--keep-last";
+            if ((rc = dd_cli_parse_size(NAME, "--keep-last", optarg, 1, 1000000, &cfg.keep_last))) return rc;
             break;
         case O_NOTEST: oname = "--no-test"; cfg.eval_test = 0; break;
         case O_NOREPORT: report = 0; break;
@@ -757,6 +785,22 @@ static int cmd_train(int argc, char **argv, int dpd) {
         list_models();
         return DD_EXIT_OK;
     }
+    /* set by a supervisor (distdpd launch): the restart count recorded in metrics.jsonl,
+     * the heartbeat file, and (benchmarks) synchronous checkpoint writes */
+    int restart = 0, ckpt_sync = 0;
+    {
+        const char *e = getenv("DISTDPD_RESTART");
+        if (e && (rc = dd_cli_parse_size(NAME, "DISTDPD_RESTART", e, 0, 1000000000, &v))) return rc;
+        if (e) restart = (int)v;
+        e = getenv("DISTDPD_CKPT_SYNC");
+        if (e && *e && strcmp(e, "0") != 0) {
+            if (strcmp(e, "1") != 0) return dd_cli_usage(NAME, "DISTDPD_CKPT_SYNC: expected 0 or 1, got '%s'", e);
+            ckpt_sync = 1;
+        }
+    }
+    const char *heartbeat_path = getenv("DISTDPD_HEARTBEAT");
+    if (heartbeat_path && !*heartbeat_path)
+        return dd_cli_usage(NAME, "DISTDPD_HEARTBEAT: empty (unset it, or give the heartbeat file's path)");
     if (resume) {
         if (cfg_opt)
             return dd_cli_usage(NAME, "%s cannot be given with --resume: the run keeps its configuration (only --epochs "
@@ -847,6 +891,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     memset(&srun, 0, sizeof srun);
     char *hosts = NULL;
     dd_run_lock *lock = NULL;
+    dd_heartbeat *hb = NULL;
     int rank = 0, nranks = 1, ret = DD_EXIT_OK, interrupted = 0;
     dd_status st = dd_comm_init(NULL, NULL);
     if (st == DD_OK) st = dd_comm_world(&world);
@@ -867,6 +912,10 @@ static int cmd_train(int argc, char **argv, int dpd) {
         sdef->set_stop_source(srun.self, &stop_flag);
     }
     if ((st = gather_hosts(world, &hosts)) != DD_OK) goto fail;
+    if (rank == 0 && heartbeat_path && (st = dd_heartbeat_open(heartbeat_path, nranks, &hb)) != DD_OK) {
+        dd_error_prefix(st, "DISTDPD_HEARTBEAT: ");
+        goto fail;
+    }
 
     char databuf[4200];
     if (data) data = dd_rf_resolve_dataset(data, databuf, sizeof databuf);
@@ -906,6 +955,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
     dd_mem_stats_get(&mem_train);
     o.mem = &mem_train;
     o.lock = lock;
+    o.restart = restart;
+    o.heartbeat = hb;
+    o.ckpt_sync = ckpt_sync;
     stop_flag = 0;
     struct sigaction hup_old;
     const int hup = sigaction(SIGHUP, NULL, &hup_old) == 0 && hup_old.sa_handler != SIG_IGN; /* not under nohup */
@@ -934,9 +986,11 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if (rank == 0)
             fprintf(stderr, "distdpd %s: interrupted; %s/last.ckpt holds the state: continue with 'distdpd %s --resume %s'\n",
                     NAME, out, NAME, out);
-        ret = DD_EXIT_RUNTIME;
+        dd_heartbeat_final(hb, "preempted");
+        ret = DD_EXIT_PREEMPTED;
         goto done;
     }
+    dd_heartbeat_final(hb, "done");
     if (verbosity >= 0 && rank == 0) {
         dd_run_model rm;
         if (dd_run_model_load(out, "best", &rm) == DD_OK) {
@@ -961,6 +1015,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     }
     goto done;
 fail:
+    dd_heartbeat_final(hb, "failed");
     if (nranks > 1) {
         /* an error on one rank: say which, then take every rank down (the others may be
          * waiting in a collective: never leave them hanging) */
@@ -972,6 +1027,7 @@ fail:
     }
     ret = dd_cli_fail(NAME, st);
 done:
+    dd_heartbeat_close(&hb);
     dd_run_lock_release(&lock);
     free(hosts);
     dd_strategy_stop(&srun);

@@ -34,7 +34,8 @@ static void usage(FILE *f) {
                "commands:\n", DD_VERSION_STRING);
     for (size_t i = 0; i < n_commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions: --version, --help\n"
-               "exit status: 0 success, 1 runtime error, 2 usage error\n"
+               "exit status: 0 success, 1 runtime error, 2 usage error; train-pa/train-dpd: 75 stopped\n"
+               "by a signal with last.ckpt written (preempted: continue with --resume)\n"
                "environment: DISTDPD_LOG=error|warn|info|debug sets the library log level\n");
 }
 

@@ -180,6 +180,14 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
             json_metrics(&j, "true_val", &r->true_val);
             json_metrics(&j, "true_test", &r->true_test);
         }
+        tb_printf(&j, ",\"restart\":%d", r->restart);
+        if (r->world_size > 0)
+            tb_printf(&j, ",\"world_size\":%d", r->world_size);
+        else
+            tb_printf(&j, ",\"world_size\":null");
+        /* timing of the epoch's checkpoints (null: none, or the write is not known) */
+        tb_num(&j, "ckpt_stall_s", r->ckpt_stall_s, 1);
+        tb_num(&j, "ckpt_write_s", r->ckpt_write_s, 1);
         tb_printf(&j, ",\"best\":%s}\n", i == best ? "true" : "false");
 
         minutes += (r->time_s + r->eval_time_s) / 60.0;
@@ -487,6 +495,111 @@ static int stop_now(const dd_train_run_opts *o, const dd_trainer *tr) {
     return o->stop && *o->stop;
 }
 
+/* ---------------------------------------------------------------- checkpoints of a run */
+
+/* The run driver's checkpoints: rank 0 snapshots the state in the step loop and a
+ * background writer (dd_ckpt_async) commits it; one write in flight at a time. */
+typedef struct {
+    const dd_train_run_opts *o;
+    int root;
+    dd_ckpt_async *aw;                  /* rank 0 */
+    char last[DD_TRAIN_PATH_MAX + 32];  /* RUN/last.ckpt */
+    char best[DD_TRAIN_PATH_MAX + 32];  /* RUN/best.ckpt */
+    char dir[DD_TRAIN_PATH_MAX + 32];   /* RUN/ckpt (keep_last > 1) */
+    size_t keep;                        /* cfg.keep_last */
+    double last_t;                      /* dd_now() of the last checkpoint (or the start) */
+    double ep_stall, ep_write;          /* the current epoch's checkpoints so far (NaN none) */
+} run_saver;
+
+static double max_nan(double a, double b) { return isnan(a) ? b : isnan(b) ? a : a > b ? a : b; }
+
+/* A finished write's seconds go to the record its checkpoint belongs to (tag: the
+ * history index; the epoch in progress when it is not in the history yet). */
+static void saver_note_write(run_saver *s, dd_trainer *tr, double write_s, long tag) {
+    if (isnan(write_s) || tag < 0) return;
+    if ((size_t)tag < tr->nhist)
+        tr->hist[tag].ckpt_write_s = max_nan(tr->hist[tag].ckpt_write_s, write_s);
+    else
+        s->ep_write = max_nan(s->ep_write, write_s);
+    dd_log(DD_LOG_DEBUG, "checkpoint write finished in the background: %.6f s", write_s);
+}
+
+/* Waits for the write in flight (rank 0); its error, naming the file. */
+static dd_status saver_join(run_saver *s, dd_trainer *tr, double *wait_s) {
+    double w = 0.0, ws = NAN;
+    long tag = -1;
+    dd_status st = dd_ckpt_async_join(s->aw, &w, &ws, &tag);
+    if (wait_s) *wait_s = w;
+    if (st == DD_OK) saver_note_write(s, tr, ws, tag);
+    return st;
+}
+
+/* The strategy's collective before rank 0 writes a checkpoint (every rank calls it). */
+static dd_status before_save(const dd_train_run_opts *o, dd_trainer *tr);
+
+/* A checkpoint, on every rank (the strategy's before_save is a collective): rank 0 joins
+ * the previous write, snapshots the state (best.ckpt too when best) and hands it to the
+ * writer. end_of_epoch: the record just appended to the history gets the stall. */
+static dd_status take_ckpt(run_saver *s, dd_trainer *tr, int end_of_epoch, int best) {
+    double t0 = dd_now(), wait_s = 0.0;
+    dd_status st;
+    if (s->root && (st = saver_join(s, tr, &wait_s)) != DD_OK) return st;
+    if ((st = before_save(s->o, tr)) != DD_OK) return st;
+    if (s->root) {
+        dd_ckpt_job job;
+        memset(&job, 0, sizeof job);
+        if (best && (st = dd_trainer_snapshot(tr, s->best, &job.w[job.nw++])) != DD_OK) goto fail;
+        if (s->keep > 1) {
+            char path[DD_TRAIN_PATH_MAX + 64];
+            snprintf(path, sizeof path, "%s/step-%010llu.ckpt", s->dir, (unsigned long long)tr->step);
+            if ((st = dd_trainer_snapshot(tr, path, &job.w[job.nw++])) != DD_OK) goto fail;
+            snprintf(job.link_to, sizeof job.link_to, "%s", s->last);
+            snprintf(job.prune_dir, sizeof job.prune_dir, "%s", s->dir);
+            job.keep = s->keep;
+        } else if ((st = dd_trainer_snapshot(tr, s->last, &job.w[job.nw++])) != DD_OK) {
+            goto fail;
+        }
+        job.tag = end_of_epoch ? (long)tr->nhist - 1 : (long)tr->nhist;
+        if ((st = dd_ckpt_async_submit(s->aw, &job)) != DD_OK) return st;
+        goto ok;
+    fail:
+        if (job.nw > 0 && !job.w[job.nw - 1]) job.nw--; /* the snapshot that failed left no writer */
+        dd_ckpt_job_abort(&job);
+        return st;
+    }
+ok:;
+    const double now = dd_now(), stall = now - t0;
+    s->last_t = now;
+    if (end_of_epoch && tr->nhist > 0)
+        tr->hist[tr->nhist - 1].ckpt_stall_s = max_nan(tr->hist[tr->nhist - 1].ckpt_stall_s, stall);
+    else
+        s->ep_stall = max_nan(s->ep_stall, stall);
+    if (s->root) {
+        dd_log(DD_LOG_DEBUG, "checkpoint at step %llu: the step loop waited %.6f s (%.6f s for the previous write)",
+               (unsigned long long)tr->step, stall, wait_s);
+        dd_heartbeat_write(s->o->heartbeat, tr->step, tr->epoch, "checkpoint");
+    }
+    return DD_OK;
+}
+
+/* Whether a periodic checkpoint is due after this step: every cfg.ckpt_every steps, or
+ * cfg.ckpt_every_s seconds after the last one by rank 0's clock (broadcast, so that every
+ * rank takes it: a checkpoint needs every rank's before_save). */
+static dd_status periodic_due(const run_saver *s, dd_trainer *tr, int *due) {
+    *due = tr->cfg.ckpt_every && tr->step % tr->cfg.ckpt_every == 0;
+    if (tr->cfg.ckpt_every_s > 0) {
+        double v = s->root && dd_now() - s->last_t >= tr->cfg.ckpt_every_s ? 1.0 : 0.0;
+        if (tr->nranks > 1) {
+            if (!tr->st.ops->bcast)
+                return dd_error(DD_ERR_UNSUPPORTED, "strategy %s cannot agree on --ckpt-every-s (no broadcast)",
+                                tr->st.ops->name);
+            DD_TRY(tr->st.ops->bcast(tr->st.self, &v, 1));
+        }
+        if (v > 0) *due = 1;
+    }
+    return DD_OK;
+}
+
 /* ---------------------------------------------------------------- the owner's lock */
 
 struct dd_run_lock {
@@ -574,9 +687,18 @@ void dd_run_lock_release(dd_run_lock **lk) {
 }
 
 /* Removes the temporary files of the run's own atomic writers (NAME.tmp.PID and the
- * checkpoints' NAME.tmp.PID.K) that a killed owner left behind. Called by the lock holder
+ * checkpoints' NAME.tmp.PID.K) that a killed owner left behind, in RUN and in RUN/ckpt
+ * (the step files of --keep-last, step-NNNNNNNNNN.ckpt). Called by the lock holder
  * only: every writer of these files is the owner of the run, so none of them is alive. */
+static void remove_stale_tmp_in(const char *dir, int steps);
 static void remove_stale_tmp(const char *dir) {
+    remove_stale_tmp_in(dir, 0);
+    char sub[DD_TRAIN_PATH_MAX + 32];
+    if (join(sub, sizeof sub, dir, "ckpt") == DD_OK && is_dir(sub)) remove_stale_tmp_in(sub, 1);
+    dd_error_clear();
+}
+
+static void remove_stale_tmp_in(const char *dir, int steps) {
     static const char *const names[] = {"last.ckpt",     "best.ckpt",   "config.json", "metrics.jsonl",
                                         "history.csv",   "report.html", "parallel.json", NULL};
     DIR *d = opendir(dir);
@@ -587,9 +709,17 @@ static void remove_stale_tmp(const char *dir) {
     while ((e = readdir(d)) != NULL) {
         const char *nm = e->d_name;
         int match = 0;
-        for (int k = 0; names[k] && !match; k++) {
-            size_t l = strlen(names[k]);
-            if (strncmp(nm, names[k], l) != 0 || strncmp(nm + l, ".tmp.", 5) != 0) continue;
+        char step_name[32] = "";
+        if (steps && strncmp(nm, "step-", 5) == 0 && strlen(nm) > 15 && strncmp(nm + 15, ".ckpt", 5) == 0) {
+            int digits = 1;
+            for (int i = 5; i < 15; i++) digits &= nm[i] >= '0' && nm[i] <= '9';
+            if (digits) memcpy(step_name, nm, 20); /* "step-NNNNNNNNNN.ckpt" */
+        }
+        const char *const one[2] = {step_name, NULL};
+        const char *const *list = steps ? one : names;
+        for (int k = 0; list[k] && list[k][0] && !match; k++) {
+            size_t l = strlen(list[k]);
+            if (strncmp(nm, list[k], l) != 0 || strncmp(nm + l, ".tmp.", 5) != 0) continue;
             const char *p = nm + l + 5;
             int digits = 0, dots = 0;
             for (; *p; p++) {
@@ -976,6 +1106,8 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     ckpt_ident ck;
     memset(&ck, 0, sizeof ck);
     dd_model_ref pref, *pp = NULL;
+    run_saver saver;
+    memset(&saver, 0, sizeof saver);
 
     if (o->resume) {
         if (!is_dir(o->out)) return dd_error(DD_ERR_IO, "%s: nothing to resume: no such run directory", o->out);
@@ -1072,40 +1204,71 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
     if (o->resume && (st = dd_trainer_load(tr, last, 0)) != DD_OK) goto done;
     if (root && (st = write_config_json(o->out, tr, data, pa_run, o->command, true_found)) != DD_OK) goto done;
 
-    int done_epochs = 0;
+    int done_epochs = 0, stopped = 0;
     if (o->interrupted) *o->interrupted = 0;
+    saver.o = o;
+    saver.root = root;
+    saver.keep = tr->cfg.keep_last;
+    saver.ep_stall = saver.ep_write = NAN;
+    snprintf(saver.last, sizeof saver.last, "%s", last);
+    snprintf(saver.best, sizeof saver.best, "%s", best);
+    if ((st = join(saver.dir, sizeof saver.dir, o->out, "ckpt")) != DD_OK) goto done;
+    if (root && saver.keep > 1 && (st = dd_train_mkdirs(saver.dir)) != DD_OK) goto done;
+    if (root && (st = dd_ckpt_async_create(o->ckpt_sync, &saver.aw)) != DD_OK) goto done;
+    saver.last_t = dd_now();
     while (tr->epoch < tr->cfg.epochs) {
         while (!dd_trainer_epoch_done(tr)) {
+            const double ts = dd_now();
             if ((st = dd_trainer_step(tr, NULL)) != DD_OK) goto done;
+            if (root) dd_heartbeat_step(o->heartbeat, tr->step, tr->epoch, dd_now() - ts);
             progress(o, tr, 0, tr->ep_loss_sum / (double)tr->batch, NULL);
-            if (stop_now(o, tr) && !dd_trainer_epoch_done(tr)) {
-                if ((st = before_save(o, tr)) != DD_OK) goto done;
-                if (root && (st = dd_trainer_save(tr, last)) != DD_OK) goto done;
-                if (o->interrupted) *o->interrupted = 1;
-                goto done;
+            if (dd_trainer_epoch_done(tr)) break;
+            if (stop_now(o, tr)) {
+                if ((st = take_ckpt(&saver, tr, 0, 0)) != DD_OK) goto done;
+                stopped = 1;
+                goto finish;
             }
-            if (tr->cfg.ckpt_every && tr->step % tr->cfg.ckpt_every == 0 && !dd_trainer_epoch_done(tr)) {
-                if ((st = before_save(o, tr)) != DD_OK) goto done;
-                if (root && (st = dd_trainer_save(tr, last)) != DD_OK) goto done;
-            }
+            int due = 0;
+            if ((st = periodic_due(&saver, tr, &due)) != DD_OK) goto done;
+            if (due && (st = take_ckpt(&saver, tr, 0, 0)) != DD_OK) goto done;
         }
+        if (root) dd_heartbeat_write(o->heartbeat, tr->step, tr->epoch, "train");
         progress(o, tr, 1, tr->ep_loss_sum / (double)tr->nbatches, NULL);
         dd_epoch_record rec;
         if ((st = dd_trainer_end_epoch(tr, &rec)) != DD_OK) goto done;
-        if ((st = before_save(o, tr)) != DD_OK) goto done;
-        if (root) {
-            if (rec.best && (st = dd_trainer_save(tr, best)) != DD_OK) goto done;
-            if ((st = dd_trainer_save(tr, last)) != DD_OK) goto done;
-            if ((st = dd_run_write_metrics(o->out, &tr->cfg, dd_model_num_params(tr->m), tr->hist, tr->nhist)) != DD_OK)
-                goto done;
+        {
+            /* the driver's fields of the record: this process's restart count, the
+             * epoch's checkpoints so far (the end-of-epoch one adds its stall below) */
+            dd_epoch_record *hr = &tr->hist[tr->nhist - 1];
+            hr->restart = o->restart;
+            hr->ckpt_stall_s = saver.ep_stall;
+            hr->ckpt_write_s = saver.ep_write;
+            saver.ep_stall = saver.ep_write = NAN;
         }
+        if ((st = take_ckpt(&saver, tr, 1, rec.best)) != DD_OK) goto done;
+        rec = tr->hist[tr->nhist - 1];
+        if (root && (st = dd_run_write_metrics(o->out, &tr->cfg, dd_model_num_params(tr->m), tr->hist, tr->nhist)) != DD_OK)
+            goto done;
         progress(o, tr, 2, rec.train_loss, &rec);
         done_epochs++;
         if (stop_now(o, tr) && tr->epoch < tr->cfg.epochs) {
-            if (o->interrupted) *o->interrupted = 1;
-            goto done;
+            stopped = 1;
+            goto finish;
         }
         if (o->stop_after_epochs > 0 && done_epochs >= o->stop_after_epochs) break;
+    }
+finish:
+    /* training stops here (the end, or a signal): the last write must be complete, and
+     * metrics.jsonl gets the write times of the last checkpoints */
+    if (root) {
+        if ((st = saver_join(&saver, tr, NULL)) != DD_OK) goto done;
+        if (tr->nhist > 0 &&
+            (st = dd_run_write_metrics(o->out, &tr->cfg, dd_model_num_params(tr->m), tr->hist, tr->nhist)) != DD_OK)
+            goto done;
+    }
+    if (stopped) {
+        if (o->interrupted) *o->interrupted = 1;
+        goto done;
     }
     if (root && tr->nhist > 0 && !file_exists(best)) st = dd_error(DD_ERR_INTERNAL, "%s: best.ckpt is missing", o->out);
     if (o->mem) dd_mem_stats_get(o->mem);
@@ -1119,6 +1282,7 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
         st = dd_train_write_report(tr, o->out, o->command);
     }
 done:
+    dd_ckpt_async_destroy(&saver.aw); /* after an error: the write in flight ends first */
     dd_trainer_destroy(&tr);
     dd_pa_destroy(&tpa);
     dd_dataset_free(&ds);

@@ -50,6 +50,8 @@ void dd_train_cfg_default(dd_train_cfg *c, dd_train_task task) {
     c->gain = 0.0;
     c->gain_mode = 0;
     c->ckpt_every = 0;
+    c->ckpt_every_s = 0.0;
+    c->keep_last = 1;
     c->eval_test = 1;
     c->select_true = 0;
 }
@@ -81,6 +83,10 @@ dd_status dd_train_cfg_check(const dd_train_cfg *c) {
     if (c->eval_batch < 1 || c->eval_batch > 4096) return bad_size("eval_batch", c->eval_batch, 1, 4096);
     if (!isfinite(c->gain) || c->gain < 0)
         return dd_error(DD_ERR_ARG, "training config: gain = %g must be finite and >= 0 (0 = automatic)", c->gain);
+    if (!isfinite(c->ckpt_every_s) || c->ckpt_every_s < 0 || c->ckpt_every_s > 1e9)
+        return dd_error(DD_ERR_ARG, "training config: ckpt_every_s = %g must be in [0, 1e9] seconds (0 = off)",
+                        c->ckpt_every_s);
+    if (c->keep_last < 1 || c->keep_last > 1000000) return bad_size("keep_last", c->keep_last, 1, 1000000);
     if (c->gain_mode != 0 && c->gain_mode != 1)
         return dd_error(DD_ERR_ARG, "training config: gain_mode = %d (expected 0 = max, 1 = ls)", c->gain_mode);
     /* optimiser and schedule: validated by their own modules */
@@ -153,6 +159,8 @@ cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c) {
     add_num(o, "gain", c->gain);
     cJSON_AddStringToObject(o, "gain_mode", c->gain_mode ? "ls" : "max");
     add_u64(o, "ckpt_every", c->ckpt_every);
+    add_num(o, "ckpt_every_s", c->ckpt_every_s);
+    add_num(o, "keep_last", (double)c->keep_last);
     add_num(o, "eval_test", c->eval_test);
     add_num(o, "select_true", c->select_true);
     return o;
@@ -321,6 +329,8 @@ dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg 
         else return dd_error(DD_ERR_FORMAT, "%s: key 'gain_mode': expected max or ls, got '%s'", where, s);
     }
     DD_TRY(get_u64s(o, where, "ckpt_every", &c->ckpt_every));
+    DD_TRY(get_num(o, where, "ckpt_every_s", &c->ckpt_every_s));
+    DD_TRY(get_size(o, where, "keep_last", &c->keep_last));
     DD_TRY(get_int(o, where, "eval_test", &c->eval_test));
     DD_TRY(get_int(o, where, "select_true", &c->select_true));
     dd_status st = dd_train_cfg_check(c);

@@ -28,7 +28,11 @@ void dd_rec_pack(const dd_epoch_record *r, double *v) {
     v[33] = r->comm_bytes_per_step;
     v[34] = r->compression_ratio;
     v[35] = r->compress_time_s;
-    v[DD_REC_FLAGS] = DD_REC_FLAG_COMM_EXACT;
+    v[36] = r->world_size;
+    v[37] = r->restart;
+    v[38] = r->ckpt_stall_s;
+    v[39] = r->ckpt_write_s;
+    v[DD_REC_FLAGS] = DD_REC_FLAG_COMM_EXACT + DD_REC_FLAG_FT;
     const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
     for (int k = 0; k < 4; k++) {
         double *p = v + 8 + 6 * k;
@@ -52,7 +56,19 @@ void dd_rec_unpack(const double *v, dd_epoch_record *r) {
     r->has_true = (int)v[6];
     r->best = (int)v[7];
     r->grad_norm_max = v[32];
-    if (v[DD_REC_FLAGS] == DD_REC_FLAG_COMM_EXACT) { /* NaN = not recorded; 0 is a value (one process) */
+    const double flags = v[DD_REC_FLAGS];
+    if (flags == DD_REC_FLAG_COMM_EXACT + DD_REC_FLAG_FT) {
+        r->world_size = (int)v[36];
+        r->restart = (int)v[37];
+        r->ckpt_stall_s = v[38];
+        r->ckpt_write_s = v[39];
+    } else {
+        r->world_size = 0;
+        r->restart = 0;
+        r->ckpt_stall_s = r->ckpt_write_s = NAN;
+    }
+    if (flags == DD_REC_FLAG_COMM_EXACT || flags == DD_REC_FLAG_COMM_EXACT + DD_REC_FLAG_FT) {
+        /* NaN = not recorded; 0 is a value (one process) */
         r->comm_bytes_per_step = v[33];
         r->compression_ratio = v[34];
         r->compress_time_s = v[35];
@@ -303,6 +319,14 @@ fail:
 dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
     if (!tr || !path) return dd_error(DD_ERR_ARG, "dd_trainer_save: NULL argument");
     dd_ckpt_writer *w = NULL;
+    DD_TRY(dd_trainer_snapshot(tr, path, &w));
+    return dd_ckpt_write_commit(&w);
+}
+
+dd_status dd_trainer_snapshot(const dd_trainer *tr, const char *path, dd_ckpt_writer **out) {
+    if (!tr || !path || !out) return dd_error(DD_ERR_ARG, "dd_trainer_snapshot: NULL argument");
+    *out = NULL;
+    dd_ckpt_writer *w = NULL;
     DD_TRY(dd_ckpt_write_begin(path, &w));
     dd_status st;
     char *cfg = NULL;
@@ -379,7 +403,8 @@ dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
     dd_free(cfg);
     free(hist);
     free(ost);
-    return dd_ckpt_write_commit(&w);
+    *out = w;
+    return DD_OK;
 fail:
     dd_ckpt_abort(&w);
     dd_free(cfg);

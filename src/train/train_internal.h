@@ -129,6 +129,10 @@ struct dd_trainer {
 #define DD_REC_FIELDS 48
 #define DD_REC_FLAGS 47
 #define DD_REC_FLAG_COMM_EXACT 1.0
+/* Flags 2 (added to the value above): fields 36..39 hold world_size, restart,
+ * ckpt_stall_s and ckpt_write_s (NaN: none); records without it have world_size 0 (not
+ * recorded), restart 0 and no checkpoint times. */
+#define DD_REC_FLAG_FT 2.0
 void dd_rec_pack(const dd_epoch_record *r, double *v);
 void dd_rec_unpack(const double *v, dd_epoch_record *r);
 
@@ -163,6 +167,42 @@ void dd_spec_unpack(const double v[9], dd_spec *s);
 
 /* Writes text atomically (tmp, fsync, rename). */
 dd_status dd_train_write_text(const char *path, const char *text, size_t len);
+
+/* The checkpoint dd_trainer_save would write to path, in memory: every section copied
+ * into a writer (*out, the caller commits or aborts it). The snapshot of the state at
+ * this moment; the trainer may go on at once. */
+dd_status dd_trainer_snapshot(const dd_trainer *tr, const char *path, dd_ckpt_writer **out);
+
+/* Background checkpoint writing (src/train/ckpt_async.c): a job commits its writers in
+ * order (dd_ckpt_write_commit: temporary file, fsync, rename, directory fsync), then,
+ * when link_to is set, makes link_to a hard link to the last writer's file (a link under
+ * a temporary name renamed over link_to, then a directory fsync), then, when prune_dir is
+ * set, removes all but the newest `keep` files step-NNNNNNNNNN.ckpt of prune_dir. At
+ * most one job is in flight: submitting joins the previous one first. */
+#define DD_CKPT_JOB_MAX 2
+typedef struct {
+    dd_ckpt_writer *w[DD_CKPT_JOB_MAX]; /* owned by the job once submitted */
+    int nw;
+    char link_to[DD_TRAIN_PATH_MAX + 32];   /* "" = none */
+    char prune_dir[DD_TRAIN_PATH_MAX + 32]; /* "" = none */
+    size_t keep;
+    long tag;                               /* the caller's (e.g. the epoch record) */
+} dd_ckpt_job;
+typedef struct dd_ckpt_async dd_ckpt_async;
+/* sync = 1: jobs run inside submit (no thread). */
+dd_status dd_ckpt_async_create(int sync, dd_ckpt_async **out);
+/* Starts the job (*job is taken over and cleared). A job still in flight is joined
+ * first (callers join before, to get its times): its error is returned and this job is
+ * discarded. Errors: DD_ERR_INTERNAL (no thread), the previous job's. */
+dd_status dd_ckpt_async_submit(dd_ckpt_async *a, dd_ckpt_job *job);
+/* Waits for the job in flight; returns its error (the message names the file). *wait_s:
+ * seconds waited; *write_s, *tag: the job's write seconds and tag (NaN / -1 when no job
+ * finished since the last join). Any output may be NULL. */
+dd_status dd_ckpt_async_join(dd_ckpt_async *a, double *wait_s, double *write_s, long *tag);
+/* Joins (an error is dropped: the caller joined first if it cared) and frees. */
+void dd_ckpt_async_destroy(dd_ckpt_async **a);
+/* Frees a job's writers without writing. */
+void dd_ckpt_job_abort(dd_ckpt_job *job);
 
 /* HTML report of a finished run (src/train/train_report.c). */
 dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *title_extra);

@@ -970,6 +970,9 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
     r.train_loss = tr->ep_loss_sum / (double)tr->nbatches;
     r.grad_norm_max = tr->ep_gnorm_max;
     r.comm_bytes_per_step = r.compression_ratio = r.compress_time_s = NAN;
+    r.world_size = tr->nranks;
+    r.restart = 0;
+    r.ckpt_stall_s = r.ckpt_write_s = NAN;
     if (tr->st.ops->epoch_stats) {
         double cv[3] = {NAN, NAN, NAN};
         DD_TRY(tr->st.ops->epoch_stats(tr->st.self, cv));

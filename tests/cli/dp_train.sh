@@ -115,7 +115,7 @@ wait "$MPID"
 RC=$?
 set -e
 kill "$WATCHDOG" 2>/dev/null || true
-if [ "$RC" -eq 1 ]; then pass; else fail "SIGUSR1: exit status $RC, want 1; $(tail -n 3 "$TMP/sig.err")"; fi
+if [ "$RC" -eq 75 ]; then pass; else fail "SIGUSR1: exit status $RC, want 75 (preempted); $(tail -n 3 "$TMP/sig.err")"; fi
 has "$(cat "$TMP/sig.err")" "interrupted; $TMP/sig/last.ckpt holds the state" "interruption message"
 # rank 0 writes parallel.json only after dd_train_run has returned: the clean stop
 if [ -s "$TMP/sig/parallel.json" ]; then pass; else fail "no parallel.json: rank 0 did not stop cleanly"; fi

@@ -86,7 +86,7 @@ wait "$PID2"
 RC=$?
 set -e
 ERR=$(cat "$TMP/res.err")
-expect_rc 1 "resume after kill -9, stopped by SIGTERM"
+expect_rc 75 "resume after kill -9, stopped by SIGTERM (preempted)"
 has "$ERR" "interrupted; $TMP/busy/last.ckpt holds the state" "the resume trained (no stale lock)"
 hasnot "$ERR" "in use" "no stale lock"
 has "$ERR" "stale temporary files of a process that was killed while writing" "stale temporary files reported (info)"
@@ -192,7 +192,7 @@ wait "$PID"
 RC=$?
 set -e
 ERR=$(cat "$TMP/hup.err")
-expect_rc 1 "SIGHUP"
+expect_rc 75 "SIGHUP (preempted)"
 has "$ERR" "interrupted; $TMP/hup/last.ckpt holds the state" "SIGHUP writes the checkpoint"
 run eval --run "$TMP/hup" --ckpt last --json
 expect_rc 0 "the SIGHUP checkpoint loads"
@@ -210,6 +210,6 @@ set +e
 wait "$PID"
 RC=$?
 set -e
-expect_rc 1 "SIGTERM after the ignored SIGHUP"
+expect_rc 75 "SIGTERM after the ignored SIGHUP (preempted)"
 
 finish

@@ -1,0 +1,152 @@
+#!/bin/bash
+# Periodic, asynchronous checkpoints and what a supervisor reads (one process and 2
+# ranks): --ckpt-every-steps (alias --ckpt-every), --ckpt-every-s and --keep-last K
+# (RUN/ckpt/step-NNNNNNNNNN.ckpt, the newest K kept, last.ckpt a hard link to the newest,
+# each verified by distdpd inspect); checkpointing does not change training (metrics.jsonl
+# equal to a run without periodic checkpoints in every key but the timing ones);
+# metrics.jsonl lines carry restart (DISTDPD_RESTART), world_size, lr, ckpt_stall_s and
+# ckpt_write_s; the heartbeat file (DISTDPD_HEARTBEAT) is one line of JSON, "train" while
+# training and "done" at the end; the options are configuration (config.json, refused
+# with --resume) and bad values are usage errors naming the option or variable.
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+
+untimed() { sed 's/"time_s":[^,]*,//; s/"eval_time_s":[^,]*,//; s/,"compress_time_s":[^,}]*//; s/,"ckpt_[a-z_]*":[^,}]*//g' "$1"; }
+norestart() { sed 's/"restart":[0-9]*,//' ; }
+
+D=$TMP/sim
+run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
+expect_rc 0 "simulate"
+# 72 steps per epoch
+SMALL=(--model gru --hidden 4 --frame 50 --stride 5 --batch 20 --lr 1e-2 --epochs 2 --no-report)
+
+# ---- usage errors
+for bad in "--keep-last 0|--keep-last: must be in [1, 1000000], got '0'" \
+    "--keep-last x|--keep-last: expected a positive integer" \
+    "--ckpt-every-s -1|--ckpt-every-s: must be in" \
+    "--ckpt-every-s abc|--ckpt-every-s:" \
+    "--ckpt-every-steps 1.5|--ckpt-every-steps:"; do
+    read -r -a A <<<"${bad%%|*}"
+    run train-pa --data "$D" "${SMALL[@]}" "${A[@]}" --out "$TMP/bad"
+    expect_rc 2 "${bad%%|*}"
+    has "$ERR" "${bad#*|}" "${bad%%|*}: message"
+done
+DISTDPD_RESTART=abc run train-pa --data "$D" "${SMALL[@]}" --out "$TMP/bad"
+expect_rc 2 "DISTDPD_RESTART=abc"
+has "$ERR" "DISTDPD_RESTART: expected a non-negative integer, got 'abc'" "DISTDPD_RESTART named"
+DISTDPD_RESTART=-1 run train-pa --data "$D" "${SMALL[@]}" --out "$TMP/bad"
+expect_rc 2 "DISTDPD_RESTART=-1"
+DISTDPD_HEARTBEAT=$TMP/no/such/dir/hb run train-pa --data "$D" "${SMALL[@]}" --out "$TMP/bad"
+expect_rc 1 "a heartbeat in a missing directory"
+has "$ERR" "DISTDPD_HEARTBEAT: heartbeat file $TMP/no/such/dir/hb: its directory $TMP/no/such/dir does not exist" \
+    "the heartbeat error names the variable and the file"
+if [ ! -e "$TMP/bad/last.ckpt" ]; then pass; else fail "a refused run trained"; fi
+
+# ---- the reference: no periodic checkpoints
+run train-pa --data "$D" "${SMALL[@]}" --out "$TMP/ref" -q
+expect_rc 0 "reference run"
+
+# ---- every 10 steps, the newest 3 kept, restart 2, heartbeat
+HB=$TMP/hb.json
+DISTDPD_RESTART=2 DISTDPD_HEARTBEAT=$HB run train-pa --data "$D" "${SMALL[@]}" --ckpt-every-steps 10 --keep-last 3 \
+    --out "$TMP/k3" -q
+expect_rc 0 "--ckpt-every-steps 10 --keep-last 3"
+if [ "$(untimed "$TMP/ref/metrics.jsonl")" = "$(untimed "$TMP/k3/metrics.jsonl" | sed 's/"restart":2,/"restart":0,/')" ]; then
+    pass
+else
+    fail "periodic checkpoints changed training: $(diff <(untimed "$TMP/ref/metrics.jsonl") <(untimed "$TMP/k3/metrics.jsonl") | head -c 1200)"
+fi
+files=$(cd "$TMP/k3/ckpt" && ls)
+# steps 130, 140 and the end of epoch 2 (144)
+if [ "$files" = "$(printf 'step-0000000130.ckpt\nstep-0000000140.ckpt\nstep-0000000144.ckpt')" ]; then pass; else
+    fail "--keep-last 3 kept: $files"
+fi
+for f in "$TMP"/k3/ckpt/*.ckpt "$TMP/k3/last.ckpt" "$TMP/k3/best.ckpt"; do
+    run inspect "$f"
+    expect_rc 0 "$f verifies ($ERR)"
+done
+run inspect --json "$TMP/k3/last.ckpt"
+if [ "$(json_num "$OUT" step)" = 144 ]; then pass; else fail "last.ckpt holds step $(json_num "$OUT" step), want 144"; fi
+if [ "$(stat -c %i "$TMP/k3/last.ckpt")" = "$(stat -c %i "$TMP/k3/ckpt/step-0000000144.ckpt")" ]; then pass; else
+    fail "last.ckpt is not a hard link to the newest step file"
+fi
+if [ -z "$(find "$TMP/k3" -name '*.tmp.*')" ]; then pass; else fail "temporary files left: $(find "$TMP/k3" -name '*.tmp.*')"; fi
+L=$(head -n 1 "$TMP/k3/metrics.jsonl")
+for k in '"restart":2,' '"world_size":1,' '"lr":' '"ckpt_stall_s":' '"ckpt_write_s":'; do has "$L" "$k" "metrics.jsonl: $k"; done
+for k in ckpt_stall_s ckpt_write_s; do
+    v=$(json_num "$L" "$k")
+    if [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v >= 0 && v < 10) }'; then pass; else fail "metrics.jsonl $k '$v'"; fi
+done
+H=$(cat "$HB")
+if [ "$(wc -l <"$HB")" -eq 1 ]; then pass; else fail "heartbeat: $(wc -l <"$HB") lines"; fi
+for k in '"pid":' '"step":144,' '"epoch":2,' '"time":' '"step_s":' '"world_size":1,' '"state":"done"'; do
+    has "$H" "$k" "heartbeat: $k"
+done
+now=$(date +%s)
+t=$(json_num "$H" time)
+if awk -v t="$t" -v n="$now" 'BEGIN { exit !(t > n - 60 && t <= n + 1) }'; then pass; else fail "heartbeat time $t, now $now"; fi
+grep -q '"ckpt_every":	"10"' "$TMP/k3/config.json" && grep -q '"keep_last":	3' "$TMP/k3/config.json" && pass ||
+    fail "config.json lacks ckpt_every / keep_last"
+
+# ---- configuration: refused with --resume; --ckpt-every is the alias
+for o in "--keep-last 2" "--ckpt-every-s 5" "--ckpt-every-steps 3" "--ckpt-every 3"; do
+    read -r -a A <<<"$o"
+    run train-pa --resume "$TMP/k3" --epochs 3 "${A[@]}"
+    expect_rc 2 "$o with --resume"
+    has "$ERR" "${A[0]} cannot be given with --resume" "$o with --resume: message"
+done
+run train-pa --data "$D" "${SMALL[@]}" --ckpt-every 10 --keep-last 3 --out "$TMP/alias" -q
+expect_rc 0 "--ckpt-every 10"
+if [ "$(cd "$TMP/alias/ckpt" && ls)" = "$files" ]; then pass; else fail "--ckpt-every 10 kept $(cd "$TMP/alias/ckpt" && ls)"; fi
+
+# ---- the heartbeat while training: "train", its time moving on; a resume continues the
+# step files and keeps K of them
+DISTDPD_HEARTBEAT=$HB "$DD_CLI" train-pa --resume "$TMP/k3" --epochs 400 -q 2>/dev/null &
+PID=$!
+seen=""
+for _ in $(seq 1 200); do
+    if grep -q '"state":"train"' "$HB" 2>/dev/null; then seen=$(cat "$HB"); break; fi
+    sleep 0.02
+done
+if [ -n "$seen" ]; then pass; else fail "no \"train\" heartbeat: $(cat "$HB")"; fi
+t1=$(json_num "$seen" time)
+sleep 0.5
+t2=$(json_num "$(cat "$HB")" time)
+if awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(b > a) }'; then pass; else fail "heartbeat time did not move: $t1 -> $t2"; fi
+kill -TERM "$PID"
+set +e
+wait "$PID"
+RC=$?
+set -e
+expect_rc 75 "SIGTERM: preempted"
+has "$(cat "$HB")" '"state":"preempted"' "heartbeat after SIGTERM"
+n=$(find "$TMP/k3/ckpt" -name 'step-*.ckpt' | wc -l)
+if [ "$n" -eq 3 ]; then pass; else fail "$n step files after the resume, want 3"; fi
+run inspect --json "$TMP/k3/last.ckpt"
+expect_rc 0 "last.ckpt after SIGTERM"
+newest=$(cd "$TMP/k3/ckpt" && ls | tail -n 1)
+has "$newest" "$(printf 'step-%010d.ckpt' "$(json_num "$OUT" step)")" "last.ckpt is the newest step file"
+
+# ---- --ckpt-every-s on 2 ranks (rank 0's clock, agreed by every rank): checkpoints
+# inside the epochs, same training as without
+if command -v mpirun >/dev/null 2>&1; then
+    mpi_setup
+    BIGGER=(--model gru --hidden 12 --frame 50 --stride 1 --batch 20 --lr 1e-2 --epochs 2 --no-report)
+    mrun 2 train-pa --data "$D" "${BIGGER[@]}" --out "$TMP/s_ref" -q
+    expect_rc 0 "2 ranks, reference"
+    mrun 2 train-pa --data "$D" "${BIGGER[@]}" --ckpt-every-s 0.02 --keep-last 1000 --out "$TMP/s_t" --progress none -v -v
+    expect_rc 0 "2 ranks, --ckpt-every-s 0.02"
+    n=$(grep -c "checkpoint at step" <<<"$ERR" || true)
+    nf=$(find "$TMP/s_t/ckpt" -name 'step-*.ckpt' | wc -l)
+    if [ "$n" -ge 4 ] && [ "$nf" -eq "$n" ]; then pass; else
+        fail "--ckpt-every-s 0.02: $n checkpoints logged, $nf step files (want >= 4, equal)"
+    fi
+    if [ "$(untimed "$TMP/s_ref/metrics.jsonl")" = "$(untimed "$TMP/s_t/metrics.jsonl")" ]; then pass; else
+        fail "--ckpt-every-s changed training: $(diff <(untimed "$TMP/s_ref/metrics.jsonl") <(untimed "$TMP/s_t/metrics.jsonl") | head -c 1200)"
+    fi
+    has "$(head -n 1 "$TMP/s_t/metrics.jsonl")" '"world_size":2,' "metrics.jsonl: world_size 2"
+else
+    echo "note: mpirun not found: the 2-rank part is skipped"
+fi
+
+finish
