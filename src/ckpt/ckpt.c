@@ -227,8 +227,9 @@ void dd_ckpt_abort(dd_ckpt_writer **w) {
     *w = NULL;
 }
 
-/* Test-only (DISTDPD_CKPT_KILL_AT=BYTES): the commit in progress dies by SIGKILL once
- * this many bytes of its temporary file are written; -1 = off. */
+/* Test-only (DISTDPD_CKPT_KILL_AT=BYTES or BYTES@N): the commit in progress (every one,
+ * or the N-th of the process) dies by SIGKILL once this many bytes of its temporary file
+ * are written; -1 = off. */
 static _Thread_local long long g_kill_at = -1;
 static _Thread_local unsigned long long g_written;
 
@@ -291,11 +292,17 @@ dd_status dd_ckpt_write_commit(dd_ckpt_writer **wp) {
     g_written = 0;
     g_kill_at = -1;
     {
-        const char *ka = getenv("DISTDPD_CKPT_KILL_AT"); /* test-only fault injection */
+        /* test-only fault injection: BYTES (every commit) or BYTES@N (the N-th commit of
+         * this process, from 1) */
+        static atomic_uint commits;
+        const unsigned nth = atomic_fetch_add(&commits, 1u) + 1u;
+        const char *ka = getenv("DISTDPD_CKPT_KILL_AT");
         char *end = NULL;
         if (ka && *ka) {
             long long v = strtoll(ka, &end, 10);
-            if (end && *end == '\0' && v >= 0) g_kill_at = v;
+            unsigned long want = 0;
+            if (end && *end == '@') want = strtoul(end + 1, &end, 10);
+            if (end && *end == '\0' && v >= 0 && (want == 0 || want == nth)) g_kill_at = v;
         }
     }
 
