@@ -22,6 +22,8 @@
 #    (distdpd plan --cluster) against measured step times at 2 and 4 ranks (docs/comm.md).
 # 7. bench/ckpt_stall.sh (BENCH_CKPT=1, off by default: ~1 min): the step loop's stall per
 #    checkpoint with asynchronous writing against synchronous writing, on a large resnet.
+# 8. bench/launch_bench.sh (BENCH_LAUNCH=1, off by default: ~1 min): time lost per failure
+#    under distdpd launch (kill -9 of a rank, a SIGSTOPped rank; docs/elastic.md).
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_PYTHON.
 set -euo pipefail
@@ -67,4 +69,10 @@ if [ "${BENCH_CKPT:-0}" != 0 ]; then
     echo "## Checkpoint stall: asynchronous against synchronous writing (bench/ckpt_stall.sh)"
     echo
     bash bench/ckpt_stall.sh "$BUILD"
+fi
+if [ "${BENCH_LAUNCH:-0}" != 0 ]; then
+    echo
+    echo "## Time lost per failure (bench/launch_bench.sh)"
+    echo
+    bash bench/launch_bench.sh "$BUILD"
 fi

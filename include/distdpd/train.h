@@ -456,6 +456,18 @@ uint64_t dd_trainer_num_batches(const dd_trainer *tr);    /* per epoch */
 uint64_t dd_trainer_num_frames(const dd_trainer *tr);     /* training frames */
 uint64_t dd_trainer_steps(const dd_trainer *tr);          /* optimiser steps done */
 double dd_trainer_lr(const dd_trainer *tr);               /* lr of the next step */
+/* Rescaling for a new world size (Goyal et al.'s linear scaling rule): from the next
+ * epoch boundary (at once when the cursor is at one) the global batch becomes `batch`
+ * and the learning rate (base, plateau's current, min_lr, cosine's eta_min) is
+ * multiplied by batch / the current batch, reached by a linear warm-up over `warmup`
+ * steps from the old rate (0: at once). The rest of the epoch in progress keeps the
+ * old batch, so the frames of an epoch are each seen once. The warm-up state is part of
+ * the checkpoint. A batch equal to the current one does nothing. Errors: DD_ERR_ARG
+ * (batch 0 or above 2^20, warmup < 0). */
+dd_status dd_trainer_rescale(dd_trainer *tr, uint64_t batch, int64_t warmup);
+/* 1 once when a rescale has been applied since the last call (the configuration changed:
+ * the caller rewrites config.json), else 0. */
+int dd_trainer_rescaled(dd_trainer *tr);
 /* Best epoch so far (0 = none) and its selection metric. */
 int dd_trainer_best_epoch(const dd_trainer *tr, double *metric);
 /* The epoch records so far (owned by the trainer); *n receives their number. */
@@ -550,6 +562,10 @@ typedef struct {
                                  call makes (a supervisor's restart count) */
     dd_heartbeat *heartbeat;  /* rank 0: progress file written after steps and checkpoints
                                  (dd_heartbeat_open), or NULL */
+    uint64_t rescale_batch;   /* resume: > 0 rescales to this global batch with the linear
+                                 learning-rate rule from the next epoch boundary
+                                 (dd_trainer_rescale); 0 = keep */
+    int64_t rescale_warmup;   /* its warm-up steps */
     int ckpt_sync;            /* 1: rank 0 writes checkpoints in the step loop instead of
                                  in a background thread (for benchmarks) */
 } dd_train_run_opts;

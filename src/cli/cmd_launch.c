@@ -70,6 +70,15 @@ static void help(void) {
            "  --preempt-grace S    on SIGTERM/SIGINT: the job gets S seconds to checkpoint\n"
            "                       and stop before it is killed (default 30 s); exit 75\n"
            "\n"
+           "rescaling on a new world size:\n"
+           "  --rescale R          keep-global-batch (default: the global batch stays, so N\n"
+           "                       ranks train as 1 rank would) or linear-lr: the global\n"
+           "                       batch scales with the ranks (batch x N / N0, N0 the first\n"
+           "                       start's) and the learning rate with it (Goyal et al.),\n"
+           "                       from the next epoch boundary; not with --tp/--pp\n"
+           "  --rescale-warmup W   linear-lr: reach the new learning rate over W steps\n"
+           "                       (default 50)\n"
+           "\n"
            "mpirun:\n"
            "  --mpirun CMD         the mpirun to run (default mpirun; also DISTDPD_MPIRUN)\n"
            "  --mpi-arg ARG        one more argument for mpirun (repeatable), e.g.\n"
@@ -98,6 +107,9 @@ typedef struct {
     int nmpi;
     int quiet;
     int multiple; /* tp x pp of the job */
+    int linear_lr; /* --rescale linear-lr */
+    long rescale_warmup;
+    int n0;        /* world size the run's batch was chosen for (linear-lr) */
     int openmpi;  /* mpirun is Open MPI's (env forwarding with -x) */
     char self[PATH_MAX];
     FILE *log; /* RUN/launch.jsonl */
@@ -347,7 +359,8 @@ typedef struct {
     end_kind kind;
     int rc;             /* the job's exit status (-signal when killed) */
     double t_end;       /* when the end was noticed */
-    double t_failure;   /* when it failed: the end, or a hung job's last heartbeat */
+    double t_failure;   /* when it failed, at the latest: rank 0's last heartbeat (renewed every
+                           0.2 s while it trains), else when the end was noticed */
     long last_step;     /* rank 0's last heartbeat step (-1 none) */
     char host[DD_LAUNCH_HOST_MAX]; /* the host a failure names */
     char detail[512];
@@ -565,7 +578,10 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     }
     close(efd[0]);
     kill(-pid, SIGKILL); /* nothing of the group outlives it */
-    je->t_end = je->t_failure = now_s();
+    je->t_end = now_s();
+    /* mpirun notices a dead rank seconds later (Open MPI: about 2 s here): the failure
+     * happened after the last heartbeat, within its 0.2 s period and a step */
+    je->t_failure = first_hb || hb.time > 0 ? last_hb : je->t_end;
     je->rc = WIFEXITED(status) ? WEXITSTATUS(status) : -(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     heartbeat h2;
     if (read_heartbeat(hbpath, &h2) && h2.time >= hb.time) je->last_step = h2.step;
@@ -636,6 +652,57 @@ static int set_aside(launcher *L, int restart, char *why, size_t whylen) {
     return moved;
 }
 
+/* linear-lr: the world size N0 and global batch B0 the run's learning rate was chosen
+ * for, kept in RUN/launch/rescale.json from the first time they are needed: N0 the world
+ * size of the start that began the run (this launcher's first start when it found the
+ * run begun), B0 the batch of config.json then. 0, or -1 with the reason. */
+static int rescale_base(launcher *L, int N, long *b0, char *why, size_t whylen) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/launch/rescale.json", L->run);
+    char *txt = NULL;
+    if (dd_read_text(path, &txt, NULL) == DD_OK) {
+        cJSON *o = cJSON_Parse(txt);
+        free(txt);
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, "world_size"), *b = cJSON_GetObjectItemCaseSensitive(o, "batch");
+        const int ok = cJSON_IsNumber(n) && cJSON_IsNumber(b) && n->valuedouble >= 1 && b->valuedouble >= 1;
+        if (ok) {
+            L->n0 = (int)n->valuedouble;
+            *b0 = (long)b->valuedouble;
+        }
+        cJSON_Delete(o);
+        if (ok) return 0;
+        snprintf(why, whylen, "%s: expected {\"world_size\": N, \"batch\": B} with N, B >= 1", path);
+        return -1;
+    }
+    dd_error_clear();
+    char cpath[PATH_MAX];
+    snprintf(cpath, sizeof cpath, "%s/config.json", L->run);
+    if (dd_read_text(cpath, &txt, NULL) != DD_OK) {
+        snprintf(why, whylen, "--rescale linear-lr: %s", dd_last_error());
+        return -1;
+    }
+    cJSON *o = cJSON_Parse(txt);
+    free(txt);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "config");
+    const cJSON *b = c ? cJSON_GetObjectItemCaseSensitive(c, "batch") : NULL;
+    if (!cJSON_IsNumber(b) || b->valuedouble < 1) {
+        cJSON_Delete(o);
+        snprintf(why, whylen, "--rescale linear-lr: %s has no config.batch", cpath);
+        return -1;
+    }
+    *b0 = (long)b->valuedouble;
+    cJSON_Delete(o);
+    if (L->n0 < 1) L->n0 = N;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddNumberToObject(r, "world_size", L->n0);
+    cJSON_AddNumberToObject(r, "batch", (double)*b0);
+    if (dd_cli_write_json(path, r) != DD_OK) {
+        snprintf(why, whylen, "%s", dd_last_error());
+        return -1;
+    }
+    return 0;
+}
+
 /* Sleeps s seconds unless a signal comes. */
 static void nap(double s) {
     const double t0 = now_s();
@@ -661,7 +728,7 @@ static int parse_np(const char *v, int *lo, int *hi) {
 int dd_cmd_launch(int argc, char **argv) {
     enum {
         O_NP = 256, O_HOSTFILE, O_DISCOVER, O_DEVERY, O_DTIMEOUT, O_MINWAIT, O_MAXR, O_BACKOFF, O_COOLDOWN, O_HANG,
-        O_START, O_GRACE, O_MPIRUN, O_MPIARG
+        O_START, O_GRACE, O_MPIRUN, O_MPIARG, O_RESCALE, O_RSWARMUP
     };
     static const struct option longopts[] = {
         {"np", required_argument, NULL, O_NP},
@@ -678,6 +745,8 @@ int dd_cmd_launch(int argc, char **argv) {
         {"preempt-grace", required_argument, NULL, O_GRACE},
         {"mpirun", required_argument, NULL, O_MPIRUN},
         {"mpi-arg", required_argument, NULL, O_MPIARG},
+        {"rescale", required_argument, NULL, O_RESCALE},
+        {"rescale-warmup", required_argument, NULL, O_RSWARMUP},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
@@ -691,6 +760,7 @@ int dd_cmd_launch(int argc, char **argv) {
     L.cooldown = 300;
     L.start_timeout = 600;
     L.preempt_grace = 30;
+    L.rescale_warmup = 50;
     L.mpirun = getenv("DISTDPD_MPIRUN") && *getenv("DISTDPD_MPIRUN") ? getenv("DISTDPD_MPIRUN") : "mpirun";
     /* the launcher's options end at "--"; the training command follows */
     int split = argc;
@@ -731,6 +801,15 @@ int dd_cmd_launch(int argc, char **argv) {
             if ((rc = dd_cli_parse_size(NAME, "--max-restarts", optarg, 0, 1000000, &v))) return rc;
             L.max_restarts = (int)v;
             break;
+        case O_RESCALE: {
+            static const char *const choices[] = {"keep-global-batch", "linear-lr", NULL};
+            if ((rc = dd_cli_parse_choice(NAME, "--rescale", optarg, choices, &L.linear_lr))) return rc;
+            break;
+        }
+        case O_RSWARMUP:
+            if ((rc = dd_cli_parse_size(NAME, "--rescale-warmup", optarg, 0, 100000000, &v))) return rc;
+            L.rescale_warmup = (long)v;
+            break;
         case O_MPIRUN: L.mpirun = optarg; break;
         case O_MPIARG:
             if (L.nmpi == 64) return dd_cli_usage(NAME, "--mpi-arg: more than 64");
@@ -764,6 +843,9 @@ int dd_cmd_launch(int argc, char **argv) {
         const char *s = dd_launch_arg_value(L.targc, L.targv, k ? "pp" : "tp");
         if (s && atoi(s) > 0) L.multiple *= atoi(s);
     }
+    if (L.linear_lr && L.multiple > 1)
+        return dd_cli_usage(NAME, "--rescale linear-lr does not apply to a --tp/--pp job (its pipeline buffers are "
+                                  "sized for the batch at its start); keep-global-batch does");
     if (L.np_given && L.np_max < L.multiple)
         return dd_cli_usage(NAME, "--np %d is fewer ranks than one replica of --tp x --pp (%d)", L.np_max, L.multiple);
     ssize_t sl = readlink("/proc/self/exe", L.self, sizeof L.self - 1);
@@ -823,6 +905,7 @@ int dd_cmd_launch(int argc, char **argv) {
     }
 
     int ret = DD_EXIT_RUNTIME, restarts = 0, fails_in_row = 0;
+    long prev_step = -1; /* the step the previous start had reached */
     double t_fail = 0;
     char why[3 * PATH_MAX + 256];
     for (;;) {
@@ -885,10 +968,33 @@ int dd_cmd_launch(int argc, char **argv) {
             cJSON_AddStringToObject(o, "checkpoint", ck);
             cJSON_AddNumberToObject(o, "step", (double)step);
             cJSON_AddNumberToObject(o, "rejected", rejected);
+            if (prev_step >= (long)step) cJSON_AddNumberToObject(o, "steps_redone", (double)(prev_step - (long)step));
             event(&L, "checkpoint", o);
             if (rejected) say(&L, "%d checkpoint(s) did not verify; resuming from %s (step %llu)", rejected, ck,
                               (unsigned long long)step);
-            st = dd_launch_resume_argv(L.targc, L.targv, NULL, 0, &tcmd, &tn);
+            char bs[32], ws[32];
+            char *extra[4] = {"--rescale-batch", bs, "--rescale-warmup", ws};
+            int nextra = 0;
+            if (L.linear_lr) {
+                long b0 = 0;
+                if (rescale_base(&L, N, &b0, why, sizeof why) != 0) {
+                    fprintf(stderr, "distdpd launch: error: %s\n", why);
+                    dd_launch_hosts_free(&use);
+                    break;
+                }
+                long nb = lround((double)b0 * (double)N / (double)L.n0);
+                if (nb < 1) nb = 1;
+                snprintf(bs, sizeof bs, "%ld", nb);
+                snprintf(ws, sizeof ws, "%ld", L.rescale_warmup);
+                nextra = 4;
+                cJSON *ro = cJSON_CreateObject();
+                cJSON_AddNumberToObject(ro, "world_size", N);
+                cJSON_AddNumberToObject(ro, "base_world_size", L.n0);
+                cJSON_AddNumberToObject(ro, "base_batch", (double)b0);
+                cJSON_AddNumberToObject(ro, "batch", (double)nb);
+                event(&L, "rescale", ro);
+            }
+            st = dd_launch_resume_argv(L.targc, L.targv, extra, nextra, &tcmd, &tn);
         } else {
             /* a start of this launcher's (or an earlier one's) killed before its first
              * checkpoint: the files it left are set aside; a run made otherwise is left
@@ -898,6 +1004,7 @@ int dd_cmd_launch(int argc, char **argv) {
                 dd_launch_hosts_free(&use);
                 break;
             }
+            L.n0 = N; /* a fresh start: its batch is the base of linear-lr */
             tcmd = calloc((size_t)L.targc + 1, sizeof *tcmd);
             if (tcmd) memcpy(tcmd, L.targv, (size_t)L.targc * sizeof *tcmd);
             st = tcmd ? DD_OK : DD_ERR_NOMEM;
@@ -921,11 +1028,11 @@ int dd_cmd_launch(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "rc", je.rc);
             cJSON_AddNumberToObject(o, "world_size", N);
             cJSON_AddNumberToObject(o, "last_step", (double)je.last_step);
-            if (found && je.last_step >= 0) cJSON_AddNumberToObject(o, "steps_since_checkpoint", (double)(je.last_step - (long)step));
             if (je.host[0]) cJSON_AddStringToObject(o, "host", je.host);
             if (je.detail[0]) cJSON_AddStringToObject(o, "detail", je.detail);
             event(&L, "exit", o);
         }
+        prev_step = je.last_step;
         if (je.kind == END_DONE) {
             say(&L, "the job completed after %d restart(s)", restarts);
             event(&L, "done", NULL);

@@ -449,7 +449,11 @@ static void help_train(int dpd) {
     dd_cli_help_model_opts("  --", "");
     printf("  --out RUN           run directory (created; must not hold a run yet)\n"
            "  --resume RUN        continue RUN from last.ckpt exactly (only --epochs, --data and\n"
-           "                      display options may be given)\n");
+           "                      display options may be given)\n"
+           "  --rescale-batch B   with --resume: from the next epoch boundary the global batch\n"
+           "                      is B and the learning rate scales by B / the old batch\n"
+           "                      (linear scaling rule, for a new number of ranks)\n"
+           "  --rescale-warmup W  reach that learning rate linearly over W steps (default 0)\n");
     if (dpd)
         printf("  --pa-run RUN_PA     the PA model run (its best.ckpt is frozen)\n"
                "  --ila               indirect learning instead of direct learning\n"
@@ -567,7 +571,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         O_DATA = 256, O_MODEL, O_FRAME, O_STRIDE, O_BATCH,
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
-        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_MEMLIMIT, O_CKPTSTEPS, O_CKPTSECS, O_KEEPLAST,
+        O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_MEMLIMIT, O_CKPTSTEPS, O_CKPTSECS, O_KEEPLAST, O_RSBATCH, O_RSWARMUP,
         O_MOPT = 1024, /* + k: --NAME of model option k (the model registry's) */
         O_SOPT = 2048  /* + k: --NAME of strategy option k (the strategy registry's) */
     };
@@ -591,6 +595,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
         {"ckpt-every-steps", required_argument, NULL, O_CKPTSTEPS}, {"ckpt-every-s", required_argument, NULL, O_CKPTSECS},
         {"keep-last", required_argument, NULL, O_KEEPLAST},
+        {"rescale-batch", required_argument, NULL, O_RSBATCH}, {"rescale-warmup", required_argument, NULL, O_RSWARMUP},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
     /* the models' options (--hidden, --layers, ...) come from the registry, so a new
@@ -633,7 +638,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
     int want_list = 0;
     dd_strategy_args sargs; /* the strategy options given */
     memset(&sargs, 0, sizeof sargs);
-    size_t mem_limit_mb = 0;
+    size_t mem_limit_mb = 0, rescale_batch = 0, rescale_warmup = 0;
+    int rescale_warmup_given = 0;
     /* every rank parses the same options: only rank 0 prints usage errors and help */
     quiet_streams q;
     quiet_begin(&q, launcher_rank() > 0);
@@ -731,6 +737,13 @@ static int cmd_train(int argc, char **argv, int dpd) {
         case O_PROGRESS:
             if ((rc = dd_cli_parse_choice(NAME, "--progress", optarg, opts_progress, &progress))) return rc;
             break;
+        case O_RSBATCH:
+            if ((rc = dd_cli_parse_size(NAME, "--rescale-batch", optarg, 1, (size_t)1 << 20, &rescale_batch))) return rc;
+            break;
+        case O_RSWARMUP:
+            if ((rc = dd_cli_parse_size(NAME, "--rescale-warmup", optarg, 0, 100000000, &rescale_warmup))) return rc;
+            rescale_warmup_given = 1;
+            break;
         case O_MEMLIMIT:
             if ((rc = dd_cli_parse_size(NAME, "--mem-limit-mb", optarg, 1, (size_t)1 << 30, &mem_limit_mb))) return rc;
             break;
@@ -787,6 +800,10 @@ static int cmd_train(int argc, char **argv, int dpd) {
     }
     /* set by a supervisor (distdpd launch): the restart count recorded in metrics.jsonl,
      * the heartbeat file, and (benchmarks) synchronous checkpoint writes */
+    if (!resume && (rescale_batch || rescale_warmup_given))
+        return dd_cli_usage(NAME, "--%s rescales a run on --resume (a new run takes --batch and --lr)",
+                            rescale_batch ? "rescale-batch" : "rescale-warmup");
+    if (rescale_warmup_given && !rescale_batch) return dd_cli_usage(NAME, "--rescale-warmup needs --rescale-batch");
     int restart = 0, ckpt_sync = 0;
     {
         const char *e = getenv("DISTDPD_RESTART");
@@ -882,6 +899,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
     const dd_strategy_def *sdef = NULL;
     if (dd_strategy_args_resume(&sargs) != DD_OK || dd_strategy_choose(&sargs, &sdef) != DD_OK)
         return dd_cli_usage(NAME, "%s", dd_last_error());
+    if (rescale_batch && (dd_strategy_arg(&sargs, "tp") || dd_strategy_arg(&sargs, "pp")))
+        return dd_cli_usage(NAME, "--rescale-batch does not apply to a --tp/--pp run (its pipeline buffers are sized "
+                                  "for the batch at its start)");
     quiet_end(&q);
     dd_cli_log_init(verbosity);
 
@@ -958,6 +978,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
     o.restart = restart;
     o.heartbeat = hb;
     o.ckpt_sync = ckpt_sync;
+    o.rescale_batch = rescale_batch;
+    o.rescale_warmup = (int64_t)rescale_warmup;
     stop_flag = 0;
     struct sigaction hup_old;
     const int hup = sigaction(SIGHUP, NULL, &hup_old) == 0 && hup_old.sa_handler != SIG_IGN; /* not under nohup */

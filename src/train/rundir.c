@@ -851,6 +851,9 @@ static double json_number(const cJSON *o, const char *k) {
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* a == b k up to rounding */
+static int same_ratio(double a, double b, double k) { return fabs(a - b * k) <= 1e-9 * fabs(a) + 1e-300; }
+
 /* Checks that the checkpoint `last` (prev, ck) belongs to the run of RUN/config.json (cj,
  * NULL when there is none): run id, task, model and every configuration field except the
  * number of epochs, the frozen PA model, and the data set's split lengths, frames and
@@ -892,8 +895,18 @@ static dd_status check_run_identity(const char *out, const char *last, const dd_
             return dd_error_prefix(s2, "cannot check that %s belongs to this run: ", last);
         }
         cJSON *a = dd_train_cfg_json_obj(&prev->cfg), *b = dd_train_cfg_json_obj(&jc);
+        /* a rescale (dd_trainer_rescale) changes the batch and the learning rates by one
+         * factor; config.json is rewritten after the checkpoint that first holds it, so
+         * a crash between the two leaves them apart by exactly that factor */
+        const double k = (double)prev->cfg.batch / (double)jc.batch;
+        const int rescaled = prev->cfg.batch != jc.batch && same_ratio(prev->cfg.lr, jc.lr, k) &&
+                             same_ratio(prev->cfg.sched.min_lr, jc.sched.min_lr, k) &&
+                             same_ratio(prev->cfg.sched.eta_min, jc.sched.eta_min, k);
         for (const cJSON *x = a ? a->child : NULL; x && b; x = x->next) {
             if (strcmp(x->string, "epochs") == 0) continue;
+            if (rescaled && (strcmp(x->string, "batch") == 0 || strcmp(x->string, "lr") == 0 ||
+                             strcmp(x->string, "min_lr") == 0 || strcmp(x->string, "eta_min") == 0))
+                continue;
             if (strcmp(x->string, "model_opts") == 0) {
                 /* the model's options one by one (an option one side lacks: none) */
                 const cJSON *mb = cJSON_GetObjectItemCaseSensitive(b, "model_opts");
@@ -1202,6 +1215,8 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
         if (tpa && (st = dd_trainer_set_true_pa(tr, tpa)) != DD_OK) goto done;
     }
     if (o->resume && (st = dd_trainer_load(tr, last, 0)) != DD_OK) goto done;
+    if (o->rescale_batch && (st = dd_trainer_rescale(tr, o->rescale_batch, o->rescale_warmup)) != DD_OK) goto done;
+    (void)dd_trainer_rescaled(tr); /* config.json below holds it */
     if (root && (st = write_config_json(o->out, tr, data, pa_run, o->command, true_found)) != DD_OK) goto done;
 
     int done_epochs = 0, stopped = 0;
@@ -1246,6 +1261,10 @@ dd_status dd_train_run(const dd_train_cfg *cfg_in, const dd_train_run_opts *o) {
             saver.ep_stall = saver.ep_write = NAN;
         }
         if ((st = take_ckpt(&saver, tr, 1, rec.best)) != DD_OK) goto done;
+        /* a rescale applied at this epoch boundary changed the batch and learning rate */
+        if (dd_trainer_rescaled(tr) && root &&
+            (st = write_config_json(o->out, tr, data, pa_run, o->command, true_found)) != DD_OK)
+            goto done;
         rec = tr->hist[tr->nhist - 1];
         if (root && (st = dd_run_write_metrics(o->out, &tr->cfg, dd_model_num_params(tr->m), tr->hist, tr->nhist)) != DD_OK)
             goto done;

@@ -367,6 +367,10 @@ dd_status dd_trainer_snapshot(const dd_trainer *tr, const char *path, dd_ckpt_wr
         if ((st = dd_ckpt_add(w, "optim_state", fo, ob)) != DD_OK) goto fail;
     }
     if ((st = dd_ckpt_add(w, "lr_sched", &tr->sched, sizeof tr->sched)) != DD_OK) goto fail;
+    if (tr->rs_len > 0) { /* the warm-up of a rescale (dd_trainer_rescale) */
+        const double rs[3] = {(double)tr->rs_start, (double)tr->rs_len, tr->rs_from};
+        if ((st = dd_ckpt_add(w, "rescale", rs, sizeof rs)) != DD_OK) goto fail;
+    }
     if ((st = dd_ckpt_add_u64(w, "step", tr->step)) != DD_OK) goto fail;
     if ((st = dd_ckpt_add_u64(w, "epoch", (uint64_t)tr->epoch)) != DD_OK) goto fail;
     {
@@ -467,6 +471,14 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
     dd_lr_sched sched;
     memcpy(&sched, d, sizeof sched);
     if (dd_lr_sched_check(&sched) != DD_OK) return dd_error_prefix(DD_ERR_FORMAT, "%s: section 'lr_sched': ", path);
+    double rs[3] = {0.0, 0.0, 1.0}; /* optional: the warm-up of a rescale */
+    if (dd_ckpt_has(r, "rescale")) {
+        DD_TRY(get_sized(r, path, "rescale", sizeof rs, &d));
+        memcpy(rs, d, sizeof rs);
+        if (!(rs[0] >= 0 && rs[0] < 9e15 && rs[1] >= 0 && rs[1] < 9e15 && rs[2] > 0 && rs[2] < 1e12))
+            return dd_error(DD_ERR_FORMAT, "%s: section 'rescale' holds (%g, %g, %g): not a warm-up", path, rs[0], rs[1],
+                            rs[2]);
+    }
     uint64_t step, epoch;
     DD_TRY(dd_ckpt_get_u64(r, "step", &step));
     DD_TRY(dd_ckpt_get_u64(r, "epoch", &epoch));
@@ -526,6 +538,9 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
     dd_trainer_take_params(tr, params);
     if (pa_params) memcpy(tr->pa_params, pa_params, tr->pa_n * sizeof(float));
     tr->sched = sched;
+    tr->rs_start = (int64_t)rs[0];
+    tr->rs_len = (int64_t)rs[1];
+    tr->rs_from = rs[2];
     tr->step = step;
     tr->epoch = (int)epoch;
     tr->batch = cur[1];

@@ -111,6 +111,15 @@ struct dd_trainer {
     double last_lr;        /* lr of the last step */
     double ep_gnorm_max;   /* largest gradient norm in the current epoch */
 
+    /* rescaling (dd_trainer_rescale): a new global batch waiting for the epoch boundary,
+     * and the linear warm-up of the learning rate after it was applied */
+    uint64_t rs_batch;     /* pending new batch; 0 = none */
+    int64_t rs_warmup;     /* warm-up steps of the pending rescale */
+    int64_t rs_start;      /* step the last rescale was applied at */
+    int64_t rs_len;        /* its warm-up steps (0 = none) */
+    double rs_from;        /* lr factor at rs_start (old lr / new lr), rising to 1 */
+    int rs_applied;        /* set when a rescale was applied; cleared by the caller */
+
     int best_epoch;        /* 0 = none */
     double best_metric;
 

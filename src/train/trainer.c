@@ -716,7 +716,7 @@ dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq
         return dd_error(DD_ERR_NUMERIC, "training diverged: the gradient is not finite at epoch %d, batch %llu",
                         tr->epoch + 1, (unsigned long long)tr->batch + 1);
     if (gnorm > tr->ep_gnorm_max) tr->ep_gnorm_max = gnorm;
-    double lr = dd_lr_sched_lr(&tr->sched, (int64_t)tr->step);
+    double lr = dd_trainer_lr(tr);
     if (m) DD_TRY(dd_optim_step(tr->opt, w, g, lr));
     else dd_optim_step_end(tr->opt);
     /* a finite loss and gradient can still step the parameters out of range (a huge
@@ -955,6 +955,8 @@ static dd_status hist_append(dd_trainer *tr, const dd_epoch_record *r) {
     return DD_OK;
 }
 
+static void rescale_apply(dd_trainer *tr);
+
 dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
     if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_end_epoch: NULL trainer");
     if (tr->epoch >= tr->cfg.epochs) return dd_error(DD_ERR_ARG, "all %d epochs are done", tr->cfg.epochs);
@@ -993,6 +995,7 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
     DD_TRY(hist_append(tr, &r));
     tr->epoch++;
     tr->batch = 0;
+    if (tr->rs_batch) rescale_apply(tr);
     tr->ep_loss_sum = 0.0;
     tr->ep_time = 0.0;
     tr->ep_gnorm_max = 0.0;
@@ -1012,7 +1015,68 @@ uint64_t dd_trainer_batch(const dd_trainer *tr) { return tr->batch; }
 uint64_t dd_trainer_num_batches(const dd_trainer *tr) { return tr->nbatches; }
 uint64_t dd_trainer_num_frames(const dd_trainer *tr) { return tr->fr.count; }
 uint64_t dd_trainer_steps(const dd_trainer *tr) { return tr->step; }
-double dd_trainer_lr(const dd_trainer *tr) { return dd_lr_sched_lr(&tr->sched, (int64_t)tr->step); }
+/* The warm-up factor of the last rescale at step t (1 outside it). */
+static double rescale_ramp(const dd_trainer *tr, int64_t t) {
+    if (tr->rs_len <= 0 || t >= tr->rs_start + tr->rs_len || t < tr->rs_start) return 1.0;
+    return tr->rs_from + (1.0 - tr->rs_from) * (double)(t - tr->rs_start) / (double)tr->rs_len;
+}
+
+double dd_trainer_lr(const dd_trainer *tr) {
+    return dd_lr_sched_lr(&tr->sched, (int64_t)tr->step) * rescale_ramp(tr, (int64_t)tr->step);
+}
+
+/* Applies the pending rescale (at an epoch boundary). */
+static void rescale_apply(dd_trainer *tr) {
+    const uint64_t nb = tr->rs_batch;
+    tr->rs_batch = 0;
+    if (nb == tr->cfg.batch) return;
+    const double k = (double)nb / (double)tr->cfg.batch;
+    tr->cfg.batch = nb;
+    tr->nbatches = dd_sampler_num_batches(tr->fr.count, nb);
+    tr->cfg.lr *= k;
+    tr->cfg.sched.base_lr *= k;
+    tr->cfg.sched.min_lr *= k;
+    tr->cfg.sched.eta_min *= k;
+    tr->sched.cfg.base_lr *= k;
+    tr->sched.cfg.min_lr *= k;
+    tr->sched.cfg.eta_min *= k;
+    tr->sched.plateau_lr *= k;
+    tr->rs_start = (int64_t)tr->step;
+    tr->rs_len = tr->rs_warmup;
+    tr->rs_from = 1.0 / k;
+    tr->rs_applied = 1;
+    /* a larger slice per rank: the step buffers are allocated again on first use */
+    const size_t bglob = nb < tr->fr.count ? (size_t)nb : (size_t)tr->fr.count;
+    const size_t bmax = (bglob + (size_t)tr->nranks - 1) / (size_t)tr->nranks;
+    if (bmax > tr->bmax) {
+        float **bufs[] = {&tr->xin, &tr->tgt, &tr->out1, &tr->dout, &tr->out2, &tr->du, &tr->ws_p, &tr->ws_m};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+            dd_arena_free(*bufs[i]);
+            *bufs[i] = NULL;
+        }
+        tr->bmax = bmax;
+    }
+    if (tr->rank == 0)
+        dd_log(DD_LOG_INFO, "rescaled at step %llu: global batch %llu, learning rate x%.4g (warm-up %lld steps)",
+               (unsigned long long)tr->step, (unsigned long long)nb, k, (long long)tr->rs_len);
+}
+
+dd_status dd_trainer_rescale(dd_trainer *tr, uint64_t batch, int64_t warmup) {
+    if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_rescale: NULL trainer");
+    if (batch < 1 || batch > ((uint64_t)1 << 20))
+        return dd_error(DD_ERR_ARG, "rescale: batch must be in [1, 1048576], got %llu", (unsigned long long)batch);
+    if (warmup < 0) return dd_error(DD_ERR_ARG, "rescale: warm-up must be >= 0 steps, got %lld", (long long)warmup);
+    tr->rs_batch = batch;
+    tr->rs_warmup = warmup;
+    if (tr->batch == 0) rescale_apply(tr); /* at an epoch boundary now */
+    return DD_OK;
+}
+
+int dd_trainer_rescaled(dd_trainer *tr) {
+    const int r = tr && tr->rs_applied;
+    if (tr) tr->rs_applied = 0;
+    return r;
+}
 int dd_trainer_best_epoch(const dd_trainer *tr, double *metric) {
     if (metric) *metric = tr->best_metric;
     return tr->best_epoch;

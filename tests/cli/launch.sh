@@ -73,4 +73,53 @@ has "$ERR" "did not verify; resuming from" "corrupt: says so"
 if ls "$TMP/corrupt"/last.ckpt.bad-* >/dev/null 2>&1; then pass; else fail "corrupt: the damaged last.ckpt is not kept aside"; fi
 has "$(cat "$TMP/corrupt/launch.jsonl")" '"rejected":1' "corrupt: launch.jsonl counts the rejected file"
 
+# ---- rescaling: --rescale-batch on a resume (the trainer), then --rescale linear-lr
+run train-pa --data "$D" "${JOB[@]}" --out "$TMP/nr" --rescale-batch 60
+expect_rc 2 "--rescale-batch without --resume"
+has "$ERR" "--rescale-batch rescales a run on --resume" "--rescale-batch: message"
+run launch --np 2 --rescale linear-lr -- train-pa --data "$D" --out "$TMP/nr" --pp 2
+expect_rc 2 "linear-lr with --pp"
+has "$ERR" "--rescale linear-lr does not apply to a --tp/--pp job" "linear-lr with --pp: message"
+# a run stopped by SIGTERM in epoch 2 (239 steps an epoch), resumed with batch 60: epoch
+# 2 ends with batch 30, the next ones take 120 steps at twice the learning rate
+R=$TMP/rescale
+DISTDPD_HEARTBEAT=$TMP/rs_hb.json "$DD_CLI" train-pa --data "$D" "${JOB[@]}" --epochs 4 --out "$R" -q &
+tp=$!
+t=0
+until [ "$(json_num "$(cat "$TMP/rs_hb.json" 2>/dev/null || true)" step)" -ge 300 ] 2>/dev/null; do
+    sleep 0.01
+    t=$((t + 1))
+    [ "$t" -lt 6000 ] || break
+done
+kill -TERM "$tp"
+set +e
+wait "$tp"
+rc=$?
+set -e
+if [ "$rc" -eq 75 ]; then pass; else fail "rescale: the stopped run exited $rc, want 75"; fi
+run train-pa --resume "$R" --rescale-batch 60 --rescale-warmup 10 -q
+expect_rc 0 "rescale: resume with --rescale-batch 60"
+steps=$(grep -o '"step":[0-9]*' "$R/metrics.jsonl" | cut -d: -f2 | tr '\n' ' ')
+if [ "$steps" = "239 478 598 718 " ]; then pass; else fail "rescale: steps at the epochs' ends '$steps', want '239 478 598 718 '"; fi
+lrs=$(grep -o '"lr":[0-9.e-]*' "$R/metrics.jsonl" | cut -d: -f2 | tr '\n' ' ')
+if [ "$lrs" = "0.005 0.005 0.01 0.01 " ]; then pass; else fail "rescale: lr per epoch '$lrs', want '0.005 0.005 0.01 0.01 '"; fi
+has "$(tr -d ' \n\t' <"$R/config.json")" '"batch":60' "rescale: config.json holds the new batch"
+run train-pa --resume "$R" --epochs 5 -q
+expect_rc 0 "rescale: the rescaled run resumes again (config.json and checkpoint agree)"
+
+# linear-lr under the launcher: 1 slot, then 2 from step 300 on: the batch doubles with
+# the world size, and the learning rate with it (from the epoch after the restart)
+R=$TMP/linear
+printf '%s\n' '#!/bin/bash' \
+    "s=\$(grep -o '\"step\":[0-9]*' '$R/launch/heartbeat.json' 2>/dev/null | cut -d: -f2)" \
+    "if [ -f '$TMP/grown' ] || [ \"\${s:-0}\" -ge 300 ]; then touch '$TMP/grown'; echo localhost:2; else echo localhost:1; fi" \
+    >"$TMP/disc2.sh"
+run launch --discover "bash $TMP/disc2.sh" --discover-every 0.1 --rescale linear-lr --rescale-warmup 0 -- \
+    train-pa --data "$D" "${JOB[@]}" --epochs 5 --hidden 32 --out "$R" -q
+expect_rc 0 "linear-lr: completes"
+has "$(cat "$R/launch.jsonl")" '"event":"rescale","world_size":2,"base_world_size":1,"base_batch":30,"batch":60' "linear-lr: rescale event"
+last=$(tail -n 1 "$R/metrics.jsonl")
+has "$last" '"lr":0.01' "linear-lr: the last epoch at twice the learning rate"
+has "$last" '"world_size":2' "linear-lr: the last epoch on 2 ranks"
+
 finish
