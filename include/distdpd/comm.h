@@ -231,6 +231,13 @@ dd_status dd_comm_wait(dd_comm_req **req);
  * names the peer and the step; the request then stays pending (wait again or free it). */
 dd_status dd_comm_wait_timeout(dd_comm_req **req, double timeout_s, const char *what);
 
+/* The limit of every wait for a peer in training (collectives, bucket and step
+ * reductions): DISTDPD_COMM_TIMEOUT seconds (a number >= 0, 0 = none; default 1800, as
+ * PyTorch's collectives), read once. A rank that waits longer fails with DD_ERR_TIMEOUT
+ * "...: no answer for S s (DISTDPD_COMM_TIMEOUT): a peer is stopped, hung or
+ * unreachable", which aborts the job instead of hanging it. */
+double dd_comm_timeout(void);
+
 /* Gives up a request after an error or a timeout, without waiting for a peer: an
  * unfinished point-to-point receive is cancelled, an unfinished send released to MPI
  * (its buffer must then stay valid until the process ends or MPI is finalized); other

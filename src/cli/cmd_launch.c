@@ -352,6 +352,22 @@ static int kill_job(pid_t pid, double grace) {
     return status;
 }
 
+/* The first step of a start: the heartbeat that shows it may be a later one (it is
+ * renewed at most every 0.2 s, and read every 0.1 s), so the step's time is the
+ * heartbeat's less the steps since at its mean step time. */
+static void first_step_event(launcher *L, int restart, const heartbeat *hb, long resume_step, double t_start,
+                             double t_fail) {
+    const long after = hb->step - (resume_step < 0 ? 0 : resume_step) - 1;
+    double t = hb->time - (after > 0 ? (double)after * hb->step_s : 0.0);
+    if (t < t_start) t = t_start;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "restart", restart);
+    cJSON_AddNumberToObject(o, "step", (double)hb->step);
+    cJSON_AddNumberToObject(o, "since_start_s", t - t_start);
+    if (t_fail > 0) cJSON_AddNumberToObject(o, "time_lost_s", t - t_fail);
+    event(L, "first_step", o);
+}
+
 typedef enum { END_DONE, END_FAILED, END_HANG, END_RESIZE, END_PREEMPTED, END_SIGNALLED, END_USAGE } end_kind;
 static const char *const end_names[] = {"completed", "failed", "hang", "resize", "preempted", "signalled", "usage"};
 
@@ -493,12 +509,7 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
             if (hb.step_s > 0) step_s = hb.step_s;
             if (!first_hb && hb.step > resume_step) {
                 first_hb = 1;
-                cJSON *o = cJSON_CreateObject();
-                cJSON_AddNumberToObject(o, "restart", restart);
-                cJSON_AddNumberToObject(o, "step", (double)hb.step);
-                cJSON_AddNumberToObject(o, "since_start_s", t - t_start);
-                if (t_fail > 0) cJSON_AddNumberToObject(o, "time_lost_s", t - t_fail);
-                event(L, "first_step", o);
+                first_step_event(L, restart, &hb, resume_step, t_start, t_fail);
             }
         }
         /* a preemption of the launcher: the job checkpoints and stops */
@@ -584,7 +595,11 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     je->t_failure = first_hb || hb.time > 0 ? last_hb : je->t_end;
     je->rc = WIFEXITED(status) ? WEXITSTATUS(status) : -(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     heartbeat h2;
-    if (read_heartbeat(hbpath, &h2) && h2.time >= hb.time) je->last_step = h2.step;
+    if (read_heartbeat(hbpath, &h2) && h2.time >= hb.time) {
+        je->last_step = h2.step;
+        /* a start that ended between two polls of its heartbeat */
+        if (!first_hb && h2.step > resume_step) first_step_event(L, restart, &h2, resume_step, t_start, t_fail);
+    }
     if (je->rc == 0) je->kind = END_DONE;
     else if (sig_at) je->kind = END_SIGNALLED;
     else if (asked && je->rc == 75) je->kind = END_RESIZE;

@@ -170,7 +170,12 @@ static dd_status req_progress(dd_comm_req *q, int blocking) {
         int flag = 0, rc;
         MPI_Status ms;
         if (blocking) {
-            rc = MPI_Wait(&q->rq[0], &ms);
+            dd_status ws = dd_comm_waitall(1, &q->rq[0], &ms, q->p2p ? "point-to-point message" : "non-blocking collective");
+            if (ws != DD_OK) {
+                q->failed = 1;
+                return ws;
+            }
+            rc = MPI_SUCCESS;
             flag = 1;
         } else {
             rc = MPI_Test(&q->rq[0], &flag, &ms);
@@ -191,7 +196,16 @@ static dd_status req_progress(dd_comm_req *q, int blocking) {
         if (!q->posted) DD_TRY(step_post(q));
         int flag = 0, rc;
         if (blocking) {
-            rc = MPI_Waitall(2, q->rq, MPI_STATUSES_IGNORE);
+            char what[96];
+            const dd_ar_step *sp = &q->s.v[q->cur];
+            snprintf(what, sizeof what, "allreduce step %zu of %zu (send to rank %d, receive from rank %d)", q->cur + 1,
+                     q->s.n, sp->send_peer, sp->recv_peer);
+            dd_status ws = dd_comm_waitall(2, q->rq, NULL, what);
+            if (ws != DD_OK) {
+                q->failed = 1;
+                return ws;
+            }
+            rc = MPI_SUCCESS;
             flag = 1;
         } else {
             rc = MPI_Testall(2, q->rq, &flag, MPI_STATUSES_IGNORE);

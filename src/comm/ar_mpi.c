@@ -4,8 +4,12 @@
 #include "comm/allreduce_impl.h"
 
 static dd_status mpi_native(dd_comm *c, void *buf, size_t n, dd_dtype dt, MPI_Request *rq) {
-    if (!rq) return dd_comm_mpi_error(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, dd_comm_dtype_mpi(dt), MPI_SUM, c->mc),
-                                      "MPI_Allreduce");
+    if (!rq) { /* blocking: the non-blocking form and a wait with the timeout */
+        MPI_Request r = MPI_REQUEST_NULL;
+        DD_TRY(dd_comm_mpi_error(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, dd_comm_dtype_mpi(dt), MPI_SUM, c->mc, &r),
+                                 "MPI_Iallreduce"));
+        return dd_comm_waitall(1, &r, NULL, "MPI_Iallreduce");
+    }
     return dd_comm_mpi_error(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, dd_comm_dtype_mpi(dt), MPI_SUM, c->mc, rq),
                              "MPI_Iallreduce");
 }

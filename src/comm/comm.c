@@ -4,6 +4,8 @@
  * send/recv, counters and MPI error mapping. The allreduce algorithms are in
  * allreduce.c (executor) and ar_*.c (one file each, listed by ar_registry.c). */
 #include <limits.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +36,72 @@ dd_status dd_comm_mpi_error(int rc, const char *what) {
     do {                                                      \
         int mpi_rc_ = (call);                                 \
         if (mpi_rc_ != MPI_SUCCESS) return dd_comm_mpi_error(mpi_rc_, (what)); \
+    } while (0)
+
+double dd_comm_timeout(void) {
+    static double t = -1.0;
+    if (t < 0) {
+        const char *e = getenv("DISTDPD_COMM_TIMEOUT");
+        char *end = NULL;
+        double v = e && *e ? strtod(e, &end) : 1800.0;
+        if (e && *e && (!end || *end || !(v >= 0) || v > 1e9)) {
+            dd_log(DD_LOG_WARN, "DISTDPD_COMM_TIMEOUT: expected seconds >= 0, got '%s': using 1800", e);
+            v = 1800.0;
+        }
+        t = v;
+    }
+    return t;
+}
+
+dd_status dd_comm_waitall(int n, MPI_Request *rq, MPI_Status *st, const char *what) {
+    const double limit = dd_comm_timeout();
+    double t0 = 0.0;
+    MPI_Status local[8];
+    if (!st && n <= 8) st = local;
+    for (long k = 0;; k++) {
+        int flag = 0;
+        /* one request: MPI_Test reports its own error (MPI_Testall would say
+         * MPI_ERR_IN_STATUS) */
+        int rc = n == 1 ? MPI_Test(rq, &flag, st ? st : MPI_STATUS_IGNORE)
+                        : MPI_Testall(n, rq, &flag, st ? st : MPI_STATUSES_IGNORE);
+        if (rc == MPI_ERR_IN_STATUS && st)
+            for (int i = 0; i < n; i++)
+                if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING) {
+                    rc = st[i].MPI_ERROR;
+                    break;
+                }
+        if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, what);
+        if (flag) return DD_OK;
+        if ((k & 255) == 0) {
+            const double t = MPI_Wtime();
+            if (k == 0) t0 = t;
+            else if (limit > 0 && t - t0 > limit)
+                return dd_error(DD_ERR_TIMEOUT,
+                                "%s: no answer for %.0f s (DISTDPD_COMM_TIMEOUT): a peer is stopped, hung or "
+                                "unreachable",
+                                what, t - t0);
+        }
+        if ((k & 63) == 63) sched_yield();
+    }
+}
+
+dd_status dd_comm_sendrecv_bytes(MPI_Comm mc, const void *sbuf, size_t sby, int to, void *rbuf, size_t rby, int from,
+                                 int tag, const char *what) {
+    if (sby > INT_MAX || rby > INT_MAX) return dd_error(DD_ERR_ARG, "%s: more than INT_MAX bytes", what);
+    MPI_Request rq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int rc = MPI_Irecv(rbuf, (int)rby, MPI_BYTE, from, tag, mc, &rq[0]);
+    if (rc == MPI_SUCCESS) rc = MPI_Isend(sbuf, (int)sby, MPI_BYTE, to, tag, mc, &rq[1]);
+    if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, what);
+    return dd_comm_waitall(2, rq, NULL, what);
+}
+
+/* A blocking collective as its non-blocking form and a wait with the timeout. */
+#define MPI_WAIT_TRY(icall, what)                                        \
+    do {                                                                 \
+        MPI_Request rq_ = MPI_REQUEST_NULL;                              \
+        int mpi_rc_ = (icall);                                           \
+        if (mpi_rc_ != MPI_SUCCESS) return dd_comm_mpi_error(mpi_rc_, (what)); \
+        DD_TRY(dd_comm_waitall(1, &rq_, NULL, (what)));                  \
     } while (0)
 
 /* ---- process set-up -------------------------------------------------------------- */
@@ -349,7 +417,7 @@ dd_status dd_comm_barrier(dd_comm *c) {
     c->stats.calls++;
     if (!c->is_mpi) return DD_OK;
     double t0 = MPI_Wtime();
-    MPI_TRY(MPI_Barrier(c->mc), "MPI_Barrier");
+    MPI_WAIT_TRY(MPI_Ibarrier(c->mc, &rq_), "MPI_Ibarrier");
     c->stats.seconds += MPI_Wtime() - t0;
     return DD_OK;
 }
@@ -364,7 +432,7 @@ dd_status dd_comm_bcast(dd_comm *c, void *buf, size_t bytes, int root) {
     c->stats.calls++;
     if (!c->is_mpi || bytes == 0) return DD_OK;
     double t0 = MPI_Wtime();
-    MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, c->mc), "MPI_Bcast");
+    MPI_WAIT_TRY(MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, c->mc, &rq_), "MPI_Ibcast");
     c->stats.seconds += MPI_Wtime() - t0;
     if (c->rank == root) c->stats.bytes_sent += bytes;
     return DD_OK;
@@ -383,8 +451,8 @@ dd_status dd_comm_allgather(dd_comm *c, const void *send, size_t bytes, void *re
         return DD_OK;
     }
     double t0 = MPI_Wtime();
-    MPI_TRY(MPI_Allgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->mc),
-            "MPI_Allgather");
+    MPI_WAIT_TRY(MPI_Iallgather(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, c->mc, &rq_),
+                 "MPI_Iallgather");
     c->stats.seconds += MPI_Wtime() - t0;
     c->stats.bytes_sent += bytes;
     return DD_OK;
@@ -427,10 +495,12 @@ dd_status dd_comm_allgatherv(dd_comm *c, const void *send, void *recv, const siz
     }
     dd_status s = DD_OK;
     double t0 = MPI_Wtime();
-    int rc = MPI_Allgatherv(send, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, c->mc);
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int rc = MPI_Iallgatherv(send, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, c->mc, &rq);
+    if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Iallgatherv");
+    else s = dd_comm_waitall(1, &rq, NULL, "MPI_Iallgatherv");
     c->stats.seconds += MPI_Wtime() - t0;
     c->stats.bytes_sent += mine;
-    if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Allgatherv");
     free(ic);
     return s;
 }
@@ -449,10 +519,12 @@ dd_status dd_comm_gatherv(dd_comm *c, const void *send, void *recv, const size_t
     }
     dd_status s = DD_OK;
     double t0 = MPI_Wtime();
-    int rc = MPI_Gatherv(send, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, root, c->mc);
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int rc = MPI_Igatherv(send, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, root, c->mc, &rq);
+    if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Igatherv");
+    else s = dd_comm_waitall(1, &rq, NULL, "MPI_Igatherv");
     c->stats.seconds += MPI_Wtime() - t0;
     if (c->rank != root) c->stats.bytes_sent += mine;
-    if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Gatherv");
     free(ic);
     return s;
 }
@@ -475,7 +547,11 @@ dd_status dd_comm_send(dd_comm *c, const void *buf, size_t bytes, int peer, int 
     DD_TRY(dd_comm_p2p_check(c, buf, bytes, peer, tag, "dd_comm_send"));
     c->stats.calls++;
     double t0 = MPI_Wtime();
-    MPI_TRY(MPI_Send(buf, (int)bytes, MPI_BYTE, peer, tag, c->mc), "MPI_Send");
+    MPI_Request rq = MPI_REQUEST_NULL;
+    MPI_TRY(MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, c->mc, &rq), "MPI_Isend");
+    dd_status ws = dd_comm_waitall(1, &rq, NULL, "MPI_Send");
+    if (ws == DD_ERR_TIMEOUT) return dd_error_prefix(ws, "send to rank %d: ", peer);
+    DD_TRY(ws);
     c->stats.seconds += MPI_Wtime() - t0;
     c->stats.bytes_sent += bytes;
     return DD_OK;
@@ -486,7 +562,11 @@ dd_status dd_comm_recv(dd_comm *c, void *buf, size_t bytes, int peer, int tag) {
     c->stats.calls++;
     MPI_Status st;
     double t0 = MPI_Wtime();
-    MPI_TRY(MPI_Recv(buf, (int)bytes, MPI_BYTE, peer, tag, c->mc, &st), "MPI_Recv");
+    MPI_Request rq = MPI_REQUEST_NULL;
+    MPI_TRY(MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, c->mc, &rq), "MPI_Irecv");
+    dd_status ws = dd_comm_waitall(1, &rq, &st, "MPI_Recv");
+    if (ws == DD_ERR_TIMEOUT) return dd_error_prefix(ws, "receive from rank %d: ", peer);
+    DD_TRY(ws);
     c->stats.seconds += MPI_Wtime() - t0;
     int got = 0;
     MPI_Get_count(&st, MPI_BYTE, &got);

@@ -35,6 +35,17 @@ struct dd_comm {
 /* Maps an MPI return code to DD_ERR_COMM with "WHAT: MPI error CLASS: text"; returns
  * DD_OK for MPI_SUCCESS. */
 dd_status dd_comm_mpi_error(int rc, const char *what);
+
+/* Every blocking wait of the comm layer: MPI_Testall until the n requests complete, or
+ * DD_ERR_TIMEOUT "WHAT: no answer for S s (DISTDPD_COMM_TIMEOUT) ..." after
+ * dd_comm_timeout() seconds (the requests then stay pending: the caller fails the run,
+ * which aborts every rank). Yields the core now and then (oversubscribed ranks). */
+dd_status dd_comm_waitall(int n, MPI_Request *rq, MPI_Status *st, const char *what);
+/* MPI_Sendrecv of bytes on mc with that timeout: send sby bytes to `to`, receive rby from
+ * `from`. */
+dd_status dd_comm_sendrecv_bytes(MPI_Comm mc, const void *sbuf, size_t sby, int to, void *rbuf, size_t rby, int from,
+                                 int tag, const char *what);
+/* (dd_comm_timeout in comm.h: the seconds a wait may last) */
 /* The checks of a point-to-point call (buffer, size, peer, tag) naming fn. */
 dd_status dd_comm_p2p_check(dd_comm *c, const void *buf, size_t bytes, int peer, int tag, const char *fn);
 

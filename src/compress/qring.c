@@ -87,11 +87,9 @@ dd_status dd_cx_qring(dd_cx *x, const dd_qcodec *q, const float *in, size_t n, f
         q->enc(cfg, k == 0 ? mine + off[sb] : work, slen, sbuf, &hop);
         t1 = dd_cx_now();
         x->compress_s += t1 - t0;
-        int rc = MPI_Sendrecv(sbuf, (int)sby, MPI_BYTE, right, tag, rbuf, (int)rby, MPI_BYTE, left, tag, mc,
-                              MPI_STATUS_IGNORE);
+        DD_TRY(dd_comm_sendrecv_bytes(mc, sbuf, sby, right, rbuf, rby, left, tag, "quantised ring (reduce-scatter)"));
         t0 = dd_cx_now();
         x->comm_s += t0 - t1;
-        if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, "quantised ring (reduce-scatter): MPI_Sendrecv");
         x->bytes_sent += sby;
         x->comm->stats.bytes_sent += sby; /* the handle's counters see the ring too */
         q->dec(cfg, rbuf, rlen, work);
@@ -109,10 +107,9 @@ dd_status dd_cx_qring(dd_cx *x, const dd_qcodec *q, const float *in, size_t n, f
         const int sb = mod(r - k, p), rb = mod(r - k - 1, p);
         const size_t sby = boff[sb + 1] - boff[sb], rby = boff[rb + 1] - boff[rb];
         t0 = dd_cx_now();
-        int rc = MPI_Sendrecv(fin + boff[sb], (int)sby, MPI_BYTE, right, tag, fin + boff[rb], (int)rby, MPI_BYTE, left,
-                              tag, mc, MPI_STATUS_IGNORE);
+        DD_TRY(dd_comm_sendrecv_bytes(mc, fin + boff[sb], sby, right, fin + boff[rb], rby, left, tag,
+                                      "quantised ring (allgather)"));
         x->comm_s += dd_cx_now() - t0;
-        if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, "quantised ring (allgather): MPI_Sendrecv");
         x->bytes_sent += sby;
         x->comm->stats.bytes_sent += sby; /* the handle's counters see the ring too */
     }

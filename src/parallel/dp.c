@@ -427,11 +427,19 @@ static dd_status reduce_step(dd_dp *dp, float *grads, size_t n, double *vals, in
             goto fail;
         }
         int vdone = 0;
+        const double limit = dd_comm_timeout(), tw = dd_comm_wtime();
         for (int spins = 0; dp->done < dp->started || !vdone; spins++) {
             /* a rank that waits gives its core away between polls: with more processes
              * than free cores (oversubscription, other jobs) spinning would slow down the
              * ranks still computing; on an idle core sched_yield returns at once */
             if (spins > 0) sched_yield();
+            if (limit > 0 && (spins & 255) == 255 && dd_comm_wtime() - tw > limit) {
+                s = dd_error(DD_ERR_TIMEOUT,
+                             "data parallel: step reduction: no answer for %.0f s (DISTDPD_COMM_TIMEOUT): a peer is "
+                             "stopped, hung or unreachable (%zu of %zu buckets done)",
+                             dd_comm_wtime() - tw, dp->done, dp->started);
+                goto fail;
+            }
             if ((s = poll_all(dp)) != DD_OK) {
                 dd_error_prefix(s, "data parallel: gradient allreduce: ");
                 goto fail;

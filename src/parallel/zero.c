@@ -108,15 +108,10 @@ dd_status dd_zero_create(dd_comm *comm, const dd_zero_cfg *cfg, dd_zero **out) {
 }
 
 /* Waits for *req politely: tests it and gives the core away between tests (with more
- * ranks than free cores, a spinning MPI_Wait slows down the ranks still computing), then
- * frees it. */
+ * ranks than free cores, a spinning MPI_Wait slows down the ranks still computing), at
+ * most dd_comm_timeout() seconds, then frees it. */
 static dd_status wait_req(dd_comm_req **req) {
-    int done = 0;
-    dd_status st = DD_OK;
-    for (int spins = 0; *req && st == DD_OK && !done; spins++) {
-        if (spins > 0) sched_yield();
-        st = dd_comm_test(*req, &done);
-    }
+    dd_status st = dd_comm_wait_timeout(req, dd_comm_timeout(), "a sharded gather or reduction (DISTDPD_COMM_TIMEOUT)");
     dd_comm_req_free(req);
     return st;
 }

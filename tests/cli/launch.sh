@@ -73,6 +73,29 @@ has "$ERR" "did not verify; resuming from" "corrupt: says so"
 if ls "$TMP/corrupt"/last.ckpt.bad-* >/dev/null 2>&1; then pass; else fail "corrupt: the damaged last.ckpt is not kept aside"; fi
 has "$(cat "$TMP/corrupt/launch.jsonl")" '"rejected":1' "corrupt: launch.jsonl counts the rejected file"
 
+# ---- without a launcher, a stopped rank ends the job instead of hanging it: every wait
+# of the comm layer has a timeout (DISTDPD_COMM_TIMEOUT, here 2 s)
+R=$TMP/ctimeout
+DISTDPD_COMM_TIMEOUT=2 DISTDPD_HEARTBEAT=$TMP/ct_hb.json timeout 120 mpirun -np 2 "$DD_CLI" train-pa --data "$D" \
+    "${JOB[@]}" --out "$R" -q >/dev/null 2>"$TMP/ct.err" &
+mp=$!
+until [ -n "$(json_num "$(cat "$TMP/ct_hb.json" 2>/dev/null || true)" step)" ]; do sleep 0.02; done
+r0=$(json_num "$(cat "$TMP/ct_hb.json")" pid)
+victim=$(pgrep -x distdpd | grep -vx "$r0" | while read -r p; do
+    if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "--out $R "; then echo "$p"; fi
+done | head -n 1)
+t0=$(date +%s)
+kill -STOP "$victim"
+set +e
+wait "$mp"
+rc=$?
+set -e
+kill -CONT "$victim" 2>/dev/null || true
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass; else fail "comm timeout: exit status $rc (124: the job hung)"; fi
+near "$(($(date +%s) - t0))" 0 30 "comm timeout: the job ended within 30 s of the stop"
+has "$(cat "$TMP/ct.err")" "no answer for" "comm timeout: rank 0 says it waited"
+has "$(cat "$TMP/ct.err")" "(DISTDPD_COMM_TIMEOUT)" "comm timeout: the message names the variable"
+
 # ---- rescaling: --rescale-batch on a resume (the trainer), then --rescale linear-lr
 run train-pa --data "$D" "${JOB[@]}" --out "$TMP/nr" --rescale-batch 60
 expect_rc 2 "--rescale-batch without --resume"
