@@ -24,6 +24,8 @@ static const dd_cli_cmd commands[] = {
     {"compressors", "list the gradient compressors train-pa / train-dpd --compress takes", dd_cmd_compressors},
     {"strategies", "list the parallel training strategies and the options that choose them", dd_cmd_strategies},
     {"launch", "supervise a training job: restart it from its newest checkpoint on failures, hangs and host changes", dd_cmd_launch},
+    {"keygen", "write a CURVE key pair (NAME.key secret, NAME.pub public) for the parameter server", dd_cmd_keygen},
+    {"ps-server", "run one parameter server: holds its blocks, applies pushes, replicates (docs/ps.md)", dd_cmd_ps_server},
     {"plan", "predict allreduce time and data-parallel scaling (alpha-beta model); --calibrate measures this machine", dd_cmd_plan},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];

@@ -11,7 +11,7 @@ if [ "$OUT" = "distdpd $want" ]; then pass; else fail "--version printed '$OUT',
 
 run help
 expect_rc 0 "help"
-commands="help metrics inspect simulate report demo train-pa train-dpd run eval models compressors strategies plan"
+commands="help metrics inspect simulate report demo train-pa train-dpd run eval models compressors strategies plan keygen ps-server"
 for c in $commands; do
     has "$OUT" "  $c " "help lists $c"
 done

@@ -1,0 +1,148 @@
+/* Sharded parameter server (docs/ps.md): blocks of parameters on a consistent-hash ring
+ * with virtual nodes, servers that apply pushed gradients with the optimiser and keep a
+ * version clock per block, primary-backup replication, and a client library with
+ * resends, deduplication and failover. Transport: net.h (ZeroMQ + CURVE).
+ * This module never includes mpi.h. */
+#ifndef DISTDPD_PS_H
+#define DISTDPD_PS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "distdpd/core.h"
+#include "distdpd/net.h"
+#include "distdpd/optim.h"
+#include "distdpd/param.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DD_PS_NAME_MAX 96       /* block names: 1..95 printable ASCII characters */
+#define DD_PS_MAX_SERVERS 256
+#define DD_PS_DEFAULT_VNODES 128
+#define DD_PS_DEFAULT_BLOCK 65536 /* floats per block before a large entry is split */
+
+/* ---- blocks ---- */
+/* One block: floats [offset, offset + len) of a model's flat arena. */
+typedef struct {
+    char name[DD_PS_NAME_MAX]; /* "ENTRY" or "ENTRY#PART" for the parts of a split entry */
+    size_t offset, len;
+} dd_ps_block;
+
+/* Cuts a parameter table into blocks: one per entry, entries longer than block_floats
+ * (>= 1) split into parts of block_floats (the last may be shorter), named ENTRY#0,
+ * ENTRY#1, ... Padding between entries belongs to no block. *out (free()) gets *n
+ * blocks in table order. Errors: DD_ERR_ARG (empty table, block_floats 0, an entry name
+ * too long), DD_ERR_NOMEM. */
+dd_status dd_ps_blocks_from_table(const dd_param_table *t, size_t block_floats, dd_ps_block **out,
+                                  size_t *n);
+
+/* ---- consistent-hash ring ---- */
+typedef struct dd_ps_ring dd_ps_ring;
+/* A ring of n servers (names unique, e.g. the cluster file's names), each at `vnodes`
+ * points (virtual nodes) hash("NAME#v"). The hash is a fixed 64-bit function (FNV-1a
+ * then a splitmix64 finaliser), so placement is identical in every process and build.
+ * Errors: DD_ERR_ARG (n 0 or above DD_PS_MAX_SERVERS, vnodes 0, duplicate names). */
+dd_status dd_ps_ring_create(const char *const *names, size_t n, int vnodes, dd_ps_ring **out);
+void dd_ps_ring_free(dd_ps_ring **r);
+/* The preference list of a block: the first k distinct servers clockwise from
+ * hash(block name), skipping servers whose alive[i] is 0 (alive NULL: all alive), into
+ * out[0..k). Returns how many were found (< k when fewer servers are alive). out[0] is
+ * the primary, the next R the replicas. */
+int dd_ps_ring_place(const dd_ps_ring *r, const char *block, const unsigned char *alive, int *out, int k);
+/* The 64-bit hash the ring uses. */
+uint64_t dd_ps_hash(const char *s);
+
+/* ---- cluster file ---- */
+typedef struct {
+    char name[64];
+    char address[256];                   /* tcp://HOST:PORT */
+    char public_key[DD_NET_KEY_Z85 + 1]; /* "" when insecure and absent */
+} dd_ps_server_info;
+
+typedef struct {
+    dd_ps_server_info *servers;
+    size_t n;
+    int vnodes;          /* "vnodes", default DD_PS_DEFAULT_VNODES */
+    int replicas;        /* "replicas", default 1 (0 = none) */
+    dd_optim_kind optim; /* "optimizer": {"kind": ..., hyper-parameters} */
+    dd_optim_cfg optim_cfg;
+} dd_ps_cluster;
+
+/* Reads a cluster file (JSON; format in docs/ps.md). Refusals name the file and the
+ * field ("cluster.json: servers[1].public_key: expected a 40-character Z85 key").
+ * insecure: public keys may be absent. Errors: DD_ERR_IO, DD_ERR_FORMAT, DD_ERR_ARG. */
+dd_status dd_ps_cluster_read(const char *path, int insecure, dd_ps_cluster *c);
+void dd_ps_cluster_free(dd_ps_cluster *c);
+
+/* ---- server ---- */
+typedef struct {
+    const char *cluster_path;
+    const char *bind;       /* endpoint to bind (default: this server's cluster address) */
+    const char *name;       /* this server's cluster name (default: the entry whose address is bind) */
+    const char *key_path;   /* secret key file (NULL with insecure) */
+    const char *allow_path; /* allow file (NULL with insecure) */
+    int insecure;
+    int replicas;         /* -1: the cluster file's */
+    uint32_t max_msg;     /* payload limit; 0: DD_NET_DEFAULT_MAX_MSG */
+    int resend_ms;        /* replication resend interval (default 200) */
+    int dead_ms;          /* a peer silent this long is dead (default 3000) */
+    volatile int *stop;   /* set non-zero (e.g. from a signal handler) to stop */
+} dd_ps_server_opts;
+
+typedef struct {
+    uint64_t pushes;      /* push items applied */
+    uint64_t duplicates;  /* push items recognised as resends (not applied again) */
+    uint64_t pulls;
+    uint64_t refused;     /* messages refused (malformed, unknown block, ...) */
+    uint64_t repl_sent, repl_applied;
+    uint64_t blocks;      /* blocks held (primary or replica) */
+    double seconds;
+} dd_ps_server_stats;
+
+/* Runs one server until *opts->stop becomes non-zero. Logs (dd_log) refusals and peer
+ * deaths; returns DD_OK after a stop. Errors: set-up failures (files, bind). */
+dd_status dd_ps_server_run(const dd_ps_server_opts *opts, dd_ps_server_stats *stats);
+
+/* ---- client ---- */
+typedef struct {
+    const char *key_path; /* this client's secret key file (NULL with insecure) */
+    int insecure;
+    int resend_ms;        /* first resend after this (default 100), doubling up to 1 s */
+    int dead_ms;          /* a server silent this long is dead: fail over (default 3000) */
+    uint64_t id;          /* sender id; 0: random */
+} dd_ps_client_opts;
+
+typedef struct {
+    uint64_t requests, resends, failovers, errors;
+    int servers_dead;
+} dd_ps_client_stats;
+
+typedef struct dd_ps_client dd_ps_client;
+/* Connects to every server of the cluster file (nothing is sent yet). */
+dd_status dd_ps_client_open(const char *cluster_path, const dd_ps_client_opts *o, dd_ps_client **out);
+void dd_ps_client_close(dd_ps_client **c);
+/* The blocks this client works with (copied). Must be called before init/push/pull. */
+dd_status dd_ps_client_set_blocks(dd_ps_client *c, const dd_ps_block *b, size_t n);
+/* Creates every block on its servers with the values arena[b.offset ..] (first INIT
+ * wins: a block that exists keeps its values). versions (may be NULL): n entries. */
+dd_status dd_ps_client_init(dd_ps_client *c, const float *arena, uint64_t *versions);
+/* Pushes the gradients g[b.offset ..] of every block with learning rate lr: returns when
+ * every block's primary acknowledged it (after its replicas stored it). Applied exactly
+ * once even when resent or failed over. versions (may be NULL): the blocks' versions
+ * after this push. Errors: DD_ERR_TIMEOUT (no live server for a block), DD_ERR_COMM
+ * (a server refused: its message). */
+dd_status dd_ps_client_push(dd_ps_client *c, const float *g, double lr, uint64_t *versions);
+/* Pulls the blocks' values into arena; versions (n entries, in/out, may be NULL): on
+ * input the version the caller has (UINT64_MAX: none), a block whose version is
+ * unchanged is not sent again; on output the current versions. */
+dd_status dd_ps_client_pull(dd_ps_client *c, float *arena, uint64_t *versions);
+/* Pings every server thought alive; those silent for dead_ms are marked dead. */
+dd_status dd_ps_client_ping(dd_ps_client *c);
+void dd_ps_client_get_stats(const dd_ps_client *c, dd_ps_client_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

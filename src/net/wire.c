@@ -1,0 +1,264 @@
+/* Message framing of the parameter-server transport: the 32-byte header, strict
+ * validation, payload encoding helpers, sending with the test-only drop rate. net.h. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "distdpd/net.h"
+
+static const char *const type_names[32] = {
+    [DD_MSG_PUSH] = "push", [DD_MSG_PULL] = "pull", [DD_MSG_INIT] = "init",
+    [DD_MSG_PING] = "ping", [DD_MSG_REPL] = "repl", [DD_MSG_ACK] = "ack",
+    [DD_MSG_PULL_REP] = "pull-reply", [DD_MSG_PONG] = "pong", [DD_MSG_REPL_ACK] = "repl-ack",
+    [DD_MSG_ERR] = "error"};
+
+const char *dd_msg_type_name(int t) {
+    return (t >= 0 && t < 32 && type_names[t]) ? type_names[t] : "?";
+}
+int dd_msg_type_known(int t) { return t >= 0 && t < 32 && type_names[t] != NULL; }
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t get32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static uint64_t get64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+void dd_net_hdr_write(uint8_t *o, int type, uint64_t seq, uint64_t sender, const void *payload,
+                      uint32_t len) {
+    put32(o, DD_NET_MAGIC);
+    o[4] = DD_NET_VERSION;
+    o[5] = (uint8_t)type;
+    put16(o + 6, 0);
+    put64(o + 8, seq);
+    put64(o + 16, sender);
+    put32(o + 24, len);
+    put32(o + 28, dd_crc32c(0, payload, len));
+}
+
+dd_status dd_net_parse(const void *msg, size_t n, uint32_t max_payload, dd_net_hdr *h,
+                       const uint8_t **payload) {
+    const uint8_t *m = msg;
+    if (n < DD_NET_HEADER)
+        return dd_error(DD_ERR_FORMAT, "truncated header: %zu bytes, need %d", n, DD_NET_HEADER);
+    uint32_t magic = get32(m);
+    if (magic != DD_NET_MAGIC) return dd_error(DD_ERR_FORMAT, "bad magic 0x%08x (not a distdpd message)", magic);
+    if (m[4] != DD_NET_VERSION)
+        return dd_error(DD_ERR_FORMAT, "unsupported version %u (this side speaks %d)", m[4], DD_NET_VERSION);
+    h->type = m[5];
+    if (!dd_msg_type_known(h->type)) return dd_error(DD_ERR_FORMAT, "unknown message type %u", h->type);
+    h->flags = get16(m + 6);
+    if (h->flags != 0) return dd_error(DD_ERR_FORMAT, "reserved flags 0x%04x are not 0", h->flags);
+    h->seq = get64(m + 8);
+    h->sender = get64(m + 16);
+    h->len = get32(m + 24);
+    h->crc = get32(m + 28);
+    if (h->len > max_payload)
+        return dd_error(DD_ERR_FORMAT, "oversized: payload %u bytes over the limit of %u", h->len, max_payload);
+    size_t have = n - DD_NET_HEADER;
+    if (have < h->len)
+        return dd_error(DD_ERR_FORMAT, "truncated: header says %u payload bytes, message has %zu", h->len, have);
+    if (have > h->len)
+        return dd_error(DD_ERR_FORMAT, "%zu trailing bytes after the payload", have - h->len);
+    if (dd_crc32c(0, m + DD_NET_HEADER, h->len) != h->crc)
+        return dd_error(DD_ERR_FORMAT, "payload CRC32C mismatch");
+    *payload = m + DD_NET_HEADER;
+    return DD_OK;
+}
+
+/* ---- buffer ---- */
+void dd_nbuf_free(dd_nbuf *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+static uint8_t *grow(dd_nbuf *b, size_t k) {
+    if (b->oom) return NULL;
+    if (b->n + k > b->cap) {
+        size_t c = b->cap ? b->cap : 256;
+        while (c < b->n + k) c *= 2;
+        uint8_t *q = realloc(b->p, c);
+        if (!q) {
+            b->oom = 1;
+            return NULL;
+        }
+        b->p = q;
+        b->cap = c;
+    }
+    uint8_t *r = b->p + b->n;
+    b->n += k;
+    return r;
+}
+void dd_nbuf_u8(dd_nbuf *b, uint8_t v) {
+    uint8_t *p = grow(b, 1);
+    if (p) *p = v;
+}
+void dd_nbuf_u16(dd_nbuf *b, uint16_t v) {
+    uint8_t *p = grow(b, 2);
+    if (p) put16(p, v);
+}
+void dd_nbuf_u32(dd_nbuf *b, uint32_t v) {
+    uint8_t *p = grow(b, 4);
+    if (p) put32(p, v);
+}
+void dd_nbuf_u64(dd_nbuf *b, uint64_t v) {
+    uint8_t *p = grow(b, 8);
+    if (p) put64(p, v);
+}
+void dd_nbuf_f64(dd_nbuf *b, double v) {
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    dd_nbuf_u64(b, u);
+}
+void dd_nbuf_bytes(dd_nbuf *b, const void *src, size_t n) {
+    if (!n) return;
+    uint8_t *p = grow(b, n);
+    if (p) memcpy(p, src, n);
+}
+void dd_nbuf_str(dd_nbuf *b, const char *s) {
+    size_t n = strlen(s);
+    dd_nbuf_u16(b, (uint16_t)n);
+    dd_nbuf_bytes(b, s, n);
+}
+
+void dd_nrd_init(dd_nrd *r, const void *p, size_t n) {
+    r->p = p;
+    r->n = n;
+    r->off = 0;
+    r->bad = 0;
+}
+const uint8_t *dd_nrd_bytes(dd_nrd *r, size_t n) {
+    if (r->bad || n > r->n - r->off) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = r->p + r->off;
+    r->off += n;
+    return p;
+}
+uint8_t dd_nrd_u8(dd_nrd *r) {
+    const uint8_t *p = dd_nrd_bytes(r, 1);
+    return p ? *p : 0;
+}
+uint16_t dd_nrd_u16(dd_nrd *r) {
+    const uint8_t *p = dd_nrd_bytes(r, 2);
+    return p ? get16(p) : 0;
+}
+uint32_t dd_nrd_u32(dd_nrd *r) {
+    const uint8_t *p = dd_nrd_bytes(r, 4);
+    return p ? get32(p) : 0;
+}
+uint64_t dd_nrd_u64(dd_nrd *r) {
+    const uint8_t *p = dd_nrd_bytes(r, 8);
+    return p ? get64(p) : 0;
+}
+double dd_nrd_f64(dd_nrd *r) {
+    uint64_t u = dd_nrd_u64(r);
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+void dd_nrd_str(dd_nrd *r, char *out, size_t cap) {
+    out[0] = 0;
+    uint16_t n = dd_nrd_u16(r);
+    if (r->bad) return;
+    if (n == 0 || n >= cap) {
+        r->bad = 1;
+        return;
+    }
+    const uint8_t *p = dd_nrd_bytes(r, n);
+    if (!p) return;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] > 0x7e) {
+            r->bad = 1;
+            out[0] = 0;
+            return;
+        }
+        out[i] = (char)p[i];
+    }
+    out[n] = 0;
+}
+
+/* ---- sending, drop rate ---- */
+static pthread_once_t drop_once = PTHREAD_ONCE_INIT;
+static double drop_p;
+static atomic_uint_fast64_t dropped;
+static _Thread_local uint64_t drop_state;
+
+static void drop_init(void) {
+    const char *e = getenv("DD_NET_DROP");
+    if (e && *e) {
+        char *end;
+        double p = strtod(e, &end);
+        if (*end == 0 && isfinite(p) && p >= 0 && p < 1) drop_p = p;
+        else dd_log(DD_LOG_WARN, "DD_NET_DROP='%s' ignored: expected a probability in [0, 1)", e);
+        if (drop_p > 0) dd_log(DD_LOG_WARN, "DD_NET_DROP=%g: dropping messages on purpose (test only)", drop_p);
+    }
+}
+double dd_net_drop_rate(void) {
+    pthread_once(&drop_once, drop_init);
+    return drop_p;
+}
+uint64_t dd_net_dropped(void) { return atomic_load(&dropped); }
+
+static int drop_now(void) {
+    if (dd_net_drop_rate() <= 0) return 0;
+    if (!drop_state) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        drop_state = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)&drop_state;
+        if (!drop_state) drop_state = 1;
+    }
+    /* xorshift64* */
+    drop_state ^= drop_state >> 12;
+    drop_state ^= drop_state << 25;
+    drop_state ^= drop_state >> 27;
+    double u = (double)((drop_state * 2685821657736338717ull) >> 11) * 0x1.0p-53;
+    if (u < drop_p) {
+        atomic_fetch_add(&dropped, 1);
+        return 1;
+    }
+    return 0;
+}
+
+int dd_net_send(void *sock, const void *rid, size_t rid_n, int type, uint64_t seq, uint64_t sender,
+                const void *payload, uint32_t len) {
+    if (drop_now()) return 0;
+    zmq_msg_t m;
+    if (zmq_msg_init_size(&m, DD_NET_HEADER + (size_t)len) != 0) return 0;
+    uint8_t *d = zmq_msg_data(&m);
+    dd_net_hdr_write(d, type, seq, sender, payload, len);
+    if (len) memcpy(d + DD_NET_HEADER, payload, len);
+    if (rid && zmq_send(sock, rid, rid_n, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&m);
+        return 0;
+    }
+    if (zmq_msg_send(&m, sock, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&m);
+        return 0;
+    }
+    return 1;
+}
+
+int64_t dd_net_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
