@@ -79,6 +79,10 @@ int dd_is_decimal(const char *s);
  * DD_ERR_NOMEM. */
 dd_status dd_read_text(const char *path, char **text, size_t *len);
 
+/* The directory part of path into dir (cap bytes, truncated to fit): "." when path has
+ * no slash, "/" for a file in the root. */
+void dd_path_dir(const char *path, char *dir, size_t cap);
+
 /* Propagates a failing status to the caller. */
 #define DD_TRY(expr)                          \
     do {                                      \

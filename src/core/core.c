@@ -228,6 +228,18 @@ dd_status dd_parse_number(const char *what, const char *val, double lo, double h
     return DD_OK;
 }
 
+void dd_path_dir(const char *path, char *dir, size_t cap) {
+    if (!dir || cap == 0) return;
+    snprintf(dir, cap, "%s", path ? path : "");
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, cap, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+}
+
 dd_status dd_read_text(const char *path, char **text, size_t *len) {
     *text = NULL;
     FILE *f = fopen(path, "rb");

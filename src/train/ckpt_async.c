@@ -66,14 +66,7 @@ static dd_status link_over(const char *target, const char *link_to) {
                         strerror(e));
     }
     char dir[DD_TRAIN_PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s", link_to);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    dd_path_dir(link_to, dir, sizeof dir);
     return sync_dir(dir, link_to);
 }
 

@@ -34,14 +34,7 @@ dd_status dd_heartbeat_open(const char *path, int world_size, dd_heartbeat **out
     if (!path || !*path) return dd_error(DD_ERR_ARG, "heartbeat file: empty path");
     if (strlen(path) >= DD_TRAIN_PATH_MAX) return dd_error(DD_ERR_ARG, "heartbeat file %s: path too long", path);
     char dir[DD_TRAIN_PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    dd_path_dir(path, dir, sizeof dir);
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return dd_error(DD_ERR_IO, "heartbeat file %s: its directory %s does not exist", path, dir);

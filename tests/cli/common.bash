@@ -10,6 +10,8 @@
 #   finish               prints "NAME: N passed, M failed" and sets the exit status
 #   mpi_setup            skips (77) without mpirun, else sets Open MPI's environment
 #   mrun NP ARGS...      mpirun -np NP "$DD_CLI" ARGS, bounded in time (a hang fails)
+#   watchdog PID         kills PID after 120 s (a hang fails the test instead of blocking
+#                        it); sets WATCHDOG to the watcher's pid (kill it when PID is done)
 #   ev RUN               eval --json of RUN's last checkpoint without run-specific keys
 #   same_metrics A B DESC   every metric of two ev outputs within 0.01 dB, val loss 1e-5
 
@@ -101,6 +103,20 @@ mrun() {
     OUT=$(cat "$TMP/.out")
     ERR=$(cat "$TMP/.err")
     if [ "$RC" -eq 124 ]; then fail "mpirun -np $np distdpd $*: timed out (hang)"; fi
+}
+
+# kill PID after 120 s; the watcher exits as soon as PID is gone and holds none of the
+# test's output pipes
+watchdog() {
+    local pid=$1
+    (
+        for _ in $(seq 1 600); do
+            kill -0 "$pid" 2>/dev/null || exit 0
+            sleep 0.2
+        done
+        kill -KILL "$pid"
+    ) >/dev/null 2>&1 &
+    WATCHDOG=$!
 }
 
 # eval --json of a run's last checkpoint without the fields that differ between runs

@@ -95,16 +95,7 @@ BIG=(--model gru --hidden 12 --frame 64 --stride 1 --batch 32 --lr 1e-2)
 mpirun -np 2 "$DD_CLI" train-pa --data "$D" "${BIG[@]}" --epochs 200 --out "$TMP/sig" --progress lines \
     >"$TMP/sig.out" 2>"$TMP/sig.err" &
 MPID=$!
-# watchdog: kill mpirun after 120 s (a hang fails the test instead of blocking it); it
-# exits as soon as mpirun is gone and holds none of the test's output pipes
-(
-    for _ in $(seq 1 600); do
-        kill -0 "$MPID" 2>/dev/null || exit 0
-        sleep 0.2
-    done
-    kill -KILL "$MPID"
-) >/dev/null 2>&1 &
-WATCHDOG=$!
+watchdog "$MPID"
 for _ in $(seq 1 100); do
     if [ -s "$TMP/sig/metrics.jsonl" ]; then break; fi
     sleep 0.2

@@ -34,14 +34,7 @@ for spec in "dp|" "zero2|--shard zero2" "pp|--pp 2 --micro 2"; do
     DISTDPD_HEARTBEAT=$HB mpirun -np 2 "$DD_CLI" train-pa --data "$D" "${SMALL[@]}" "${SOPT[@]}" --out "$K" -q \
         >"$TMP/k.out" 2>"$TMP/k.err" &
     MPID=$!
-    (
-        for _ in $(seq 1 600); do
-            kill -0 "$MPID" 2>/dev/null || exit 0
-            sleep 0.2
-        done
-        kill -KILL "$MPID"
-    ) >/dev/null 2>&1 &
-    WATCHDOG=$!
+    watchdog "$MPID"
     # wait for training (the heartbeat's step), then SIGTERM to rank 1's process only
     for _ in $(seq 1 600); do
         s=$(hb_num "$HB" step)
