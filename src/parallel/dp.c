@@ -836,7 +836,8 @@ static const dd_strategy_opt dp_opts[] = {
      "density, chunk, stochastic, sampled, sample, rank, momentum,\n"
      "clip, masking, warmup, seed, ef (see docs/compress.md), e.g.\n"
      "dgc,density=0.001 or int8; also on one process (the\n"
-     "compression error alone); metrics.jsonl gets\n"
+     "compression error alone; with --tp/--pp: the replicas'\n"
+     "exchange of each rank's storage); metrics.jsonl gets\n"
      "comm_bytes_per_step, compression_ratio and compress_time_s;\n"
      "distdpd compressors describes them",
      compress_choices},
@@ -850,7 +851,8 @@ static const dd_strategy_opt dp_opts[] = {
      "(+ gradients reduce-scattered), zero3 (+ parameters gathered\n"
      "stage by stage); same result as none up to float rounding;\n"
      "--compress with none and zero1 only; a checkpoint resumes\n"
-     "with any --shard on any number of ranks",
+     "with any --shard on any number of ranks; with --tp/--pp:\n"
+     "none or zero1 over each position's replicas",
      NULL},
     {NULL, NULL, NULL, NULL},
 };
