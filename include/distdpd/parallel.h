@@ -256,7 +256,9 @@ void dd_grid_free(dd_grid *g);
  * micro-batches run by a schedule (pipeline.h: gpipe, 1f1b) with non-blocking
  * point-to-point messages, every wait limited in time (DD_PP_TIMEOUT seconds, default
  * 300) and named. The world is a grid (dd_grid) of N / pp data-parallel replicas of the
- * pipeline whose gradients are summed after the schedule. Each rank
+ * pipeline whose gradients are summed after the schedule (dd_pp_cfg.compress: through a
+ * compressor; dd_pp_cfg.shard = zero1: reduce-scattered, each replica stepping its slice
+ * of the optimiser state, then allgathered). Each rank
  * keeps the parameters, gradients and optimiser state of its own stages; checkpoints are
  * shard-neutral (gathered to rank 0). See docs/parallel.md, "Pipeline parallelism".
  * ------------------------------------------------------------------------------------ */
@@ -270,6 +272,9 @@ typedef struct {
     const char *split;      /* "--pp-split a,b,...": stage counts per group (NULL: balanced) */
     int order[3];           /* the rank grid's order (dd_grid; default tp, pp, dp) */
     dd_allreduce_algo algo; /* the replicas' gradient allreduce and the loss reduction */
+    dd_shard_mode shard;    /* DD_SHARD_NONE (default) or DD_SHARD_ZERO1: the optimiser
+                               state of each rank's storage partitioned over its replicas */
+    dd_compress_cfg compress; /* the replicas' gradient exchange (default "none") */
 } dd_pp_cfg;
 
 void dd_pp_cfg_default(dd_pp_cfg *c);
@@ -305,8 +310,13 @@ typedef struct {
                              averaged over every rank (epoch_stats) */
     uint64_t messages;    /* point-to-point messages sent */
     uint64_t bytes_sent;  /* their bytes */
+    uint64_t dp_bytes_sent; /* bytes sent to the other replicas: the gradient exchange
+                               (the compressor's wire count with --compress) and, with
+                               zero1, the gather of the updated parameters */
 } dd_pp_stats;
 void dd_pp_stats_get(const dd_pp *z, dd_pp_stats *st);
+/* The replicas' gradient compressor (--compress; NULL without one). */
+dd_compressor *dd_pp_compressor(const dd_pp *z);
 
 /* ------------------------------------------------------------------------------------
  * Tensor parallelism (src/parallel/tp.c): a group of ranks that run one model together,

@@ -201,6 +201,12 @@ typedef struct {
      * dd_trainer_ranges gives the ranges. */
     dd_status (*layout_ranges)(void *self, const dd_model *m, const dd_model *pa, size_t n, size_t *count,
                                const size_t **lo, const size_t **hi);
+    /* With mapped storage (layout_ranges or a tensor-parallel shard; NULL otherwise or
+     * for all of it): called once the local storage of nlocal floats is known; [*lo, *hi)
+     * of it is the slice whose optimiser state this rank keeps and updates (ZeRO-1 over
+     * the data-parallel replicas of a model-parallel grid). Parameters and gradients stay
+     * whole; the strategy gives apply_update the norm and shares the updated slices. */
+    dd_status (*layout_optim)(void *self, size_t nlocal, size_t *lo, size_t *hi);
     /* Tensor-parallel strategies (NULL otherwise): called first by dd_trainer_create;
      * fills *tp with the group (dd_model_tp, model.h). With tp->size > 1 the trainer
      * trains this rank's shard of the model (dd_model_create_tp): layout_ranges then

@@ -19,10 +19,10 @@
 
 #include "distdpd/ckpt.h"
 #include "distdpd/parallel.h"
+#include "parallel/cx.h"
 
 #define DP_MAX_VALS 64 /* values of the trainer's reduction (it passes 1) */
 #define DP_EXTRA 2     /* appended: stop flag, previous step's exposed seconds */
-#define EPC_N 6        /* section dp.epoch_comm: ranks, steps, bytes, elements, payload, seconds */
 
 typedef struct {
     size_t lo, hi; /* gradient floats [lo, hi) */
@@ -68,20 +68,9 @@ struct dd_dp {
 
     /* gradient compression (NULL: none) */
     dd_compressor *cp;
-    float *cstate;       /* rank 0 after before_save: every rank's state, size * cstate_n */
-    size_t cstate_n;     /* floats per rank in cstate */
-    int cstate_ok;       /* cstate holds the state of the current step */
-    /* epoch accounting: values at the start of the epoch */
-    uint64_t ep_steps0, ep_sent0, ep_elem0, ep_payload0;
-    double ep_ctime0;
-    /* the part of the epoch before the checkpoint this process resumed from (section
-       dp.epoch_comm): its steps (every rank) and, on rank 0, the sums over all ranks of
-       bytes sent, compressed elements, payload bytes and compression seconds, scaled to
-       this number of ranks */
-    uint64_t ep_prev_steps;
-    double ep_prev[4];
-    double ep_ckpt[EPC_N]; /* before_save: the epoch so far, summed over ranks (for on_save) */
-    int ep_ckpt_ok;        /* ep_ckpt holds the current step's figures */
+    dd_cx_gathered cst;  /* rank 0 after before_save: every rank's state (cst.ok: of the
+                            current step) */
+    dd_cx_epoch ep;      /* the epoch's communication figures (section dp.epoch_comm) */
 
     /* the trainer's layout: bucket ranges are its parameter-table entries */
     const dd_param_table *table;
@@ -182,7 +171,7 @@ void dd_dp_destroy(dd_dp **dpp) {
     free(dp->req);
     free(dp->b);
     dd_compress_destroy(&dp->cp);
-    free(dp->cstate);
+    dd_cx_gathered_free(&dp->cst);
     free(dp->part);
     free(dp->pcount);
     free(dp->full_optim);
@@ -483,8 +472,8 @@ static dd_status reduce_step(dd_dp *dp, float *grads, size_t n, double *vals, in
         dp->st.bytes_sent += dp->cp ? dp->step_wire : cs.bytes_sent - dp->sent_mark;
         dp->sent_mark = cs.bytes_sent;
         dp->prev_exposed = exposed;
-        dp->cstate_ok = 0;
-        dp->ep_ckpt_ok = 0;
+        dp->cst.ok = 0;
+        dp->ep.ckpt_ok = 0;
     }
     dp->in_step = 0;
     dp->grads = NULL;
@@ -544,75 +533,19 @@ static dd_status s_bcast(void *self, double *vals, int nv) {
     return DD_OK;
 }
 
-/* The compression configuration as numbers (checkpoint section compress.cfg). */
-#define CCFG_N 12
-static void ccfg_pack(const dd_compressor *cp, double *v) {
-    const dd_compress_cfg *c = dd_compress_config(cp);
-    v[0] = dd_compress_has_ef(cp); /* resolved: -1 (auto) and 1 are the same here */
-    v[1] = c->density;
-    v[2] = (double)c->chunk;
-    v[3] = c->stochastic;
-    v[4] = c->sampled;
-    v[5] = c->sample;
-    v[6] = c->rank;
-    v[7] = c->momentum;
-    v[8] = c->clip;
-    v[9] = c->masking;
-    v[10] = c->warmup;
-    v[11] = (double)c->seed;
-}
-
-/* This rank's communication figures of the epoch so far (bytes sent, compressed elements,
- * payload bytes, compression seconds), plus, on rank 0, those of the part before the
- * checkpoint it resumed from. */
-static void epoch_figures(const dd_dp *dp, double v[4]) {
-    dd_compress_stats cs;
-    dd_compress_stats_get(dp->cp, &cs);
-    v[0] = (double)(dp->st.bytes_sent - dp->ep_sent0);
-    v[1] = (double)(cs.elements - dp->ep_elem0);
-    v[2] = (double)(cs.payload_bytes - dp->ep_payload0);
-    v[3] = cs.compress_s + cs.decompress_s - dp->ep_ctime0;
-    if (dp->rank == 0)
-        for (int k = 0; k < 4; k++) v[k] += dp->ep_prev[k];
-}
-
 /* Sums the epoch's figures so far over the ranks for the checkpoint (rank 0 writes them in
  * save), then gathers every rank's compression state to rank 0 (all ranks call it). */
 static dd_status gather_compress_state(dd_dp *dp) {
-    if (!dp->ep_ckpt_ok) {
-        double v[4];
-        epoch_figures(dp, v);
-        if (dp->size > 1) {
-            dd_status s = dd_comm_allreduce(dp->c, DD_ALLREDUCE_RING, v, 4, DD_F64);
-            if (s != DD_OK) return dd_error_prefix(s, "data parallel: epoch statistics for the checkpoint: ");
-        }
-        dp->ep_ckpt[0] = dp->size;
-        dp->ep_ckpt[1] = (double)(dp->ep_prev_steps + (dp->st.steps - dp->ep_steps0));
-        for (int k = 0; k < 4; k++) dp->ep_ckpt[2 + k] = v[k];
-        dp->ep_ckpt_ok = 1;
-    }
-    if (!dp->cp || dp->cstate_ok) return DD_OK;
-    size_t m = 0;
-    DD_TRY(dd_compress_state_export(dp->cp, NULL, &m));
-    float *mine = malloc((m ? m : 1) * sizeof(float));
-    float *all = malloc((m ? m : 1) * (size_t)dp->size * sizeof(float));
-    if (!mine || !all) {
-        free(mine);
-        free(all);
-        return dd_error(DD_ERR_NOMEM, "out of memory for the compression state (%zu floats per rank)", m);
-    }
-    dd_status s = dd_compress_state_export(dp->cp, mine, &m);
-    if (s == DD_OK && dp->size > 1) s = dd_comm_allgather(dp->c, mine, m * sizeof(float), all);
-    else if (s == DD_OK && m) memcpy(all, mine, m * sizeof(float));
-    free(mine);
-    if (s != DD_OK) {
-        free(all);
-        return dd_error_prefix(s, "data parallel: gathering the compression state: ");
-    }
-    free(dp->cstate);
-    dp->cstate = all;
-    dp->cstate_n = m;
-    dp->cstate_ok = 1;
+    dd_status s = dd_cx_epoch_gather(&dp->ep, dp->c, dp->st.steps, dp->st.bytes_sent, dp->cp);
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel: ");
+    if (!dp->cp || dp->cst.ok) return DD_OK;
+    s = dd_cx_gather(dp->cp, dp->c, &dp->cst);
+    if (s == DD_OK && dp->rank == 0)
+        for (int q = 1; q < dp->size; q++)
+            if (dp->cst.cnt[q] != dp->cst.cnt[0])
+                s = dd_error(DD_ERR_INTERNAL, "rank %d has %zu floats of compression state, rank 0 %zu", q,
+                             dp->cst.cnt[q], dp->cst.cnt[0]);
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel: ");
     return DD_OK;
 }
 
@@ -620,21 +553,12 @@ static dd_status s_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
     dd_dp *dp = self;
     (void)tr;
     DD_TRY(dd_ckpt_add_u64(w, "dp", (uint64_t)dp->size));
-    if (dp->ep_ckpt_ok) DD_TRY(dd_ckpt_add(w, "dp.epoch_comm", dp->ep_ckpt, sizeof dp->ep_ckpt));
+    DD_TRY(dd_cx_epoch_save(&dp->ep, w));
     if (!dp->cp) return DD_OK;
-    if (!dp->cstate_ok)
+    if (!dp->cst.ok)
         return dd_error(DD_ERR_INTERNAL, "data parallel: the compression state was not gathered before the checkpoint "
                                          "(before_save hook not called)");
-    const dd_compress_cfg *cc = dd_compress_config(dp->cp);
-    double cv[CCFG_N];
-    ccfg_pack(dp->cp, cv);
-    DD_TRY(dd_ckpt_add_str(w, "compress.name", cc->name));
-    {
-        char spec[512];
-        dd_compress_spec(cc, spec, sizeof spec);
-        DD_TRY(dd_ckpt_add_str(w, "compress.spec", spec)); /* what --resume continues with */
-    }
-    DD_TRY(dd_ckpt_add(w, "compress.cfg", cv, sizeof cv));
+    DD_TRY(dd_cx_save_cfg(w, dp->cp, "compress"));
     size_t nb = 0;
     DD_TRY(dd_compress_layout_export(dp->cp, NULL, &nb));
     uint64_t *lay = malloc((2 * nb + 1) * sizeof *lay);
@@ -644,40 +568,18 @@ static dd_status s_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
     free(lay);
     DD_TRY(s);
     DD_TRY(dd_ckpt_add_u64(w, "compress.ranks", (uint64_t)dp->size));
-    DD_TRY(dd_ckpt_add(w, "compress.state", dp->cstate, dp->cstate_n * (size_t)dp->size * sizeof(float)));
-    size_t ns = 0;
-    DD_TRY(dd_compress_shared_export(dp->cp, NULL, &ns));
-    float *sh = malloc((ns ? ns : 1) * sizeof(float));
-    if (!sh) return dd_error(DD_ERR_NOMEM, "out of memory");
-    dd_compress_shared_export(dp->cp, sh, &ns);
-    s = dd_ckpt_add(w, "compress.shared", sh, ns * sizeof(float));
-    free(sh);
-    return s;
+    DD_TRY(dd_ckpt_add(w, "compress.state", dp->cst.st, dp->cst.total * sizeof(float)));
+    /* powersgd's Q is the same on every rank: rank 0's */
+    return dd_ckpt_add(w, "compress.shared", dp->cst.sh, dp->cst.scnt[0] * sizeof(float));
 }
 
 /* Restores the compression state of a checkpoint written by the same compressor. */
 static dd_status load_compress(dd_dp *dp, const dd_ckpt_reader *r) {
-    const dd_compress_cfg *cc = dd_compress_config(dp->cp);
-    const char *name = NULL;
-    if (!dd_ckpt_has(r, "compress.name")) {
-        if (dp->rank == 0)
-            dd_log(DD_LOG_INFO, "the checkpoint has no compression state: %s starts with a zero residual", cc->name);
-        return DD_OK;
-    }
-    DD_TRY(dd_ckpt_get_str(r, "compress.name", &name));
+    int same = 0;
+    DD_TRY(dd_cx_cfg_match(r, dp->cp, "compress", dp->rank == 0, &same));
+    if (!same) return DD_OK;
     const void *d = NULL;
     size_t bytes = 0;
-    double cv[CCFG_N], mine[CCFG_N];
-    DD_TRY(dd_ckpt_get(r, "compress.cfg", &d, &bytes));
-    if (bytes != sizeof cv) return dd_error(DD_ERR_FORMAT, "checkpoint section compress.cfg: %zu bytes, expected %zu", bytes, sizeof cv);
-    memcpy(cv, d, sizeof cv);
-    ccfg_pack(dp->cp, mine);
-    if (strcmp(name, cc->name) != 0 || memcmp(cv, mine, sizeof cv) != 0) {
-        if (dp->rank == 0)
-            dd_log(DD_LOG_WARN, "the checkpoint's compression state is for %s with other settings: %s starts with a zero "
-                   "residual", name, cc->name);
-        return DD_OK;
-    }
     DD_TRY(dd_ckpt_get(r, "compress.layout", &d, &bytes));
     if (bytes % (2 * sizeof(uint64_t)))
         return dd_error(DD_ERR_FORMAT, "checkpoint section compress.layout: %zu bytes is not a list of (lo, n) pairs", bytes);
@@ -728,34 +630,10 @@ static dd_status s_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
         dd_log(DD_LOG_INFO, "checkpoint written by %llu rank%s, resuming on %d", (unsigned long long)n, n == 1 ? "" : "s",
                dp->size);
     /* the epoch's communication figures continue from the checkpoint's */
-    dd_compress_stats cs;
-    dd_compress_stats_get(dp->cp, &cs);
-    dp->ep_steps0 = dp->st.steps;
-    dp->ep_sent0 = dp->st.bytes_sent;
-    dp->ep_elem0 = cs.elements;
-    dp->ep_payload0 = cs.payload_bytes;
-    dp->ep_ctime0 = cs.compress_s + cs.decompress_s;
-    dp->ep_prev_steps = 0;
-    memset(dp->ep_prev, 0, sizeof dp->ep_prev);
-    dp->ep_ckpt_ok = 0;
-    if (dd_ckpt_has(r, "dp.epoch_comm")) {
-        const void *d = NULL;
-        size_t bytes = 0;
-        double e[EPC_N];
-        DD_TRY(dd_ckpt_get(r, "dp.epoch_comm", &d, &bytes));
-        if (bytes != sizeof e)
-            return dd_error(DD_ERR_FORMAT, "checkpoint section dp.epoch_comm: %zu bytes, expected %zu", bytes, sizeof e);
-        memcpy(e, d, sizeof e);
-        if (!(e[0] >= 1 && e[1] >= 0 && e[1] < 1e15))
-            return dd_error(DD_ERR_FORMAT, "checkpoint section dp.epoch_comm: %g ranks, %g steps", e[0], e[1]);
-        dp->ep_prev_steps = (uint64_t)e[1];
-        if (dp->rank == 0) { /* sums over e[0] ranks, as if over this many */
-            const double scale = e[0] == dp->size ? 1.0 : (double)dp->size / e[0];
-            for (int k = 0; k < 4; k++) dp->ep_prev[k] = e[2 + k] * scale;
-        }
-    }
+    dd_status s = dd_cx_epoch_load(&dp->ep, r, dp->c, dp->st.steps, dp->st.bytes_sent, dp->cp);
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel: ");
     if (dp->cp) {
-        dd_status s = load_compress(dp, r);
+        s = load_compress(dp, r);
         if (s != DD_OK) return dd_error_prefix(s, "data parallel: compression state: ");
     }
     return DD_OK;
@@ -764,25 +642,8 @@ static dd_status s_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
 /* The epoch's communication figures, averaged over the ranks (all ranks call it). */
 static dd_status s_epoch_stats(void *self, double out[3]) {
     dd_dp *dp = self;
-    dd_compress_stats cs;
-    dd_compress_stats_get(dp->cp, &cs);
-    const double steps = (double)(dp->ep_prev_steps + (dp->st.steps - dp->ep_steps0));
-    double v[4];
-    epoch_figures(dp, v);
-    dp->ep_prev_steps = 0;
-    memset(dp->ep_prev, 0, sizeof dp->ep_prev);
-    dp->ep_steps0 = dp->st.steps;
-    dp->ep_sent0 = dp->st.bytes_sent;
-    dp->ep_elem0 = cs.elements;
-    dp->ep_payload0 = cs.payload_bytes;
-    dp->ep_ctime0 = cs.compress_s + cs.decompress_s;
-    if (dp->size > 1) {
-        dd_status s = dd_comm_allreduce(dp->c, DD_ALLREDUCE_RING, v, 4, DD_F64);
-        if (s != DD_OK) return dd_error_prefix(s, "data parallel: epoch statistics: ");
-    }
-    out[0] = steps > 0 ? v[0] / dp->size / steps : 0.0; /* per rank and step */
-    out[1] = dp->cp && v[2] > 0 ? 4.0 * v[1] / v[2] : 1.0;
-    out[2] = v[3] / dp->size;
+    dd_status s = dd_cx_epoch_end(&dp->ep, dp->c, dp->st.steps, dp->st.bytes_sent, dp->cp, out);
+    if (s != DD_OK) return dd_error_prefix(s, "data parallel: ");
     return DD_OK;
 }
 
@@ -983,7 +844,8 @@ static const dd_strategy_opt dp_opts[] = {
      "density, chunk, stochastic, sampled, sample, rank, momentum,\n"
      "clip, masking, warmup, seed, ef (see docs/compress.md), e.g.\n"
      "dgc,density=0.001 or int8; also on one process (the\n"
-     "compression error alone); metrics.jsonl gets\n"
+     "compression error alone; with --tp/--pp: the replicas'\n"
+     "exchange of each rank's storage); metrics.jsonl gets\n"
      "comm_bytes_per_step, compression_ratio and compress_time_s;\n"
      "distdpd compressors describes them",
      compress_choices},
@@ -997,7 +859,8 @@ static const dd_strategy_opt dp_opts[] = {
      "(+ gradients reduce-scattered), zero3 (+ parameters gathered\n"
      "stage by stage); same result as none up to float rounding;\n"
      "--compress with none and zero1 only; a checkpoint resumes\n"
-     "with any --shard on any number of ranks",
+     "with any --shard on any number of ranks; with --tp/--pp:\n"
+     "none or zero1 over each position's replicas",
      NULL},
     {NULL, NULL, NULL, NULL},
 };
@@ -1014,27 +877,7 @@ static dd_status dp_cfg_from_args(const dd_strategy_args *a, dd_dp_cfg *c) {
         if (c->shard > DD_SHARD_ZERO1)
             return dd_error(DD_ERR_ARG, "--shard %s is not plain data parallelism's (none or zero1)", v);
     }
-    const char *spec = dd_strategy_arg(a, "compress");
-    if (spec && dd_compress_parse(&c->compress, spec) != DD_OK) return DD_ERR_ARG; /* names --compress */
-    const char *ef = dd_strategy_arg(a, "error-feedback");
-    if (ef) {
-        if (strcmp(ef, "on") != 0 && strcmp(ef, "off") != 0)
-            return dd_error(DD_ERR_ARG, "--error-feedback: expected on or off, got '%s'", ef);
-        if (!spec && !a->resume)
-            return dd_error(DD_ERR_ARG, "--error-feedback needs --compress (plain float32 gradients lose nothing)");
-        if (!spec)
-            return dd_error(DD_ERR_ARG, "--error-feedback needs --compress: %s was trained without it (plain float32 "
-                                        "gradients lose nothing)",
-                            a->resume);
-        /* a lossless compressor (none, fp32) keeps no residual: the option would be ignored */
-        dd_compressor *cp = NULL;
-        const int lossy = dd_compress_create(&c->compress, &cp) == DD_OK && dd_compress_lossy(cp);
-        dd_compress_destroy(&cp);
-        if (!lossy)
-            return dd_error(DD_ERR_ARG, "--error-feedback applies to lossy compressors only; %s loses nothing",
-                            c->compress.name);
-        c->compress.error_feedback = !strcmp(ef, "on");
-    }
+    DD_TRY(dd_cx_parse_args(a, &c->compress));
     return dd_dp_cfg_check(c);
 }
 
@@ -1113,24 +956,7 @@ static dd_status dp_report(const void *self, cJSON *o) {
     cJSON_AddStringToObject(o, "shard", dd_shard_name(dc->shard));
     cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(dc->algo));
     cJSON_AddNumberToObject(o, "bucket_mb", dc->bucket_mb);
-    char spec[512];
-    dd_compress_spec(&dc->compress, spec, sizeof spec);
-    cJSON_AddStringToObject(o, "compress", spec);
-    if (dp->cp) {
-        dd_compress_stats cs;
-        dd_compress_stats_get(dp->cp, &cs);
-        double ns = cs.steps ? (double)cs.steps : 1.0;
-        cJSON *k = cJSON_AddObjectToObject(o, "rank0_compression");
-        if (k) {
-            cJSON_AddBoolToObject(k, "error_feedback", dd_compress_has_ef(dp->cp));
-            cJSON_AddNumberToObject(k, "compression_ratio", dd_compress_ratio(&cs));
-            cJSON_AddNumberToObject(k, "payload_bytes_per_step", (double)cs.payload_bytes / ns);
-            cJSON_AddNumberToObject(k, "bytes_sent_per_step", (double)cs.bytes_sent / ns);
-            cJSON_AddNumberToObject(k, "compress_s_per_step", cs.compress_s / ns);
-            cJSON_AddNumberToObject(k, "decompress_s_per_step", cs.decompress_s / ns);
-            cJSON_AddNumberToObject(k, "comm_s_per_step", cs.comm_s / ns);
-        }
-    }
+    DD_TRY(dd_cx_report(dp->cp, o));
     cJSON_AddNumberToObject(o, "buckets", (double)dd_dp_num_buckets(dp));
     cJSON *b = cJSON_AddArrayToObject(o, "bucket_ranges");
     for (size_t i = 0; b && i < dd_dp_num_buckets(dp); i++) {
@@ -1164,23 +990,11 @@ static void dp_print_summary(const void *self, FILE *f) {
                "ms/step (rank 0)\n",
             dp->size, dd_allreduce_name(dp->cfg.algo), dd_dp_num_buckets(dp), dd_dp_num_buckets(dp) == 1 ? "" : "s",
             1e3 * ds->comm_s / n, 1e3 * ds->exposed_s / n);
-    if (dp->cp) {
-        dd_compress_stats cs;
-        dd_compress_stats_get(dp->cp, &cs);
-        fprintf(f, "compression: %s%s: ratio %.1fx against float32, %.0f bytes sent per step, compress+decompress "
-                   "%.3f ms/step (rank 0)\n",
-                dp->cfg.compress.name, dd_compress_has_ef(dp->cp) ? " with error feedback" : "",
-                dd_compress_ratio(&cs), (double)cs.bytes_sent / n, 1e3 * (cs.compress_s + cs.decompress_s) / n);
-    }
+    dd_cx_print_summary(dp->cp, n, f);
 }
 
 static void dp_print_epoch(const void *self, const dd_epoch_record *rec, uint64_t steps, FILE *f) {
-    const dd_dp *dp = self;
-    if (!dp->cp || !rec || !steps) return;
-    fprintf(f, "           compression %s: ratio %.1fx, %.0f bytes sent per rank per step, compress+decompress "
-               "%.3f ms/step\n",
-            dp->cfg.compress.name, rec->compression_ratio, rec->comm_bytes_per_step,
-            1e3 * rec->compress_time_s / (double)steps);
+    dd_cx_print_epoch(((const dd_dp *)self)->cp, rec, steps, f);
 }
 
 const dd_strategy_def dd_strategy_def_dp = {

@@ -20,7 +20,9 @@
  * (whole-model: any layout resumes under any other).
  *
  * After the schedule the gradients of each rank's storage are summed over the D replicas
- * (the configured allreduce); the loss (once per replica), the squared gradient norm
+ * (the configured allreduce; --compress: through the compressor, as data parallelism's
+ * buckets; --shard zero1: reduce-scattered, each replica steps its slice of the storage
+ * with its slice of the optimiser state and the slices are allgathered); the loss (once per replica), the squared gradient norm
  * (each float once: one replica, replicated shard entries once) and the stop flags travel
  * in one small reduction over the world, and every rank steps its storage. Evaluation
  * runs on every rank together: each stage's parameters are broadcast by the pipeline rank
@@ -36,6 +38,7 @@
 #include "distdpd/ckpt.h"
 #include "distdpd/parallel.h"
 #include "distdpd/pipeline.h"
+#include "parallel/cx.h"
 
 #define PP_WAIT_DEFAULT_S 300.0 /* the time limit of one wait (DD_PP_TIMEOUT overrides) */
 
@@ -125,7 +128,18 @@ struct dd_pp {
     dd_pp_stats st;
     uint64_t step_no;
     double ep_busy0, ep_step0; /* st at the start of the epoch */
-    uint64_t ep_bytes0, ep_steps0;
+
+    /* the data-parallel dimension: --shard zero1 and --compress */
+    dd_shard_mode shard;
+    size_t *part;          /* zero1: D + 1 boundaries of the local storage (NULL: none) */
+    size_t *pcnt, *pcount, *pdispl; /* [D] floats, bytes, byte offsets of each slice */
+    float *olocal;         /* zero1, first replica after before_save: the local optimiser
+                              state whole (k arrays of the storage) */
+    size_t olocal_n;
+    dd_compressor *cp;     /* NULL: plain float32 */
+    dd_cx_gathered cst;    /* rank 0 after before_save: every rank's compressor state */
+    uint64_t *cpos;        /* rank 0 after before_save: per world rank (tp, pp, dp, storage floats) */
+    dd_cx_epoch ep;        /* the epoch's communication figures */
 };
 
 /* ---------------------------------------------------------------- configuration */
@@ -142,6 +156,8 @@ void dd_pp_cfg_default(dd_pp_cfg *c) {
     c->order[0] = 0; /* tp, pp, dp: fastest first */
     c->order[1] = 1;
     c->order[2] = 2;
+    c->shard = DD_SHARD_NONE;
+    dd_compress_cfg_default(&c->compress);
 }
 
 dd_status dd_pp_cfg_check(const dd_pp_cfg *c, int nranks) {
@@ -159,7 +175,18 @@ dd_status dd_pp_cfg_check(const dd_pp_cfg *c, int nranks) {
     DD_TRY(dd_pp_check_args(c->kind, c->pp, M, c->virt));
     if ((int)c->algo < 0 || (int)c->algo >= dd_allreduce_count())
         return dd_error(DD_ERR_ARG, "pipeline: algo = %d is not an allreduce algorithm", (int)c->algo);
-    return DD_OK;
+    if (c->shard == DD_SHARD_ZERO2)
+        return dd_error(DD_ERR_ARG, "--shard zero2 does not apply to a model-parallel grid: a rank's gradients are "
+                                    "summed over all micro-batches of the schedule in its whole gradient storage, so "
+                                    "keeping only a slice would save nothing (use --shard zero1: the optimiser state "
+                                    "partitioned over the replicas)");
+    if (c->shard == DD_SHARD_ZERO3)
+        return dd_error(DD_ERR_ARG, "--shard zero3 does not apply to a model-parallel grid: each rank keeps only its "
+                                    "own stages' parameters already, and gathering them from the replicas for every "
+                                    "micro-batch is not implemented (use --shard zero1)");
+    if (c->shard != DD_SHARD_NONE && c->shard != DD_SHARD_ZERO1)
+        return dd_error(DD_ERR_ARG, "--shard: mode %d is not none or zero1", (int)c->shard);
+    return dd_compress_cfg_check(&c->compress);
 }
 
 dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out) {
@@ -178,6 +205,8 @@ dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out) {
     z->D = N / (cfg->pp * cfg->tp);
     z->kind = cfg->kind;
     z->algo = cfg->algo;
+    z->shard = cfg->shard;
+    z->ep.ckpt_ok = 0;
     snprintf(z->split_spec, sizeof z->split_spec, "%s", cfg->split ? cfg->split : "");
 
     z->wait_s = PP_WAIT_DEFAULT_S;
@@ -202,6 +231,10 @@ dd_status dd_pp_create(dd_comm *world, const dd_pp_cfg *cfg, dd_pp **out) {
     if (st != DD_OK) {
         dd_pp_destroy(&z);
         return dd_error_prefix(st, "pipeline: splitting the communicator: ");
+    }
+    if (strcmp(cfg->compress.name, "none") != 0 && (st = dd_compress_create(&cfg->compress, &z->cp)) != DD_OK) {
+        dd_pp_destroy(&z);
+        return st;
     }
     *out = z;
     return DD_OK;
@@ -252,6 +285,12 @@ void dd_pp_destroy(dd_pp **zp) {
     free(z->full_params);
     free(z->full_optim);
     dd_tp_group_destroy(&z->tpg);
+    free(z->part);
+    free(z->pcnt);
+    free(z->olocal);
+    dd_compress_destroy(&z->cp);
+    dd_cx_gathered_free(&z->cst);
+    free(z->cpos);
     free(z->replo);
     free(z->allmap);
     free(z->mapcnt);
@@ -265,6 +304,7 @@ void dd_pp_destroy(dd_pp **zp) {
 }
 
 const dd_grid *dd_pp_grid(const dd_pp *z) { return z ? &z->grid : NULL; }
+dd_compressor *dd_pp_compressor(const dd_pp *z) { return z ? z->cp : NULL; }
 
 void dd_pp_set_stop_source(dd_pp *z, const volatile int *local) {
     if (z) z->local_stop = local;
@@ -410,6 +450,31 @@ static dd_status s_layout(void *self, const dd_model *m, const dd_model *pa, siz
     *count = z->nrg;
     *lo = z->rlo;
     *hi = z->rhi;
+    return DD_OK;
+}
+
+/* zero1: the slice of the local storage whose optimiser state this replica keeps
+ * (dd_shard_partition over the D replicas of this pipeline/tensor position). */
+static dd_status s_layout_optim(void *self, size_t nlocal, size_t *lo, size_t *hi) {
+    dd_pp *z = self;
+    *lo = 0;
+    *hi = nlocal;
+    if (z->shard != DD_SHARD_ZERO1) return DD_OK;
+    free(z->part);
+    free(z->pcnt);
+    z->part = calloc((size_t)z->D + 1, sizeof *z->part);
+    z->pcnt = calloc(3 * (size_t)z->D, sizeof *z->pcnt);
+    if (!z->part || !z->pcnt) return dd_error(DD_ERR_NOMEM, "out of memory");
+    z->pcount = z->pcnt + z->D;
+    z->pdispl = z->pcount + z->D;
+    dd_shard_partition(nlocal, z->D, z->part);
+    for (int q = 0; q < z->D; q++) {
+        z->pcnt[q] = z->part[q + 1] - z->part[q];
+        z->pcount[q] = z->pcnt[q] * sizeof(float);
+        z->pdispl[q] = z->part[q] * sizeof(float);
+    }
+    *lo = z->part[z->drank];
+    *hi = z->part[z->drank + 1];
     return DD_OK;
 }
 
@@ -795,6 +860,31 @@ static dd_status finish_sends(dd_pp *z) {
     return DD_OK;
 }
 
+/* The replicated entries of this rank's storage from tensor rank 0 of its group. */
+static dd_status share_replicated(dd_pp *z, float *grads) {
+    size_t n = 0;
+    for (size_t k = 0; k < z->nrep; k++) n += z->rephi[k] - z->replo[k];
+    dd_status s = DD_OK;
+    float *buf = malloc((n ? n : 1) * sizeof *buf);
+    if (!buf) return dd_error(DD_ERR_NOMEM, "out of memory");
+    size_t o = 0;
+    for (size_t k = 0; k < z->nrep; k++) {
+        const size_t len = z->rephi[k] - z->replo[k];
+        memcpy(buf + o, grads + z->replo[k], len * sizeof *buf);
+        o += len;
+    }
+    if (s == DD_OK) s = dd_comm_bcast(z->tpc, buf, n * sizeof *buf, 0);
+    o = 0;
+    for (size_t k = 0; s == DD_OK && k < z->nrep; k++) {
+        const size_t len = z->rephi[k] - z->replo[k];
+        memcpy(grads + z->replo[k], buf + o, len * sizeof *buf);
+        o += len;
+    }
+    free(buf);
+    if (s != DD_OK) return dd_error_prefix(s, "pipeline: the tensor group's replicated gradients (%zu floats): ", n);
+    return DD_OK;
+}
+
 /* The reduced loss sum, squared gradient norm and stop flags of a step. */
 static dd_status pp_grads(dd_pp *z, dd_trainer *tr, uint64_t epoch, uint64_t batch, double v[3]) {
     uint64_t lo, hi, bg;
@@ -807,7 +897,7 @@ static dd_status pp_grads(dd_pp *z, dd_trainer *tr, uint64_t epoch, uint64_t bat
     DD_TRY(dd_trainer_gather(tr, epoch, lo, hi, z->xin, z->tgt));
     float *grads = NULL;
     size_t glo = 0, ghi = 0;
-    dd_trainer_storage(tr, NULL, &grads, NULL, NULL, &glo, &ghi);
+    dd_trainer_storage(tr, NULL, &grads, &glo, &ghi, NULL, NULL); /* the whole local storage */
     memset(grads, 0, (ghi - glo) * sizeof(float));
     pp_step ps = {z, epoch, lo, bg, 0.0};
     const double t0 = dd_comm_wtime(), busy0 = z->st.busy_s;
@@ -818,20 +908,44 @@ static dd_status pp_grads(dd_pp *z, dd_trainer *tr, uint64_t epoch, uint64_t bat
     z->st.last_busy_s = z->st.busy_s - busy0;
     z->st.step_s += z->st.last_step_s;
     DD_TRY(st);
-    /* data parallelism: each stage group's gradients summed over the replicas */
+    /* data parallelism: each stage group's gradients summed over the replicas (through
+     * the compressor; reduce-scattered under zero1) */
     const double t1 = dd_comm_wtime();
-    if (z->D > 1 && ghi > glo) {
-        st = dd_comm_allreduce(z->dp, z->algo, grads, ghi - glo, DD_F32);
-        if (st != DD_OK) return dd_error_prefix(st, "pipeline: gradient allreduce over the replicas: ");
+    const size_t nl = ghi - glo;
+    dd_comm_stats c0, c1;
+    dd_comm_stats_get(z->dp, &c0);
+    if (z->cp && nl > 0) {
+        dd_compress_stats a, b;
+        dd_compress_stats_get(z->cp, &a);
+        st = dd_compress_exchange(z->cp, z->dp, z->algo, grads, 0, nl);
+        if (st != DD_OK) return dd_error_prefix(st, "pipeline: compressed gradient exchange over the replicas: ");
+        dd_compress_stats_get(z->cp, &b);
+        z->st.dp_bytes_sent += b.bytes_sent - a.bytes_sent;
+        /* each rank of a tensor-parallel group compresses its own storage, so a lossy
+         * compressor delivers the group's replicated entries differently on each: tensor
+         * rank 0's are taken (as the norm counts them), so the copies stay identical */
+        if (z->T > 1 && dd_compress_lossy(z->cp)) DD_TRY(share_replicated(z, grads));
+    } else if (z->D > 1 && nl > 0) {
+        if (z->part)
+            st = dd_comm_reduce_scatter(z->dp, grads, grads + z->part[z->drank], z->pcnt, DD_F32);
+        else
+            st = dd_comm_allreduce(z->dp, z->algo, grads, nl, DD_F32);
+        if (st != DD_OK) return dd_error_prefix(st, "pipeline: gradient %s over the replicas: ", z->part ? "reduce-scatter" : "allreduce");
+        dd_comm_stats_get(z->dp, &c1);
+        z->st.dp_bytes_sent += c1.bytes_sent - c0.bytes_sent;
     }
     /* the loss once per replica (a tensor-parallel group's outputs are whole on each of
-     * its ranks); each gradient once: one replica, replicated shard entries once */
+     * its ranks); each gradient once: one replica (zero1: each replica its slice),
+     * replicated shard entries once */
     v[0] = z->grid.tp == 0 ? ps.sse : 0.0;
     double sq = 0.0;
-    if (z->drank == 0) {
-        sq = dd_grad_sumsq(grads, ghi - glo);
-        for (size_t k = 0; z->grid.tp != 0 && k < z->nrep; k++)
-            sq -= dd_grad_sumsq(grads + z->replo[k], z->rephi[k] - z->replo[k]);
+    const size_t sa = z->part ? z->part[z->drank] : 0, sb = z->part ? z->part[z->drank + 1] : nl;
+    if (z->part || z->drank == 0) {
+        sq = dd_grad_sumsq(grads + sa, sb - sa);
+        for (size_t k = 0; z->grid.tp != 0 && k < z->nrep; k++) {
+            const size_t a = z->replo[k] > sa ? z->replo[k] : sa, b = z->rephi[k] < sb ? z->rephi[k] : sb;
+            if (a < b) sq -= dd_grad_sumsq(grads + a, b - a);
+        }
     }
     v[1] = sq;
     v[2] = z->local_stop && *z->local_stop ? 1.0 : 0.0;
@@ -854,11 +968,27 @@ static dd_status s_loss_grad(void *self, dd_trainer *tr, uint64_t epoch, uint64_
 static dd_status s_step(void *self, dd_trainer *tr, double *loss) {
     dd_pp *z = self;
     double v[3];
-    DD_TRY(pp_grads(z, tr, (uint64_t)dd_trainer_epoch(tr), dd_trainer_batch(tr), v));
+    const uint64_t batch = dd_trainer_batch(tr), nb = dd_trainer_num_batches(tr);
+    if (z->cp) dd_compress_begin_step(z->cp, dd_trainer_steps(tr), dd_trainer_epoch(tr), nb ? (double)batch / (double)nb : 0.0);
+    DD_TRY(pp_grads(z, tr, (uint64_t)dd_trainer_epoch(tr), batch, v));
     *loss = v[0];
     if (v[2] > 0) z->agreed_stop = 1;
     DD_TRY(dd_trainer_apply_update(tr, v[0], v[1]));
     z->full_ok = 0;
+    z->cst.ok = 0;
+    z->ep.ckpt_ok = 0;
+    if (z->part && z->D > 1 && z->part[z->D] > 0) { /* zero1: every replica's updated slice */
+        float *params = NULL;
+        dd_trainer_storage(tr, &params, NULL, NULL, NULL, NULL, NULL);
+        const double t0 = dd_comm_wtime();
+        dd_comm_stats a, b;
+        dd_comm_stats_get(z->dp, &a);
+        dd_status s = dd_comm_allgatherv(z->dp, (char *)params + z->pdispl[z->drank], params, z->pcount, z->pdispl);
+        dd_comm_stats_get(z->dp, &b);
+        z->st.dp_bytes_sent += b.bytes_sent - a.bytes_sent;
+        z->st.reduce_s += dd_comm_wtime() - t0;
+        if (s != DD_OK) return dd_error_prefix(s, "pipeline (zero1): gathering the updated parameters from the replicas: ");
+    }
     z->st.steps++;
     z->step_no++;
     return DD_OK;
@@ -882,7 +1012,7 @@ static dd_status gather_maps(dd_pp *z, dd_trainer *tr) {
     const dd_optim_run *map = NULL;
     size_t nmap = 0, lo = 0, hi = 0;
     dd_trainer_map(tr, &map, &nmap);
-    dd_trainer_storage(tr, NULL, NULL, NULL, NULL, &lo, &hi);
+    dd_trainer_storage(tr, NULL, NULL, &lo, &hi, NULL, NULL); /* the whole local storage */
     z->mapcnt = calloc(2 * (size_t)R, sizeof *z->mapcnt);
     size_t *cnt = calloc(2 * (size_t)R, sizeof *cnt);
     if (!z->mapcnt || !cnt) {
@@ -932,17 +1062,72 @@ static dd_status gather_whole(dd_pp *z, const float *mine, float *whole, float *
 
 /* The whole parameters and optimiser state on rank 0: the first replica's ranks send
  * their storage (a collective of that replica). */
+/* zero1: the local optimiser state whole on the first replica's rank of each position
+ * (the replicas' slices gathered over dp), array by array. */
+static dd_status gather_optim_slices(dd_pp *z, dd_optim *opt, size_t nl) {
+    const int k = dd_optim_state_arrays(opt);
+    if (z->drank == 0 && z->olocal_n != (size_t)k * nl) {
+        free(z->olocal);
+        z->olocal = calloc((size_t)k * nl + 1, sizeof(float));
+        z->olocal_n = z->olocal ? (size_t)k * nl : 0;
+        if (!z->olocal) return dd_error(DD_ERR_NOMEM, "out of memory for the optimiser state (%zu floats)", (size_t)k * nl);
+    }
+    size_t cnt = 0;
+    float *mine = dd_optim_state(opt, &cnt);
+    const size_t m = z->pcnt[z->drank];
+    for (int j = 0; j < k; j++) {
+        dd_status s = dd_comm_gatherv(z->dp, mine + (size_t)j * m, z->drank == 0 ? z->olocal + (size_t)j * nl : NULL,
+                                      z->pcount, z->pdispl, 0);
+        if (s != DD_OK) return dd_error_prefix(s, "pipeline (zero1): gathering the optimiser state from the replicas: ");
+    }
+    return DD_OK;
+}
+
+/* Every rank's compressor state on rank 0, with where each rank sits (tp, pp, dp) and its
+ * storage length (the checkpoint's mp.compress sections). */
+static dd_status gather_cx(dd_pp *z, size_t nl) {
+    if (!z->cp || z->cst.ok) return DD_OK;
+    const int N = dd_comm_size(z->world);
+    uint64_t mine[4] = {(uint64_t)z->grid.tp, (uint64_t)z->prank, (uint64_t)z->drank, (uint64_t)nl};
+    uint64_t *all = calloc(4 * (size_t)N, sizeof *all);
+    if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
+    dd_status s = N > 1 ? dd_comm_allgather(z->world, mine, sizeof mine, all) : DD_OK;
+    if (N == 1) memcpy(all, mine, sizeof mine);
+    if (s == DD_OK) s = dd_cx_gather(z->cp, z->world, &z->cst);
+    if (s != DD_OK) {
+        free(all);
+        return dd_error_prefix(s, "pipeline: ");
+    }
+    free(z->cpos);
+    z->cpos = all;
+    return DD_OK;
+}
+
+/* The whole parameters and optimiser state on rank 0: the first replica's ranks send
+ * their storage (a collective of that replica; zero1: first the replicas' optimiser
+ * slices to the first replica); the compressor state and the epoch's figures too. Every
+ * rank calls it. */
 static dd_status s_before_save(void *self, dd_trainer *tr) {
     dd_pp *z = self;
-    if (z->full_ok || z->drank != 0) return DD_OK;
-    const size_t n = dd_trainer_whole_floats(tr);
+    if (z->full_ok) return DD_OK;
+    size_t plo = 0, phi = 0;
+    dd_trainer_storage(tr, NULL, NULL, &plo, &phi, NULL, NULL);
+    const size_t nl = phi - plo;
+    dd_status s = dd_cx_epoch_gather(&z->ep, z->world, z->st.steps, z->st.bytes_sent + z->st.dp_bytes_sent, z->cp);
+    if (s != DD_OK) return dd_error_prefix(s, "pipeline: ");
+    DD_TRY(gather_cx(z, nl));
     dd_optim *opt = dd_trainer_optim(tr);
+    if (z->part) DD_TRY(gather_optim_slices(z, opt, nl));
+    if (z->drank != 0) {
+        z->full_ok = 1;
+        return DD_OK;
+    }
+    const size_t n = dd_trainer_whole_floats(tr);
     const int k = dd_optim_state_arrays(opt);
     const size_t ob = dd_optim_state_bytes_for(opt, n);
     const int me = dd_comm_rank(z->rep);
-    dd_status s = gather_maps(z, tr);
-    size_t lo = 0, hi = 0, total = 0;
-    dd_trainer_storage(tr, NULL, NULL, NULL, NULL, &lo, &hi);
+    s = gather_maps(z, tr);
+    size_t total = 0;
     for (int q = 0; s == DD_OK && q < dd_comm_size(z->rep); q++) total += z->loccnt[q];
     float *tmp = NULL;
     if (s == DD_OK && me == 0) {
@@ -959,7 +1144,8 @@ static dd_status s_before_save(void *self, dd_trainer *tr) {
     if (s == DD_OK) s = gather_whole(z, dd_trainer_params(tr), z->full_params, tmp);
     size_t m = 0;
     float *mine = dd_optim_state(opt, &m);
-    m = hi - lo; /* the local optimiser's length (a rank without parameters has a dummy float) */
+    m = nl; /* the local optimiser's length (a rank without parameters has a dummy float) */
+    if (z->part) mine = z->olocal;
     for (int j = 0; s == DD_OK && j < k; j++) {
         float *dst = me == 0 ? (float *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
         s = gather_whole(z, mine + (size_t)j * m, dst, tmp);
@@ -982,22 +1168,163 @@ static dd_status s_full_state(void *self, dd_trainer *tr, const float **params, 
     return DD_OK;
 }
 
+/* What identifies a position's storage: T, P, V and the split (the compressor state of
+ * a position is in the coordinates of its storage). */
+static size_t grid_id(const dd_pp *z, uint64_t *id) {
+    const size_t G = (size_t)(z->P * z->V);
+    if (id) {
+        id[0] = (uint64_t)z->T;
+        id[1] = (uint64_t)z->P;
+        id[2] = (uint64_t)z->V;
+        for (size_t g = 0; g <= G; g++) id[3 + g] = z->bounds ? (uint64_t)z->bounds[g] : 0;
+    }
+    return 3 + G + 1;
+}
+
 static dd_status s_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
     dd_pp *z = self;
     (void)tr;
-    char desc[128];
-    snprintf(desc, sizeof desc, "pp=%d,dp=%d,micro=%d,schedule=%s,virtual=%d", z->P, z->D, z->M,
-             dd_pp_kind_name(z->kind), z->V);
-    return dd_ckpt_add_str(w, "layout", desc); /* informative: any layout resumes under any */
+    char desc[160];
+    snprintf(desc, sizeof desc, "tp=%d,pp=%d,dp=%d,micro=%d,schedule=%s,virtual=%d,shard=%s", z->T, z->P, z->D, z->M,
+             dd_pp_kind_name(z->kind), z->V, dd_shard_name(z->shard));
+    DD_TRY(dd_ckpt_add_str(w, "layout", desc)); /* informative: any layout resumes under any */
+    DD_TRY(dd_cx_epoch_save(&z->ep, w));
+    if (!z->cp) return DD_OK;
+    if (!z->cst.ok || !z->cpos)
+        return dd_error(DD_ERR_INTERNAL, "pipeline: the compression state was not gathered before the checkpoint");
+    /* the compressor state of every rank, with its position: mp.compress.* (data
+     * parallelism's compress.state is one arena for every rank; here each position has
+     * its own storage) */
+    DD_TRY(dd_cx_save_cfg(w, z->cp, "mp.compress"));
+    const size_t ni = grid_id(z, NULL), N = (size_t)dd_comm_size(z->world);
+    uint64_t *id = calloc(ni + 4 * N + 2 * N, sizeof *id);
+    if (!id) return dd_error(DD_ERR_NOMEM, "out of memory");
+    grid_id(z, id);
+    uint64_t *pos = id + ni, *cnt = pos + 4 * N;
+    memcpy(pos, z->cpos, 4 * N * sizeof *pos);
+    for (size_t q = 0; q < N; q++) {
+        cnt[2 * q] = z->cst.cnt[q];
+        cnt[2 * q + 1] = z->cst.scnt[q];
+    }
+    dd_status s = dd_ckpt_add(w, "mp.compress.grid", id, ni * sizeof *id);
+    if (s == DD_OK) s = dd_ckpt_add(w, "mp.compress.ranks", pos, 4 * N * sizeof *pos);
+    if (s == DD_OK) s = dd_ckpt_add(w, "mp.compress.counts", cnt, 2 * N * sizeof *cnt);
+    if (s == DD_OK) s = dd_ckpt_add(w, "mp.compress.state", z->cst.st, z->cst.total * sizeof(float));
+    if (s == DD_OK) s = dd_ckpt_add(w, "mp.compress.shared", z->cst.sh, z->cst.stotal * sizeof(float));
+    free(id);
+    return s;
+}
+
+static dd_status get_u64s(const dd_ckpt_reader *r, const char *name, size_t n, const uint64_t **out) {
+    const void *d = NULL;
+    size_t bytes = 0;
+    DD_TRY(dd_ckpt_get(r, name, &d, &bytes));
+    if (bytes != n * sizeof(uint64_t))
+        return dd_error(DD_ERR_FORMAT, "checkpoint section %s: %zu bytes, expected %zu", name, bytes, n * sizeof(uint64_t));
+    *out = d;
+    return DD_OK;
+}
+
+/* The compressor state of this rank's position: its own with the same grid (bit for
+ * bit), the mean over the written replicas with another number of replicas (their sum,
+ * the gradient not yet applied, kept), none under another tp/pp/split (logged). */
+static dd_status load_cx(dd_pp *z, dd_trainer *tr, const dd_ckpt_reader *r) {
+    const int log = dd_comm_rank(z->world) == 0;
+    int same = 0;
+    DD_TRY(dd_cx_cfg_match(r, z->cp, "mp.compress", log, &same));
+    if (!same) return DD_OK;
+    const size_t ni = grid_id(z, NULL);
+    uint64_t *id = calloc(ni, sizeof *id);
+    if (!id) return dd_error(DD_ERR_NOMEM, "out of memory");
+    grid_id(z, id);
+    const void *d = NULL;
+    size_t bytes = 0;
+    dd_status s = dd_ckpt_get(r, "mp.compress.grid", &d, &bytes);
+    const int same_grid = s == DD_OK && bytes == ni * sizeof *id && memcmp(d, id, bytes) == 0;
+    free(id);
+    DD_TRY(s);
+    if (!same_grid) {
+        if (log)
+            dd_log(DD_LOG_WARN, "the checkpoint's compression state belongs to another tp x pp layout or stage split: "
+                   "%s starts with a zero residual", dd_compress_config(z->cp)->name);
+        return DD_OK;
+    }
+    const uint64_t *cnt = NULL, *pos = NULL;
+    DD_TRY(dd_ckpt_get(r, "mp.compress.counts", &d, &bytes));
+    if (bytes % (2 * sizeof(uint64_t)) || bytes == 0)
+        return dd_error(DD_ERR_FORMAT, "checkpoint section mp.compress.counts: %zu bytes", bytes);
+    const size_t N = bytes / (2 * sizeof(uint64_t));
+    cnt = d;
+    DD_TRY(get_u64s(r, "mp.compress.ranks", 4 * N, &pos));
+    const float *st = NULL, *sh = NULL;
+    size_t total = 0, stotal = 0;
+    for (size_t q = 0; q < N; q++) total += cnt[2 * q], stotal += cnt[2 * q + 1];
+    DD_TRY(dd_ckpt_get(r, "mp.compress.state", &d, &bytes));
+    if (bytes != total * sizeof(float))
+        return dd_error(DD_ERR_FORMAT, "checkpoint section mp.compress.state: %zu bytes, the counts say %zu floats", bytes, total);
+    st = d;
+    DD_TRY(dd_ckpt_get(r, "mp.compress.shared", &d, &bytes));
+    if (bytes != stotal * sizeof(float))
+        return dd_error(DD_ERR_FORMAT, "checkpoint section mp.compress.shared: %zu bytes, the counts say %zu floats", bytes, stotal);
+    sh = d;
+    /* this position's entries; the written number of replicas */
+    size_t plo = 0, phi = 0, D0 = 0, m = 0, ns = 0, mine = N;
+    dd_trainer_storage(tr, NULL, NULL, &plo, &phi, NULL, NULL);
+    for (size_t q = 0, off = 0, soff = 0; q < N; off += cnt[2 * q], soff += cnt[2 * q + 1], q++) {
+        if (pos[4 * q] != (uint64_t)z->grid.tp || pos[4 * q + 1] != (uint64_t)z->prank) continue;
+        if (pos[4 * q + 3] != phi - plo)
+            return dd_error(DD_ERR_FORMAT, "checkpoint section mp.compress.ranks: %llu storage floats at tp %d, pp %d; "
+                                           "this rank has %zu", (unsigned long long)pos[4 * q + 3], z->grid.tp, z->prank,
+                            phi - plo);
+        if (D0 == 0) m = cnt[2 * q], ns = cnt[2 * q + 1];
+        if (cnt[2 * q] != m || cnt[2 * q + 1] != ns)
+            return dd_error(DD_ERR_FORMAT, "checkpoint section mp.compress.counts: replicas of tp %d, pp %d differ", z->grid.tp, z->prank);
+        D0++;
+        if (pos[4 * q + 2] == (uint64_t)z->drank) mine = q;
+    }
+    if (D0 == 0 || m == 0) return DD_OK; /* nothing exchanged yet */
+    float *buf = calloc(m, sizeof *buf);
+    if (!buf) return dd_error(DD_ERR_NOMEM, "out of memory");
+    const float *shared = NULL;
+    if (D0 == (size_t)z->D && mine < N) { /* the same replicas: this rank's own, bit for bit */
+        size_t off = 0, soff = 0;
+        for (size_t q = 0; q < mine; q++) off += cnt[2 * q], soff += cnt[2 * q + 1];
+        memcpy(buf, st + off, m * sizeof *buf);
+        shared = sh + soff;
+    } else { /* another number of replicas: the mean keeps their sum */
+        double *acc = calloc(m, sizeof *acc);
+        if (!acc) {
+            free(buf);
+            return dd_error(DD_ERR_NOMEM, "out of memory");
+        }
+        for (size_t q = 0, off = 0, soff = 0; q < N; off += cnt[2 * q], soff += cnt[2 * q + 1], q++) {
+            if (pos[4 * q] != (uint64_t)z->grid.tp || pos[4 * q + 1] != (uint64_t)z->prank) continue;
+            for (size_t i = 0; i < m; i++) acc[i] += st[off + i];
+            if (!shared) shared = sh + soff;
+        }
+        for (size_t i = 0; i < m; i++) buf[i] = (float)(acc[i] / (double)z->D);
+        free(acc);
+        if (log)
+            dd_log(DD_LOG_INFO, "compression state written by %zu replicas, resuming with %d: each gets their mean (the "
+                   "sum is kept)", D0, z->D);
+    }
+    const uint64_t lay[2] = {0, (uint64_t)(phi - plo)};
+    s = dd_compress_layout_import(z->cp, phi - plo, lay, 1);
+    if (s == DD_OK) s = dd_compress_state_import(z->cp, buf, m);
+    if (s == DD_OK) s = dd_compress_shared_import(z->cp, shared, ns);
+    free(buf);
+    return s;
 }
 
 static dd_status s_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
     dd_pp *z = self;
-    (void)tr;
     const char *was = "one process or data parallelism";
     if (dd_ckpt_has(r, "layout")) DD_TRY(dd_ckpt_get_str(r, "layout", &was));
     if (dd_comm_rank(z->world) == 0)
-        dd_log(DD_LOG_INFO, "checkpoint written under %s, resuming with pp=%d, dp=%d", was, z->P, z->D);
+        dd_log(DD_LOG_INFO, "checkpoint written under %s, resuming with tp=%d, pp=%d, dp=%d", was, z->T, z->P, z->D);
+    dd_status s = dd_cx_epoch_load(&z->ep, r, z->world, z->st.steps, z->st.bytes_sent + z->st.dp_bytes_sent, z->cp);
+    if (s == DD_OK && z->cp) s = load_cx(z, tr, r);
+    if (s != DD_OK) return dd_error_prefix(s, "pipeline: compression state: ");
     return DD_OK;
 }
 
@@ -1006,12 +1333,9 @@ static int s_stop_agreed(void *self) { return ((dd_pp *)self)->agreed_stop != 0;
 static dd_status s_epoch_stats(void *self, double out[3]) {
     dd_pp *z = self;
     /* per rank: busy and schedule time of the epoch, gathered for the bubble report */
-    double v[2] = {z->st.busy_s - z->ep_busy0, z->st.step_s - z->ep_step0}, bytes = (double)(z->st.bytes_sent - z->ep_bytes0);
-    const double steps = (double)(z->st.steps - z->ep_steps0);
+    double v[2] = {z->st.busy_s - z->ep_busy0, z->st.step_s - z->ep_step0};
     z->ep_busy0 = z->st.busy_s;
     z->ep_step0 = z->st.step_s;
-    z->ep_bytes0 = z->st.bytes_sent;
-    z->ep_steps0 = z->st.steps;
     const int N = dd_comm_size(z->world);
     double *all = calloc(2 * (size_t)N, sizeof *all);
     if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
@@ -1020,12 +1344,12 @@ static dd_status s_epoch_stats(void *self, double out[3]) {
     double bub = 0.0;
     for (int r = 0; s == DD_OK && r < N; r++) bub += all[2 * r + 1] > 0 ? 1.0 - all[2 * r] / all[2 * r + 1] : 0.0;
     free(all);
-    if (s == DD_OK && N > 1) s = dd_comm_allreduce(z->world, DD_ALLREDUCE_RING, &bytes, 1, DD_F64);
+    /* bytes: the pipeline's messages and the replicas' gradient exchange, per rank and
+     * step over the whole epoch (also across a mid-epoch resume) */
+    if (s == DD_OK) s = dd_cx_epoch_end(&z->ep, z->world, z->st.steps, z->st.bytes_sent + z->st.dp_bytes_sent, z->cp, out);
     if (s != DD_OK) return dd_error_prefix(s, "pipeline: epoch statistics: ");
     z->st.epoch_bubble = bub / N;
-    out[0] = steps > 0 ? bytes / N / steps : 0.0;
-    out[1] = 1.0;
-    out[2] = NAN;
+    if (!z->cp) out[2] = NAN;
     return DD_OK;
 }
 
@@ -1040,6 +1364,7 @@ static dd_status s_tp(void *self, dd_model_tp *tp) {
 static const dd_strategy_ops pp_ops = {
     .name = "model-parallel",
     .layout_ranges = s_layout,
+    .layout_optim = s_layout_optim,
     .tp = s_tp,
     .setup = s_setup,
     .step = s_step,
@@ -1104,6 +1429,9 @@ static const dd_strategy_opt pp_opts[] = {
      "across nodes; nodes told apart by processor name)",
      NULL},
     {"allreduce", NULL, NULL, NULL}, /* the replicas' gradient allreduce */
+    {"shard", NULL, NULL, NULL},     /* zero1 over the replicas */
+    {"compress", NULL, NULL, NULL},  /* the replicas' gradient exchange */
+    {"error-feedback", NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL},
 };
 
@@ -1145,6 +1473,9 @@ static dd_status pp_cfg_from_args(const dd_strategy_args *a, dd_pp_cfg *c, int n
         return dd_error_prefix(DD_ERR_ARG, "--schedule: ");
     if ((v = dd_strategy_arg(a, "allreduce")) && dd_allreduce_parse(v, &c->algo) != DD_OK)
         return dd_error_prefix(DD_ERR_ARG, "--allreduce: ");
+    if ((v = dd_strategy_arg(a, "shard")) && dd_shard_parse(v, &c->shard) != DD_OK)
+        return dd_error_prefix(DD_ERR_ARG, "--shard: ");
+    DD_TRY(dd_cx_parse_args(a, &c->compress));
     c->split = dd_strategy_arg(a, "pp-split");
     if ((v = dd_strategy_arg(a, "grid-order"))) DD_TRY(dd_grid_parse_order(v, c->order));
     return dd_pp_cfg_check(c, nranks > 0 ? nranks : c->pp * c->tp);
@@ -1180,8 +1511,9 @@ static void pp_last_step(const void *self, dd_strategy_step_times *t) {
 
 static dd_status pp_report(const void *self, cJSON *o) {
     const dd_pp *z = self;
-    cJSON_AddStringToObject(o, "shard", "none");
+    cJSON_AddStringToObject(o, "shard", dd_shard_name(z->shard));
     cJSON_AddStringToObject(o, "allreduce", dd_allreduce_name(z->algo));
+    DD_TRY(dd_cx_report(z->cp, o));
     cJSON *g = cJSON_AddObjectToObject(o, "grid");
     if (g) {
         cJSON_AddNumberToObject(g, "tp", z->T);
@@ -1229,9 +1561,14 @@ static dd_status pp_report(const void *self, cJSON *o) {
     return DD_OK;
 }
 
+static void pp_print_epoch(const void *self, const dd_epoch_record *rec, uint64_t steps, FILE *f) {
+    dd_cx_print_epoch(((const dd_pp *)self)->cp, rec, steps, f);
+}
+
 static void pp_print_summary(const void *self, FILE *f) {
     const dd_pp *z = self;
     const double n = z->st.steps ? (double)z->st.steps : 1.0;
+    dd_cx_print_summary(z->cp, (double)z->st.steps, f);
     fprintf(f, "parallel:   %d ranks = tp %d x pp %d x dp %d (%s, %d micro-batches): schedule %.3f ms/step, "
                "compute %.3f, waiting %.3f; bubble %.1f %% (formula %.1f %%); replicas' reduction %.3f ms/step "
                "(rank 0)\n",
@@ -1292,5 +1629,6 @@ const dd_strategy_def dd_strategy_def_model_parallel = {
     .last_step = pp_last_step,
     .report = pp_report,
     .print_summary = pp_print_summary,
+    .print_epoch = pp_print_epoch,
     .describe = pp_describe,
 };

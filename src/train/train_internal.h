@@ -70,6 +70,10 @@ struct dd_trainer {
     int mapped;
     dd_optim_run *map;
     size_t nmap;
+    /* the map restricted to the optimiser's slice [olo, ohi) of the local storage and
+     * shifted to it (layout_optim); == map when the optimiser holds all of it */
+    dd_optim_run *omap;
+    size_t nomap;
     dd_optim *opt;         /* optimiser of ohi - olo floats */
     dd_stage_src psrc;     /* sharded parameters: where forwards take them */
     int has_psrc;          /* psrc is set */

@@ -222,7 +222,7 @@ void dd_trainer_take_params(dd_trainer *tr, const float *full) {
 dd_status dd_trainer_take_optim(dd_trainer *tr, const void *blob, size_t bytes) {
     /* (a rank with no parameters has a one-float optimiser that never steps anything:
      * it takes the step count and element 0, like a slice) */
-    if (tr->mapped && tr->ohi > 0) return dd_optim_state_load_map(tr->opt, blob, bytes, tr->map, tr->nmap);
+    if (tr->mapped && tr->ohi > tr->olo) return dd_optim_state_load_map(tr->opt, blob, bytes, tr->omap, tr->nomap);
     if (!tr->mapped && tr->olo == 0 && tr->ohi == tr->n) return dd_optim_state_load(tr->opt, blob, bytes);
     return dd_optim_state_load_slice(tr->opt, blob, bytes, tr->mapped ? 0 : tr->olo);
 }
@@ -253,6 +253,35 @@ static dd_status build_map(dd_trainer *tr) {
     tr->mapped = 1;
     tr->plo = tr->glo = tr->olo = 0;
     tr->phi = tr->ghi = tr->ohi = base;
+    return DD_OK;
+}
+
+/* Mapped storage: the strategy's optimiser slice of it (layout_optim), and the map of
+ * that slice for loading the optimiser state of a whole-model checkpoint. */
+static dd_status optim_slice(dd_trainer *tr) {
+    size_t lo = 0, hi = tr->phi;
+    if (tr->st.ops->layout_optim) {
+        DD_TRY(tr->st.ops->layout_optim(tr->st.self, tr->phi, &lo, &hi));
+        if (lo > hi || hi > tr->phi)
+            return dd_error(DD_ERR_ARG, "strategy %s: optimiser slice [%zu, %zu) of %zu local floats", tr->st.ops->name,
+                            lo, hi, tr->phi);
+    }
+    tr->olo = lo;
+    tr->ohi = hi;
+    if (lo == 0 && hi == tr->phi) {
+        tr->omap = tr->map;
+        tr->nomap = tr->nmap;
+        return DD_OK;
+    }
+    tr->omap = calloc(tr->nmap ? tr->nmap : 1, sizeof *tr->omap);
+    if (!tr->omap) return dd_error(DD_ERR_NOMEM, "out of memory for the optimiser map");
+    size_t n = 0;
+    for (size_t k = 0; k < tr->nmap; k++) {
+        const dd_optim_run *r = &tr->map[k];
+        const size_t a = r->dst > lo ? r->dst : lo, b = r->dst + r->len < hi ? r->dst + r->len : hi;
+        if (a < b) tr->omap[n++] = (dd_optim_run){r->src + (a - r->dst), a - lo, b - a};
+    }
+    tr->nomap = n;
     return DD_OK;
 }
 
@@ -368,6 +397,7 @@ dd_status dd_trainer_create(const dd_train_cfg *cfg, const dd_dataset *ds, const
             if (spar) tr->plo = lo, tr->phi = hi;
         }
         if ((tr->ranged || tr->mwhole) && (st = build_map(tr)) != DD_OK) goto fail;
+        if (tr->mapped && (st = optim_slice(tr)) != DD_OK) goto fail;
         spar = sg = spar || tr->mapped;
         const size_t np = tr->phi - tr->plo, ng = tr->ghi - tr->glo, no = tr->ohi - tr->olo;
         tr->params = dd_arena_calloc(DD_MEM_PARAMS, np ? np : 1, sizeof(float),
@@ -472,6 +502,7 @@ void dd_trainer_destroy(dd_trainer **trp) {
     dd_trainer *tr = *trp;
     dd_model_destroy(&tr->m);
     dd_model_destroy(&tr->mwhole);
+    if (tr->omap != tr->map) free(tr->omap);
     free(tr->map);
     free(tr->rlo);
     dd_arena_free(tr->params);

@@ -77,6 +77,31 @@ run train-pa --resume "$TMP/half" --epochs 2 -q
 expect_rc 0 "second epoch on one process ($ERR)"
 same_metrics "$(ev "$TMP/half")" "$REF" "pipeline epoch 1 + one-process epoch 2 vs straight"
 
+# ---- the grid's data-parallel dimension: --shard zero1 and --compress (issue 12)
+mrun 4 train-pa --data "$D" "${SMALL[@]}" --epochs 1 --pp 2 --shard zero1 --out "$TMP/z1" --progress none
+expect_rc 0 "--pp 2 --shard zero1 on 4 ranks ($ERR)"
+has "$(cat "$TMP/z1/parallel.json")" '"shard":	"zero1"' "parallel.json: shard zero1 on the grid"
+run train-pa --resume "$TMP/z1" --epochs 2 -q
+expect_rc 0 "--pp 2 zero1 epoch 1, one process epoch 2 ($ERR)"
+same_metrics "$(ev "$TMP/z1")" "$REF" "--pp 2 zero1 + one-process epoch 2 vs straight"
+run train-pa --data "$D" "${SMALL[@]}" --epochs 1 --out "$TMP/z1b" -q
+expect_rc 0 "one process, epoch 1"
+mrun 4 train-pa --resume "$TMP/z1b" --epochs 2 --tp 2 --shard zero1 --progress none
+expect_rc 0 "one process epoch 1, --tp 2 zero1 epoch 2 ($ERR)"
+same_metrics "$(ev "$TMP/z1b")" "$REF" "one process + --tp 2 zero1 vs straight"
+mrun 4 train-pa --data "$D" "${SMALL[@]}" --epochs 2 --tp 2 --compress fp32 --out "$TMP/tc" --progress none
+expect_rc 0 "--tp 2 --compress fp32 on 4 ranks ($ERR)"
+same_metrics "$(ev "$TMP/tc")" "$REF" "--tp 2 x 2 replicas with fp32 compression vs one process"
+mrun 4 train-pa --data "$D" "${SMALL[@]}" --epochs 1 --pp 2 --compress int8 --out "$TMP/pc" --progress lines
+expect_rc 0 "--pp 2 --compress int8 on 4 ranks ($ERR)"
+has "$OUT" "compression: int8 with error feedback" "compression summary line on the grid"
+R=$(json_num "$(tail -1 "$TMP/pc/metrics.jsonl")" compression_ratio)
+near "$R" 3.94 0.05 "metrics.jsonl: compression_ratio of int8 on the grid"
+mrun 2 train-pa --resume "$TMP/pc" --epochs 2 --pp 2 --progress none -v
+expect_rc 0 "int8 on pp 2 x dp 2 resumed on pp 2 x dp 1 ($ERR)"
+has "$ERR" "compression state written by 2 replicas, resuming with 1: each gets their mean" "residuals N -> M replicas"
+has "$(cat "$TMP/pc/parallel.json")" '"compress":	"int8' "the resumed run kept the recorded compressor"
+
 # ---- train-dpd: the DPD's stages and the frozen PA model's in one pipeline
 run train-dpd --data "$D" --pa-run "$TMP/one" --model gru --hidden 5 --layers 2 --frame 32 --stride 8 --batch 30 \
     --epochs 1 --no-report --out "$TMP/dpd1" -q
@@ -108,6 +133,15 @@ has "$ERR" "unknown pipeline schedule 'zigzag'" "bad schedule: message"
 run train-pa --data "$D" "${SMALL[@]}" --pp 2 --virtual 2 --out "$TMP/x"
 expect_rc 2 "--virtual without interleaved"
 has "$ERR" "--virtual 2 needs --schedule interleaved" "--virtual: message"
+run train-pa --data "$D" "${SMALL[@]}" --pp 2 --shard zero2 --out "$TMP/x"
+expect_rc 2 "--shard zero2 with --pp"
+has "$ERR" "--shard zero2 does not apply to a model-parallel grid" "--shard zero2 on the grid: message"
+run train-pa --data "$D" "${SMALL[@]}" --tp 2 --shard zero3 --out "$TMP/x"
+expect_rc 2 "--shard zero3 with --tp"
+has "$ERR" "--shard zero3 does not apply to a model-parallel grid" "--shard zero3 on the grid: message"
+run train-pa --data "$D" "${SMALL[@]}" --pp 2 --compress bogus --out "$TMP/x"
+expect_rc 2 "--compress bogus with --pp"
+has "$ERR" "--compress" "--compress on the grid: the option is named"
 run train-pa --data "$D" "${SMALL[@]}" --pp 2 --bucket-mb 8 --out "$TMP/x"
 expect_rc 2 "--bucket-mb with --pp"
 has "$ERR" "--bucket-mb does not apply to model-parallel" "--bucket-mb: message"
