@@ -399,7 +399,13 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
         return -1;
     }
     /* mpirun [--hostfile F] -np N [-x VARS] [mpi args] distdpd train... */
-    char *argv[256];
+    int nt = 0;
+    while (tcmd[nt]) nt++;
+    char **argv = calloc((size_t)(16 + L->nmpi + nt), sizeof *argv);
+    if (!argv) {
+        snprintf(je->detail, sizeof je->detail, "out of memory");
+        return -1;
+    }
     int a = 0;
     char nps[32];
     snprintf(nps, sizeof nps, "%d", N);
@@ -421,12 +427,13 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     }
     for (int k = 0; k < L->nmpi; k++) argv[a++] = L->mpi_args[k];
     argv[a++] = L->self;
-    for (int k = 0; tcmd[k] && a < 255; k++) argv[a++] = tcmd[k];
+    for (int k = 0; k < nt; k++) argv[a++] = tcmd[k];
     argv[a] = NULL;
 
     int efd[2];
     if (pipe2(efd, O_CLOEXEC) != 0) {
         snprintf(je->detail, sizeof je->detail, "pipe: %s", strerror(errno));
+        free(argv);
         return -1;
     }
     cJSON *ev = cJSON_CreateObject();
@@ -446,6 +453,7 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
         cJSON_Delete(ev);
         close(efd[0]);
         close(efd[1]);
+        free(argv);
         snprintf(je->detail, sizeof je->detail, "fork: %s", strerror(errno));
         return -1;
     }
@@ -463,6 +471,7 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     }
     setpgid(pid, pid);
     close(efd[1]);
+    free(argv);
     cJSON_AddNumberToObject(ev, "pid", pid);
     event(L, "start", ev);
     say(L, "start %d: %d ranks%s, pid %ld", restart, N, tcmd[1] && strcmp(tcmd[1], "--resume") == 0 ? ", resumed" : "",
@@ -605,6 +614,10 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     else if (asked && je->rc == 75) je->kind = END_RESIZE;
     else if (je->rc == 75) je->kind = END_PREEMPTED;
     else if (je->rc == 2 && !first_hb) je->kind = END_USAGE;
+    else if (je->rc == 127 && !first_hb) { /* mpirun (or distdpd on a host) not found */
+        je->kind = END_USAGE;
+        snprintf(je->detail, sizeof je->detail, "'%s' could not be run (exit status 127)", L->mpirun);
+    }
     else je->kind = END_FAILED;
     if (je->kind == END_FAILED) {
         failed_host(err, je->host, sizeof je->host);
@@ -868,13 +881,16 @@ int dd_cmd_launch(int argc, char **argv) {
     else L.self[sl] = 0;
 
     /* the launcher's own files: RUN/launch/ (lock, heartbeat, hosts), RUN/launch.jsonl */
-    char path[PATH_MAX];
+    char path[PATH_MAX + 64];
     struct stat psb;
     snprintf(path, sizeof path, "%s/launch.jsonl", L.run);
     const int prior = stat(path, &psb) == 0; /* a launcher has supervised this run before */
     snprintf(path, sizeof path, "%s/launch", L.run);
     dd_status st = dd_cli_mkdirs(path);
     if (st != DD_OK) return dd_cli_fail(NAME, st);
+    /* the heartbeat and hostfile paths the job gets are absolute (ranks on other hosts) */
+    static char run_abs[PATH_MAX];
+    if (realpath(L.run, run_abs)) L.run = run_abs;
     snprintf(path, sizeof path, "%s/launch/lock", L.run);
     int lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) != 0) {
@@ -1061,8 +1077,8 @@ int dd_cmd_launch(int argc, char **argv) {
             break;
         }
         if (je.kind == END_USAGE) {
-            fprintf(stderr, "distdpd launch: error: the training command was refused (usage error, exit status 2): not "
-                            "restarting\n");
+            fprintf(stderr, "distdpd launch: error: %s: not restarting\n",
+                    je.detail[0] ? je.detail : "the training command was refused (usage error, exit status 2)");
             ret = DD_EXIT_USAGE;
             break;
         }
