@@ -229,6 +229,17 @@ size_t dd_pp_timeline(const dd_pp_sim *r, char *buf, size_t cap);
  * DD_ERR_NOMEM. */
 dd_status dd_pp_split_balanced(const double *cost, size_t S, int G, size_t *bounds);
 
+/* Chunk c of pipeline rank q: virtual stage v = c P + q covers stages [s0, s1) of the
+ * concatenated list split by bounds (G + 1 entries, G = P V): the trained model's stages
+ * [m0, m1) (its Sm stages come first) and the frozen PA model's [a0, a1) (either may be
+ * empty); the activation message in / out also carries u, the PA model's input, when
+ * the chunk / the next one starts strictly inside the PA model. */
+typedef struct {
+    size_t s0, s1, m0, m1, a0, a1;
+    int vstage, first, last, u_in, u_out;
+} dd_pp_span;
+void dd_pp_span_of(const size_t *bounds, int P, int V, int q, int c, size_t Sm, dd_pp_span *out);
+
 /* A hand-made split ("--pp-split 3,3,4"): G decimal stage counts separated by commas
  * (blanks around a count are ignored), each at least 1, summing to S. Errors DD_ERR_ARG,
  * in this order, items numbered from 1:

@@ -629,29 +629,19 @@ static dd_status mp_layout_make(const dd_plan_mp_cfg *c, const mp_model *x, int 
 
 /* One chunk of pipeline rank q (pipeline.c make_chunks). */
 typedef struct {
-    size_t s0, s1, m0, m1, a0, a1;
-    int first, last, u_in, u_out, in_w, out_w;
+    dd_pp_span sp; /* which stages */
+    int in_w, out_w;
     size_t plo, phi;
 } chunk;
 
 static void chunk_of(const mp_layout *L, int q, int c, chunk *k) {
-    const size_t G = (size_t)L->P * (size_t)L->V, Sm = L->x->Sm, v = (size_t)c * (size_t)L->P + (size_t)q;
-    k->first = v == 0;
-    k->last = v + 1 == G;
-    k->s0 = L->bounds[v];
-    k->s1 = L->bounds[v + 1];
-    k->m0 = k->s0 < Sm ? k->s0 : Sm;
-    k->m1 = k->s1 < Sm ? k->s1 : Sm;
-    k->a0 = k->s0 > Sm ? k->s0 - Sm : 0;
-    k->a1 = k->s1 > Sm ? k->s1 - Sm : 0;
-    k->u_in = k->s0 > Sm;
-    k->u_out = !k->last && k->s1 > Sm;
-    k->in_w = L->x->si[k->s0].in_width;
-    k->out_w = L->x->si[k->s1 - 1].out_width;
+    dd_pp_span_of(L->bounds, L->P, L->V, q, c, L->x->Sm, &k->sp);
+    k->in_w = L->x->si[k->sp.s0].in_width;
+    k->out_w = L->x->si[k->sp.s1 - 1].out_width;
     k->plo = k->phi = 0;
-    if (k->m1 > k->m0) {
-        k->plo = L->x->si[k->m0].lo;
-        k->phi = L->x->si[k->m1 - 1].hi;
+    if (k->sp.m1 > k->sp.m0) {
+        k->plo = L->x->si[k->sp.m0].lo;
+        k->phi = L->x->si[k->sp.m1 - 1].hi;
     }
 }
 
@@ -683,22 +673,22 @@ static void layout_memory(const mp_layout *L, int r, size_t fl[DD_MEM_KINDS], si
     for (int ch = 0; ch < L->V; ch++) {
         chunk k;
         chunk_of(L, q, ch, &k);
-        const size_t win = (size_t)k.in_w + (k.u_in ? 2 : 0), wout = (size_t)k.out_w + (k.u_out ? 2 : 0);
+        const size_t win = (size_t)k.in_w + (k.sp.u_in ? 2 : 0), wout = (size_t)k.out_w + (k.sp.u_out ? 2 : 0);
         const size_t wsm =
-            k.m1 > k.m0 ? dd_model_range_workspace(L->x->m, k.m0, k.m1, (int)L->bmax, (int)L->F) + 16 : 0;
-        const size_t wsa = k.a1 > k.a0 ? dd_model_range_workspace(c->pa, k.a0, k.a1, (int)L->bmax, (int)L->F) + 16 : 0;
+            k.sp.m1 > k.sp.m0 ? dd_model_range_workspace(L->x->m, k.sp.m0, k.sp.m1, (int)L->bmax, (int)L->F) + 16 : 0;
+        const size_t wsa = k.sp.a1 > k.sp.a0 ? dd_model_range_workspace(c->pa, k.sp.a0, k.sp.a1, (int)L->bmax, (int)L->F) + 16 : 0;
         for (int j = 0; j < L->nlive[q]; j++) {
-            if (!k.first) A(BF * (size_t)k.in_w);
-            if (k.u_in) A(BF * 2);
-            if (k.m1 > k.m0 && k.a1 > k.a0) A(BF * 2);
-            if (k.m1 > k.m0) A(wsm);
-            if (k.a1 > k.a0) A(wsa);
+            if (!k.sp.first) A(BF * (size_t)k.in_w);
+            if (k.sp.u_in) A(BF * 2);
+            if (k.sp.m1 > k.sp.m0 && k.sp.a1 > k.sp.a0) A(BF * 2);
+            if (k.sp.m1 > k.sp.m0) A(wsm);
+            if (k.sp.a1 > k.sp.a0) A(wsa);
         }
         for (int j = 0; j < L->nbuf.act; j++) A(BF * win);
         for (int j = 0; j < L->nbuf.grad; j++) A(BF * wout);
         for (size_t m = 0; m < M; m++) {
-            if (!k.last) A(BF * wout);
-            if (!k.first) A(BF * win);
+            if (!k.sp.last) A(BF * wout);
+            if (!k.sp.first) A(BF * win);
         }
     }
     const size_t xcap = L->bmax * M * L->F * 2;
@@ -899,7 +889,7 @@ static dd_status layout_time(const mp_layout *L, dd_plan_mp_layout *o) {
     for (int v = 0; v + 1 < G; v++) {
         chunk k;
         chunk_of(L, v % P, v / P, &k);
-        const double bytes = 4.0 * Bm * (double)L->F * ((double)k.out_w + (k.u_out ? 2 : 0));
+        const double bytes = 4.0 * Bm * (double)L->F * ((double)k.out_w + (k.sp.u_out ? 2 : 0));
         const int q0 = v % P, q1 = (v + 1) % P;
         int inter = 0;
         for (int d = 0; d < D && !inter && N > rpn; d++)

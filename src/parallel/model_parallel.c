@@ -46,16 +46,11 @@
  * trained model's stages 0..Sm-1, then the frozen PA model's), i.e. a segment of the
  * trained model [m0, m1) and a segment of the PA model [a0, a1) (either may be empty). */
 typedef struct {
-    size_t s0, s1;
-    size_t m0, m1, a0, a1;
+    dd_pp_span sp;     /* which stages (pipeline.h) */
     int in_w, out_w;   /* activation widths in and out */
-    int u_in, u_out;   /* the activation message in / out also carries u, the PA model's
-                          input (the DPD's output): the group starts / the next one starts
-                          strictly inside the PA model */
     size_t plo, phi;         /* the trained model's arena floats of the chunk */
     size_t loc;              /* where they start in this rank's storage */
     size_t wsm, wsa;   /* range workspace floats of the two segments (per micro-batch) */
-    int vstage, first, last;
 } pp_chunk;
 
 /* What one live micro-batch of a chunk keeps from its forward to its backward. */
@@ -398,34 +393,23 @@ static dd_status make_chunks(dd_pp *z) {
     free(z->ch);
     z->ch = calloc((size_t)z->V, sizeof *z->ch);
     if (!z->ch) return dd_error(DD_ERR_NOMEM, "out of memory for the pipeline chunks");
-    const size_t G = (size_t)(z->P * z->V), Sm = z->Sm;
+    const size_t Sm = z->Sm;
     z->nrg = rank_ranges(z, z->prank, z->rlo, z->rhi);
     size_t loc = 0;
     for (int c = 0; c < z->V; c++) {
         pp_chunk *k = &z->ch[c];
-        const size_t v = (size_t)c * (size_t)z->P + (size_t)z->prank;
-        k->vstage = (int)v;
-        k->first = v == 0;
-        k->last = v + 1 == G;
-        k->s0 = z->bounds[v];
-        k->s1 = z->bounds[v + 1];
-        k->m0 = k->s0 < Sm ? k->s0 : Sm;
-        k->m1 = k->s1 < Sm ? k->s1 : Sm;
-        k->a0 = k->s0 > Sm ? k->s0 - Sm : 0;
-        k->a1 = k->s1 > Sm ? k->s1 - Sm : 0;
-        k->u_in = k->s0 > Sm;
-        k->u_out = !k->last && k->s1 > Sm;
+        dd_pp_span_of(z->bounds, z->P, z->V, z->prank, c, Sm, &k->sp);
         dd_stage_info a, b;
-        DD_TRY(stage_info(z, k->s0, &a));
-        DD_TRY(stage_info(z, k->s1 - 1, &b));
+        DD_TRY(stage_info(z, k->sp.s0, &a));
+        DD_TRY(stage_info(z, k->sp.s1 - 1, &b));
         k->in_w = a.in_width;
         k->out_w = b.out_width;
         k->plo = k->phi = 0;
         k->loc = loc;
-        if (k->m1 > k->m0) {
+        if (k->sp.m1 > k->sp.m0) {
             dd_stage_info x, y;
-            DD_TRY(dd_model_stage_info(z->m, k->m0, &x));
-            DD_TRY(dd_model_stage_info(z->m, k->m1 - 1, &y));
+            DD_TRY(dd_model_stage_info(z->m, k->sp.m0, &x));
+            DD_TRY(dd_model_stage_info(z->m, k->sp.m1 - 1, &y));
             k->plo = x.lo;
             k->phi = y.hi;
             loc += k->phi - k->plo;
@@ -497,16 +481,16 @@ static dd_status alloc_buffers(dd_pp *z) {
     z->sgradq = z->sactq + V * M;
     for (size_t c = 0; c < V; c++) {
         const pp_chunk *k = &z->ch[c];
-        const size_t win = (size_t)k->in_w + (k->u_in ? 2 : 0), wout = (size_t)k->out_w + (k->u_out ? 2 : 0);
+        const size_t win = (size_t)k->in_w + (k->sp.u_in ? 2 : 0), wout = (size_t)k->out_w + (k->sp.u_out ? 2 : 0);
         for (int j = 0; j < z->nlive; j++) {
             pp_live *l = &z->live[c * (size_t)z->nlive + (size_t)j];
             l->micro = -1;
-            if (!k->first && !(l->in = act_alloc(BF * (size_t)k->in_w, "a pipeline stage's input"))) return DD_ERR_NOMEM;
-            if (k->u_in && !(l->u = act_alloc(BF * 2, "a pipeline stage's PA input"))) return DD_ERR_NOMEM;
-            if (k->m1 > k->m0 && k->a1 > k->a0 && !(l->mid = act_alloc(BF * 2, "the DPD output in a pipeline stage")))
+            if (!k->sp.first && !(l->in = act_alloc(BF * (size_t)k->in_w, "a pipeline stage's input"))) return DD_ERR_NOMEM;
+            if (k->sp.u_in && !(l->u = act_alloc(BF * 2, "a pipeline stage's PA input"))) return DD_ERR_NOMEM;
+            if (k->sp.m1 > k->sp.m0 && k->sp.a1 > k->sp.a0 && !(l->mid = act_alloc(BF * 2, "the DPD output in a pipeline stage")))
                 return DD_ERR_NOMEM;
-            if (k->m1 > k->m0 && !(l->wsm = act_alloc(k->wsm, "a pipeline stage's activations"))) return DD_ERR_NOMEM;
-            if (k->a1 > k->a0 && !(l->wsa = act_alloc(k->wsa, "a pipeline stage's PA activations"))) return DD_ERR_NOMEM;
+            if (k->sp.m1 > k->sp.m0 && !(l->wsm = act_alloc(k->wsm, "a pipeline stage's activations"))) return DD_ERR_NOMEM;
+            if (k->sp.a1 > k->sp.a0 && !(l->wsa = act_alloc(k->wsa, "a pipeline stage's PA activations"))) return DD_ERR_NOMEM;
         }
         for (int j = 0; j < z->nbuf.act; j++)
             if (!(z->ract[c * (size_t)z->nbuf.act + (size_t)j] = act_alloc(BF * win, "a pipeline receive buffer")))
@@ -515,8 +499,8 @@ static dd_status alloc_buffers(dd_pp *z) {
             if (!(z->rgrad[c * (size_t)z->nbuf.grad + (size_t)j] = act_alloc(BF * wout, "a pipeline receive buffer")))
                 return DD_ERR_NOMEM;
         for (size_t m = 0; m < M; m++) {
-            if (!k->last && !(z->sact[c * M + m] = act_alloc(BF * wout, "a pipeline send buffer"))) return DD_ERR_NOMEM;
-            if (!k->first && !(z->sgrad[c * M + m] = act_alloc(BF * win, "a pipeline send buffer"))) return DD_ERR_NOMEM;
+            if (!k->sp.last && !(z->sact[c * M + m] = act_alloc(BF * wout, "a pipeline send buffer"))) return DD_ERR_NOMEM;
+            if (!k->sp.first && !(z->sgrad[c * M + m] = act_alloc(BF * win, "a pipeline send buffer"))) return DD_ERR_NOMEM;
         }
     }
     /* the step's frames: every micro-batch's inputs (all ranks: stages read x0) and
@@ -574,8 +558,8 @@ static dd_status s_setup(void *self, dd_trainer *tr) {
     dd_pp_sim_free(&sim);
     for (int c = 0; c < z->V; c++) {
         pp_chunk *k = &z->ch[c];
-        k->wsm = k->m1 > k->m0 ? dd_model_range_workspace(z->m, k->m0, k->m1, (int)z->bmax, (int)z->F) + 16 : 0;
-        k->wsa = k->a1 > k->a0 ? dd_model_range_workspace(z->pa, k->a0, k->a1, (int)z->bmax, (int)z->F) + 16 : 0;
+        k->wsm = k->sp.m1 > k->sp.m0 ? dd_model_range_workspace(z->m, k->sp.m0, k->sp.m1, (int)z->bmax, (int)z->F) + 16 : 0;
+        k->wsa = k->sp.a1 > k->sp.a0 ? dd_model_range_workspace(z->pa, k->sp.a0, k->sp.a1, (int)z->bmax, (int)z->F) + 16 : 0;
     }
     free(z->mlo);
     z->mlo = calloc((size_t)z->M + 1, sizeof *z->mlo);
@@ -593,7 +577,7 @@ static dd_status s_setup(void *self, dd_trainer *tr) {
 /* Where the trained model's stage s starts in this rank's storage (it holds it). */
 static size_t local_of(const dd_pp *z, size_t s, const dd_stage_info *si) {
     for (int c = 0; c < z->V; c++)
-        if (s >= z->ch[c].m0 && s < z->ch[c].m1) return z->ch[c].loc + (si->lo - z->ch[c].plo);
+        if (s >= z->ch[c].sp.m0 && s < z->ch[c].sp.m1) return z->ch[c].loc + (si->lo - z->ch[c].plo);
     return 0; /* not reached: the executor only runs its own stages */
 }
 
@@ -722,7 +706,7 @@ static dd_status fwd(pp_step *ps, const dd_pp_instr *I) {
     const size_t B = micro_frames(z, m), BF = B * z->F;
     pp_live *l = live_get(z, I->chunk, m, 1);
     if (!l) return dd_error(DD_ERR_INTERNAL, "pipeline: no free activation buffer for micro-batch %d", m);
-    if (!k->first) {
+    if (!k->sp.first) {
         /* from the previous virtual stage: a message, or with P = 1 its output right here */
         const float *slot;
         if (I->peer >= 0) {
@@ -733,28 +717,28 @@ static dd_status fwd(pp_step *ps, const dd_pp_instr *I) {
             slot = z->sact[(size_t)(I->chunk - 1) * (size_t)z->M + (size_t)m];
         }
         memcpy(l->in, slot, BF * (size_t)k->in_w * sizeof(float));
-        if (k->u_in) memcpy(l->u, slot + BF * (size_t)k->in_w, BF * 2 * sizeof(float));
+        if (k->sp.u_in) memcpy(l->u, slot + BF * (size_t)k->in_w, BF * 2 * sizeof(float));
     }
     float *x0 = micro_x(z, z->xin, m);
-    float *send = k->last ? NULL : z->sact[(size_t)I->chunk * (size_t)z->M + (size_t)m];
-    float *pred = k->last ? micro_x(z, z->dpred, (int)z->M) : NULL; /* scratch after the gradients */
-    float *out = k->last ? pred : send;
+    float *send = k->sp.last ? NULL : z->sact[(size_t)I->chunk * (size_t)z->M + (size_t)m];
+    float *pred = k->sp.last ? micro_x(z, z->dpred, (int)z->M) : NULL; /* scratch after the gradients */
+    float *out = k->sp.last ? pred : send;
     if (B == 0) return DD_OK;
     const double t0 = dd_comm_wtime();
-    const float *cur = k->first ? x0 : l->in;
-    if (k->m1 > k->m0) {
+    const float *cur = k->sp.first ? x0 : l->in;
+    if (k->sp.m1 > k->sp.m0) {
         dd_stage_src src = {NULL, NULL, z, own_params, NULL, stage_progress};
-        float *o = k->a1 > k->a0 ? l->mid : out;
-        DD_TRY(dd_model_range_forward(z->m, k->m0, k->m1, &src, cur, x0, o, (int)B, (int)z->F, l->wsm));
+        float *o = k->sp.a1 > k->sp.a0 ? l->mid : out;
+        DD_TRY(dd_model_range_forward(z->m, k->sp.m0, k->sp.m1, &src, cur, x0, o, (int)B, (int)z->F, l->wsm));
         cur = o;
     }
-    if (k->a1 > k->a0) {
+    if (k->sp.a1 > k->sp.a0) {
         dd_stage_src src = {z->pa_params, NULL, z, NULL, NULL, stage_progress};
-        const float *u = k->a0 == 0 ? cur : l->u;
-        DD_TRY(dd_model_range_forward(z->pa, k->a0, k->a1, &src, cur, u, out, (int)B, (int)z->F, l->wsa));
-        if (k->u_out) memcpy(send + BF * (size_t)k->out_w, u, BF * 2 * sizeof(float));
+        const float *u = k->sp.a0 == 0 ? cur : l->u;
+        DD_TRY(dd_model_range_forward(z->pa, k->sp.a0, k->sp.a1, &src, cur, u, out, (int)B, (int)z->F, l->wsa));
+        if (k->sp.u_out) memcpy(send + BF * (size_t)k->out_w, u, BF * 2 * sizeof(float));
     }
-    if (k->last)
+    if (k->sp.last)
         ps->sse += dd_trainer_mse_grad(z->tr, pred, micro_x(z, z->tgt, m), BF * 2, ps->global, micro_x(z, z->dpred, m));
     z->st.busy_s += dd_comm_wtime() - t0;
     return DD_OK;
@@ -768,7 +752,7 @@ static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
     pp_live *l = live_get(z, I->chunk, m, 0);
     if (!l) return dd_error(DD_ERR_INTERNAL, "pipeline: backward of micro-batch %d before its forward", m);
     const float *dout, *du_in = NULL;
-    if (k->last) {
+    if (k->sp.last) {
         dout = micro_x(z, z->dpred, m);
     } else {
         /* from the next virtual stage: a message, or with P = 1 its input gradient right here */
@@ -781,36 +765,36 @@ static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
             slot = z->sgrad[(size_t)(I->chunk + 1) * (size_t)z->M + (size_t)m];
         }
         dout = slot;
-        if (k->u_out) du_in = slot + BF * (size_t)k->out_w;
+        if (k->sp.u_out) du_in = slot + BF * (size_t)k->out_w;
     }
-    float *send = k->first ? NULL : z->sgrad[(size_t)I->chunk * (size_t)z->M + (size_t)m];
-    if (send) memset(send, 0, BF * ((size_t)k->in_w + (k->u_in ? 2 : 0)) * sizeof(float));
+    float *send = k->sp.first ? NULL : z->sgrad[(size_t)I->chunk * (size_t)z->M + (size_t)m];
+    if (send) memset(send, 0, BF * ((size_t)k->in_w + (k->sp.u_in ? 2 : 0)) * sizeof(float));
     if (B > 0) {
         const double t0 = dd_comm_wtime();
         float *x0 = micro_x(z, z->xin, m);
-        const float *cur = k->first ? x0 : l->in; /* the trained segment's input */
+        const float *cur = k->sp.first ? x0 : l->in; /* the trained segment's input */
         float *dcur = send;                       /* dL/d(chunk input) */
-        if (k->a1 > k->a0) {
+        if (k->sp.a1 > k->sp.a0) {
             dd_stage_src src = {z->pa_params, NULL, z, NULL, NULL, stage_progress};
-            const float *pin = k->m1 > k->m0 ? l->mid : cur;
-            float *dpin = k->m1 > k->m0 ? micro_x(z, z->dpred, (int)z->M) + BF * 2 : dcur;
-            if (k->m1 > k->m0) memset(dpin, 0, BF * 2 * sizeof(float));
-            if (k->a0 == 0) { /* the PA input is u: its gradient collects both */
+            const float *pin = k->sp.m1 > k->sp.m0 ? l->mid : cur;
+            float *dpin = k->sp.m1 > k->sp.m0 ? micro_x(z, z->dpred, (int)z->M) + BF * 2 : dcur;
+            if (k->sp.m1 > k->sp.m0) memset(dpin, 0, BF * 2 * sizeof(float));
+            if (k->sp.a0 == 0) { /* the PA input is u: its gradient collects both */
                 if (du_in && dpin)
                     for (size_t i = 0; i < BF * 2; i++) dpin[i] += du_in[i];
-                DD_TRY(dd_model_range_backward(z->pa, k->a0, k->a1, &src, pin, pin, dout, dpin, dpin, (int)B,
+                DD_TRY(dd_model_range_backward(z->pa, k->sp.a0, k->sp.a1, &src, pin, pin, dout, dpin, dpin, (int)B,
                                                (int)z->F, l->wsa));
             } else { /* inside the PA model: u travels beside the activation */
                 float *du = send + BF * (size_t)k->in_w;
                 if (du_in) memcpy(du, du_in, BF * 2 * sizeof(float));
-                DD_TRY(dd_model_range_backward(z->pa, k->a0, k->a1, &src, pin, l->u, dout, dpin, du, (int)B, (int)z->F,
+                DD_TRY(dd_model_range_backward(z->pa, k->sp.a0, k->sp.a1, &src, pin, l->u, dout, dpin, du, (int)B, (int)z->F,
                                                l->wsa));
             }
             dout = dpin;
         }
-        if (k->m1 > k->m0) {
+        if (k->sp.m1 > k->sp.m0) {
             dd_stage_src src = {NULL, NULL, z, own_params, own_grads, stage_progress};
-            DD_TRY(dd_model_range_backward(z->m, k->m0, k->m1, &src, cur, x0, dout, dcur, NULL, (int)B, (int)z->F,
+            DD_TRY(dd_model_range_backward(z->m, k->sp.m0, k->sp.m1, &src, cur, x0, dout, dcur, NULL, (int)B, (int)z->F,
                                            l->wsm));
         }
         z->st.busy_s += dd_comm_wtime() - t0;
@@ -821,7 +805,7 @@ static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
 
 static size_t act_floats(const dd_pp *z, const pp_chunk *k, int m, int in) {
     const size_t BF = micro_frames(z, m) * z->F;
-    return in ? BF * ((size_t)k->in_w + (k->u_in ? 2 : 0)) : BF * ((size_t)k->out_w + (k->u_out ? 2 : 0));
+    return in ? BF * ((size_t)k->in_w + (k->sp.u_in ? 2 : 0)) : BF * ((size_t)k->out_w + (k->sp.u_out ? 2 : 0));
 }
 
 static dd_status run_instr(pp_step *ps, const dd_pp_instr *I) {

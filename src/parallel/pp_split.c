@@ -158,3 +158,18 @@ dd_status dd_pp_split_parse(const char *list, size_t S, int G, size_t *bounds) {
     if (sum != S) return dd_error(DD_ERR_ARG, "--pp-split: sum %zu is not the model's %zu stages", sum, S);
     return DD_OK;
 }
+
+void dd_pp_span_of(const size_t *bounds, int P, int V, int q, int c, size_t Sm, dd_pp_span *k) {
+    const size_t G = (size_t)P * (size_t)V, v = (size_t)c * (size_t)P + (size_t)q;
+    k->vstage = (int)v;
+    k->first = v == 0;
+    k->last = v + 1 == G;
+    k->s0 = bounds[v];
+    k->s1 = bounds[v + 1];
+    k->m0 = k->s0 < Sm ? k->s0 : Sm;
+    k->m1 = k->s1 < Sm ? k->s1 : Sm;
+    k->a0 = k->s0 > Sm ? k->s0 - Sm : 0;
+    k->a1 = k->s1 > Sm ? k->s1 - Sm : 0;
+    k->u_in = k->s0 > Sm;
+    k->u_out = !k->last && k->s1 > Sm;
+}
