@@ -39,55 +39,8 @@ static char g_tmp[512];
 
 static int all_ok(int ok) { return tm_all_ok(g_world, ok); }
 
-/* The whole model's arena on every rank from each rank's local storage (the whole local
- * storage, also under zero1) and map; *differ counts floats held by several ranks that
- * are not bit-identical. */
-static float *whole_of(dd_trainer *tr, const float *local, size_t *differ_out) {
-    const size_t n = dd_trainer_whole_floats(tr);
-    const dd_optim_run *map = NULL;
-    size_t nmap = 0, lo = 0, hi = 0;
-    dd_trainer_map(tr, &map, &nmap);
-    dd_trainer_storage(tr, NULL, NULL, &lo, &hi, NULL, NULL);
-    const dd_optim_run one = {0, 0, hi - lo};
-    if (!map) {
-        map = &one;
-        nmap = 1;
-    }
-    size_t mine[2] = {nmap, hi - lo}, *all = calloc(2 * (size_t)g_size, sizeof *all);
-    dd_comm_allgather(g_world, mine, sizeof mine, all);
-    size_t *cnt = calloc(4 * (size_t)g_size, sizeof *cnt), tm = 0, td = 0;
-    for (int r = 0; r < g_size; r++) {
-        cnt[r] = all[2 * r] * sizeof(dd_optim_run);
-        cnt[g_size + r] = tm * sizeof(dd_optim_run);
-        cnt[2 * g_size + r] = all[2 * r + 1] * sizeof(float);
-        cnt[3 * g_size + r] = td * sizeof(float);
-        tm += all[2 * r];
-        td += all[2 * r + 1];
-    }
-    dd_optim_run *maps = calloc(tm ? tm : 1, sizeof *maps);
-    float *data = calloc(td ? td : 1, sizeof *data), *w = calloc(n ? n : 1, sizeof *w);
-    unsigned char *seen = calloc(n ? n : 1, 1);
-    dd_comm_allgatherv(g_world, map, maps, cnt, cnt + g_size);
-    dd_comm_allgatherv(g_world, local, data, cnt + 2 * g_size, cnt + 3 * g_size);
-    size_t differ = 0;
-    const dd_optim_run *m = maps;
-    for (int r = 0; r < g_size; r++) {
-        const float *src = data + cnt[3 * g_size + r] / sizeof(float);
-        for (size_t k = 0; k < all[2 * r]; k++, m++)
-            for (size_t i = 0; i < m->len; i++) {
-                const float v = src[m->dst + i];
-                if (seen[m->src + i] && memcmp(&w[m->src + i], &v, sizeof v) != 0) differ++;
-                if (!seen[m->src + i]) w[m->src + i] = v; /* the lowest world rank's: tensor rank 0 */
-                seen[m->src + i] = 1;
-            }
-    }
-    if (differ_out) *differ_out = differ;
-    free(all);
-    free(cnt);
-    free(maps);
-    free(data);
-    free(seen);
-    return w;
+static float *whole_of(dd_trainer *tr, const float *local, size_t *differ) {
+    return tm_whole_of(g_world, tr, local, differ);
 }
 
 static dd_status mp_make(int T, int P, const char *compress, dd_shard_mode shard, dd_pp **z, dd_strategy *st) {

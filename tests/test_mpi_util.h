@@ -10,6 +10,7 @@
 
 #include "distdpd/comm.h"
 #include "distdpd/core.h"
+#include "distdpd/train.h"
 
 /* 1 if every rank of c passed ok == 1. */
 static inline int tm_all_ok(dd_comm *c, int ok) {
@@ -41,6 +42,59 @@ static inline int tm_same_bytes(dd_comm *c, const void *p, size_t bytes) {
     for (int q = 0; ok && q < n; q++) ok = memcmp(all + (size_t)q * bytes, p, bytes) == 0;
     free(all);
     return tm_all_ok(c, ok);
+}
+
+/* The whole model's arena on every rank of world from each rank's local storage (params
+ * or grads: the whole local storage, also under zero1) and map (dd_trainer_map);
+ * *differ_out (may be NULL) counts floats held by several ranks (replicated entries,
+ * replicas) that are not bit-identical; the lowest rank's copy is kept. Caller frees. */
+static inline float *tm_whole_of(dd_comm *world, dd_trainer *tr, const float *local, size_t *differ_out) {
+    const int g_size = dd_comm_size(world);
+    const size_t n = dd_trainer_whole_floats(tr);
+    const dd_optim_run *map = NULL;
+    size_t nmap = 0, lo = 0, hi = 0;
+    dd_trainer_map(tr, &map, &nmap);
+    dd_trainer_storage(tr, NULL, NULL, &lo, &hi, NULL, NULL);
+    const dd_optim_run one = {0, 0, hi - lo};
+    if (!map) {
+        map = &one;
+        nmap = 1;
+    }
+    size_t mine[2] = {nmap, hi - lo}, *all = calloc(2 * (size_t)g_size, sizeof *all);
+    dd_comm_allgather(world, mine, sizeof mine, all);
+    size_t *cnt = calloc(4 * (size_t)g_size, sizeof *cnt), tm = 0, td = 0;
+    for (int r = 0; r < g_size; r++) {
+        cnt[r] = all[2 * r] * sizeof(dd_optim_run);
+        cnt[g_size + r] = tm * sizeof(dd_optim_run);
+        cnt[2 * g_size + r] = all[2 * r + 1] * sizeof(float);
+        cnt[3 * g_size + r] = td * sizeof(float);
+        tm += all[2 * r];
+        td += all[2 * r + 1];
+    }
+    dd_optim_run *maps = calloc(tm ? tm : 1, sizeof *maps);
+    float *data = calloc(td ? td : 1, sizeof *data), *w = calloc(n ? n : 1, sizeof *w);
+    unsigned char *seen = calloc(n ? n : 1, 1);
+    dd_comm_allgatherv(world, map, maps, cnt, cnt + g_size);
+    dd_comm_allgatherv(world, local, data, cnt + 2 * g_size, cnt + 3 * g_size);
+    size_t differ = 0;
+    const dd_optim_run *m = maps;
+    for (int r = 0; r < g_size; r++) {
+        const float *src = data + cnt[3 * g_size + r] / sizeof(float);
+        for (size_t k = 0; k < all[2 * r]; k++, m++)
+            for (size_t i = 0; i < m->len; i++) {
+                const float v = src[m->dst + i];
+                if (seen[m->src + i] && memcmp(&w[m->src + i], &v, sizeof v) != 0) differ++;
+                if (!seen[m->src + i]) w[m->src + i] = v; /* the lowest world rank's: tensor rank 0 */
+                seen[m->src + i] = 1;
+            }
+    }
+    if (differ_out) *differ_out = differ;
+    free(all);
+    free(cnt);
+    free(maps);
+    free(data);
+    free(seen);
+    return w;
 }
 
 #endif
