@@ -177,6 +177,18 @@ static void test_resume_argv(void) {
     CHECK(strcmp(dd_launch_arg_value(5, d, "out"), "R") == 0, "--data's value '--out' is skipped");
 }
 
+static void test_failed_host(void) {
+    char h[64];
+    dd_launch_failed_host("--------\nmpirun noticed that process rank 1 with PID 0 on node node-7.lab exited on signal 9 "
+                          "(Killed).\n--------\n",
+                          h, sizeof h);
+    CHECK(strcmp(h, "node-7.lab") == 0, "Open MPI's message: '%s'", h);
+    dd_launch_failed_host("x on node a.\ny on node b exited", h, sizeof h);
+    CHECK(strcmp(h, "b") == 0, "the last mention, a sentence's dot dropped: '%s'", h);
+    dd_launch_failed_host("Primary job terminated normally, but 1 process returned a non-zero exit code.", h, sizeof h);
+    CHECK(h[0] == 0, "no host named: ''");
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s", dd_test_tmpdir());
     test_hostfile();
@@ -184,5 +196,6 @@ int main(void) {
     test_world_size();
     test_pick();
     test_resume_argv();
+    test_failed_host();
     return dd_test_done("test_launch");
 }

@@ -72,6 +72,11 @@ dd_status dd_launch_pick_checkpoint(const char *run, char *path, size_t cap, uin
 dd_status dd_launch_resume_argv(int argc, char *const *argv, char *const *extra, int nextra, char ***out,
                                 int *outc);
 
+/* The host a failed job's mpirun output names, into host ("" when none): Open MPI's
+ * "... process rank 1 with PID 0 on node HOST exited on signal 9 (Killed)." (the last
+ * such mention wins; dots inside a name are kept, a sentence's final dot is not). */
+void dd_launch_failed_host(const char *text, char *host, size_t cap);
+
 /* The run directory the training arguments name (--out or --resume; "--out=RUN" too),
  * and the value of a numeric option (e.g. "tp") or `dflt` when absent. */
 const char *dd_launch_arg_value(int argc, char *const *argv, const char *name);

@@ -285,25 +285,6 @@ static void exclude(launcher *L, const char *host) {
     L->excl_until[k] = now_s() + L->cooldown;
 }
 
-/* The host a failure names in mpirun's messages (Open MPI: "... on node HOST exited on
- * signal 9", "... on node HOST" in the process table); "" when none. */
-static void failed_host(const char *err, char *host, size_t cap) {
-    host[0] = 0;
-    const char *p = err;
-    for (const char *q; (q = strstr(p, " on node "));) {
-        q += 9;
-        /* "node HOST." ends a sentence; keep dots inside a name */
-        size_t n = 0;
-        while (q[n] && !strchr(" \t\r\n,", q[n])) n++;
-        while (n && q[n - 1] == '.') n--;
-        if (n && n < cap) {
-            memcpy(host, q, n);
-            host[n] = 0;
-        }
-        p = q;
-    }
-}
-
 /* The heartbeat file: {"pid":..,"step":..,"epoch":..,"time":..,"step_s":..,...}. 1 when
  * read. */
 typedef struct {
@@ -620,7 +601,7 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     }
     else je->kind = END_FAILED;
     if (je->kind == END_FAILED) {
-        failed_host(err, je->host, sizeof je->host);
+        dd_launch_failed_host(err, je->host, sizeof je->host);
         snprintf(je->detail, sizeof je->detail, "mpirun exit status %d%s%s", je->rc, je->host[0] ? ", on host " : "",
                  je->host);
     }

@@ -331,3 +331,19 @@ dd_status dd_launch_resume_argv(int argc, char *const *argv, char *const *extra,
     *outc = n;
     return DD_OK;
 }
+
+void dd_launch_failed_host(const char *text, char *host, size_t cap) {
+    if (!host || cap == 0) return;
+    host[0] = 0;
+    for (const char *p = text, *q; p && (q = strstr(p, " on node "));) {
+        q += 9;
+        size_t n = 0;
+        while (q[n] && !strchr(" \t\r\n,", q[n])) n++;
+        while (n && q[n - 1] == '.') n--;
+        if (n && n < cap) {
+            memcpy(host, q, n);
+            host[n] = 0;
+        }
+        p = q;
+    }
+}
