@@ -866,6 +866,22 @@ int dd_cmd_launch(int argc, char **argv) {
     struct stat psb;
     snprintf(path, sizeof path, "%s/launch.jsonl", L.run);
     const int prior = stat(path, &psb) == 0; /* a launcher has supervised this run before */
+    {
+        /* a run made without a launcher that has files but no checkpoint to go on from:
+         * neither resumable nor the launcher's to set aside */
+        char ck[PATH_MAX], mark[PATH_MAX + 32];
+        uint64_t s0 = 0;
+        int found = 0;
+        snprintf(mark, sizeof mark, "%s/config.json", L.run);
+        dd_launch_pick_checkpoint(L.run, ck, sizeof ck, &s0, &found, NULL);
+        if (!prior && !found && stat(mark, &psb) == 0) {
+            fprintf(stderr,
+                    "distdpd launch: error: %s holds a run (config.json) without a checkpoint that verifies, and no "
+                    "launcher started it: remove the directory or choose another --out\n",
+                    L.run);
+            return DD_EXIT_RUNTIME;
+        }
+    }
     snprintf(path, sizeof path, "%s/launch", L.run);
     dd_status st = dd_cli_mkdirs(path);
     if (st != DD_OK) return dd_cli_fail(NAME, st);

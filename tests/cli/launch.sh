@@ -47,6 +47,13 @@ if [ "$(grep -c '"event":"start"' "$TMP/ue/launch.jsonl")" = 1 ]; then pass; els
 # ---- kill -9 of a random rank at a random step: the job completes, equal to a straight run
 mrun 2 train-pa --data "$D" "${JOB[@]}" --out "$TMP/straight" -q
 expect_rc 0 "straight run"
+# a run directory made by hand with no checkpoint is not the launcher's: refused, untouched
+mkdir -p "$TMP/handmade"
+cp "$TMP/straight/config.json" "$TMP/handmade/"
+run launch --np 2 -- train-pa --data "$D" "${JOB[@]}" --out "$TMP/handmade" -q
+expect_rc 1 "a run without a checkpoint that no launcher started"
+has "$ERR" "holds a run (config.json) without a checkpoint that verifies, and no launcher started it" "handmade: message"
+if [ "$(ls -A "$TMP/handmade")" = "config.json" ]; then pass; else fail "handmade: the directory changed: $(ls -A "$TMP/handmade")"; fi
 for trial in 1 2 3; do
     kill_trial "$trial" 2
 done
