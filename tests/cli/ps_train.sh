@@ -129,16 +129,17 @@ ws = {w['name'].split(':')[0]: w for w in ps['workers']}
 print({k: (w['state'], w['batches']) for k, w in ws.items()})
 ok &= ws['w1.key']['state'] == 'dead'
 ok &= ws['spare0.key']['batches'] > 0
-# the killed worker held a batch: either its lease expired and another worker redid the
-# batch, or it had committed and died while pushing (counted, not redone: see docs/ps.md)
+# the killed worker usually held a batch: either its lease expired and another worker
+# redid the batch, or it had committed and died while pushing (counted, not redone: see
+# docs/ps.md); killed between a done and its next lease it held none (silent: it leaves)
 redone = sum(r['ps_batches_redone'] for r in recs)
 lost = sum(r['ps_pushes_lost'] for r in recs)
 print('redone', redone, 'pushes lost with the worker', lost)
-ok &= redone + lost == 1
+ok &= redone + lost <= 1
 ok &= sum(w['batches'] for w in ps['workers']) == ps['pushes']
 sys.exit(0 if ok else 1)
 PY
-if grep -qE "lease of batch [0-9]+ expired|went silent after committing batch" <<<"$ERR"; then pass; else
+if grep -qE "w1.key[^ ]* (lease of batch [0-9]+ expired|went silent after committing batch|silent for 1000 ms)" <<<"$ERR"; then pass; else
     fail "the coordinator did not log the killed worker's batch"; fi
 
 # ---- 4. refusals
