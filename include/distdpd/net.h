@@ -43,10 +43,20 @@ typedef enum {
     DD_MSG_INIT = 3,      /* create blocks with initial values (first INIT wins) */
     DD_MSG_PING = 4,      /* heartbeat */
     DD_MSG_REPL = 5,      /* server -> replica: full state of blocks (values, optimiser, dedup) */
+    DD_MSG_STATE = 6,     /* full state of blocks (values, optimiser state): checkpoints */
+    DD_MSG_HELLO = 8,     /* worker -> coordinator: join the training (docs/ps.md, phase 2) */
+    DD_MSG_LEASE = 9,     /* worker -> coordinator: the next batch to compute */
+    DD_MSG_COMMIT = 10,   /* worker -> coordinator: may I push the batch I computed? */
+    DD_MSG_DONE = 11,     /* worker -> coordinator: the batch's push was acknowledged */
+    DD_MSG_BYE = 12,      /* worker -> coordinator: leaving */
     DD_MSG_ACK = 16,      /* reply to PUSH / INIT: the blocks' versions */
     DD_MSG_PULL_REP = 17, /* reply to PULL */
     DD_MSG_PONG = 18,     /* reply to PING */
     DD_MSG_REPL_ACK = 19, /* reply to REPL */
+    DD_MSG_STATE_REP = 20, /* reply to STATE */
+    DD_MSG_WELCOME = 24,  /* reply to HELLO: the run's configuration */
+    DD_MSG_LEASE_REP = 25, /* reply to LEASE: a batch, wait, or the end */
+    DD_MSG_COMMIT_REP = 26, /* reply to COMMIT: go, or the lease was lost */
     DD_MSG_ERR = 31       /* refusal: payload is a UTF-8 message */
 } dd_msg_type;
 

@@ -382,6 +382,7 @@ typedef struct {
     const char *name[DD_STRATEGY_MAX_ARGS];
     const char *value[DD_STRATEGY_MAX_ARGS];
     int nranks;          /* processes in the run */
+    const char *out;     /* the run directory (--out, or --resume's), NULL when not given */
     const char *resume;  /* the run directory being resumed, NULL for a new run */
     /* filled by dd_strategy_args_resume: options a strategy took from the run directory
      * (e.g. the compressor recorded in last.ckpt), kept here */
@@ -439,6 +440,15 @@ typedef struct dd_strategy_def {
     /* Optional: lines describing the layout once the trainer is set up (rank 0, before
      * the first step's progress), e.g. a pipeline's split. */
     void (*describe)(const void *self, FILE *f);
+    /* Optional: strategies whose processes do not all run dd_train_run (a parameter
+     * server's workers pull, compute and push in a loop of their own while a
+     * coordinator runs dd_train_run). Called after create, before the run directory is
+     * touched: *drove = 1 when this process trained with its own loop (the caller then
+     * neither locks nor writes the run directory), 0 when it should run dd_train_run
+     * with the strategy as usual. cfg: the parsed configuration (NULL on --resume);
+     * data / pa_run as given (may be NULL); stop: the signal flag. */
+    dd_status (*drive)(void *self, const dd_train_cfg *cfg, const char *data, const char *pa_run,
+                       const volatile int *stop, int *drove);
 } dd_strategy_def;
 
 /* The registry, in the order of the command line's help. */

@@ -68,6 +68,9 @@ typedef struct {
     int replicas;        /* "replicas", default 1 (0 = none) */
     dd_optim_kind optim; /* "optimizer": {"kind": ..., hyper-parameters} */
     dd_optim_cfg optim_cfg;
+    char coord_address[256]; /* "coordinator": {"address", "public_key"}: the training
+                                coordinator (phase 2); "" when absent */
+    char coord_key[DD_NET_KEY_Z85 + 1];
 } dd_ps_cluster;
 
 /* Reads a cluster file (JSON; format in docs/ps.md). Refusals name the file and the
@@ -138,6 +141,12 @@ dd_status dd_ps_client_push(dd_ps_client *c, const float *g, double lr, uint64_t
  * input the version the caller has (UINT64_MAX: none), a block whose version is
  * unchanged is not sent again; on output the current versions. */
 dd_status dd_ps_client_pull(dd_ps_client *c, float *arena, uint64_t *versions);
+/* For checkpoints: pulls every block's values into arena (whatever the versions; versions
+ * may be NULL, else receives them) and its optimiser state blob (dd_optim_state_save of
+ * the block's optimiser), read with dd_ps_client_block_state until the next call. */
+dd_status dd_ps_client_pull_state(dd_ps_client *c, float *arena, uint64_t *versions);
+/* Block i's state blob of the last dd_ps_client_pull_state (NULL before one). */
+const void *dd_ps_client_block_state(const dd_ps_client *c, size_t i, size_t *bytes);
 /* Pings every server thought alive; those silent for dead_ms are marked dead. */
 dd_status dd_ps_client_ping(dd_ps_client *c);
 void dd_ps_client_get_stats(const dd_ps_client *c, dd_ps_client_stats *s);

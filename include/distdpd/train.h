@@ -246,6 +246,10 @@ typedef struct {
      * per step, out[1] compression ratio against dense float32, out[2] seconds spent
      * compressing in the epoch (NaN where not applicable). NULL: all NaN. */
     dd_status (*epoch_stats)(void *self, double out[3]);
+    /* Optional, at the end of each epoch (rank 0): the strategy's own fields of the
+     * epoch's metrics.jsonl line, as JSON members without braces ("\"a\":1,\"b\":[2]"),
+     * into buf[0..cap) (dd_epoch_record.extra_json); "" for none. */
+    dd_status (*epoch_json)(void *self, char *buf, size_t cap);
 } dd_strategy_ops;
 
 /* A strategy instance: its operations and state, and where this process stands. The
@@ -312,6 +316,9 @@ typedef struct {
     double ckpt_write_s;        /* run driver: the longest background write (temporary
                                    file, fsync, rename, directory fsync) of them; NaN =
                                    not known (yet) */
+    char extra_json[1024];      /* the strategy's fields of this epoch's metrics.jsonl
+                                   line (epoch_json), e.g. a parameter server's staleness
+                                   histogram; "" none. Not kept in checkpoints */
 } dd_epoch_record;
 
 /* Progress report, for a progress bar or log lines. */
@@ -414,6 +421,12 @@ double dd_trainer_mse_grad(const dd_trainer *tr, const float *pred, const float 
  * the epoch's accumulators (loss: the global batch loss). Errors: DD_ERR_NUMERIC
  * ("training diverged: ..."), DD_ERR_ARG (epoch complete). */
 dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq);
+
+/* Ends a step whose update was applied elsewhere (a parameter server: the strategy puts
+ * the parameters into the arena itself): advances the cursor, the step count and the
+ * epoch's loss accumulator as dd_trainer_apply_update does, without clipping or an
+ * optimiser step. Errors: DD_ERR_NUMERIC (loss not finite), DD_ERR_ARG (epoch complete). */
+dd_status dd_trainer_advance(dd_trainer *tr, double loss);
 
 /* Where the parameter and gradient storage starts: element i of the arena (lo <= i < hi,
  * the slice kept by a sharding strategy's layout, or all of it) is params[i - lo] /

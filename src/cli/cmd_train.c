@@ -896,6 +896,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
      * options the run recorded (its compressor) count as given */
     sargs.nranks = 1;
     sargs.resume = resume ? out : NULL;
+    sargs.out = out;
     const dd_strategy_def *sdef = NULL;
     if (dd_strategy_args_resume(&sargs) != DD_OK || dd_strategy_choose(&sargs, &sdef) != DD_OK)
         return dd_cli_usage(NAME, "%s", dd_last_error());
@@ -939,6 +940,23 @@ static int cmd_train(int argc, char **argv, int dpd) {
 
     char databuf[4200];
     if (data) data = dd_rf_resolve_dataset(data, databuf, sizeof databuf);
+    if (srun.def && srun.def->drive) {
+        /* a strategy whose process trains with a loop of its own (a parameter-server
+         * worker): it neither locks nor writes the run directory */
+        int drove = 0;
+        stop_flag = 0;
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        st = srun.def->drive(srun.self, resume ? NULL : &cfg, data, pa_run, &stop_flag, &drove);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        if (drove) {
+            if (st != DD_OK) goto fail;
+            ret = stop_flag ? DD_EXIT_PREEMPTED : DD_EXIT_OK;
+            goto done;
+        }
+        if (st != DD_OK) goto fail;
+    }
     char command[8192];
     join_argv(command, sizeof command, argc, argv);
     progress_state ps;

@@ -26,6 +26,7 @@ static const dd_cli_cmd commands[] = {
     {"launch", "supervise a training job: restart it from its newest checkpoint on failures, hangs and host changes", dd_cmd_launch},
     {"keygen", "write a CURVE key pair (NAME.key secret, NAME.pub public) for the parameter server", dd_cmd_keygen},
     {"ps-server", "run one parameter server: holds its blocks, applies pushes, replicates (docs/ps.md)", dd_cmd_ps_server},
+    {"ps-local", "train on a parameter-server cluster started on this machine (servers, coordinator, workers)", dd_cmd_ps_local},
     {"plan", "predict allreduce time and data-parallel scaling (alpha-beta model); --calibrate measures this machine", dd_cmd_plan},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];

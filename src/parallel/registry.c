@@ -10,7 +10,8 @@
 #define DD_STRATEGIES(X) \
     X(dp)                \
     X(zero)              \
-    X(model_parallel)
+    X(model_parallel)    \
+    X(ps)
 
 #define X(name) extern const dd_strategy_def dd_strategy_def_##name;
 DD_STRATEGIES(X)

@@ -43,6 +43,8 @@ struct dd_ps_client {
     unsigned char *done, *rebuild;
     outst *out;
     dd_ps_client_stats st;
+    uint8_t **sblob; /* STATE: each block's optimiser state blob (malloc) */
+    size_t *sbytes;
 };
 
 #define CNAME(i) (c->b[(i)].name)
@@ -65,6 +67,10 @@ void dd_ps_client_close(dd_ps_client **pc) {
     free(c->assign);
     free(c->done);
     dd_ps_map_free(&c->map);
+    if (c->sblob)
+        for (size_t i = 0; i < c->nb; i++) free(c->sblob[i]);
+    free(c->sblob);
+    free(c->sbytes);
     memset(c->sec, 0, sizeof c->sec);
     free(c);
     *pc = NULL;
@@ -130,6 +136,12 @@ fail:
 
 dd_status dd_ps_client_set_blocks(dd_ps_client *c, const dd_ps_block *b, size_t n) {
     if (n == 0) return dd_error(DD_ERR_ARG, "client: no blocks");
+    if (c->sblob)
+        for (size_t i = 0; i < c->nb; i++) free(c->sblob[i]);
+    free(c->sblob);
+    free(c->sbytes);
+    c->sblob = NULL;
+    c->sbytes = NULL;
     free(c->b);
     free(c->assign);
     free(c->done);
@@ -174,7 +186,14 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
     for (int s = 0; s < ns; s++) c->out[s].active = 0;
     c->st.requests++;
     dd_status err = DD_OK;
-    int reply_type = type == DD_MSG_PULL ? DD_MSG_PULL_REP : DD_MSG_ACK;
+    const int state = type == DD_MSG_STATE;
+    if (state && !c->sblob) {
+        c->sblob = calloc(c->nb, sizeof *c->sblob);
+        c->sbytes = calloc(c->nb, sizeof *c->sbytes);
+        if (!c->sblob || !c->sbytes) return dd_error(DD_ERR_NOMEM, "client: state");
+    }
+    const int pulls = type == DD_MSG_PULL || state;
+    int reply_type = type == DD_MSG_PULL ? DD_MSG_PULL_REP : state ? DD_MSG_STATE_REP : DD_MSG_ACK;
     while (left > 0 && err == DD_OK) {
         int64_t now = dd_net_ms();
         /* assign blocks to live primaries */
@@ -199,7 +218,7 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
                 if (c->done[i] || c->assign[i] != s) continue;
                 const dd_ps_block *b = &c->b[i];
                 dd_nbuf_str(&o->msg, b->name);
-                if (type == DD_MSG_PULL) {
+                if (pulls) {
                     dd_nbuf_u64(&o->msg, ver ? ver[i] : UINT64_MAX);
                 } else {
                     dd_nbuf_u32(&o->msg, (uint32_t)b->len);
@@ -265,14 +284,23 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
                     for (uint32_t j = 0; j < cnt && !r.bad; j++) {
                         dd_nrd_str(&r, name, sizeof name);
                         uint64_t v = dd_nrd_u64(&r);
-                        uint32_t n = type == DD_MSG_PULL ? dd_nrd_u32(&r) : 0;
+                        uint32_t n = pulls ? dd_nrd_u32(&r) : 0;
                         int i = r.bad ? -1 : find(c, name);
-                        const uint8_t *vals = NULL;
+                        const uint8_t *vals = NULL, *blob = NULL;
                         if (n) {
                             vals = (i >= 0 && n == c->b[i].len) ? dd_nrd_bytes(&r, (size_t)n * 4) : NULL;
                             if (!vals) r.bad = 1;
                         }
+                        uint32_t sb = state ? dd_nrd_u32(&r) : 0;
+                        if (state && (!n || !(blob = dd_nrd_bytes(&r, sb)))) r.bad = 1;
                         if (r.bad || i < 0 || c->done[i]) continue;
+                        if (state) {
+                            free(c->sblob[i]);
+                            c->sblob[i] = malloc(sb ? sb : 1);
+                            if (!c->sblob[i]) return dd_error(DD_ERR_NOMEM, "client: state of '%s'", c->b[i].name);
+                            memcpy(c->sblob[i], blob, sb);
+                            c->sbytes[i] = sb;
+                        }
                         if (type == DD_MSG_PULL && !n && (!ver || ver[i] != v)) r.bad = 1;
                         if (r.bad) break;
                         if (vals) memcpy(dst + c->b[i].offset, vals, (size_t)n * 4);
@@ -331,6 +359,19 @@ dd_status dd_ps_client_push(dd_ps_client *c, const float *g, double lr, uint64_t
 
 dd_status dd_ps_client_pull(dd_ps_client *c, float *arena, uint64_t *versions) {
     return run_op(c, DD_MSG_PULL, 0, NULL, arena, versions);
+}
+
+dd_status dd_ps_client_pull_state(dd_ps_client *c, float *arena, uint64_t *versions) {
+    return run_op(c, DD_MSG_STATE, 0, NULL, arena, versions);
+}
+
+const void *dd_ps_client_block_state(const dd_ps_client *c, size_t i, size_t *bytes) {
+    if (!c->sblob || i >= c->nb || !c->sblob[i]) {
+        if (bytes) *bytes = 0;
+        return NULL;
+    }
+    if (bytes) *bytes = c->sbytes[i];
+    return c->sblob[i];
 }
 
 dd_status dd_ps_client_ping(dd_ps_client *c) {

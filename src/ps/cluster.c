@@ -25,11 +25,11 @@ static dd_status num(const char *path, const cJSON *o, const char *key, double l
 
 static dd_status parse(const char *path, const cJSON *root, int insecure, dd_ps_cluster *c) {
     if (!cJSON_IsObject(root)) return dd_error(DD_ERR_FORMAT, "%s: expected a JSON object", path);
-    static const char *const known[] = {"version", "servers", "vnodes", "replicas", "optimizer", NULL};
+    static const char *const known[] = {"version", "servers", "vnodes", "replicas", "optimizer", "coordinator", NULL};
     for (const cJSON *it = root->child; it; it = it->next) {
         int ok = 0;
         for (int i = 0; known[i]; i++) ok |= strcmp(it->string, known[i]) == 0;
-        if (!ok) return dd_error(DD_ERR_FORMAT, "%s: unknown field '%s' (known: version, servers, vnodes, replicas, optimizer)", path, it->string);
+        if (!ok) return dd_error(DD_ERR_FORMAT, "%s: unknown field '%s' (known: version, servers, vnodes, replicas, optimizer, coordinator)", path, it->string);
     }
     double v = 1;
     DD_TRY(num(path, root, "version", 1, 1, 1, &v));
@@ -78,6 +78,24 @@ static dd_status parse(const char *path, const cJSON *root, int insecure, dd_ps_
     if (!cJSON_GetObjectItemCaseSensitive(root, "replicas")) c->replicas = n > 1 ? 1 : 0;
     if (c->replicas > n - 1)
         return dd_error(DD_ERR_FORMAT, "%s: replicas: %d replicas need at least %d servers, the file has %d", path, c->replicas, c->replicas + 1, n);
+    const cJSON *co = cJSON_GetObjectItemCaseSensitive(root, "coordinator");
+    if (co) { /* training (phase 2): where workers find the coordinator */
+        if (!cJSON_IsObject(co)) return dd_error(DD_ERR_FORMAT, "%s: coordinator: expected an object {address, public_key}", path);
+        for (const cJSON *it = co->child; it; it = it->next)
+            if (strcmp(it->string, "address") && strcmp(it->string, "public_key"))
+                return dd_error(DD_ERR_FORMAT, "%s: coordinator: unknown field '%s' (known: address, public_key)", path, it->string);
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(co, "address");
+        if (!cJSON_IsString(a) || strncmp(a->valuestring, "tcp://", 6) != 0 || strlen(a->valuestring) >= sizeof c->coord_address ||
+            !strchr(a->valuestring + 6, ':'))
+            return dd_error(DD_ERR_FORMAT, "%s: coordinator.address: expected \"tcp://HOST:PORT\"", path);
+        snprintf(c->coord_address, sizeof c->coord_address, "%s", a->valuestring);
+        const cJSON *k = cJSON_GetObjectItemCaseSensitive(co, "public_key");
+        if (k || !insecure) {
+            if (!cJSON_IsString(k) || !dd_net_key_valid(k->valuestring))
+                return dd_error(DD_ERR_FORMAT, "%s: coordinator.public_key: expected a 40-character Z85 key (distdpd keygen writes NAME.pub)", path);
+            snprintf(c->coord_key, sizeof c->coord_key, "%s", k->valuestring);
+        }
+    }
     c->optim = DD_OPTIM_SGD;
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(root, "optimizer");
     if (op) {

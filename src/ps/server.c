@@ -340,7 +340,10 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
 
 /* PULL: u32 count; items: name, u64 have_version. Reply: u32 count; items: name,
  * u64 version, u32 n (0: unchanged), n floats. */
+/* PULL (and STATE: the same request; the reply carries every block's values and optimiser
+ * state blob whatever the version, for checkpoints). */
 static void on_pull(server *sv, const dd_net_hdr *h, const uint8_t *pl, const uint8_t *rid, size_t ridn, const char *peer) {
+    const int state = h->type == DD_MSG_STATE;
     dd_nrd r;
     dd_nrd_init(&r, pl, h->len);
     uint32_t cnt = dd_nrd_u32(&r);
@@ -368,11 +371,18 @@ static void on_pull(server *sv, const dd_net_hdr *h, const uint8_t *pl, const ui
         block *b = &sv->b[bi];
         dd_nbuf_str(&out, b->name);
         dd_nbuf_u64(&out, b->version);
-        if (have == b->version) {
+        if (have == b->version && !state) {
             dd_nbuf_u32(&out, 0);
         } else {
             dd_nbuf_u32(&out, b->n);
             dd_nbuf_bytes(&out, b->w, (size_t)b->n * 4);
+        }
+        if (state) {
+            size_t sb = dd_optim_state_bytes(b->opt);
+            dd_nbuf_u32(&out, (uint32_t)sb);
+            size_t at = out.n;
+            dd_nbuf_bytes(&out, b->w, sb); /* room; overwritten below */
+            if (!out.oom) dd_optim_state_save(b->opt, out.p + at, sb);
         }
     }
     if (r.off != h->len) {
@@ -386,7 +396,7 @@ static void on_pull(server *sv, const dd_net_hdr *h, const uint8_t *pl, const ui
         refuse(sv, rid, ridn, h->seq, peer, "pull: the reply would exceed the message limit of %u bytes", sv->max_msg);
         return;
     }
-    reply(sv, rid, ridn, DD_MSG_PULL_REP, h->seq, &out);
+    reply(sv, rid, ridn, state ? DD_MSG_STATE_REP : DD_MSG_PULL_REP, h->seq, &out);
     dd_nbuf_free(&out);
 }
 
@@ -501,7 +511,8 @@ static void on_router(server *sv) {
             switch (h.type) {
             case DD_MSG_PUSH:
             case DD_MSG_INIT: on_update(sv, h.type, &h, pl, rid, ridn, peer); break;
-            case DD_MSG_PULL: on_pull(sv, &h, pl, rid, ridn, peer); break;
+            case DD_MSG_PULL:
+            case DD_MSG_STATE: on_pull(sv, &h, pl, rid, ridn, peer); break;
             case DD_MSG_PING: reply(sv, rid, ridn, DD_MSG_PONG, h.seq, NULL); break;
             case DD_MSG_REPL:
                 if (!sv->o->insecure && (!uid || strncmp(uid, "server:", 7) != 0))

@@ -188,6 +188,7 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
         /* timing of the epoch's checkpoints (null: none, or the write is not known) */
         tb_num(&j, "ckpt_stall_s", r->ckpt_stall_s, 1);
         tb_num(&j, "ckpt_write_s", r->ckpt_write_s, 1);
+        if (r->extra_json[0]) tb_printf(&j, ",%s", r->extra_json);
         tb_printf(&j, ",\"best\":%s}\n", i == best ? "true" : "false");
 
         minutes += (r->time_s + r->eval_time_s) / 60.0;

@@ -767,6 +767,20 @@ dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq
     return DD_OK;
 }
 
+dd_status dd_trainer_advance(dd_trainer *tr, double loss) {
+    if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_advance: NULL trainer");
+    if (tr->batch >= tr->nbatches)
+        return dd_error(DD_ERR_ARG, "epoch %d is complete: end it before the next step", tr->epoch + 1);
+    if (!isfinite(loss))
+        return dd_error(DD_ERR_NUMERIC, "training diverged: the loss is %g at epoch %d, batch %llu (step %llu)", loss,
+                        tr->epoch + 1, (unsigned long long)tr->batch + 1, (unsigned long long)tr->step + 1);
+    tr->last_lr = dd_trainer_lr(tr);
+    tr->step++;
+    tr->batch++;
+    tr->ep_loss_sum += loss;
+    return DD_OK;
+}
+
 /* The single-process strategy: every frame of the batch, one update. */
 static dd_status single_loss_grad(void *self, dd_trainer *tr, uint64_t epoch, uint64_t batch, double *loss) {
     (void)self;
@@ -1013,6 +1027,7 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec) {
         r.compression_ratio = cv[1];
         r.compress_time_s = cv[2];
     }
+    if (tr->st.ops->epoch_json) DD_TRY(tr->st.ops->epoch_json(tr->st.self, r.extra_json, sizeof r.extra_json));
     double t0 = dd_now();
     DD_TRY(evaluate_all(tr, &r));
     r.eval_time_s = dd_now() - t0;

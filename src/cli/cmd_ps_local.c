@@ -1,0 +1,321 @@
+/* distdpd ps-local: a whole parameter-server training cluster on this machine (docs/ps.md,
+ * "Training"): fresh keys, the cluster and allow files in RUN/ps/, S `distdpd ps-server`
+ * processes, the coordinator (`train-pa|train-dpd ... --ps-role coordinator`) and W
+ * workers, all on loopback; everything is ended when the coordinator ends. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "distdpd/net.h"
+
+#define MAXP 64
+
+static volatile sig_atomic_t got_signal;
+static void on_sig(int s) { got_signal = s; }
+
+static void help(void) {
+    printf("usage: distdpd ps-local --servers S --workers W [--replicas R] [--spare-keys K]\n"
+           "                        [--timeout SEC] -- train-pa|train-dpd ARGS\n"
+           "\n"
+           "Starts a parameter-server training on this machine: fresh CURVE keys, the cluster\n"
+           "and allow files in RUN/ps/ (RUN = the --out of ARGS), S ps-server processes, the\n"
+           "coordinator (ARGS --ps-role coordinator: owns RUN, prints the progress) and W\n"
+           "workers (ARGS), all on loopback ports; ends them all when the coordinator ends.\n"
+           "RUN/ps.json: servers, workers, block placement, staleness histograms, pushes,\n"
+           "resends. Logs: RUN/ps/*.log. ARGS take the training options and --staleness,\n"
+           "--stale-lr, --lease-ms; a --straggle delay_ms=D in ARGS goes to the last worker only.\n"
+           "\n"
+           "  --servers S     parameter servers (1..16, default 2)\n"
+           "  --workers W     workers (1..32, default 2)\n"
+           "  --replicas R    copies of each block beyond the primary (default min(1, S-1))\n"
+           "  --optimizer-json J  (rare) the cluster file's optimizer object; default: from\n"
+           "                  ARGS' --opt/--weight-decay/--momentum (the servers must apply the\n"
+           "                  run's optimiser)\n"
+           "  --spare-keys K  also write K enrolled worker keys RUN/ps/spareN.key for workers\n"
+           "                  started by hand (--ps RUN/ps/cluster.json --key RUN/ps/spareN.key)\n"
+           "  --timeout SEC   end everything after SEC seconds (default 86400)\n"
+           "  -h, --help      this help\n"
+           "\n"
+           "exit status: the coordinator's (0 done, 75 stopped by a signal, 1 error), 2 usage\n");
+}
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    int p = ntohs(a.sin_port);
+    close(fd);
+    return p;
+}
+
+static pid_t spawn(char *const *argv, const char *log) {
+    pid_t p = fork();
+    if (p == 0) {
+        if (log) {
+            int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (fd >= 0) {
+                dup2(fd, 1);
+                dup2(fd, 2);
+                close(fd);
+            }
+        }
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "distdpd ps-local: cannot start %s: %s\n", argv[1], strerror(errno));
+        _exit(127);
+    }
+    return p;
+}
+
+/* SIGTERM, then SIGKILL after grace_ms, to every pid still running. */
+static void end_all(pid_t *pid, int n, int grace_ms) {
+    for (int i = 0; i < n; i++)
+        if (pid[i] > 0) kill(pid[i], SIGTERM);
+    for (int t = 0; t < grace_ms / 10; t++) {
+        int left = 0;
+        for (int i = 0; i < n; i++) {
+            if (pid[i] <= 0) continue;
+            int s;
+            if (waitpid(pid[i], &s, WNOHANG) == pid[i]) pid[i] = 0;
+            else left++;
+        }
+        if (!left) return;
+        usleep(10000);
+    }
+    for (int i = 0; i < n; i++)
+        if (pid[i] > 0) {
+            kill(pid[i], SIGKILL);
+            waitpid(pid[i], NULL, 0);
+            pid[i] = 0;
+        }
+}
+
+int dd_cmd_ps_local(int argc, char **argv) {
+    const char *NAME = "ps-local";
+    size_t ns = 2, nw = 2, spare = 0, v;
+    double timeout = 86400;
+    long replicas = -1;
+    const char *optim_json = NULL;
+    int rc, i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            help();
+            return DD_EXIT_OK;
+        }
+        if (i + 1 >= argc) return dd_cli_usage(NAME, "%s needs a value (or unknown option; see --help)", a);
+        const char *val = argv[++i];
+        if (strcmp(a, "--servers") == 0) {
+            if ((rc = dd_cli_parse_size(NAME, "--servers", val, 1, 16, &ns))) return rc;
+        } else if (strcmp(a, "--workers") == 0) {
+            if ((rc = dd_cli_parse_size(NAME, "--workers", val, 1, 32, &nw))) return rc;
+        } else if (strcmp(a, "--replicas") == 0) {
+            if ((rc = dd_cli_parse_size(NAME, "--replicas", val, 0, 15, &v))) return rc;
+            replicas = (long)v;
+        } else if (strcmp(a, "--spare-keys") == 0) {
+            if ((rc = dd_cli_parse_size(NAME, "--spare-keys", val, 0, 32, &spare))) return rc;
+        } else if (strcmp(a, "--timeout") == 0) {
+            if ((rc = dd_cli_parse_double(NAME, "--timeout", val, 1, 1e7, &timeout))) return rc;
+        } else if (strcmp(a, "--optimizer-json") == 0) {
+            optim_json = val;
+        } else {
+            return dd_cli_usage(NAME, "unknown option '%s' (the training's options go after --)", a);
+        }
+    }
+    if (i >= argc || (strcmp(argv[i], "train-pa") != 0 && strcmp(argv[i], "train-dpd") != 0))
+        return dd_cli_usage(NAME, "expected -- train-pa|train-dpd ARGS after the options");
+    if (replicas < 0) replicas = ns > 1 ? 1 : 0;
+    if ((size_t)replicas >= ns) return dd_cli_usage(NAME, "--replicas %ld needs at least %ld servers", replicas, replicas + 1);
+    char **targs = argv + i;
+    int ntargs = argc - i;
+    const char *out = NULL, *opt = "adamw", *wd = NULL, *mom = NULL, *straggle = NULL;
+    for (int k = 1; k < ntargs; k++) {
+        const char *a = targs[k], *nx = k + 1 < ntargs ? targs[k + 1] : NULL;
+        if (!nx) break;
+        if (strcmp(a, "--out") == 0) out = nx;
+        else if (strcmp(a, "--opt") == 0) opt = nx;
+        else if (strcmp(a, "--weight-decay") == 0) wd = nx;
+        else if (strcmp(a, "--momentum") == 0) mom = nx;
+        else if (strcmp(a, "--straggle") == 0) straggle = nx;
+        else if (strcmp(a, "--ps") == 0 || strcmp(a, "--key") == 0 || strcmp(a, "--ps-role") == 0 || strcmp(a, "--allow") == 0)
+            return dd_cli_usage(NAME, "%s is set by ps-local: leave it out of ARGS", a);
+        else if (strcmp(a, "--resume") == 0)
+            return dd_cli_usage(NAME, "--resume: a parameter-server run cannot be resumed yet");
+    }
+    if (!out) return dd_cli_usage(NAME, "ARGS need --out RUN (the run directory; the cluster files go to RUN/ps/)");
+    struct stat sb;
+    char dir[4200], path[4400], pub[DD_NET_KEY_Z85 + 1];
+    snprintf(dir, sizeof dir, "%s/ps", out);
+    if (stat(dir, &sb) == 0) return dd_cli_usage(NAME, "%s exists: RUN must be a new run directory", dir);
+    mkdir(out, 0755);
+    if (mkdir(dir, 0700) != 0) {
+        fprintf(stderr, "distdpd ps-local: error: cannot create %s: %s\n", dir, strerror(errno));
+        return DD_EXIT_RUNTIME;
+    }
+    dd_cli_log_init(0);
+    /* keys, allow file, cluster file */
+    char cluster[4400], allow[4400], ckey[4400];
+    snprintf(cluster, sizeof cluster, "%s/cluster.json", dir);
+    snprintf(allow, sizeof allow, "%s/allow.txt", dir);
+    FILE *fa = fopen(allow, "w"), *fc = fopen(cluster, "w");
+    if (!fa || !fc) {
+        fprintf(stderr, "distdpd ps-local: error: cannot write %s\n", !fa ? allow : cluster);
+        return DD_EXIT_RUNTIME;
+    }
+    fprintf(fa, "# the workers' and the coordinator's keys (written by distdpd ps-local)\n");
+    dd_status st = DD_OK;
+    for (size_t w = 0; st == DD_OK && w < nw + spare; w++) {
+        snprintf(path, sizeof path, "%s/%s%zu", dir, w < nw ? "w" : "spare", w < nw ? w : w - nw);
+        if ((st = dd_net_keygen(path, 0, pub)) == DD_OK) fprintf(fa, "%s %s%zu\n", pub, w < nw ? "w" : "spare", w < nw ? w : w - nw);
+    }
+    snprintf(path, sizeof path, "%s/coordinator", dir);
+    snprintf(ckey, sizeof ckey, "%s/coordinator.key", dir);
+    if (st == DD_OK && (st = dd_net_keygen(path, 0, pub)) == DD_OK) fprintf(fa, "%s coordinator\n", pub);
+    fclose(fa);
+    char ocfg[256];
+    if (optim_json)
+        snprintf(ocfg, sizeof ocfg, "%s", optim_json);
+    else
+        snprintf(ocfg, sizeof ocfg, "{\"kind\": \"%s\"%s%s%s%s}", opt, wd ? ", \"weight_decay\": " : "", wd ? wd : "",
+                 mom ? ", \"momentum\": " : "", mom ? mom : "");
+    int cport = free_port();
+    fprintf(fc, "{\"replicas\": %ld, \"optimizer\": %s,\n \"coordinator\": {\"address\": \"tcp://127.0.0.1:%d\", \"public_key\": \"%s\"},\n \"servers\": [\n",
+            replicas, ocfg, cport, pub);
+    int sport[16];
+    for (size_t s = 0; st == DD_OK && s < ns; s++) {
+        snprintf(path, sizeof path, "%s/s%zu", dir, s);
+        if ((st = dd_net_keygen(path, 0, pub)) != DD_OK) break;
+        sport[s] = free_port();
+        fprintf(fc, "  {\"name\": \"s%zu\", \"address\": \"tcp://127.0.0.1:%d\", \"public_key\": \"%s\"}%s\n", s, sport[s], pub,
+                s + 1 < ns ? "," : "");
+    }
+    fprintf(fc, "]}\n");
+    fclose(fc);
+    if (st != DD_OK || cport < 0) return dd_cli_fail(NAME, st ? st : dd_error(DD_ERR_IO, "no free loopback port"));
+
+    pid_t pid[MAXP];
+    int np = 0;
+    memset(pid, 0, sizeof pid);
+    signal(SIGINT, on_sig);
+    signal(SIGTERM, on_sig);
+    /* servers */
+    for (size_t s = 0; s < ns; s++) {
+        char bind[64], key[4400], rep[24], log[4400];
+        snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", sport[s]);
+        snprintf(key, sizeof key, "%s/s%zu.key", dir, s);
+        snprintf(rep, sizeof rep, "%ld", replicas);
+        snprintf(log, sizeof log, "%s/s%zu.log", dir, s);
+        char *sa[] = {"distdpd", "ps-server", "--bind", bind, "--key", key, "--allow", allow, "--cluster", cluster,
+                      "--replicas", rep, NULL};
+        pid[np++] = spawn(sa, log);
+    }
+    /* the coordinator (without --straggle), then the workers */
+    char **ca = calloc((size_t)ntargs + 16, sizeof *ca);
+    if (!ca) return DD_EXIT_RUNTIME;
+    int nc = 0;
+    ca[nc++] = "distdpd";
+    for (int k = 0; k < ntargs; k++) {
+        if (strcmp(targs[k], "--straggle") == 0 && k + 1 < ntargs) {
+            k++;
+            continue;
+        }
+        ca[nc++] = targs[k];
+    }
+    int base = nc;
+    ca[nc++] = "--ps";
+    ca[nc++] = cluster;
+    ca[nc++] = "--key";
+    ca[nc++] = ckey;
+    ca[nc++] = "--ps-role";
+    ca[nc++] = "coordinator";
+    ca[nc++] = "--allow";
+    ca[nc++] = allow;
+    ca[nc] = NULL;
+    const pid_t coord = spawn(ca, NULL);
+    pid[np++] = coord;
+    char wkey[32][4400], wlog[4400];
+    for (size_t w = 0; w < nw; w++) {
+        nc = base;
+        snprintf(wkey[w], sizeof wkey[w], "%s/w%zu.key", dir, w);
+        ca[nc++] = "--ps";
+        ca[nc++] = cluster;
+        ca[nc++] = "--key";
+        ca[nc++] = wkey[w];
+        if (straggle && w + 1 == nw) {
+            ca[nc++] = "--straggle";
+            ca[nc++] = (char *)straggle;
+        }
+        ca[nc++] = "-q";
+        ca[nc] = NULL;
+        snprintf(wlog, sizeof wlog, "%s/w%zu.log", dir, w);
+        pid_t wp = spawn(ca, wlog);
+        pid[np++] = wp;
+        snprintf(path, sizeof path, "%s/w%zu.pid", dir, w);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%d\n", (int)wp);
+            fclose(f);
+        }
+    }
+    free(ca);
+    fprintf(stderr, "distdpd ps-local: %zu servers, %zu workers and the coordinator (pid %d) on loopback; files in %s\n", ns, nw,
+            (int)coord, dir);
+    /* wait for the coordinator (at most --timeout) */
+    int status = 0, ret = DD_EXIT_RUNTIME, forwarded = 0;
+    double t0 = dd_now();
+    for (;;) {
+        pid_t r = waitpid(coord, &status, WNOHANG);
+        if (r == coord) break;
+        if (got_signal && !forwarded) {
+            kill(coord, SIGTERM); /* the coordinator stops after its step and writes last.ckpt */
+            forwarded = 1;
+        }
+        if (dd_now() - t0 > timeout) {
+            fprintf(stderr, "distdpd ps-local: error: --timeout %g s reached: ending every process\n", timeout);
+            kill(coord, SIGKILL);
+            waitpid(coord, &status, 0);
+            status = -1;
+            break;
+        }
+        /* reap workers that ended */
+        for (int k = 0; k < np; k++)
+            if (pid[k] > 0 && pid[k] != coord && waitpid(pid[k], NULL, WNOHANG) == pid[k]) pid[k] = 0;
+        usleep(20000);
+    }
+    for (int k = 0; k < np; k++)
+        if (pid[k] == coord) pid[k] = 0;
+    if (status >= 0 && WIFEXITED(status)) ret = WEXITSTATUS(status);
+    /* workers were told the end; servers and stragglers are stopped */
+    for (int t = 0; t < 300; t++) {
+        int left = 0;
+        for (int k = (int)ns; k < np; k++)
+            if (pid[k] > 0) {
+                if (waitpid(pid[k], NULL, WNOHANG) == pid[k]) pid[k] = 0;
+                else left++;
+            }
+        if (!left) break;
+        usleep(10000);
+    }
+    end_all(pid, np, 3000);
+    return ret;
+}

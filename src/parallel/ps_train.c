@@ -1,0 +1,1132 @@
+/* Training on the parameter server (docs/ps.md, "Training"): the "ps" strategy.
+ *
+ * Two roles. The coordinator (--ps-role coordinator) runs dd_train_run with this
+ * strategy: it owns the run directory, evaluates the servers' weights after every epoch,
+ * writes metrics.jsonl and checkpoints, and hands out the batches of the current epoch
+ * to the workers over a ZeroMQ ROUTER socket (CURVE, the allow file's keys). Its "step"
+ * waits until the workers completed one more batch and advances the trainer's cursor
+ * (dd_trainer_advance): the update itself was applied by the servers. Workers (the
+ * default role) never call dd_train_run: the registry's `drive` hook runs their loop
+ * (lease a batch, pull the blocks, compute the gradients, clip, commit, push, report).
+ *
+ * Exactly-once frames: a batch is leased to one worker with a deadline (--lease-ms); the
+ * worker asks to commit before it pushes; the coordinator grants a commit only while the
+ * lease is the worker's and counts the batch's frames then. A lease that expires (a
+ * killed or stopped worker) goes back to the queue and is redone by another worker; a
+ * late commit is refused and its gradient dropped. The epoch ends when every batch is
+ * done (epoch barrier: the next epoch's batches are handed out after the evaluation and
+ * checkpoint, so checkpoints are consistent).
+ *
+ * Consistency (SSP): a worker's clock is the number of batches it completed in the epoch;
+ * a lease goes to a worker only when its clock is at most --staleness clocks ahead of the
+ * slowest live worker (0: bulk-synchronous, inf: asynchronous). A lease's staleness is
+ * that difference; --stale-lr on divides its learning rate by max(1, staleness). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <zmq.h>
+
+#include "distdpd/parallel.h"
+#include "distdpd/ps.h"
+
+#define PS_MAXW 256
+#define PS_HIST 64 /* histogram buckets; the last counts everything >= 63 */
+
+typedef struct {
+    uint64_t id;
+    uint8_t rid[256];
+    size_t ridn;
+    char name[64];
+    int alive;     /* 0: left (bye) or dead */
+    int dead;      /* declared dead (lease expired or silent) */
+    int64_t heard; /* ms of the last message */
+    int64_t clock; /* batches completed in this epoch */
+    int64_t lease; /* batch held, -1 none */
+    int64_t deadline;
+    uint64_t last_seq;
+    int last_type;
+    dd_nbuf last_reply;
+    uint64_t batches, refused, resends, expired;
+    double compute_s;
+} wrec;
+
+typedef struct {
+    /* options */
+    const char *cluster_path, *key_path, *allow_path, *out;
+    int coordinator;
+    int64_t staleness; /* -1: inf */
+    int stale_lr;
+    int straggle_ms;
+    int lease_ms;
+    double timeout_s;
+    /* coordinator */
+    dd_ps_cluster cl;
+    void *ctx, *router;
+    dd_net_zap *zap;
+    dd_ps_client *cli;
+    dd_ps_block *blocks;
+    size_t nblocks;
+    uint64_t *ver;
+    char *cfg_json;
+    wrec w[PS_MAXW];
+    int nw;
+    dd_trainer *tr;
+    int ep; /* epoch being served (0-based), -1 none */
+    uint64_t nb, nframes, B;
+    uint8_t *bstate; /* 0 free, 1 leased, 2 committed, 3 done */
+    int *bowner;
+    uint8_t *fcount;
+    double *fifo;
+    size_t fhead, ftail;
+    double last_loss;
+    uint64_t hist[PS_HIST], lag[PS_HIST];
+    uint64_t ep_expired, ep_refused, ep_lost, ep_redone;
+    uint8_t *bwas; /* batch was leased before (redone) */
+    int finished;
+    cJSON *epochs; /* per-epoch records for ps.json */
+    uint64_t tot_batches;
+} ps_t;
+
+/* ------------------------------------------------------------ options */
+
+static const dd_strategy_opt ps_opts[] = {
+    {"ps", "FILE", "train on the parameter server of cluster file FILE (docs/ps.md):\n"
+                   "one process per worker, started by hand or by distdpd ps-local;\n"
+                   "no MPI. The servers apply the optimiser", NULL},
+    {"key", "KEY", "--ps: this process's secret key file (distdpd keygen)", NULL},
+    {"ps-role", "R", "--ps: worker (default: pull, compute, push) or coordinator (owns RUN,\n"
+                     "hands out the batches, evaluates, checkpoints; one per run)", NULL},
+    {"allow", "FILE", "--ps-role coordinator: the workers' public keys (allow file)", NULL},
+    {"staleness", "S", "--ps: 0 synchronous (default), S bounded staleness (no worker more\n"
+                       "than S clocks ahead of the slowest), inf asynchronous", NULL},
+    {"stale-lr", "on|off", "--ps: on divides a gradient's learning rate by its staleness", NULL},
+    {"straggle", "delay_ms=D", "--ps worker: sleep D ms after each batch (benchmarks)", NULL},
+    {"lease-ms", "MS", "--ps: a batch not committed within MS ms goes to another worker; a\n"
+                       "worker silent that long has left (default 10000)", NULL},
+    {"ps-timeout", "S", "--ps: give up when no batch completes (coordinator) or the\n"
+                        "coordinator is silent (worker) for S seconds (default 300)", NULL},
+    {NULL, NULL, NULL, NULL}};
+
+static int ps_claims(const dd_strategy_args *a) { return dd_strategy_arg(a, "ps") ? 3 : 0; }
+
+static dd_status parse_opts(const dd_strategy_args *a, ps_t *p) {
+    memset(p, 0, sizeof *p);
+    p->cluster_path = dd_strategy_arg(a, "ps");
+    p->key_path = dd_strategy_arg(a, "key");
+    p->allow_path = dd_strategy_arg(a, "allow");
+    p->out = a->out;
+    p->lease_ms = 10000;
+    p->timeout_s = 300;
+    p->ep = -1;
+    const char *v;
+    if (!p->cluster_path) return dd_error(DD_ERR_ARG, "--ps: missing (the cluster file)");
+    if (!p->key_path) return dd_error(DD_ERR_ARG, "--ps needs --key KEY (this process's secret key file)");
+    if (a->nranks > 1)
+        return dd_error(DD_ERR_ARG, "--ps runs one process per worker without MPI (started under a launcher with %d ranks)",
+                        a->nranks);
+    if (a->resume) return dd_error(DD_ERR_ARG, "--ps: a parameter-server run cannot be resumed yet (docs/ps.md, limits)");
+    if ((v = dd_strategy_arg(a, "ps-role"))) {
+        if (strcmp(v, "coordinator") == 0) p->coordinator = 1;
+        else if (strcmp(v, "worker") != 0) return dd_error(DD_ERR_ARG, "--ps-role: expected worker or coordinator, got '%s'", v);
+    }
+    if (p->coordinator && !p->allow_path) return dd_error(DD_ERR_ARG, "--ps-role coordinator needs --allow FILE (the workers' keys)");
+    if (!p->coordinator && p->allow_path) return dd_error(DD_ERR_ARG, "--allow applies to --ps-role coordinator only");
+    if ((v = dd_strategy_arg(a, "staleness"))) {
+        char *end;
+        if (strcmp(v, "inf") == 0) p->staleness = -1;
+        else {
+            errno = 0;
+            long long s = strtoll(v, &end, 10);
+            if (errno || *end || end == v || s < 0 || s > 1000000)
+                return dd_error(DD_ERR_ARG, "--staleness: expected an integer in [0, 1000000] or inf, got '%s'", v);
+            p->staleness = s;
+        }
+    }
+    if ((v = dd_strategy_arg(a, "stale-lr"))) {
+        if (strcmp(v, "on") == 0) p->stale_lr = 1;
+        else if (strcmp(v, "off") != 0) return dd_error(DD_ERR_ARG, "--stale-lr: expected on or off, got '%s'", v);
+    }
+    if ((v = dd_strategy_arg(a, "straggle"))) {
+        char *end;
+        long d = strncmp(v, "delay_ms=", 9) == 0 ? strtol(v + 9, &end, 10) : -1;
+        if (d < 0 || d > 3600000 || *end) return dd_error(DD_ERR_ARG, "--straggle: expected delay_ms=D (0..3600000), got '%s'", v);
+        p->straggle_ms = (int)d;
+    }
+    if ((v = dd_strategy_arg(a, "lease-ms"))) {
+        char *end;
+        long d = strtol(v, &end, 10);
+        if (*end || end == v || d < 100 || d > 86400000) return dd_error(DD_ERR_ARG, "--lease-ms: expected 100..86400000, got '%s'", v);
+        p->lease_ms = (int)d;
+    }
+    if ((v = dd_strategy_arg(a, "ps-timeout"))) {
+        char *end;
+        double d = strtod(v, &end);
+        if (*end || end == v || !(d >= 1 && d <= 1e7)) return dd_error(DD_ERR_ARG, "--ps-timeout: expected 1..1e7 seconds, got '%s'", v);
+        p->timeout_s = d;
+    }
+    return DD_OK;
+}
+
+static dd_status ps_check(const dd_strategy_args *a) {
+    ps_t p;
+    return parse_opts(a, &p);
+}
+
+/* ------------------------------------------------------------ payload helpers */
+
+static void put_text(dd_nbuf *b, const char *s) {
+    uint32_t n = (uint32_t)strlen(s);
+    dd_nbuf_u32(b, n);
+    dd_nbuf_bytes(b, s, n);
+}
+
+static char *get_text(dd_nrd *r) {
+    uint32_t n = dd_nrd_u32(r);
+    const uint8_t *p = n <= (1u << 24) ? dd_nrd_bytes(r, n) : NULL;
+    if (!p) {
+        r->bad = 1;
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) return NULL;
+    memcpy(s, p, n);
+    s[n] = '\0';
+    if (strlen(s) != n) { /* a NUL inside */
+        free(s);
+        r->bad = 1;
+        return NULL;
+    }
+    return s;
+}
+
+static void hist_add(uint64_t *h, uint64_t v) { h[v >= PS_HIST - 1 ? PS_HIST - 1 : v]++; }
+
+static int hist_json(char *buf, size_t cap, const uint64_t *h) {
+    int last = 0;
+    for (int i = 0; i < PS_HIST; i++)
+        if (h[i]) last = i;
+    int n = snprintf(buf, cap, "[");
+    for (int i = 0; i <= last && n < (int)cap; i++) n += snprintf(buf + n, cap - (size_t)n, "%s%llu", i ? "," : "", (unsigned long long)h[i]);
+    if (n < (int)cap) n += snprintf(buf + n, cap - (size_t)n, "]");
+    return n;
+}
+
+/* ------------------------------------------------------------ coordinator */
+
+static void release_lease(ps_t *p, wrec *w) {
+    if (w->lease >= 0 && p->bstate && (uint64_t)w->lease < p->nb && p->bstate[w->lease] == 1 &&
+        p->bowner[w->lease] == (int)(w - p->w))
+        p->bstate[w->lease] = 0;
+    w->lease = -1;
+}
+
+static int64_t min_clock(const ps_t *p) {
+    int64_t m = INT64_MAX;
+    for (int i = 0; i < p->nw; i++)
+        if (p->w[i].alive && p->w[i].clock < m) m = p->w[i].clock;
+    return m == INT64_MAX ? 0 : m;
+}
+
+static void send_reply(ps_t *p, wrec *w, int type, uint64_t seq, dd_nbuf *b) {
+    w->last_seq = seq;
+    w->last_type = type;
+    w->last_reply.n = 0;
+    if (b && b->n) dd_nbuf_bytes(&w->last_reply, b->p, b->n);
+    dd_net_send(p->router, w->rid, w->ridn, type, seq, 0, w->last_reply.p, (uint32_t)w->last_reply.n);
+}
+
+static void refuse_peer(ps_t *p, const uint8_t *rid, size_t ridn, uint64_t seq, const char *peer, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static void refuse_peer(ps_t *p, const uint8_t *rid, size_t ridn, uint64_t seq, const char *peer, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    dd_log(DD_LOG_WARN, "ps-coordinator: refused a message from %s: %s", peer, msg);
+    dd_net_send(p->router, rid, ridn, DD_MSG_ERR, seq, 0, msg, (uint32_t)strlen(msg));
+}
+
+static void start_epoch(ps_t *p, dd_trainer *tr) {
+    p->ep = dd_trainer_epoch(tr);
+    p->nb = dd_trainer_num_batches(tr);
+    p->nframes = dd_trainer_num_frames(tr);
+    free(p->bstate);
+    free(p->bowner);
+    free(p->fcount);
+    free(p->fifo);
+    free(p->bwas);
+    p->bstate = calloc(p->nb, 1);
+    p->bwas = calloc(p->nb, 1);
+    p->bowner = calloc(p->nb, sizeof *p->bowner);
+    p->fcount = calloc(p->nframes, 1);
+    p->fifo = calloc(p->nb, sizeof *p->fifo);
+    p->fhead = p->ftail = 0;
+    /* batches already stepped (a resumed cursor) count as done */
+    for (uint64_t b = 0; b < dd_trainer_batch(tr) && b < p->nb; b++) p->bstate[b] = 3;
+    memset(p->hist, 0, sizeof p->hist);
+    memset(p->lag, 0, sizeof p->lag);
+    p->ep_expired = p->ep_refused = p->ep_lost = p->ep_redone = 0;
+    for (int i = 0; i < p->nw; i++) {
+        p->w[i].clock = 0;
+        p->w[i].lease = -1;
+    }
+}
+
+static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, const dd_net_hdr *h, const uint8_t *pl) {
+    int64_t now = dd_net_ms();
+    int wi = -1;
+    for (int i = 0; i < p->nw; i++)
+        if (p->w[i].id == h->sender) wi = i;
+    dd_nrd r;
+    dd_nrd_init(&r, pl, h->len);
+    if (h->type == DD_MSG_HELLO) {
+        char *name = get_text(&r);
+        if (r.bad || !name || r.off != h->len) {
+            free(name);
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed hello");
+            return;
+        }
+        if (wi < 0) {
+            if (p->nw >= PS_MAXW) {
+                free(name);
+                refuse_peer(p, rid, ridn, h->seq, peer, "hello: %d workers already joined (the limit)", PS_MAXW);
+                return;
+            }
+            wi = p->nw++;
+            memset(&p->w[wi], 0, sizeof p->w[wi]);
+            p->w[wi].id = h->sender;
+            p->w[wi].lease = -1;
+            p->w[wi].clock = min_clock(p);
+            dd_log(DD_LOG_INFO, "ps-coordinator: worker %s (%s) joined at epoch %d", name, peer, p->ep + 1);
+        }
+        wrec *w = &p->w[wi];
+        snprintf(w->name, sizeof w->name, "%s", name);
+        free(name);
+        if (!w->alive) w->clock = min_clock(p);
+        w->alive = 1;
+        w->dead = 0;
+        w->heard = now;
+        memcpy(w->rid, rid, ridn);
+        w->ridn = ridn;
+        dd_nbuf b = {0};
+        dd_nbuf_u32(&b, (uint32_t)wi);
+        put_text(&b, p->cfg_json);
+        dd_nbuf_u64(&b, p->staleness < 0 ? UINT64_MAX : (uint64_t)p->staleness);
+        dd_nbuf_u8(&b, (uint8_t)p->stale_lr);
+        dd_nbuf_u32(&b, (uint32_t)p->lease_ms);
+        send_reply(p, w, DD_MSG_WELCOME, h->seq, &b);
+        dd_nbuf_free(&b);
+        return;
+    }
+    if (wi < 0) {
+        refuse_peer(p, rid, ridn, h->seq, peer, "%s from an unknown worker (send hello first)", dd_msg_type_name(h->type));
+        return;
+    }
+    wrec *w = &p->w[wi];
+    memcpy(w->rid, rid, ridn);
+    w->ridn = ridn;
+    w->heard = now;
+    if (h->seq == w->last_seq) { /* a resend: the same answer */
+        dd_net_send(p->router, w->rid, w->ridn, w->last_type, h->seq, 0, w->last_reply.p, (uint32_t)w->last_reply.n);
+        return;
+    }
+    if (h->seq < w->last_seq) return; /* an old request */
+    if (!w->alive) { /* back after being declared dead: a member again */
+        w->alive = 1;
+        w->clock = min_clock(p);
+        dd_log(DD_LOG_INFO, "ps-coordinator: worker %s is back", w->name);
+    }
+    dd_nbuf b = {0};
+    if (h->type == DD_MSG_LEASE) {
+        if (r.off != h->len) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed lease");
+            return;
+        }
+        release_lease(p, w);
+        int64_t cmin = min_clock(p);
+        uint64_t found = UINT64_MAX;
+        if (p->finished) {
+            dd_nbuf_u8(&b, 2);
+        } else if (p->ep < 0 || (p->staleness >= 0 && w->clock - cmin > p->staleness)) {
+            dd_nbuf_u8(&b, 1);
+        } else {
+            for (uint64_t k = 0; k < p->nb; k++)
+                if (p->bstate[k] == 0) {
+                    found = k;
+                    break;
+                }
+            if (found == UINT64_MAX) dd_nbuf_u8(&b, 1);
+        }
+        if (found != UINT64_MAX) {
+            uint64_t lo, hi, g;
+            dd_trainer_batch_slice(p->tr, found, 0, 1, &lo, &hi, &g);
+            p->bstate[found] = 1;
+            p->bowner[found] = wi;
+            if (p->bwas[found]) p->ep_redone++;
+            p->bwas[found] = 1;
+            w->lease = (int64_t)found;
+            w->deadline = now + p->lease_ms;
+            uint64_t stal = (uint64_t)(w->clock - cmin);
+            hist_add(p->hist, stal);
+            dd_nbuf_u8(&b, 0);
+            dd_nbuf_u64(&b, (uint64_t)p->ep);
+            dd_nbuf_u64(&b, found);
+            dd_nbuf_u64(&b, lo);
+            dd_nbuf_u64(&b, hi);
+            dd_nbuf_u64(&b, g);
+            dd_nbuf_f64(&b, dd_trainer_lr(p->tr));
+            dd_nbuf_u64(&b, stal);
+        }
+        send_reply(p, w, DD_MSG_LEASE_REP, h->seq, &b);
+    } else if (h->type == DD_MSG_COMMIT) {
+        uint64_t e = dd_nrd_u64(&r), k = dd_nrd_u64(&r);
+        if (r.bad || r.off != h->len) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed commit");
+            return;
+        }
+        int ok = (int64_t)e == p->ep && k < p->nb && p->bstate[k] == 1 && p->bowner[k] == wi && w->lease == (int64_t)k;
+        if (ok) {
+            uint64_t lo, hi, g;
+            dd_trainer_batch_slice(p->tr, k, 0, 1, &lo, &hi, &g);
+            for (uint64_t f = lo; f < hi; f++)
+                if (p->fcount[f] < 255) p->fcount[f]++;
+            p->bstate[k] = 2;
+            w->deadline = now + 2 * (int64_t)p->lease_ms; /* the push must end within this */
+        } else {
+            w->refused++;
+            p->ep_refused++;
+            dd_log(DD_LOG_WARN, "ps-coordinator: worker %s: commit of batch %llu of epoch %llu refused (its lease was lost)",
+                   w->name, (unsigned long long)k + 1, (unsigned long long)e + 1);
+        }
+        dd_nbuf_u8(&b, (uint8_t)ok);
+        send_reply(p, w, DD_MSG_COMMIT_REP, h->seq, &b);
+    } else if (h->type == DD_MSG_DONE) {
+        uint64_t e = dd_nrd_u64(&r), k = dd_nrd_u64(&r);
+        double loss = dd_nrd_f64(&r);
+        uint64_t lag = dd_nrd_u64(&r), res = dd_nrd_u64(&r);
+        double cs = dd_nrd_f64(&r);
+        if (r.bad || r.off != h->len) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed done");
+            return;
+        }
+        if ((int64_t)e == p->ep && k < p->nb && p->bstate[k] == 2 && p->bowner[k] == wi) {
+            p->bstate[k] = 3;
+            p->fifo[p->ftail++] = loss;
+            w->clock++;
+            w->batches++;
+            w->compute_s += cs;
+            w->lease = -1;
+            hist_add(p->lag, lag);
+            p->tot_batches++;
+        }
+        w->resends = res;
+        send_reply(p, w, DD_MSG_ACK, h->seq, &b);
+    } else if (h->type == DD_MSG_BYE) {
+        release_lease(p, w);
+        w->alive = 0;
+        dd_log(DD_LOG_INFO, "ps-coordinator: worker %s left", w->name);
+        send_reply(p, w, DD_MSG_ACK, h->seq, &b);
+    } else {
+        refuse_peer(p, rid, ridn, h->seq, peer, "a %s message is not a coordinator request", dd_msg_type_name(h->type));
+    }
+    dd_nbuf_free(&b);
+}
+
+/* Expired leases go back to the queue; silent workers leave the membership. */
+static void expire(ps_t *p) {
+    int64_t now = dd_net_ms();
+    for (int i = 0; i < p->nw; i++) {
+        wrec *w = &p->w[i];
+        if (!w->alive) continue;
+        if (w->lease >= 0 && p->bstate && (uint64_t)w->lease < p->nb && now > w->deadline) {
+            uint64_t k = (uint64_t)w->lease;
+            if (p->bstate[k] == 1) {
+                p->bstate[k] = 0;
+                p->ep_expired++;
+                w->expired++;
+                dd_log(DD_LOG_WARN, "ps-coordinator: worker %s: lease of batch %llu expired after %d ms: the batch goes to "
+                                    "another worker, the worker leaves",
+                       w->name, (unsigned long long)k + 1, p->lease_ms);
+            } else if (p->bstate[k] == 2) { /* committed, then silent: its push may be lost */
+                p->bstate[k] = 3;
+                p->fifo[p->ftail++] = NAN;
+                p->ep_lost++;
+                dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu: its push may be "
+                                    "lost (the frames count as trained)",
+                       w->name, (unsigned long long)k + 1);
+            }
+            w->lease = -1;
+            w->alive = 0;
+            w->dead = 1;
+        } else if (w->lease < 0 && now - w->heard > p->lease_ms) {
+            w->alive = 0;
+            w->dead = 1;
+            dd_log(DD_LOG_WARN, "ps-coordinator: worker %s silent for %d ms: it leaves", w->name, p->lease_ms);
+        }
+    }
+}
+
+/* Serves the router for up to wait_ms; returns after the first message handled. */
+static dd_status serve(ps_t *p, long wait_ms) {
+    zmq_pollitem_t it = {p->router, 0, ZMQ_POLLIN, 0};
+    int rc = zmq_poll(&it, 1, wait_ms);
+    if (rc < 0 && errno != EINTR) return dd_error(DD_ERR_COMM, "ps-coordinator: zmq_poll: %s", zmq_strerror(errno));
+    if (rc <= 0) return DD_OK;
+    zmq_msg_t id, m;
+    zmq_msg_init(&id);
+    if (zmq_msg_recv(&id, p->router, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&id);
+        return DD_OK;
+    }
+    zmq_msg_init(&m);
+    int more = zmq_msg_more(&id), extra = 0;
+    if (more) zmq_msg_recv(&m, p->router, 0);
+    while (zmq_msg_more(&m)) { /* more frames than one: read and drop them */
+        zmq_msg_t x;
+        zmq_msg_init(&x);
+        zmq_msg_recv(&x, p->router, 0);
+        extra = 1;
+        int mm = zmq_msg_more(&x);
+        zmq_msg_close(&x);
+        if (!mm) break;
+    }
+    char peer[128];
+    const char *addr = more ? zmq_msg_gets(&m, "Peer-Address") : NULL;
+    const char *uid = more ? zmq_msg_gets(&m, "User-Id") : NULL;
+    snprintf(peer, sizeof peer, "%s%s%s", uid ? uid : "", uid ? "@" : "", addr ? addr : "?");
+    const uint8_t *rid = zmq_msg_data(&id);
+    size_t ridn = zmq_msg_size(&id);
+    dd_net_hdr h;
+    const uint8_t *pl;
+    if (ridn > 255) {
+        /* never: libzmq's routing ids are 5 bytes */
+    } else if (!more || extra) {
+        refuse_peer(p, rid, ridn, 0, peer, "%s", !more ? "empty message" : "more than one frame");
+    } else if (dd_net_parse(zmq_msg_data(&m), zmq_msg_size(&m), 1u << 24, &h, &pl) != DD_OK) {
+        refuse_peer(p, rid, ridn, 0, peer, "%s", dd_last_error());
+    } else {
+        on_msg(p, rid, ridn, peer, &h, pl);
+    }
+    zmq_msg_close(&m);
+    zmq_msg_close(&id);
+    return DD_OK;
+}
+
+static dd_status check_optimizer(const ps_t *p, const dd_train_cfg *cfg) {
+    dd_optim_kind k;
+    DD_TRY(dd_optim_kind_parse(cfg->opt, &k));
+    const dd_optim_cfg *a = &cfg->optim, *b = &p->cl.optim_cfg;
+    if (k != p->cl.optim)
+        return dd_error(DD_ERR_MISMATCH, "%s: optimizer.kind is %s but the run trains with --opt %s: the servers apply the "
+                                         "optimiser, so they must agree", p->cluster_path, dd_optim_kind_name(p->cl.optim), cfg->opt);
+    struct { const char *n; double x, y; } f[] = {{"momentum", a->momentum, b->momentum}, {"dampening", a->dampening, b->dampening},
+                                                 {"beta1", a->beta1, b->beta1}, {"beta2", a->beta2, b->beta2},
+                                                 {"eps", a->eps, b->eps}, {"weight_decay", a->weight_decay, b->weight_decay}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (fabs(f[i].x - f[i].y) > 1e-12 * fabs(f[i].x))
+            return dd_error(DD_ERR_MISMATCH, "%s: optimizer.%s is %g but the run's is %g: the servers apply the optimiser, so "
+                                             "they must agree", p->cluster_path, f[i].n, f[i].y, f[i].x);
+    if (a->nesterov != b->nesterov) return dd_error(DD_ERR_MISMATCH, "%s: optimizer.nesterov differs from the run's", p->cluster_path);
+    return DD_OK;
+}
+
+static dd_status blocks_of(dd_trainer *tr, dd_ps_block **b, size_t *n) {
+    return dd_ps_blocks_from_table(dd_model_params(dd_trainer_model(tr)), DD_PS_DEFAULT_BLOCK, b, n);
+}
+
+static dd_status co_setup(void *self, dd_trainer *tr) {
+    ps_t *p = self;
+    p->tr = tr;
+    if (p->cli) return DD_OK; /* after a checkpoint load: nothing more */
+    DD_TRY(dd_ps_cluster_read(p->cluster_path, 0, &p->cl));
+    if (!p->cl.coord_address[0])
+        return dd_error(DD_ERR_ARG, "%s: no \"coordinator\" entry: workers find the coordinator there (docs/ps.md)", p->cluster_path);
+    DD_TRY(check_optimizer(p, dd_trainer_cfg(tr)));
+    DD_TRY(dd_train_cfg_to_json(dd_trainer_cfg(tr), &p->cfg_json));
+    DD_TRY(blocks_of(tr, &p->blocks, &p->nblocks));
+    p->ver = malloc(p->nblocks * sizeof *p->ver);
+    if (!p->ver) return dd_error(DD_ERR_NOMEM, "ps");
+    dd_ps_client_opts co = {.key_path = p->key_path, .dead_ms = 3000};
+    DD_TRY(dd_ps_client_open(p->cluster_path, &co, &p->cli));
+    DD_TRY(dd_ps_client_set_blocks(p->cli, p->blocks, p->nblocks));
+    /* the servers start from this run's initial parameters (a block that exists keeps its
+     * values: then every process pulls those) */
+    DD_TRY(dd_ps_client_init(p->cli, dd_trainer_params(tr), NULL));
+    for (size_t i = 0; i < p->nblocks; i++) p->ver[i] = UINT64_MAX;
+    DD_TRY(dd_ps_client_pull(p->cli, dd_trainer_params(tr), p->ver));
+    /* the workers' endpoint */
+    char sec[DD_NET_KEY_Z85 + 1];
+    DD_TRY(dd_net_key_read(p->key_path, 1, sec));
+    dd_net_allow *allow = NULL;
+    DD_TRY(dd_net_allow_load(p->allow_path, &allow));
+    p->ctx = zmq_ctx_new();
+    if (!p->ctx) return dd_error(DD_ERR_NOMEM, "zmq context");
+    DD_TRY(dd_net_zap_start(p->ctx, allow, p->allow_path, "ps-coordinator", &p->zap));
+    dd_status st = dd_net_router(p->ctx, p->cl.coord_address, sec, 1 << 24, &p->router);
+    memset(sec, 0, sizeof sec);
+    if (st) return st;
+    p->epochs = cJSON_CreateArray();
+    dd_log(DD_LOG_INFO, "ps-coordinator: %zu blocks on %zu servers, workers at %s", p->nblocks, p->cl.n, p->cl.coord_address);
+    return DD_OK;
+}
+
+static dd_status co_step(void *self, dd_trainer *tr, double *loss) {
+    ps_t *p = self;
+    if (p->ep != dd_trainer_epoch(tr)) start_epoch(p, tr);
+    int64_t t0 = dd_net_ms();
+    for (;;) {
+        if (p->fhead < p->ftail) {
+            double l = p->fifo[p->fhead++];
+            if (!isfinite(l)) l = p->last_loss; /* a push lost with its worker */
+            p->last_loss = l;
+            DD_TRY(dd_trainer_advance(tr, l));
+            if (loss) *loss = l;
+            if (dd_trainer_batch(tr) >= p->nb) {
+                /* the epoch is complete (every push acknowledged): evaluation and the
+                 * checkpoint see the servers' weights */
+                DD_TRY(dd_ps_client_pull(p->cli, dd_trainer_params(tr), p->ver));
+                if (dd_trainer_epoch(tr) + 1 >= dd_trainer_cfg(tr)->epochs) p->finished = 1;
+            }
+            return DD_OK;
+        }
+        DD_TRY(serve(p, 20));
+        expire(p);
+        if (p->fhead < p->ftail) t0 = dd_net_ms();
+        if ((double)(dd_net_ms() - t0) > 1e3 * p->timeout_s) {
+            int live = 0;
+            for (int i = 0; i < p->nw; i++) live += p->w[i].alive;
+            return dd_error(DD_ERR_TIMEOUT, "ps-coordinator: no batch completed in %g s (--ps-timeout; %d live workers): "
+                                            "start workers with --ps %s", p->timeout_s, live, p->cluster_path);
+        }
+    }
+}
+
+static dd_status co_bcast(void *self, double *vals, int nv) {
+    (void)self;
+    (void)vals;
+    (void)nv;
+    return DD_OK;
+}
+
+/* The servers' blocks with their optimiser state into the trainer (its optimiser holds
+ * the whole model's state, assembled from the blocks), so that the checkpoint dd_train_run
+ * writes next is the servers' state. */
+static dd_status co_before_save(void *self, dd_trainer *tr) {
+    ps_t *p = self;
+    if (!p->cli) return DD_OK;
+    DD_TRY(dd_ps_client_pull_state(p->cli, dd_trainer_params(tr), p->ver));
+    dd_optim *opt = dd_trainer_optim(tr);
+    size_t n = dd_trainer_num_floats(tr), cnt = 0;
+    const int arrays = dd_optim_state_arrays(opt);
+    size_t sb0 = 0;
+    const void *b0 = dd_ps_client_block_state(p->cli, 0, &sb0);
+    dd_optim *tmp = NULL;
+    DD_TRY(dd_optim_create(dd_trainer_cfg(tr)->opt, &dd_trainer_cfg(tr)->optim, p->blocks[0].len, &tmp));
+    dd_status st = dd_optim_state_load(tmp, b0, sb0);
+    size_t bytes = dd_optim_state_bytes_for(opt, n);
+    uint8_t *blob = st == DD_OK ? calloc(1, bytes) : NULL;
+    if (st == DD_OK && !blob) st = dd_error(DD_ERR_NOMEM, "ps: optimiser state");
+    if (st == DD_OK) st = dd_optim_state_header(tmp, n, blob);
+    float *arr = (float *)(blob + DD_OPTIM_STATE_HEADER);
+    for (size_t i = 0; st == DD_OK && i < p->nblocks; i++) {
+        size_t sb = 0;
+        const uint8_t *s = dd_ps_client_block_state(p->cli, i, &sb);
+        const size_t len = p->blocks[i].len;
+        if (!s || sb != DD_OPTIM_STATE_HEADER + (size_t)arrays * len * 4) {
+            st = dd_error(DD_ERR_FORMAT, "ps: block '%s': optimiser state of %zu bytes, expected %zu", p->blocks[i].name, sb,
+                          DD_OPTIM_STATE_HEADER + (size_t)arrays * len * 4);
+            break;
+        }
+        for (int j = 0; j < arrays; j++)
+            memcpy(arr + (size_t)j * n + p->blocks[i].offset, s + DD_OPTIM_STATE_HEADER + (size_t)j * len * 4, len * 4);
+        if (p->ver[i] != p->ver[0]) cnt++;
+    }
+    if (st == DD_OK) st = dd_optim_state_load(opt, blob, bytes);
+    if (cnt) dd_log(DD_LOG_WARN, "ps-coordinator: checkpoint with %zu blocks at another version than the first (pushes in flight)", cnt);
+    free(blob);
+    dd_optim_destroy(&tmp);
+    return st;
+}
+
+static dd_status co_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
+    ps_t *p = self;
+    (void)tr;
+    if (!p->ver) return DD_OK;
+    return dd_ckpt_add(w, "ps.versions", p->ver, p->nblocks * sizeof *p->ver);
+}
+
+static dd_status co_epoch_json(void *self, char *buf, size_t cap) {
+    ps_t *p = self;
+    uint64_t once = 0, more = 0, missed = 0;
+    for (uint64_t f = 0; f < p->nframes; f++) {
+        once += p->fcount[f] == 1;
+        more += p->fcount[f] > 1;
+        missed += p->fcount[f] == 0;
+    }
+    int live = 0;
+    for (int i = 0; i < p->nw; i++) live += p->w[i].alive;
+    char hs[600], hl[600];
+    hist_json(hs, sizeof hs, p->hist);
+    hist_json(hl, sizeof hl, p->lag);
+    snprintf(buf, cap,
+             "\"ps_workers\":%d,\"ps_staleness\":%lld,\"ps_staleness_hist\":%s,\"ps_update_lag_hist\":%s,"
+             "\"ps_frames_once\":%llu,\"ps_frames_repeated\":%llu,\"ps_frames_missed\":%llu,\"ps_leases_expired\":%llu,"
+             "\"ps_batches_redone\":%llu,\"ps_commits_refused\":%llu,\"ps_pushes_lost\":%llu",
+             live, (long long)p->staleness, hs, hl, (unsigned long long)once, (unsigned long long)more,
+             (unsigned long long)missed, (unsigned long long)p->ep_expired, (unsigned long long)p->ep_redone,
+             (unsigned long long)p->ep_refused, (unsigned long long)p->ep_lost);
+    if (p->epochs) {
+        char obj[2300];
+        snprintf(obj, sizeof obj, "{\"epoch\":%d,\"frames\":%llu,%s}", p->ep + 1, (unsigned long long)p->nframes, buf);
+        cJSON *o = cJSON_Parse(obj);
+        if (o) cJSON_AddItemToArray(p->epochs, o);
+    }
+    return DD_OK;
+}
+
+static const dd_strategy_ops co_ops = {
+    .name = "ps",
+    .setup = co_setup,
+    .step = co_step,
+    .bcast = co_bcast,
+    .before_save = co_before_save,
+    .save = co_save,
+    .epoch_json = co_epoch_json,
+};
+
+/* ps.json (coordinator, after training) and parallel.json's "ps" fields. */
+static dd_status ps_report(const void *self, cJSON *pj) {
+    const ps_t *p = self;
+    if (!p->coordinator) return DD_OK;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "cluster", p->cluster_path);
+    cJSON_AddStringToObject(o, "staleness", p->staleness < 0 ? "inf" : "");
+    if (p->staleness >= 0) cJSON_ReplaceItemInObject(o, "staleness", cJSON_CreateNumber((double)p->staleness));
+    cJSON_AddBoolToObject(o, "stale_lr", p->stale_lr);
+    cJSON_AddNumberToObject(o, "lease_ms", p->lease_ms);
+    cJSON *sv = cJSON_AddArrayToObject(o, "servers");
+    for (size_t i = 0; i < p->cl.n; i++) {
+        cJSON *s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "name", p->cl.servers[i].name);
+        cJSON_AddStringToObject(s, "address", p->cl.servers[i].address);
+        cJSON_AddItemToArray(sv, s);
+    }
+    cJSON_AddNumberToObject(o, "replicas", p->cl.replicas);
+    cJSON *bl = cJSON_AddArrayToObject(o, "blocks");
+    dd_ps_ring *ring = NULL;
+    const char *names[DD_PS_MAX_SERVERS];
+    for (size_t i = 0; i < p->cl.n; i++) names[i] = p->cl.servers[i].name;
+    if (p->cl.n && dd_ps_ring_create(names, p->cl.n, p->cl.vnodes, &ring) == DD_OK) {
+        for (size_t i = 0; i < p->nblocks; i++) {
+            int pl[DD_PS_MAX_SERVERS];
+            int k = dd_ps_ring_place(ring, p->blocks[i].name, NULL, pl, 1 + p->cl.replicas);
+            cJSON *b = cJSON_CreateObject();
+            cJSON_AddStringToObject(b, "name", p->blocks[i].name);
+            cJSON_AddNumberToObject(b, "floats", (double)p->blocks[i].len);
+            cJSON_AddNumberToObject(b, "version", p->ver ? (double)p->ver[i] : 0);
+            cJSON *on = cJSON_AddArrayToObject(b, "servers");
+            for (int j = 0; j < k; j++) cJSON_AddItemToArray(on, cJSON_CreateString(p->cl.servers[pl[j]].name));
+            cJSON_AddItemToArray(bl, b);
+        }
+        dd_ps_ring_free(&ring);
+    }
+    cJSON *wa = cJSON_AddArrayToObject(o, "workers");
+    uint64_t resends = 0;
+    for (int i = 0; i < p->nw; i++) {
+        const wrec *w = &p->w[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", w->name);
+        cJSON_AddNumberToObject(x, "batches", (double)w->batches);
+        cJSON_AddNumberToObject(x, "compute_s", w->compute_s);
+        cJSON_AddNumberToObject(x, "commits_refused", (double)w->refused);
+        cJSON_AddNumberToObject(x, "leases_expired", (double)w->expired);
+        cJSON_AddNumberToObject(x, "resends", (double)w->resends);
+        cJSON_AddStringToObject(x, "state", w->dead ? "dead" : w->alive ? "running" : "left");
+        cJSON_AddItemToArray(wa, x);
+        resends += w->resends;
+    }
+    cJSON_AddNumberToObject(o, "pushes", (double)p->tot_batches);
+    dd_ps_client_stats cs = {0};
+    if (p->cli) dd_ps_client_get_stats(p->cli, &cs);
+    cJSON_AddNumberToObject(o, "resends", (double)(resends + cs.resends));
+    if (p->epochs) cJSON_AddItemToObject(o, "epochs", cJSON_Duplicate(p->epochs, 1));
+    dd_status st = DD_OK;
+    if (p->out) {
+        char *txt = cJSON_Print(o), path[4200];
+        snprintf(path, sizeof path, "%s/ps.json", p->out);
+        FILE *f = txt ? fopen(path, "w") : NULL;
+        if (!f || fprintf(f, "%s\n", txt) < 0) st = dd_error(DD_ERR_IO, "%s: cannot write", path);
+        if (f && fclose(f) != 0 && st == DD_OK) st = dd_error(DD_ERR_IO, "%s: cannot write", path);
+        cJSON_free(txt);
+    }
+    cJSON_AddNumberToObject(pj, "ps_workers", p->nw);
+    cJSON_AddNumberToObject(pj, "ps_pushes", (double)p->tot_batches);
+    cJSON_Delete(o);
+    return st;
+}
+
+/* ------------------------------------------------------------ worker */
+
+typedef struct {
+    void *ctx, *sock;
+    uint64_t id, seq;
+    const char *addr;
+    double timeout_s;
+} coord_link;
+
+/* One request to the coordinator, resent until answered; an error reply or silence for
+ * timeout_s seconds fails. *reply (caller frees with zmq_msg_close) holds the answer. */
+static dd_status coord_req(coord_link *l, int type, const dd_nbuf *pl, int want, zmq_msg_t *reply, const uint8_t **rp,
+                           uint32_t *rn) {
+    uint64_t seq = ++l->seq;
+    int64_t t0 = dd_net_ms(), sent = t0, rto = 200;
+    dd_net_send(l->sock, NULL, 0, type, seq, l->id, pl ? pl->p : NULL, pl ? (uint32_t)pl->n : 0);
+    for (;;) {
+        zmq_pollitem_t it = {l->sock, 0, ZMQ_POLLIN, 0};
+        int rc = zmq_poll(&it, 1, 20);
+        if (rc < 0 && errno != EINTR) return dd_error(DD_ERR_COMM, "zmq_poll: %s", zmq_strerror(errno));
+        while (rc > 0) {
+            zmq_msg_init(reply);
+            if (zmq_msg_recv(reply, l->sock, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(reply);
+                break;
+            }
+            dd_net_hdr h;
+            const uint8_t *p;
+            if (!zmq_msg_more(reply) && dd_net_parse(zmq_msg_data(reply), zmq_msg_size(reply), 1u << 24, &h, &p) == DD_OK &&
+                h.seq == seq) {
+                if (h.type == DD_MSG_ERR) {
+                    dd_status e = dd_error(DD_ERR_COMM, "the coordinator (%s) refused the %s: %.*s", l->addr,
+                                           dd_msg_type_name(type), (int)(h.len < 400 ? h.len : 400), (const char *)p);
+                    zmq_msg_close(reply);
+                    return e;
+                }
+                if (h.type == want) {
+                    *rp = p;
+                    *rn = h.len;
+                    return DD_OK;
+                }
+            }
+            zmq_msg_close(reply);
+        }
+        int64_t now = dd_net_ms();
+        if ((double)(now - t0) > 1e3 * l->timeout_s)
+            return dd_error(DD_ERR_TIMEOUT, "the coordinator %s did not answer a %s in %g s (--ps-timeout; wrong key?)", l->addr,
+                            dd_msg_type_name(type), l->timeout_s);
+        if (now - sent > rto) {
+            dd_net_send(l->sock, NULL, 0, type, seq, l->id, pl ? pl->p : NULL, pl ? (uint32_t)pl->n : 0);
+            sent = now;
+            rto = rto * 2 > 2000 ? 2000 : rto * 2;
+        }
+    }
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const volatile int *stop) {
+    dd_status st;
+    dd_ps_cluster cl;
+    DD_TRY(dd_ps_cluster_read(p->cluster_path, 0, &cl));
+    coord_link l = {0};
+    l.timeout_s = p->timeout_s;
+    char addr[256];
+    snprintf(addr, sizeof addr, "%s", cl.coord_address);
+    l.addr = addr;
+    dd_trainer *tr = NULL;
+    dd_dataset *ds = NULL;
+    dd_run_model parun;
+    int have_parun = 0;
+    dd_ps_client *cli = NULL;
+    dd_ps_block *blocks = NULL;
+    size_t nb = 0;
+    uint64_t *ver = NULL, *ver2 = NULL;
+    char *json = NULL, sec[41] = "", pub[41] = "";
+    zmq_msg_t rep;
+    const uint8_t *rp;
+    uint32_t rn;
+    int have_rep = 0;
+    uint64_t batches = 0, refused = 0;
+    if (!cl.coord_address[0]) {
+        st = dd_error(DD_ERR_ARG, "%s: no \"coordinator\" entry: a worker needs it (docs/ps.md)", p->cluster_path);
+        goto done;
+    }
+    if ((st = dd_net_key_read(p->key_path, 1, sec)) || (st = dd_net_key_public(sec, pub))) goto done;
+    l.ctx = zmq_ctx_new();
+    if ((st = dd_net_dealer(l.ctx, cl.coord_address, sec, pub, cl.coord_key, &l.sock))) goto done;
+    {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(&l.id, sizeof l.id, 1, f) != 1) l.id = (uint64_t)getpid() * 2654435761u ^ (uint64_t)dd_net_ms();
+        if (f) fclose(f);
+        l.id &= ~0xFFFF000000000000ull;
+    }
+    char name[64], host[32] = "?";
+    gethostname(host, sizeof host - 1);
+    const char *kb = strrchr(p->key_path, '/');
+    snprintf(name, sizeof name, "%.20s:%d@%.20s", kb ? kb + 1 : p->key_path, (int)getpid(), host);
+    {
+        dd_nbuf b = {0};
+        put_text(&b, name);
+        st = coord_req(&l, DD_MSG_HELLO, &b, DD_MSG_WELCOME, &rep, &rp, &rn);
+        dd_nbuf_free(&b);
+        if (st) goto done;
+        dd_nrd r;
+        dd_nrd_init(&r, rp, rn);
+        (void)dd_nrd_u32(&r);
+        json = get_text(&r);
+        uint64_t s = dd_nrd_u64(&r);
+        p->stale_lr = dd_nrd_u8(&r);
+        p->lease_ms = (int)dd_nrd_u32(&r);
+        zmq_msg_close(&rep);
+        if (r.bad || !json) {
+            st = dd_error(DD_ERR_FORMAT, "the coordinator %s sent a malformed welcome", addr);
+            goto done;
+        }
+        p->staleness = s == UINT64_MAX ? -1 : (int64_t)s;
+    }
+    dd_train_cfg cfg;
+    if ((st = dd_train_cfg_from_json(json, "the coordinator's configuration", &cfg))) goto done;
+    dd_model_ref pref, *pp = NULL;
+    if (cfg.task != DD_TRAIN_PA) {
+        if (!pa_run) {
+            st = dd_error(DD_ERR_ARG, "a DPD worker needs --pa-run (the PA run the coordinator trains through)");
+            goto done;
+        }
+        if ((st = dd_run_model_load(pa_run, "best", &parun))) goto done;
+        have_parun = 1;
+        pref.name = dd_model_name(parun.model);
+        pref.cfg = *dd_model_config(parun.model);
+        pref.params = parun.params;
+        pref.n = dd_model_params(parun.model)->total;
+        pp = &pref;
+        if (!data) data = parun.data;
+    }
+    if (!data) {
+        st = dd_error(DD_ERR_ARG, "a worker needs --data (the coordinator's data set)");
+        goto done;
+    }
+    if ((st = dd_dataset_load(data, &ds))) goto done;
+    if ((st = dd_trainer_create(&cfg, ds, pp, NULL, &tr))) goto done;
+    if ((st = blocks_of(tr, &blocks, &nb))) goto done;
+    ver = malloc(nb * sizeof *ver);
+    ver2 = malloc(nb * sizeof *ver2);
+    if (!ver || !ver2) {
+        st = dd_error(DD_ERR_NOMEM, "worker");
+        goto done;
+    }
+    for (size_t i = 0; i < nb; i++) ver[i] = UINT64_MAX;
+    dd_ps_client_opts co = {.key_path = p->key_path, .dead_ms = 3000};
+    if ((st = dd_ps_client_open(p->cluster_path, &co, &cli)) || (st = dd_ps_client_set_blocks(cli, blocks, nb))) goto done;
+    dd_log(DD_LOG_INFO, "ps worker %s: joined (staleness %lld, %zu blocks)", name, (long long)p->staleness, nb);
+    float *g = dd_trainer_grads(tr);
+    const size_t n = dd_trainer_num_floats(tr);
+    for (;;) {
+        if (stop && *stop) break;
+        if ((st = coord_req(&l, DD_MSG_LEASE, NULL, DD_MSG_LEASE_REP, &rep, &rp, &rn))) goto done;
+        dd_nrd r;
+        dd_nrd_init(&r, rp, rn);
+        int kind = dd_nrd_u8(&r);
+        uint64_t e = 0, b = 0, lo = 0, hi = 0, gl = 0, stal = 0;
+        double lr = 0;
+        if (kind == 0) {
+            e = dd_nrd_u64(&r);
+            b = dd_nrd_u64(&r);
+            lo = dd_nrd_u64(&r);
+            hi = dd_nrd_u64(&r);
+            gl = dd_nrd_u64(&r);
+            lr = dd_nrd_f64(&r);
+            stal = dd_nrd_u64(&r);
+        }
+        zmq_msg_close(&rep);
+        if (r.bad) {
+            st = dd_error(DD_ERR_FORMAT, "the coordinator %s sent a malformed lease", addr);
+            goto done;
+        }
+        if (kind == 2) break;
+        if (kind == 1) {
+            sleep_ms(2);
+            continue;
+        }
+        double t0 = dd_now();
+        if ((st = dd_ps_client_pull(cli, dd_trainer_params(tr), ver))) goto done;
+        uint64_t v_pull = ver[0];
+        double sse = 0;
+        if ((st = dd_trainer_compute_grads(tr, e, lo, hi, gl, NULL, &sse))) goto done;
+        double loss = sse * dd_trainer_loss_scale(tr, gl), norm;
+        if (cfg.clip > 0) {
+            if ((st = dd_clip_grad_norm(g, n, cfg.clip, &norm))) goto done;
+        } else if (!isfinite(dd_grad_sumsq(g, n))) {
+            st = dd_error(DD_ERR_NUMERIC, "training diverged: the gradient is not finite at epoch %llu, batch %llu",
+                          (unsigned long long)e + 1, (unsigned long long)b + 1);
+            goto done;
+        }
+        if (p->straggle_ms) sleep_ms(p->straggle_ms);
+        double cs = dd_now() - t0;
+        if (p->stale_lr && stal > 1) lr /= (double)stal;
+        dd_nbuf cb = {0};
+        dd_nbuf_u64(&cb, e);
+        dd_nbuf_u64(&cb, b);
+        st = coord_req(&l, DD_MSG_COMMIT, &cb, DD_MSG_COMMIT_REP, &rep, &rp, &rn);
+        dd_nbuf_free(&cb);
+        if (st) goto done;
+        int ok = rn >= 1 && rp[0] == 1;
+        zmq_msg_close(&rep);
+        if (!ok) { /* the lease was lost (we were too slow): another worker does the batch */
+            refused++;
+            continue;
+        }
+        if ((st = dd_ps_client_push(cli, g, lr, ver2))) goto done;
+        uint64_t lag = ver2[0] > v_pull + 1 ? ver2[0] - v_pull - 1 : 0;
+        dd_ps_client_stats cst;
+        dd_ps_client_get_stats(cli, &cst);
+        dd_nbuf db = {0};
+        dd_nbuf_u64(&db, e);
+        dd_nbuf_u64(&db, b);
+        dd_nbuf_f64(&db, loss);
+        dd_nbuf_u64(&db, lag);
+        dd_nbuf_u64(&db, cst.resends);
+        dd_nbuf_f64(&db, cs);
+        st = coord_req(&l, DD_MSG_DONE, &db, DD_MSG_ACK, &rep, &rp, &rn);
+        dd_nbuf_free(&db);
+        if (st) goto done;
+        zmq_msg_close(&rep);
+        batches++;
+    }
+    {
+        /* leaving: tell the coordinator (its answer is not needed: a short wait) */
+        double keep = l.timeout_s;
+        l.timeout_s = 1;
+        if (coord_req(&l, DD_MSG_BYE, NULL, DD_MSG_ACK, &rep, &rp, &rn) == DD_OK) zmq_msg_close(&rep);
+        dd_error_clear();
+        l.timeout_s = keep;
+    }
+    dd_log(DD_LOG_INFO, "ps worker %s: %llu batches, %llu commits refused", name, (unsigned long long)batches,
+           (unsigned long long)refused);
+done:
+    (void)have_rep;
+    memset(sec, 0, sizeof sec);
+    dd_ps_client_close(&cli);
+    free(blocks);
+    free(ver);
+    free(ver2);
+    free(json);
+    dd_trainer_destroy(&tr);
+    dd_dataset_free(&ds);
+    if (have_parun) dd_run_model_free(&parun);
+    if (l.sock) {
+        int z = 0;
+        zmq_setsockopt(l.sock, ZMQ_LINGER, &z, sizeof z);
+        zmq_close(l.sock);
+    }
+    if (l.ctx) zmq_ctx_term(l.ctx);
+    dd_ps_cluster_free(&cl);
+    return st;
+}
+
+/* ------------------------------------------------------------ the registry entry */
+
+static dd_status ps_create(dd_comm *comm, const dd_strategy_args *a, void **self) {
+    (void)comm;
+    ps_t *p = calloc(1, sizeof *p);
+    if (!p) return dd_error(DD_ERR_NOMEM, "ps");
+    dd_status st = parse_opts(a, p);
+    if (st) {
+        free(p);
+        return st;
+    }
+    *self = p;
+    return DD_OK;
+}
+
+static void ps_destroy(void *self) {
+    ps_t *p = self;
+    if (!p) return;
+    if (p->router) {
+        /* the end: every worker that asks for a batch is told so (a short while) */
+        p->finished = 1;
+        int64_t t0 = dd_net_ms();
+        while (dd_net_ms() - t0 < 3000) {
+            int live = 0;
+            for (int i = 0; i < p->nw; i++) live += p->w[i].alive && !p->w[i].dead;
+            if (!live) break;
+            if (serve(p, 20) != DD_OK) break;
+        }
+        dd_error_clear();
+        int z = 0;
+        zmq_setsockopt(p->router, ZMQ_LINGER, &z, sizeof z);
+        zmq_close(p->router);
+    }
+    dd_net_zap_stop(&p->zap);
+    if (p->ctx) zmq_ctx_term(p->ctx);
+    dd_ps_client_close(&p->cli);
+    dd_ps_cluster_free(&p->cl);
+    for (int i = 0; i < p->nw; i++) dd_nbuf_free(&p->w[i].last_reply);
+    free(p->blocks);
+    free(p->ver);
+    free(p->cfg_json);
+    free(p->bstate);
+    free(p->bowner);
+    free(p->fcount);
+    free(p->fifo);
+    free(p->bwas);
+    cJSON_Delete(p->epochs);
+    free(p);
+}
+
+static void ps_strategy(void *self, dd_strategy *st) {
+    memset(st, 0, sizeof *st);
+    st->ops = &co_ops;
+    st->self = self;
+    st->rank = 0;
+    st->nranks = 1;
+}
+
+static void ps_set_stop_source(void *self, const volatile int *local) {
+    (void)self;
+    (void)local; /* the coordinator stops on dd_train_run's own flag */
+}
+
+static dd_status ps_drive(void *self, const dd_train_cfg *cfg, const char *data, const char *pa_run, const volatile int *stop,
+                          int *drove) {
+    ps_t *p = self;
+    (void)cfg;
+    *drove = 0;
+    if (p->coordinator) return DD_OK;
+    *drove = 1;
+    return worker_run(p, data, pa_run, stop);
+}
+
+static void ps_summary(const void *self, FILE *f) {
+    const ps_t *p = self;
+    if (!p->coordinator) return;
+    char s[32];
+    if (p->staleness < 0) snprintf(s, sizeof s, "inf");
+    else snprintf(s, sizeof s, "%lld", (long long)p->staleness);
+    fprintf(f, "ps:         %d workers joined, %llu pushes, staleness %s\n", p->nw, (unsigned long long)p->tot_batches, s);
+}
+
+const dd_strategy_def dd_strategy_def_ps = {
+    .name = "ps",
+    .title = "parameter server",
+    .when = "--ps CLUSTER_FILE",
+    .opts = ps_opts,
+    .claims = ps_claims,
+    .check = ps_check,
+    .create = ps_create,
+    .destroy = ps_destroy,
+    .strategy = ps_strategy,
+    .set_stop_source = ps_set_stop_source,
+    .report = ps_report,
+    .print_summary = ps_summary,
+    .drive = ps_drive,
+};

@@ -1,0 +1,172 @@
+#!/bin/bash
+# Training on the parameter server (docs/ps.md, "Training"), through distdpd ps-local:
+#  1. --staleness 0 with one worker equals the plain single-process trainer: one step
+#     per epoch (--batch above the frames), so each epoch's train_loss is one step's
+#     loss: rel. 1e-6 per step; and a run of many steps per epoch: every epoch's loss
+#     and validation NMSE rel. 1e-6; best.ckpt readable by eval and run.
+#  2. --staleness 2 with 3 workers: no lease more than 2 clocks stale (the histogram),
+#     every frame of every epoch trained exactly once.
+#  3. 3 workers, one killed -9 mid-run, a fourth (a spare key) joining: the run
+#     completes, every frame of every epoch trained exactly once (counted by the
+#     coordinator), the killed worker is declared dead, the new one trained batches.
+#  4. refusals: options, a cluster file without a coordinator, an optimiser mismatch.
+# Every process is bounded in time (ps-local --timeout, timeout(1)).
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+
+D="$TMP/data"
+run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
+expect_rc 0 "simulate"
+COMMON=(--data "$D" --model gru --hidden 6 --frame 32 --stride 8 --no-report -q --lr-schedule constant)
+
+py_epochs() { # RUN KEY: one value per epoch of metrics.jsonl
+    python3 -c "import json,sys
+for l in open(sys.argv[1] + '/metrics.jsonl'): print(json.loads(l)[sys.argv[2]])" "$1" "$2"
+}
+same_rel() { # FILE_A FILE_B TOL DESC: line by line relative difference
+    if python3 - "$1" "$2" "$3" <<'PY'; then pass; else fail "$4"; fi
+import sys
+a = [float(x) for x in open(sys.argv[1])]
+b = [float(x) for x in open(sys.argv[2])]
+tol = float(sys.argv[3])
+ok = len(a) == len(b) and len(a) > 0
+for x, y in zip(a, b):
+    if abs(x - y) > tol * max(abs(x), abs(y)):
+        ok = False
+        print("differ: %r %r" % (x, y))
+sys.exit(0 if ok else 1)
+PY
+}
+
+# ---- 1. N = 1 equals the single-process trainer
+for case in onestep manysteps; do
+    if [ $case = onestep ]; then ARGS=(--batch 4096 --epochs 5); else ARGS=(--batch 16 --epochs 2); fi
+    run train-pa "${COMMON[@]}" "${ARGS[@]}" --out "$TMP/ref_$case"
+    expect_rc 0 "plain train-pa ($case)"
+    set +e
+    timeout 120 "$DD_CLI" ps-local --servers 2 --workers 1 --timeout 100 -- train-pa "${COMMON[@]}" "${ARGS[@]}" \
+        --staleness 0 --out "$TMP/ps_$case" >"$TMP/.out" 2>"$TMP/.err"
+    RC=$?
+    set -e
+    ERR=$(cat "$TMP/.err")
+    expect_rc 0 "ps-local 2 servers 1 worker ($case)"
+    for k in train_loss val_nmse_db test_nmse_db; do
+        py_epochs "$TMP/ref_$case" $k >"$TMP/a"
+        py_epochs "$TMP/ps_$case" $k >"$TMP/b"
+        same_rel "$TMP/a" "$TMP/b" 1e-6 "$case: $k per epoch of the ps run equals the plain trainer's (rel 1e-6)"
+    done
+done
+if [ "$(wc -l <"$TMP/ps_onestep/metrics.jsonl")" -eq 5 ]; then pass; else fail "5 epochs of one step each"; fi
+run eval --run "$TMP/ps_manysteps" --json
+expect_rc 0 "eval of the ps run's best.ckpt"
+has "$OUT" "val_nmse_db" "eval prints the metrics"
+run run --run "$TMP/ps_manysteps" --in "$D/test_input.csv" --out "$TMP/pred.csv"
+expect_rc 0 "run of the ps run's best model"
+has "$(cat "$TMP/ps_manysteps/ps.json")" '"pushes":	114' "ps.json counts the pushes"
+has "$(cat "$TMP/ps_manysteps/ps.json")" '"blocks":' "ps.json has the block placement"
+
+# ---- 2. bounded staleness with 3 workers
+set +e
+timeout 120 "$DD_CLI" ps-local --servers 2 --workers 3 --timeout 100 -- train-pa "${COMMON[@]}" --stride 1 --batch 16 \
+    --epochs 3 --staleness 2 --out "$TMP/ssp" >"$TMP/.out" 2>"$TMP/.err"
+RC=$?
+set -e
+ERR=$(cat "$TMP/.err")
+expect_rc 0 "ps-local 3 workers --staleness 2"
+if python3 - "$TMP/ssp" <<'PY'; then pass; else fail "--staleness 2: histogram or frame counts wrong"; fi
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1] + '/metrics.jsonl')]
+cfg = json.load(open(sys.argv[1] + '/ps.json'))
+ok = len(recs) == 3
+for r in recs:
+    h = r['ps_staleness_hist']
+    frames = [e for e in cfg['epochs'] if e['epoch'] == r['epoch']][0]['frames']
+    print('epoch', r['epoch'], 'staleness', h, 'lag', r['ps_update_lag_hist'], 'frames', frames, r['ps_frames_once'])
+    ok &= len(h) <= 3 and sum(h) >= 1                       # never more than 2 clocks stale
+    ok &= r['ps_frames_once'] == frames and r['ps_frames_repeated'] == 0 and r['ps_frames_missed'] == 0
+    ok &= r['ps_workers'] == 3 and r['ps_staleness'] == 2
+sys.exit(0 if ok else 1)
+PY
+
+# ---- 3. a worker killed -9 mid-run, a fourth joining
+set +e
+KARGS=("${COMMON[@]}" --hidden 16 --frame 64 --stride 1 --batch 8 --epochs 5 -v) # about 0.4 s per epoch
+timeout 150 "$DD_CLI" ps-local --servers 2 --workers 3 --spare-keys 1 --timeout 140 -- train-pa "${KARGS[@]}" \
+    --staleness inf --lease-ms 1000 --out "$TMP/kill" >"$TMP/kill.out" 2>"$TMP/kill.err" &
+PSL=$!
+set -e
+for _ in $(seq 1 500); do # until the first epoch ended
+    [ -s "$TMP/kill/metrics.jsonl" ] && break
+    sleep 0.02
+done
+sleep 0.15 # into the second epoch
+W1=$(cat "$TMP/kill/ps/w1.pid")
+kill -9 "$W1" 2>/dev/null || true
+timeout 120 "$DD_CLI" train-pa "${KARGS[@]}" --out "$TMP/kill" \
+    --ps "$TMP/kill/ps/cluster.json" --key "$TMP/kill/ps/spare0.key" -q >"$TMP/spare.out" 2>"$TMP/spare.err" &
+SPARE=$!
+set +e
+wait $PSL
+RC=$?
+wait $SPARE
+SRC=$?
+set -e
+ERR=$(cat "$TMP/kill.err")
+expect_rc 0 "ps-local run with a worker killed -9"
+if [ "$SRC" -eq 0 ]; then pass; else fail "the joining worker exited $SRC: $(cat "$TMP/spare.err")"; fi
+if python3 - "$TMP/kill" <<'PY'; then pass; else fail "kill -9: frames lost or doubled, or membership wrong"; fi
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1] + '/metrics.jsonl')]
+ps = json.load(open(sys.argv[1] + '/ps.json'))
+ok = len(recs) == 5
+for r in recs:
+    frames = [e for e in ps['epochs'] if e['epoch'] == r['epoch']][0]['frames']
+    print('epoch', r['epoch'], 'once', r['ps_frames_once'], 'of', frames, 'repeated', r['ps_frames_repeated'],
+          'missed', r['ps_frames_missed'], 'expired', r['ps_leases_expired'], 'redone', r['ps_batches_redone'],
+          'workers', r['ps_workers'])
+    ok &= r['ps_frames_once'] == frames and r['ps_frames_repeated'] == 0 and r['ps_frames_missed'] == 0
+ws = {w['name'].split(':')[0]: w for w in ps['workers']}
+print({k: (w['state'], w['batches']) for k, w in ws.items()})
+ok &= ws['w1.key']['state'] == 'dead'
+ok &= ws['spare0.key']['batches'] > 0
+# the killed worker usually held a batch: either its lease expired and another worker
+# redid the batch, or it had committed and died while pushing (counted, not redone: see
+# docs/ps.md); killed between a done and its next lease it held none (silent: it leaves)
+redone = sum(r['ps_batches_redone'] for r in recs)
+lost = sum(r['ps_pushes_lost'] for r in recs)
+print('redone', redone, 'pushes lost with the worker', lost)
+ok &= redone + lost <= 1
+ok &= sum(w['batches'] for w in ps['workers']) == ps['pushes']
+sys.exit(0 if ok else 1)
+PY
+if grep -qE "w1.key[^ ]* (lease of batch [0-9]+ expired|went silent after committing batch|silent for 1000 ms)" <<<"$ERR"; then pass; else
+    fail "the coordinator did not log the killed worker's batch"; fi
+
+# ---- 4. refusals
+run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json"
+expect_rc 2 "--ps without --key"
+has "$ERR" "--ps needs --key KEY" "--key required"
+run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json" --key "$TMP/kill/ps/w0.key" --staleness -1
+expect_rc 2 "--staleness -1"
+has "$ERR" "--staleness: expected an integer in [0, 1000000] or inf, got '-1'" "--staleness range"
+run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json" --key "$TMP/kill/ps/w0.key" --allow /dev/null
+expect_rc 2 "--allow on a worker"
+has "$ERR" "--allow applies to --ps-role coordinator only" "--allow refusal"
+run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json" --key "$TMP/kill/ps/w0.key" --ps-role boss
+expect_rc 2 "--ps-role boss"
+has "$ERR" "--ps-role: expected worker or coordinator, got 'boss'" "--ps-role refusal"
+run train-pa "${COMMON[@]}" --out "$TMP/x1" --staleness 2
+expect_rc 2 "--staleness without --ps"
+has "$ERR" "--staleness does not apply to data-parallel" "--staleness needs --ps"
+grep -v coordinator "$TMP/kill/ps/cluster.json" >"$TMP/nocoord.json"
+run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/nocoord.json" --key "$TMP/kill/ps/w0.key"
+expect_rc 1 "worker with a cluster file without coordinator"
+has "$ERR" "no \"coordinator\" entry" "missing coordinator named"
+run ps-local --servers 1 --workers 1 --timeout 60 --optimizer-json '{"kind": "adamw"}' -- train-pa "${COMMON[@]}" \
+    --out "$TMP/x2" --opt sgd --ps-timeout 5 --epochs 1
+expect_rc 1 "optimiser mismatch"
+has "$ERR" "optimizer.kind is adamw but the run trains with --opt sgd" "optimiser mismatch named"
+run ps-local --servers 1 --workers 1 -- train-pa "${COMMON[@]}"
+expect_rc 2 "ps-local without --out"
+has "$ERR" "ARGS need --out RUN" "ps-local --out"
+finish
