@@ -74,7 +74,7 @@ typedef struct {
     dd_nbuf out;
     int repl_dirty;
     uint64_t pseq;
-    char last_peer[64];
+    char last_peer[96]; /* "[host]:port", host up to 63 bytes */
     dd_ps_server_stats st;
 } server;
 
