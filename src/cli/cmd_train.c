@@ -798,12 +798,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
         list_models();
         return DD_EXIT_OK;
     }
-    /* set by a supervisor (distdpd launch): the restart count recorded in metrics.jsonl,
-     * the heartbeat file, and (benchmarks) synchronous checkpoint writes */
     if (!resume && (rescale_batch || rescale_warmup_given))
         return dd_cli_usage(NAME, "--%s rescales a run on --resume (a new run takes --batch and --lr)",
                             rescale_batch ? "rescale-batch" : "rescale-warmup");
     if (rescale_warmup_given && !rescale_batch) return dd_cli_usage(NAME, "--rescale-warmup needs --rescale-batch");
+    /* set by a supervisor (distdpd launch): the restart count recorded in metrics.jsonl,
+     * the heartbeat file, and (benchmarks) synchronous checkpoint writes */
     int restart = 0, ckpt_sync = 0;
     {
         const char *e = getenv("DISTDPD_RESTART");
