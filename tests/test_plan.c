@@ -443,6 +443,62 @@ static void test_shard_comm(void) {
     dd_model_destroy(&m4);
 }
 
+/* The parameter-server step model in closed form (docs/ps.md, Throughput). */
+static void test_ps_model(void) {
+    dd_plan_ps_cfg c = {.params = 250000, .workers = 4, .servers = 2, .replicas = 0, .repl_floats = 1};
+    c.link = (dd_link){0, 0, 0, 0, 1e-9}; /* alpha1 = 0, B = 1 GB/s one way */
+    dd_plan_ps_result r;
+    CHECK_OK(dd_plan_ps(&c, &r));
+    const double M = 1e6; /* 4 P bytes */
+    /* alpha = 0, R = 0: step = 2 max(M/B, n M/(k B)) = 2 x 2 ms */
+    CHECK_NEAR(r.model_bytes, M, 0);
+    CHECK_NEAR(r.worker_s, 1e-3, 1e-15);
+    CHECK_NEAR(r.server_pull_s, 2e-3, 1e-15);
+    CHECK_NEAR(r.server_push_s, 2e-3, 1e-15);
+    CHECK_NEAR(r.comm_s, 2 * fmax(M * 1e-9, 4 * M / 2 * 1e-9), 1e-15);
+    CHECK_NEAR(r.pushes_per_s_server, 4 / 4e-3, 1e-9);
+    CHECK(r.server_bound == 1, "4 workers on 2 servers: server-bound");
+    CHECK_NEAR(r.worker_bytes_step, 2 * M, 0);
+    CHECK_NEAR(r.server_bytes_step, 2 * 4 * M / 2, 0);
+    /* k >= n: the workers' links bound it, more servers change nothing */
+    c.servers = 8;
+    CHECK_OK(dd_plan_ps(&c, &r));
+    CHECK_NEAR(r.comm_s, 2e-3, 1e-15);
+    CHECK(r.server_bound == 0, "4 workers on 8 servers: worker-bound");
+    c.servers = 4;
+    CHECK_OK(dd_plan_ps(&c, &r));
+    CHECK_NEAR(r.comm_s, 2e-3, 1e-15); /* n = k: both equal */
+    /* latency and replication: alpha1 = 10 us, R = 1, f = 3 (adam), compute 5 ms */
+    c.servers = 2;
+    c.replicas = 1;
+    c.repl_floats = 3;
+    c.compute_s = 5e-3;
+    c.link.alpha1 = 10e-6;
+    CHECK_OK(dd_plan_ps(&c, &r));
+    const double share = 4 * M / 2 * 1e-9; /* n M / (k B) = 2 ms */
+    CHECK_NEAR(r.server_push_s, share * (1 + 3), 1e-15);
+    CHECK_NEAR(r.push_s, 4 * 10e-6 + share * 4, 1e-15);
+    CHECK_NEAR(r.pull_s, 2 * 10e-6 + share, 1e-15);
+    CHECK_NEAR(r.latency_s, 6 * 10e-6, 1e-18);
+    CHECK_NEAR(r.step_s, 5e-3 + 6 * 10e-6 + 5 * share, 1e-15);
+    CHECK_NEAR(r.pushes_per_s_server, 4 / r.step_s, 1e-9);
+    CHECK_NEAR(r.server_bytes_step, 2 * 2 * M + 2 * 1 * 3 * 2 * M, 0);
+    /* one worker, one server, no replica: 4 alpha + 2 M beta (the bench's fit) */
+    dd_plan_ps_cfg one = {.params = 1000, .workers = 1, .servers = 1, .repl_floats = 1};
+    one.link = (dd_link){0, 0, 0, 50e-6, 2e-9};
+    CHECK_OK(dd_plan_ps(&one, &r));
+    CHECK_NEAR(r.comm_s, 4 * 50e-6 + 2 * 4000 * 2e-9, 1e-15);
+    /* refusals name the field */
+    one.replicas = 1;
+    CHECK_ERR(dd_plan_ps(&one, &r), DD_ERR_ARG, "replicas must be in [0, servers - 1 = 0]");
+    one.replicas = 0;
+    one.workers = 0;
+    CHECK_ERR(dd_plan_ps(&one, &r), DD_ERR_ARG, "workers must be >= 1");
+    one.workers = 1;
+    one.params = 0;
+    CHECK_ERR(dd_plan_ps(&one, &r), DD_ERR_ARG, "params must be >= 1");
+}
+
 int main(void) {
     test_formulas();
     test_step_model();
@@ -450,5 +506,6 @@ int main(void) {
     test_presets();
     test_shard_memory();
     test_shard_comm();
+    test_ps_model();
     return dd_test_done("test_plan");
 }

@@ -411,6 +411,50 @@ dd_status dd_plan_mp_json(const dd_plan_mp_result *r, char **json);
  * seconds). Errors: DD_ERR_ARG, DD_ERR_NOMEM (the workspace). */
 dd_status dd_plan_measure_compute(const dd_model *m, int B, int T, int reps, double *seconds, double *gflops);
 
+/* ---- parameter-server step model (docs/ps.md, "Throughput") ---------------------- */
+
+/* One synchronous step of parameter-server training (src/parallel/ps_train.c, every
+ * worker pushes its gradient of M = 4 P bytes, then pulls the M bytes of weights; the
+ * blocks are spread evenly over k servers, so each server receives n M / k bytes of
+ * pushes and sends n M / k bytes of pulls per step). One-way transfers (alpha1, beta1 of
+ * the link), full duplex:
+ *   push = 2 alpha1 + max(M, (n M / k)(1 + R f)) beta1   (+ 2 alpha1 if R > 0)
+ *   pull = 2 alpha1 + max(M, n M / k) beta1
+ * (request and reply: two one-way latencies each; with R replicas a primary sends every
+ * pushed block's state, f floats per parameter, to R successors and waits for their
+ * acknowledgement, and receives as much from the servers it is a replica for). With
+ * alpha = 0 and R = 0: step = 2 max(M/B, n M/(k B)), the issue's max(M/B, nM/(kB)) per
+ * direction. */
+typedef struct {
+    double params;      /* P >= 1 (float32 elements) */
+    int workers;        /* n >= 1 */
+    int servers;        /* k >= 1 */
+    int replicas;       /* R in [0, k - 1] */
+    double repl_floats; /* f: floats per parameter a replication message carries: values +
+                           optimiser state (sgd 1, sgd with momentum 2, adam/adamw 3); >= 1 */
+    dd_link link;       /* its alpha1, beta1 */
+    double compute_s;   /* a worker's forward + backward per step (>= 0; 0: comm only) */
+} dd_plan_ps_cfg;
+
+typedef struct {
+    double model_bytes;      /* M = 4 P */
+    double worker_s;         /* M beta1: a worker's link, one direction */
+    double server_push_s;    /* (n M / k)(1 + R f) beta1: a server's link during pushes */
+    double server_pull_s;    /* (n M / k) beta1 */
+    double latency_s;        /* the alpha1 terms of a step: 4 alpha1 (+ 2 alpha1 if R > 0) */
+    double push_s, pull_s;   /* as above */
+    double comm_s;           /* push + pull */
+    double step_s;           /* compute + comm (no overlap: a worker pushes after its backward) */
+    int server_bound;        /* 1 if a server's link is the bottleneck (n (1 + R f) > k) */
+    double pushes_per_s_server; /* push messages each server receives per second: n / step */
+    double worker_bytes_step;   /* bytes a worker sends + receives per step: 2 M */
+    double server_bytes_step;   /* bytes a server sends + receives per step:
+                                   2 n M / k + 2 R f n M / k (replication out and in) */
+} dd_plan_ps_result;
+
+/* DD_ERR_ARG naming the field for invalid inputs. */
+dd_status dd_plan_ps(const dd_plan_ps_cfg *cfg, dd_plan_ps_result *out);
+
 #ifdef __cplusplus
 }
 #endif

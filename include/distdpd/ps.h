@@ -120,6 +120,9 @@ typedef struct {
 typedef struct {
     uint64_t requests, resends, failovers, errors;
     int servers_dead;
+    uint64_t messages_sent;  /* messages sent to servers (requests, resends, pings) */
+    uint64_t bytes_sent;     /* their bytes, 32-byte headers included */
+    uint64_t bytes_received; /* bytes of the messages received from servers */
 } dd_ps_client_stats;
 
 typedef struct dd_ps_client dd_ps_client;

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "cmd_plan.h"
 #include "distdpd/comm.h"
@@ -27,6 +29,7 @@ static void help(void) {
            "       distdpd plan --model NAME [--hidden H --layers L ...] [sharding options]\n"
            "       distdpd plan --model NAME [...] --cluster FILE [model-parallel options]\n"
            "       distdpd plan --model NAME [...] --measure-compute\n"
+           "       distdpd plan --params P --ps-servers K [--workers N] [--replicas R] [--link NAME]\n"
            "       mpirun -np N distdpd plan --calibrate [--calibration FILE]\n"
            "\n"
            "Predicts, from an alpha-beta-gamma cost model, the time of one allreduce of all\n"
@@ -61,6 +64,17 @@ static void help(void) {
            "                         --calibration FILE (default distdpd-calibration.json), and\n"
            "                         print predicted vs measured allreduce times (64 KB .. 4 MB)\n"
            "  --json                 print one JSON object instead of text\n"
+           "\n"
+           "parameter server (--params P --ps-servers K): one synchronous step of --ps training,\n"
+           "every worker pushes M = 4 P bytes and pulls M bytes over K servers:\n"
+           "max(M/B, N M/(K B)) per direction plus the alpha terms (docs/ps.md, Throughput);\n"
+           "prints the step time, pushes per second per server and bytes per step:\n"
+           "  --ps-servers K         servers holding the blocks (1 .. 64)\n"
+           "  --workers N            workers (default 1)\n"
+           "  --replicas R           successors holding a copy (default 1 with K > 1, else 0)\n"
+           "  --opt sgd|adam|adamw, --momentum M: the optimiser state a replication carries\n"
+           "  --link, --calibration, --step-compute-s (default 0: communication only),\n"
+           "  --samples, --flops, --json as above\n"
            "  -h, --help             this help\n"
            "\n"
            "sharding (--model): memory per rank (params, grads, optim, activations: the arenas\n"
@@ -514,12 +528,90 @@ static int run_mp_plan(const dd_plan_shard_cfg *sc, const dd_model_cfg *mc, cons
     return rc;
 }
 
+/* --ps-servers: the parameter-server step model (dd_plan_ps), for the given workers and
+ * doubling worker counts up to them. */
+static int run_ps_plan(const dd_plan_ps_cfg *pc, const char *link_name, dd_optim_kind opt, double momentum, int json) {
+    dd_plan_ps_result r;
+    dd_status st = dd_plan_ps(pc, &r);
+    if (st != DD_OK) return dd_cli_fail(NAME, st);
+    const char *optname = opt == DD_OPTIM_SGD ? (momentum != 0 ? "sgd with momentum" : "sgd")
+                        : opt == DD_OPTIM_ADAM ? "adam" : "adamw";
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o) return dd_cli_fail(NAME, dd_error(DD_ERR_NOMEM, "plan: json"));
+        cJSON_AddStringToObject(o, "plan", "parameter-server");
+        cJSON_AddNumberToObject(o, "params", pc->params);
+        cJSON_AddNumberToObject(o, "workers", pc->workers);
+        cJSON_AddNumberToObject(o, "servers", pc->servers);
+        cJSON_AddNumberToObject(o, "replicas", pc->replicas);
+        cJSON_AddNumberToObject(o, "repl_floats", pc->repl_floats);
+        cJSON_AddStringToObject(o, "link", link_name);
+        cJSON_AddNumberToObject(o, "alpha_oneway_s", pc->link.alpha1);
+        cJSON_AddNumberToObject(o, "beta_oneway_s_per_byte", pc->link.beta1);
+        cJSON_AddNumberToObject(o, "compute_s", pc->compute_s);
+        cJSON_AddNumberToObject(o, "model_bytes", r.model_bytes);
+        cJSON_AddNumberToObject(o, "worker_s", r.worker_s);
+        cJSON_AddNumberToObject(o, "server_push_s", r.server_push_s);
+        cJSON_AddNumberToObject(o, "server_pull_s", r.server_pull_s);
+        cJSON_AddNumberToObject(o, "latency_s", r.latency_s);
+        cJSON_AddNumberToObject(o, "push_s", r.push_s);
+        cJSON_AddNumberToObject(o, "pull_s", r.pull_s);
+        cJSON_AddNumberToObject(o, "comm_s", r.comm_s);
+        cJSON_AddNumberToObject(o, "step_s", r.step_s);
+        cJSON_AddBoolToObject(o, "server_bound", r.server_bound);
+        cJSON_AddNumberToObject(o, "pushes_per_s_server", r.pushes_per_s_server);
+        cJSON_AddNumberToObject(o, "worker_bytes_step", r.worker_bytes_step);
+        cJSON_AddNumberToObject(o, "server_bytes_step", r.server_bytes_step);
+        char *txt = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (!txt) return dd_cli_fail(NAME, dd_error(DD_ERR_NOMEM, "plan: json"));
+        printf("%s\n", txt);
+        free(txt);
+        return DD_EXIT_OK;
+    }
+    char b1[32], b2[32], b3[32];
+    fmt_bytes(b1, sizeof b1, r.model_bytes);
+    printf("parameter server: %.0f parameters = M = %s pushed and pulled per worker and step\n", pc->params, b1);
+    printf("cluster:    %d workers, %d servers, %d replicas (each replication carries %.0f float%s per parameter: "
+           "values%s, %s)\n",
+           pc->workers, pc->servers, pc->replicas, pc->repl_floats, pc->repl_floats > 1 ? "s" : "",
+           pc->repl_floats > 2 ? " + 2 moments" : pc->repl_floats > 1 ? " + momentum" : "", optname);
+    print_link("link:", link_name, &pc->link);
+    printf("\nper step (synchronous: every worker pushes M, then pulls M; docs/ps.md, Throughput):\n");
+    printf("  worker link  M/B           %10.4f ms per direction\n", r.worker_s * 1e3);
+    printf("  server link  nM/(kB)       %10.4f ms of pulls, %.4f ms of pushes%s\n", r.server_pull_s * 1e3,
+           r.server_push_s * 1e3, pc->replicas > 0 ? " (x (1 + R f): replication in and out)" : "");
+    printf("  latency      %d alpha      %10.4f ms (request + reply of push and pull%s)\n",
+           pc->replicas > 0 ? 6 : 4, r.latency_s * 1e3, pc->replicas > 0 ? ", replication round trip" : "");
+    printf("  push %.4f ms + pull %.4f ms = communication %.4f ms", r.push_s * 1e3, r.pull_s * 1e3, r.comm_s * 1e3);
+    if (pc->compute_s > 0) printf("; + compute %.4g s = step %.4f ms", pc->compute_s, r.step_s * 1e3);
+    printf("\n  bound by: %s\n", r.server_bound ? "the servers' links (n (1 + R f) > k: more servers help)"
+                                             : "the workers' links (more servers do not help)");
+    fmt_bytes(b2, sizeof b2, r.worker_bytes_step);
+    fmt_bytes(b3, sizeof b3, r.server_bytes_step);
+    printf("pushes per second per server: %.1f (n / step)\n", r.pushes_per_s_server);
+    printf("bytes per step: %s per worker (2 M), %s per server (2 n M / k%s)\n", b2, b3,
+           pc->replicas > 0 ? " + 2 R f n M / k" : "");
+    /* doubling worker counts */
+    printf("\n%8s %12s %12s %14s\n", "workers", "comm (ms)", "step (ms)", "pushes/s/srv");
+    for (int n = 1;; n = n * 2 > pc->workers && n < pc->workers ? pc->workers : n * 2) {
+        dd_plan_ps_cfg c2 = *pc;
+        c2.workers = n;
+        dd_plan_ps_result r2;
+        if (dd_plan_ps(&c2, &r2) != DD_OK) break;
+        printf("%8d %12.4f %12.4f %14.1f%s\n", n, r2.comm_s * 1e3, r2.step_s * 1e3, r2.pushes_per_s_server,
+               n == pc->workers ? "  <- --workers" : "");
+        if (n >= pc->workers) break;
+    }
+    return DD_EXIT_OK;
+}
+
 int dd_cmd_plan(int argc, char **argv) {
     enum {
         O_PARAMS = 256, O_RANKS, O_LINK, O_INTRA, O_RPN, O_COMPUTE, O_SAMPLES, O_FLOPS, O_BUCKET,
         O_NOOVERLAP, O_CALFILE, O_CALIBRATE, O_JSON, O_MODEL, O_TASK, O_PAMODEL, O_BATCH, O_FRAME, O_FRAMES,
         O_EVALBATCH, O_NPERSEG, O_EVALSEG, O_SHARD, O_OPT, O_MOMENTUM, O_ALLREDUCE, O_CLUSTER, O_MICRO,
-        O_SCHEDULE, O_VIRTUAL, O_GFLOPS, O_MEASURE,
+        O_SCHEDULE, O_VIRTUAL, O_GFLOPS, O_MEASURE, O_PSSERVERS, O_WORKERS, O_REPLICAS,
         O_MOPT = 512,                /* + k: --NAME of model option k */
         O_PAOPT = O_MOPT + MAX_MOPTS /* + k: --pa-NAME */
     };
@@ -555,6 +647,9 @@ int dd_cmd_plan(int argc, char **argv) {
                                          {"virtual", required_argument, NULL, O_VIRTUAL},
                                          {"gflops", required_argument, NULL, O_GFLOPS},
                                          {"measure-compute", no_argument, NULL, O_MEASURE},
+                                         {"ps-servers", required_argument, NULL, O_PSSERVERS},
+                                         {"workers", required_argument, NULL, O_WORKERS},
+                                         {"replicas", required_argument, NULL, O_REPLICAS},
                                          {"help", no_argument, NULL, 'h'}};
     enum { NBASE = sizeof base / sizeof base[0] };
     /* the model options come from the registry: --NAME and --pa-NAME for each */
@@ -589,6 +684,9 @@ int dd_cmd_plan(int argc, char **argv) {
     const char *cluster = NULL, *cluster_only = NULL, *shard_arg = NULL;
     int micro = 0, virt = 1, measure = 0, sched = DD_PP_1F1B;
     double gflops = 0;
+    /* --ps-servers: the parameter-server step model */
+    size_t ps_servers = 0, ps_workers = 1, ps_replicas = 0;
+    int workers_given = 0, replicas_given = 0;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -699,6 +797,17 @@ int dd_cmd_plan(int argc, char **argv) {
             if (!cluster_only) cluster_only = "gflops";
             break;
         case O_MEASURE: measure = 1; break;
+        case O_PSSERVERS:
+            if ((rc = dd_cli_parse_size(NAME, "--ps-servers", optarg, 1, 64, &ps_servers))) return rc;
+            break;
+        case O_WORKERS:
+            if ((rc = dd_cli_parse_size(NAME, "--workers", optarg, 1, 1u << 20, &ps_workers))) return rc;
+            workers_given = 1;
+            break;
+        case O_REPLICAS:
+            if ((rc = dd_cli_parse_size(NAME, "--replicas", optarg, 0, 63, &ps_replicas))) return rc;
+            replicas_given = 1;
+            break;
         case O_SHARD: {
             static const char *const modes[] = {"none", "zero1", "zero2", "zero3", "all", NULL};
             shard_arg = optarg;
@@ -740,6 +849,38 @@ int dd_cmd_plan(int argc, char **argv) {
             return dd_cli_usage(NAME, "--calibrate measures this machine: it takes no --%s", model ? "model" : "params");
         return run_calibrate(cal_path ? cal_path : "distdpd-calibration.json", json);
     }
+    if (ps_servers) {
+        if (!have_params) return dd_cli_usage(NAME, "--ps-servers needs --params P (the model's parameter count)");
+        const char *bad = model ? "--model" : cluster ? "--cluster" : measure ? "--measure-compute"
+                        : ranks_arg ? "--ranks (give --workers)" : intra_name ? "--intra" : rpn_given ? "--ranks-per-node"
+                        : bucket_arg ? "--bucket-mb" : !overlap ? "--no-overlap" : NULL;
+        if (bad) return dd_cli_usage(NAME, "%s cannot be given with --ps-servers (the parameter-server plan)", bad);
+        if (replicas_given && ps_replicas > ps_servers - 1)
+            return dd_cli_usage(NAME, "--replicas %zu: at most --ps-servers - 1 = %zu (each replica on another server)",
+                                ps_replicas, ps_servers - 1);
+        if (sc.momentum != 0 && sc.opt != DD_OPTIM_SGD) return dd_cli_usage(NAME, "--momentum applies to --opt sgd only");
+        if (compute > 0 && estimate)
+            return dd_cli_usage(NAME, "%s cannot be given with --step-compute-s (--samples and --flops estimate the "
+                                      "compute time that --step-compute-s gives)", estimate);
+        dd_plan_calib pcal;
+        int have_pcal = 0;
+        if (cal_path) {
+            dd_status st = dd_plan_calib_load(cal_path, &pcal);
+            if (st != DD_OK) return dd_cli_fail(NAME, st);
+            have_pcal = 1;
+        }
+        if (!link_name) link_name = have_pcal ? "measured" : "ethernet-10g";
+        dd_plan_ps_cfg pc = {.params = params, .workers = (int)ps_workers, .servers = (int)ps_servers};
+        /* the cluster file's default: one replica when there is another server */
+        pc.replicas = replicas_given ? (int)ps_replicas : ps_servers > 1 ? 1 : 0;
+        pc.repl_floats = sc.opt != DD_OPTIM_SGD ? 3 : sc.momentum != 0 ? 2 : 1;
+        pc.compute_s = compute > 0 ? compute : estimate ? 6.0 * params * samples / flops : 0;
+        if ((rc = parse_link("--link", link_name, have_pcal, &pcal, &pc.link))) return rc;
+        return run_ps_plan(&pc, link_name, sc.opt, sc.momentum, json);
+    }
+    if (workers_given || replicas_given)
+        return dd_cli_usage(NAME, "--%s needs --ps-servers K (the parameter-server plan)",
+                            workers_given ? "workers" : "replicas");
     if (model && have_params)
         return dd_cli_usage(NAME, "--params cannot be given with --model (the model's own parameter count is used)");
     if (cluster && !model) return dd_cli_usage(NAME, "--cluster needs --model NAME (planning a model's layouts)");

@@ -172,6 +172,13 @@ static int find(dd_ps_client *c, const char *name) {
     return k;
 }
 
+/* Sends one message to server s, counting it (dd_ps_client_stats: bytes with headers). */
+static void csend(dd_ps_client *c, int s, int type, uint64_t seq, uint64_t id, const void *p, uint32_t n) {
+    c->st.messages_sent++;
+    c->st.bytes_sent += DD_NET_HEADER + (uint64_t)n;
+    dd_net_send(c->sock[s], NULL, 0, type, seq, id, p, n);
+}
+
 /* One operation over all blocks. src: values (init) or gradients (push); dst: pull
  * target; ver: versions in/out. */
 static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, float *dst, uint64_t *ver) {
@@ -228,7 +235,7 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
             }
             if (o->msg.oom) return dd_error(DD_ERR_NOMEM, "client: request to %s", c->cl.servers[s].name);
             memcpy(o->msg.p + cntpos, &cnt, 4); /* little-endian host (ps_internal.h) */
-            dd_net_send(c->sock[s], NULL, 0, type, seq, c->id, o->msg.p, (uint32_t)o->msg.n);
+            csend(c, s, type, seq, c->id, o->msg.p, (uint32_t)o->msg.n);
             if (!o->active) o->heard_ms = now;
             o->active = 1;
             o->resent = 0;
@@ -262,6 +269,7 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
                     zmq_msg_close(&m);
                     break;
                 }
+                c->st.bytes_received += zmq_msg_size(&m);
                 dd_net_hdr h;
                 const uint8_t *pl;
                 if (zmq_msg_more(&m) || dd_net_parse(zmq_msg_data(&m), zmq_msg_size(&m), UINT32_MAX, &h, &pl) != DD_OK) {
@@ -336,8 +344,8 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
                        "key?); its blocks go to their replicas",
                        c->cl.servers[s].name, c->cl.servers[s].address, c->o.dead_ms);
             } else if (now - o->sent_ms >= o->rto) {
-                dd_net_send(c->sock[s], NULL, 0, type, seq, c->id, o->msg.p, (uint32_t)o->msg.n);
-                dd_net_send(c->sock[s], NULL, 0, DD_MSG_PING, seq, c->id, NULL, 0);
+                csend(c, s, type, seq, c->id, o->msg.p, (uint32_t)o->msg.n);
+                csend(c, s, DD_MSG_PING, seq, c->id, NULL, 0);
                 c->st.resends++;
                 o->resent = 1;
                 o->sent_ms = now;
@@ -381,7 +389,7 @@ dd_status dd_ps_client_ping(dd_ps_client *c) {
     int got[DD_PS_MAX_SERVERS] = {0}, waiting = 0;
     for (int s = 0; s < ns; s++) {
         if (!c->alive[s]) continue;
-        dd_net_send(c->sock[s], NULL, 0, DD_MSG_PING, seq, c->id, NULL, 0);
+        csend(c, s, DD_MSG_PING, seq, c->id, NULL, 0);
         last[s] = t0;
         waiting++;
     }
@@ -401,6 +409,7 @@ dd_status dd_ps_client_ping(dd_ps_client *c) {
                 zmq_msg_t m;
                 zmq_msg_init(&m);
                 while (zmq_msg_recv(&m, c->sock[s], ZMQ_DONTWAIT) >= 0) {
+                    c->st.bytes_received += zmq_msg_size(&m);
                     dd_net_hdr h;
                     const uint8_t *pl;
                     if (!zmq_msg_more(&m) && dd_net_parse(zmq_msg_data(&m), zmq_msg_size(&m), UINT32_MAX, &h, &pl) == DD_OK &&
@@ -419,7 +428,7 @@ dd_status dd_ps_client_ping(dd_ps_client *c) {
                 dd_log(DD_LOG_WARN, "ps client: server %s (%s) did not answer a ping in %d ms: dead", c->cl.servers[s].name,
                        c->cl.servers[s].address, c->o.dead_ms);
             } else if (now - last[s] > c->o.resend_ms) {
-                dd_net_send(c->sock[s], NULL, 0, DD_MSG_PING, seq, c->id, NULL, 0);
+                csend(c, s, DD_MSG_PING, seq, c->id, NULL, 0);
                 last[s] = now;
             }
         }

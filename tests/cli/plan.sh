@@ -78,7 +78,7 @@ expect_rc 2 "--bucket-mb with --no-overlap"
 has "$ERR" "distdpd plan: --bucket-mb cannot be given with --no-overlap" "--bucket-mb message"
 run plan --par 2000 --r 8
 expect_rc 2 "plan --r"
-has "$ERR" "distdpd plan: ambiguous option '--r' (could be --ranks, --ranks-per-node)" "plan --r message"
+has "$ERR" "distdpd plan: ambiguous option '--r' (could be --ranks, --ranks-per-node, --replicas)" "plan --r message"
 run plan --params 10 --calibration "$TMP/none.json"
 expect_rc 1 "missing calibration file"
 has "$ERR" "none.json: cannot open" "missing file message"
@@ -343,4 +343,43 @@ if command -v mpirun >/dev/null; then
     expect_rc 0 "a cluster file with the measured link"
     has "$OUT" "intra:     measured (here.json)" "the calibration file's link"
 fi
+# --ps-servers: the parameter-server step model against its closed form (docs/ps.md,
+# Throughput). The calibration's one-way link: alpha1 20 us, beta1 2 ns/B; P = 1e6
+# (M = 4 MB), 6 workers, 3 servers, R = 1, adamw (f = 3), compute 10 ms:
+# push = 4 alpha1 + max(M, 2 M (1 + 3)) beta1 = 80 us + 64 ms; pull = 2 alpha1 + 2 M beta1
+run plan --params 1e6 --ps-servers 3 --workers 6 --opt adamw --step-compute-s 0.01 --calibration "$TMP/cal.json" --json
+expect_rc 0 "plan --ps-servers --json"
+near "$(json_num "$OUT" push_s)" 0.06408 1e-12 "ps push time"
+near "$(json_num "$OUT" pull_s)" 0.01604 1e-12 "ps pull time"
+near "$(json_num "$OUT" step_s)" 0.09012 1e-12 "ps step time"
+near "$(json_num "$OUT" pushes_per_s_server)" "$(python3 -c 'print(6 / 0.09012)')" 1e-9 "ps pushes per second per server"
+near "$(json_num "$OUT" server_bytes_step)" 64000000 0 "ps bytes per server and step (2 n M/k + 2 R f n M/k)"
+has "$OUT" '"server_bound":true' "6 workers on 3 servers are server-bound"
+# the issue's formula: alpha 0, R 0: comm = 2 max(M/B, n M/(k B)); k >= n: worker-bound
+printf '%s\n' '{"format": "distdpd-calibration", "version": 1, "ranks": 2, "alpha_s": 0, "beta_s_per_byte": 1e-9,' \
+    ' "gamma_s_per_byte": 0, "alpha_oneway_s": 0, "beta_oneway_s_per_byte": 1e-9}' >"$TMP/cal0.json"
+run plan --params 1e6 --ps-servers 8 --workers 4 --replicas 0 --calibration "$TMP/cal0.json" --json
+expect_rc 0 "plan --ps-servers 8 --workers 4"
+near "$(json_num "$OUT" comm_s)" 0.008 1e-15 "2 M/B when k >= n"
+has "$OUT" '"server_bound":false' "worker-bound when k >= n"
+run plan --params 1e6 --ps-servers 2 --workers 4
+expect_rc 0 "plan --ps-servers text"
+has "$OUT" "pushes per second per server:" "pushes/s line"
+has "$OUT" "<- --workers" "the --workers row of the worker table"
+has "$OUT" "2 servers, 1 replicas" "default replicas of the cluster file (1 with 2 servers)"
+run plan --params 1e6 --ps-servers 2 --replicas 2
+expect_rc 2 "--replicas over servers - 1"
+has "$ERR" "--replicas 2: at most --ps-servers - 1 = 1" "replicas refusal"
+run plan --ps-servers 2
+expect_rc 2 "--ps-servers without --params"
+has "$ERR" "--ps-servers needs --params P" "ps needs params"
+run plan --params 1e6 --workers 4
+expect_rc 2 "--workers without --ps-servers"
+has "$ERR" "--workers needs --ps-servers K" "workers needs ps-servers"
+run plan --params 1e6 --ps-servers 2 --ranks 8
+expect_rc 2 "--ranks with --ps-servers"
+has "$ERR" "cannot be given with --ps-servers" "ranks refused with ps"
+run plan --params 1e6 --ps-servers 0
+expect_rc 2 "--ps-servers 0"
+
 finish
