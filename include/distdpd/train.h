@@ -425,8 +425,10 @@ dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq
 /* Ends a step whose update was applied elsewhere (a parameter server: the strategy puts
  * the parameters into the arena itself): advances the cursor, the step count and the
  * epoch's loss accumulator as dd_trainer_apply_update does, without clipping or an
- * optimiser step. Errors: DD_ERR_NUMERIC (loss not finite), DD_ERR_ARG (epoch complete). */
-dd_status dd_trainer_advance(dd_trainer *tr, double loss);
+ * optimiser step; grad_norm (the step's gradient L2 norm before clipping, as computed
+ * where the gradient was; NAN: not known) enters the epoch's grad_norm_max.
+ * Errors: DD_ERR_NUMERIC (loss not finite), DD_ERR_ARG (epoch complete). */
+dd_status dd_trainer_advance(dd_trainer *tr, double loss, double grad_norm);
 
 /* Where the parameter and gradient storage starts: element i of the arena (lo <= i < hi,
  * the slice kept by a sharding strategy's layout, or all of it) is params[i - lo] /

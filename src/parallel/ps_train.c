@@ -84,6 +84,7 @@ typedef struct {
     int *bowner;
     uint8_t *fcount;
     double *fifo;
+    double *gfifo; /* the batches' gradient norms (before clipping), NAN: not known */
     size_t fhead, ftail;
     double last_loss;
     uint64_t hist[PS_HIST], lag[PS_HIST];
@@ -262,12 +263,14 @@ static void start_epoch(ps_t *p, dd_trainer *tr) {
     free(p->bowner);
     free(p->fcount);
     free(p->fifo);
+    free(p->gfifo);
     free(p->bwas);
     p->bstate = calloc(p->nb, 1);
     p->bwas = calloc(p->nb, 1);
     p->bowner = calloc(p->nb, sizeof *p->bowner);
     p->fcount = calloc(p->nframes, 1);
     p->fifo = calloc(p->nb, sizeof *p->fifo);
+    p->gfifo = calloc(p->nb, sizeof *p->gfifo);
     p->fhead = p->ftail = 0;
     /* batches already stepped (a resumed cursor) count as done */
     for (uint64_t b = 0; b < dd_trainer_batch(tr) && b < p->nb; b++) p->bstate[b] = 3;
@@ -412,13 +415,14 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
         uint64_t e = dd_nrd_u64(&r), k = dd_nrd_u64(&r);
         double loss = dd_nrd_f64(&r);
         uint64_t lag = dd_nrd_u64(&r), res = dd_nrd_u64(&r);
-        double cs = dd_nrd_f64(&r);
+        double cs = dd_nrd_f64(&r), gn = dd_nrd_f64(&r);
         if (r.bad || r.off != h->len) {
             refuse_peer(p, rid, ridn, h->seq, peer, "malformed done");
             return;
         }
         if ((int64_t)e == p->ep && k < p->nb && p->bstate[k] == 2 && p->bowner[k] == wi) {
             p->bstate[k] = 3;
+            p->gfifo[p->ftail] = gn;
             p->fifo[p->ftail++] = loss;
             w->clock++;
             w->batches++;
@@ -457,6 +461,7 @@ static void expire(ps_t *p) {
                        w->name, (unsigned long long)k + 1, p->lease_ms);
             } else if (p->bstate[k] == 2) { /* committed, then silent: its push may be lost */
                 p->bstate[k] = 3;
+                p->gfifo[p->ftail] = NAN;
                 p->fifo[p->ftail++] = NAN;
                 p->ep_lost++;
                 dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu: its push may be "
@@ -584,10 +589,11 @@ static dd_status co_step(void *self, dd_trainer *tr, double *loss) {
     int64_t t0 = dd_net_ms();
     for (;;) {
         if (p->fhead < p->ftail) {
+            const double gn = p->gfifo[p->fhead];
             double l = p->fifo[p->fhead++];
             if (!isfinite(l)) l = p->last_loss; /* a push lost with its worker */
             p->last_loss = l;
-            DD_TRY(dd_trainer_advance(tr, l));
+            DD_TRY(dd_trainer_advance(tr, l, gn));
             if (loss) *loss = l;
             if (dd_trainer_batch(tr) >= p->nb) {
                 /* the epoch is complete (every push acknowledged): evaluation and the
@@ -965,7 +971,7 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
         double loss = sse * dd_trainer_loss_scale(tr, gl), norm;
         if (cfg.clip > 0) {
             if ((st = dd_clip_grad_norm(g, n, cfg.clip, &norm))) goto done;
-        } else if (!isfinite(dd_grad_sumsq(g, n))) {
+        } else if (!isfinite(norm = sqrt(dd_grad_sumsq(g, n)))) {
             st = dd_error(DD_ERR_NUMERIC, "training diverged: the gradient is not finite at epoch %llu, batch %llu",
                           (unsigned long long)e + 1, (unsigned long long)b + 1);
             goto done;
@@ -996,6 +1002,7 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
         dd_nbuf_u64(&db, lag);
         dd_nbuf_u64(&db, cst.resends);
         dd_nbuf_f64(&db, cs);
+        dd_nbuf_f64(&db, norm);
         st = coord_req(&l, DD_MSG_DONE, &db, DD_MSG_ACK, &rep, &rp, &rn);
         dd_nbuf_free(&db);
         if (st) goto done;
@@ -1078,6 +1085,7 @@ static void ps_destroy(void *self) {
     free(p->bowner);
     free(p->fcount);
     free(p->fifo);
+    free(p->gfifo);
     free(p->bwas);
     cJSON_Delete(p->epochs);
     free(p);

@@ -767,7 +767,7 @@ dd_status dd_trainer_apply_update(dd_trainer *tr, double loss, double grad_sumsq
     return DD_OK;
 }
 
-dd_status dd_trainer_advance(dd_trainer *tr, double loss) {
+dd_status dd_trainer_advance(dd_trainer *tr, double loss, double grad_norm) {
     if (!tr) return dd_error(DD_ERR_ARG, "dd_trainer_advance: NULL trainer");
     if (tr->batch >= tr->nbatches)
         return dd_error(DD_ERR_ARG, "epoch %d is complete: end it before the next step", tr->epoch + 1);
@@ -778,6 +778,7 @@ dd_status dd_trainer_advance(dd_trainer *tr, double loss) {
     tr->step++;
     tr->batch++;
     tr->ep_loss_sum += loss;
+    if (grad_norm > tr->ep_gnorm_max) tr->ep_gnorm_max = grad_norm; /* NAN: not known */
     return DD_OK;
 }
 

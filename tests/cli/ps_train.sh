@@ -2,8 +2,9 @@
 # Training on the parameter server (docs/ps.md, "Training"), through distdpd ps-local:
 #  1. --staleness 0 with one worker equals the plain single-process trainer: one step
 #     per epoch (--batch above the frames), so each epoch's train_loss is one step's
-#     loss: rel. 1e-6 per step; and a run of many steps per epoch: every epoch's loss
-#     and validation NMSE rel. 1e-6; best.ckpt readable by eval and run.
+#     loss: rel. 1e-6 per step; and a run of many steps per epoch: every epoch's loss,
+#     validation NMSE and grad_norm_max (the workers' reported norms) rel. 1e-6;
+#     best.ckpt readable by eval and run.
 #  2. --staleness 2 with 3 workers: no lease more than 2 clocks stale (the histogram),
 #     every frame of every epoch trained exactly once.
 #  3. 3 workers, one killed -9 mid-run, a fourth (a spare key) joining: the run
@@ -50,7 +51,7 @@ for case in onestep manysteps; do
     set -e
     ERR=$(cat "$TMP/.err")
     expect_rc 0 "ps-local 2 servers 1 worker ($case)"
-    for k in train_loss val_nmse_db test_nmse_db; do
+    for k in train_loss val_nmse_db test_nmse_db grad_norm_max; do
         py_epochs "$TMP/ref_$case" $k >"$TMP/a"
         py_epochs "$TMP/ps_$case" $k >"$TMP/b"
         same_rel "$TMP/a" "$TMP/b" 1e-6 "$case: $k per epoch of the ps run equals the plain trainer's (rel 1e-6)"
@@ -85,6 +86,7 @@ for r in recs:
     ok &= len(h) <= 3 and sum(h) >= 1                       # never more than 2 clocks stale
     ok &= r['ps_frames_once'] == frames and r['ps_frames_repeated'] == 0 and r['ps_frames_missed'] == 0
     ok &= r['ps_workers'] == 3 and r['ps_staleness'] == 2
+    ok &= r['grad_norm_max'] > 0                            # the workers report their norms
 sys.exit(0 if ok else 1)
 PY
 
