@@ -11,6 +11,8 @@
 #     completes, every frame of every epoch trained exactly once (counted by the
 #     coordinator), the killed worker is declared dead, the new one trained batches.
 #  4. refusals: options, a cluster file without a coordinator, an optimiser mismatch.
+#  1b. train-dpd --ps through the frozen PA model of case 1: one worker equals the plain
+#     train-dpd (loss, NMSE, grad_norm_max rel. 1e-6); eval reads the run.
 # Every process is bounded in time (ps-local --timeout, timeout(1)).
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -65,6 +67,28 @@ run run --run "$TMP/ps_manysteps" --in "$D/test_input.csv" --out "$TMP/pred.csv"
 expect_rc 0 "run of the ps run's best model"
 has "$(cat "$TMP/ps_manysteps/ps.json")" '"pushes":	114' "ps.json counts the pushes"
 has "$(cat "$TMP/ps_manysteps/ps.json")" '"blocks":' "ps.json has the block placement"
+
+# ---- 1b. train-dpd --ps (direct learning through the frozen PA model of ref_manysteps):
+# one worker at --staleness 0 equals the plain train-dpd, and eval reads the run
+DARGS=("${COMMON[@]}" --batch 16 --epochs 2 --pa-run "$TMP/ref_manysteps")
+run train-dpd "${DARGS[@]}" --out "$TMP/dpd_ref"
+expect_rc 0 "plain train-dpd"
+set +e
+timeout 120 "$DD_CLI" ps-local --servers 2 --workers 1 --timeout 100 -- train-dpd "${DARGS[@]}" --staleness 0 \
+    --out "$TMP/dpd_ps" >"$TMP/.out" 2>"$TMP/.err"
+RC=$?
+set -e
+ERR=$(cat "$TMP/.err")
+expect_rc 0 "ps-local train-dpd, 2 servers 1 worker"
+for k in train_loss val_nmse_db test_nmse_db grad_norm_max; do
+    py_epochs "$TMP/dpd_ref" $k >"$TMP/a"
+    py_epochs "$TMP/dpd_ps" $k >"$TMP/b"
+    same_rel "$TMP/a" "$TMP/b" 1e-6 "train-dpd: $k per epoch of the ps run equals the plain trainer's (rel 1e-6)"
+done
+run eval --run "$TMP/dpd_ps" --json
+expect_rc 0 "eval of the ps train-dpd run"
+has "$OUT" '"task":"dla"' "eval reads the DPD run (task dla)"
+has "$OUT" "val_aclr_avg_db" "eval of a DPD run prints its ACLR"
 
 # ---- 2. bounded staleness with 3 workers
 set +e
