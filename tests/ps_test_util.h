@@ -25,22 +25,6 @@ typedef struct {
     char cluster[512], allow[512];
 } ps_cluster;
 
-/* A free loopback TCP port (bound then released; the server binds it right after). */
-static inline int ps_free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t l = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    int p = ntohs(a.sin_port);
-    close(fd);
-    return p;
-}
-
 /* Keys for ns servers and nw workers, the allow file (workers' keys), the cluster file. */
 static inline int ps_cluster_setup(ps_cluster *c, int ns, int nw, int replicas, const char *optim_json) {
     memset(c, 0, sizeof *c);
@@ -63,7 +47,7 @@ static inline int ps_cluster_setup(ps_cluster *c, int ns, int nw, int replicas, 
     for (int s = 0; s < ns; s++) {
         snprintf(base, sizeof base, "%s/s%d", c->dir, s);
         if (dd_net_keygen(base, 0, c->pub[s]) != DD_OK) return -1;
-        c->port[s] = ps_free_port();
+        c->port[s] = dd_net_free_port();
         fprintf(f, "  {\"name\": \"s%d\", \"address\": \"tcp://127.0.0.1:%d\", \"public_key\": \"%s\"}%s\n", s, c->port[s],
                 c->pub[s], s + 1 < ns ? "," : "");
     }

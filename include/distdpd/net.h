@@ -121,6 +121,10 @@ void dd_nrd_str(dd_nrd *r, char *out, size_t cap);
 /* Generates a CURVE key pair and writes base.key (secret, mode 0600, written atomically)
  * and base.pub (public). Errors: DD_ERR_IO naming the file, DD_ERR_UNSUPPORTED (libzmq
  * without CURVE). Refuses to overwrite existing files (DD_ERR_IO) unless force. */
+/* A free loopback TCP port: bound to port 0, read, released (a server binds it right
+ * after; ps-local and the tests). -1 when the system gives none. */
+int dd_net_free_port(void);
+
 dd_status dd_net_keygen(const char *base, int force, char pub_z85[DD_NET_KEY_Z85 + 1]);
 /* Reads a Z85 key (the first line that is not a comment) from path. When secret, the file
  * must not be readable by group or others (mode 0600 or stricter). Errors: DD_ERR_IO,

@@ -49,22 +49,6 @@ static void help(void) {
            "exit status: the coordinator's (0 done, 75 stopped by a signal, 1 error), 2 usage\n");
 }
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t l = sizeof a;
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &l) != 0) {
-        if (fd >= 0) close(fd);
-        return -1;
-    }
-    int p = ntohs(a.sin_port);
-    close(fd);
-    return p;
-}
-
 static pid_t spawn(char *const *argv, const char *log) {
     pid_t p = fork();
     if (p == 0) {
@@ -198,14 +182,14 @@ int dd_cmd_ps_local(int argc, char **argv) {
     else
         snprintf(ocfg, sizeof ocfg, "{\"kind\": \"%s\"%s%s%s%s}", opt, wd ? ", \"weight_decay\": " : "", wd ? wd : "",
                  mom ? ", \"momentum\": " : "", mom ? mom : "");
-    int cport = free_port();
+    int cport = dd_net_free_port();
     fprintf(fc, "{\"replicas\": %ld, \"optimizer\": %s,\n \"coordinator\": {\"address\": \"tcp://127.0.0.1:%d\", \"public_key\": \"%s\"},\n \"servers\": [\n",
             replicas, ocfg, cport, pub);
     int sport[16];
     for (size_t s = 0; st == DD_OK && s < ns; s++) {
         snprintf(path, sizeof path, "%s/s%zu", dir, s);
         if ((st = dd_net_keygen(path, 0, pub)) != DD_OK) break;
-        sport[s] = free_port();
+        sport[s] = dd_net_free_port();
         fprintf(fc, "  {\"name\": \"s%zu\", \"address\": \"tcp://127.0.0.1:%d\", \"public_key\": \"%s\"}%s\n", s, sport[s], pub,
                 s + 1 < ns ? "," : "");
     }
