@@ -44,6 +44,7 @@ typedef enum {
     DD_MSG_PING = 4,      /* heartbeat */
     DD_MSG_REPL = 5,      /* server -> replica: full state of blocks (values, optimiser, dedup) */
     DD_MSG_STATE = 6,     /* full state of blocks (values, optimiser state): checkpoints */
+    DD_MSG_RESTORE = 7,   /* set blocks to a checkpoint's values, optimiser state and version (resume) */
     DD_MSG_HELLO = 8,     /* worker -> coordinator: join the training (docs/ps.md, phase 2) */
     DD_MSG_LEASE = 9,     /* worker -> coordinator: the next batch to compute */
     DD_MSG_COMMIT = 10,   /* worker -> coordinator: may I push the batch I computed? */

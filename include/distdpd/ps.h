@@ -134,6 +134,13 @@ dd_status dd_ps_client_set_blocks(dd_ps_client *c, const dd_ps_block *b, size_t 
 /* Creates every block on its servers with the values arena[b.offset ..] (first INIT
  * wins: a block that exists keeps its values). versions (may be NULL): n entries. */
 dd_status dd_ps_client_init(dd_ps_client *c, const float *arena, uint64_t *versions);
+/* Resume (docs/ps.md, "Requests" and "Resuming"): sets every block to values arena[b.offset ..], the
+ * optimiser state blob states[i] (state_bytes[i] bytes, dd_optim_state_save of an
+ * optimiser of the block's length) and version clock versions[i], on its primary (and,
+ * by replication, its replicas). A server refuses it for a block it already holds at
+ * another version than 0 or versions[i] (servers of another run or further on). */
+dd_status dd_ps_client_restore(dd_ps_client *c, const float *arena, const void *const *states, const size_t *state_bytes,
+                               const uint64_t *versions);
 /* Pushes the gradients g[b.offset ..] of every block with learning rate lr: returns when
  * every block's primary acknowledged it (after its replicas stored it). Applied exactly
  * once even when resent or failed over. versions (may be NULL): the blocks' versions

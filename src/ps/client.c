@@ -44,6 +44,9 @@ struct dd_ps_client {
     outst *out;
     dd_ps_client_stats st;
     uint8_t **sblob; /* STATE: each block's optimiser state blob (malloc) */
+    const void *const *rstate; /* RESTORE: each block's optimiser state blob, its bytes, version */
+    const size_t *rbytes;
+    const uint64_t *rver;
     size_t *sbytes;
 };
 
@@ -230,6 +233,11 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
                 } else {
                     dd_nbuf_u32(&o->msg, (uint32_t)b->len);
                     dd_nbuf_bytes(&o->msg, src + b->offset, b->len * 4);
+                    if (type == DD_MSG_RESTORE) {
+                        dd_nbuf_u64(&o->msg, c->rver[i]);
+                        dd_nbuf_u32(&o->msg, (uint32_t)c->rbytes[i]);
+                        dd_nbuf_bytes(&o->msg, c->rstate[i], c->rbytes[i]);
+                    }
                 }
                 cnt++;
             }
@@ -358,6 +366,22 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
 
 dd_status dd_ps_client_init(dd_ps_client *c, const float *arena, uint64_t *versions) {
     return run_op(c, DD_MSG_INIT, 0, arena, NULL, versions);
+}
+
+dd_status dd_ps_client_restore(dd_ps_client *c, const float *arena, const void *const *states, const size_t *state_bytes,
+                                const uint64_t *versions) {
+    if (!states || !state_bytes || !versions) return dd_error(DD_ERR_ARG, "restore: states, their sizes and versions needed");
+    for (size_t i = 0; i < c->nb; i++)
+        if (!states[i] || state_bytes[i] > UINT32_MAX)
+            return dd_error(DD_ERR_ARG, "restore: block '%s' has no optimiser state", c->b[i].name);
+    c->rstate = states;
+    c->rbytes = state_bytes;
+    c->rver = versions;
+    dd_status st = run_op(c, DD_MSG_RESTORE, 0, arena, NULL, NULL);
+    c->rstate = NULL;
+    c->rbytes = NULL;
+    c->rver = NULL;
+    return st;
 }
 
 dd_status dd_ps_client_push(dd_ps_client *c, const float *g, double lr, uint64_t *versions) {

@@ -235,7 +235,8 @@ static void flush_pending(server *sv) {
 }
 
 /* ---- requests ---- */
-/* INIT and PUSH: u32 count (after f64 lr for PUSH); items: name, u32 n, n floats. */
+/* INIT and PUSH: u32 count (after f64 lr for PUSH); items: name, u32 n, n floats.
+ * RESTORE (resume): items also carry u64 version, u32 state bytes, the optimiser state. */
 static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *pl, const uint8_t *rid, size_t ridn,
                       const char *peer) {
     dd_nrd r;
@@ -263,6 +264,31 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
             return;
         }
         int bi = find_block(sv, name);
+        if (type == DD_MSG_RESTORE) {
+            uint64_t ver = dd_nrd_u64(&r);
+            uint32_t sb = dd_nrd_u32(&r);
+            const uint8_t *state = (!r.bad && sb <= h->len) ? dd_nrd_bytes(&r, sb) : NULL;
+            if (r.bad || !state) {
+                refuse(sv, rid, ridn, h->seq, peer, "malformed restore: item %u (version, optimiser state) runs past the payload", i);
+                return;
+            }
+            if (bi >= 0 && sv->b[bi].version != 0 && sv->b[bi].version != ver) {
+                refuse(sv, rid, ridn, h->seq, peer,
+                       "restore: block '%s' is here at version %llu, the checkpoint's at %llu: a resume needs fresh servers "
+                       "(these hold another run, or this one further on)",
+                       name, (unsigned long long)sv->b[bi].version, (unsigned long long)ver);
+                return;
+            }
+            dd_optim *tmp = NULL;
+            dd_status ost = dd_optim_create(dd_optim_kind_name(sv->cl.optim), &sv->cl.optim_cfg, n, &tmp);
+            if (ost == DD_OK) ost = dd_optim_state_load(tmp, state, sb);
+            dd_optim_destroy(&tmp);
+            if (ost != DD_OK) {
+                refuse(sv, rid, ridn, h->seq, peer, "restore: block '%s': optimiser state does not fit this server's %s: %s",
+                       name, dd_optim_kind_name(sv->cl.optim), dd_last_error());
+                return;
+            }
+        }
         if (type == DD_MSG_PUSH && bi < 0) {
             refuse(sv, rid, ridn, h->seq, peer, "push: unknown block '%s' (init it first)", name);
             return;
@@ -302,7 +328,20 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
             memcpy(sv->b[bi].w, f, (size_t)n * 4);
             sv->b[bi].owner = 1;
             sv->repl_dirty = 1;
-        } else if (type == DD_MSG_PUSH) {
+        }
+        if (type == DD_MSG_RESTORE) { /* validated above: values, optimiser state, version */
+            block *b = &sv->b[bi];
+            uint64_t ver = dd_nrd_u64(&r);
+            uint32_t sb = dd_nrd_u32(&r);
+            const uint8_t *state = dd_nrd_bytes(&r, sb);
+            memcpy(b->w, f, (size_t)n * 4);
+            if (dd_optim_state_load(b->opt, state, sb) != DD_OK)
+                dd_log(DD_LOG_ERROR, "%s: block '%s': restore: %s", sv->who, name, dd_last_error());
+            b->version = ver;
+            b->ndd = 0;
+            b->owner = 1;
+            sv->repl_dirty = 1;
+        } else if (bi >= 0 && type == DD_MSG_PUSH) {
             block *b = &sv->b[bi];
             uint64_t *last = dedup_slot(b, h->sender, 1);
             if (!last) {
@@ -510,7 +549,8 @@ static void on_router(server *sv) {
         } else {
             switch (h.type) {
             case DD_MSG_PUSH:
-            case DD_MSG_INIT: on_update(sv, h.type, &h, pl, rid, ridn, peer); break;
+            case DD_MSG_INIT:
+            case DD_MSG_RESTORE: on_update(sv, h.type, &h, pl, rid, ridn, peer); break;
             case DD_MSG_PULL:
             case DD_MSG_STATE: on_pull(sv, &h, pl, rid, ridn, peer); break;
             case DD_MSG_PING: reply(sv, rid, ridn, DD_MSG_PONG, h.seq, NULL); break;
