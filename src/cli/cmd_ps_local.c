@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli.h"
 #include "distdpd/net.h"
 
@@ -34,6 +36,10 @@ static void help(void) {
            "RUN/ps.json: servers, workers, block placement, staleness histograms, pushes,\n"
            "resends. Logs: RUN/ps/*.log. ARGS take the training options and --staleness,\n"
            "--stale-lr, --lease-ms; a --straggle delay_ms=D in ARGS goes to the last worker only.\n"
+           "ARGS --resume RUN [--epochs E] continues RUN from RUN/last.ckpt on a fresh cluster (the\n"
+           "previous RUN/ps/ moves to RUN/ps.N; the optimiser, data and PA run from\n"
+           "RUN/config.json): the coordinator restores the servers' blocks, optimiser state and\n"
+           "version clocks (docs/ps.md, \"Resuming\").\n"
            "\n"
            "  --servers S     parameter servers (1..16, default 2)\n"
            "  --workers W     workers (1..32, default 2)\n"
@@ -132,7 +138,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
     if ((size_t)replicas >= ns) return dd_cli_usage(NAME, "--replicas %ld needs at least %ld servers", replicas, replicas + 1);
     char **targs = argv + i;
     int ntargs = argc - i;
-    const char *out = NULL, *opt = "adamw", *wd = NULL, *mom = NULL, *straggle = NULL;
+    const char *out = NULL, *opt = "adamw", *wd = NULL, *mom = NULL, *straggle = NULL, *resume = NULL, *tdata = NULL;
     for (int k = 1; k < ntargs; k++) {
         const char *a = targs[k], *nx = k + 1 < ntargs ? targs[k + 1] : NULL;
         if (!nx) break;
@@ -143,13 +149,67 @@ int dd_cmd_ps_local(int argc, char **argv) {
         else if (strcmp(a, "--straggle") == 0) straggle = nx;
         else if (strcmp(a, "--ps") == 0 || strcmp(a, "--key") == 0 || strcmp(a, "--ps-role") == 0 || strcmp(a, "--allow") == 0)
             return dd_cli_usage(NAME, "%s is set by ps-local: leave it out of ARGS", a);
-        else if (strcmp(a, "--resume") == 0)
-            return dd_cli_usage(NAME, "--resume: a parameter-server run cannot be resumed yet");
+        else if (strcmp(a, "--resume") == 0) resume = nx;
+        else if (strcmp(a, "--data") == 0) tdata = nx;
     }
+    if (resume && out && strcmp(out, resume) != 0) return dd_cli_usage(NAME, "--out and --resume name different runs");
+    if (resume) out = resume;
     if (!out) return dd_cli_usage(NAME, "ARGS need --out RUN (the run directory; the cluster files go to RUN/ps/)");
     struct stat sb;
     char dir[4200], path[4400], pub[DD_NET_KEY_Z85 + 1];
+    /* --resume: the run's optimiser (for the cluster file), data and PA run (for the
+     * workers, which get --out RUN instead of --resume RUN) from RUN/config.json */
+    char ropt[512] = "", rdata[4200] = "", rpa[4200] = "";
+    if (resume) {
+        snprintf(path, sizeof path, "%s/config.json", resume);
+        char *txt = NULL;
+        size_t tn = 0;
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            long len = ftell(f);
+            fseek(f, 0, SEEK_SET);
+            txt = len > 0 && len < (1L << 26) ? malloc((size_t)len + 1) : NULL;
+            if (txt) txt[tn = fread(txt, 1, (size_t)len, f)] = '\0';
+            fclose(f);
+        }
+        cJSON *root = txt ? cJSON_Parse(txt) : NULL;
+        free(txt);
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "config");
+        const cJSON *ko = cJSON_GetObjectItemCaseSensitive(c, "opt");
+        if (!cJSON_IsString(ko)) {
+            cJSON_Delete(root);
+            return dd_cli_usage(NAME, "--resume %s: %s is missing or has no config.opt (not a run directory)", resume, path);
+        }
+        static const char *const fld[] = {"momentum", "dampening", "beta1", "beta2", "eps", "weight_decay"};
+        int n = snprintf(ropt, sizeof ropt, "{\"kind\": \"%s\"", ko->valuestring);
+        for (size_t k = 0; k < sizeof fld / sizeof fld[0]; k++) {
+            const cJSON *jv = cJSON_GetObjectItemCaseSensitive(c, fld[k]);
+            if (cJSON_IsNumber(jv) && n < (int)sizeof ropt) n += snprintf(ropt + n, sizeof ropt - (size_t)n, ", \"%s\": %.17g", fld[k], jv->valuedouble);
+        }
+        const cJSON *ne = cJSON_GetObjectItemCaseSensitive(c, "nesterov");
+        if (n < (int)sizeof ropt)
+            snprintf(ropt + n, sizeof ropt - (size_t)n, ", \"nesterov\": %s}", cJSON_IsNumber(ne) && ne->valuedouble != 0 ? "true" : "false");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "data"), *pr = cJSON_GetObjectItemCaseSensitive(root, "pa_run");
+        if (cJSON_IsString(d)) snprintf(rdata, sizeof rdata, "%s", d->valuestring);
+        if (cJSON_IsString(pr)) snprintf(rpa, sizeof rpa, "%s", pr->valuestring);
+        cJSON_Delete(root);
+        if (!optim_json) optim_json = ropt;
+        if (tdata) snprintf(rdata, sizeof rdata, "%s", tdata);
+        if (!rdata[0]) return dd_cli_usage(NAME, "--resume %s: %s names no data set: give --data", resume, path);
+    }
     snprintf(dir, sizeof dir, "%s/ps", out);
+    if (resume && stat(dir, &sb) == 0) { /* the previous cluster's files, kept */
+        char old[4400];
+        for (int k = 1;; k++) {
+            snprintf(old, sizeof old, "%s/ps.%d", out, k);
+            if (stat(old, &sb) != 0) break;
+        }
+        if (rename(dir, old) != 0) {
+            fprintf(stderr, "distdpd ps-local: error: cannot move %s to %s: %s\n", dir, old, strerror(errno));
+            return DD_EXIT_RUNTIME;
+        }
+    }
     if (stat(dir, &sb) == 0) return dd_cli_usage(NAME, "%s exists: RUN must be a new run directory", dir);
     mkdir(out, 0755);
     if (mkdir(dir, 0700) != 0) {
@@ -226,6 +286,26 @@ int dd_cmd_ps_local(int argc, char **argv) {
         ca[nc++] = targs[k];
     }
     int base = nc;
+    /* the workers' arguments: --resume RUN becomes --out RUN with the run's data (and PA run) */
+    char **wa = calloc((size_t)ntargs + 24, sizeof *wa);
+    if (!wa) return DD_EXIT_RUNTIME;
+    int nwa = 0;
+    for (int k = 0; k < base; k++) {
+        if (resume && strcmp(ca[k], "--resume") == 0 && k + 1 < base) {
+            wa[nwa++] = "--out";
+            wa[nwa++] = ca[++k];
+            continue;
+        }
+        wa[nwa++] = ca[k];
+    }
+    if (resume && !tdata) {
+        wa[nwa++] = "--data";
+        wa[nwa++] = rdata;
+    }
+    if (resume && rpa[0]) {
+        wa[nwa++] = "--pa-run";
+        wa[nwa++] = rpa;
+    }
     ca[nc++] = "--ps";
     ca[nc++] = cluster;
     ca[nc++] = "--key";
@@ -238,6 +318,9 @@ int dd_cmd_ps_local(int argc, char **argv) {
     const pid_t coord = spawn(ca, NULL);
     pid[np++] = coord;
     char wkey[32][4400], wlog[4400];
+    free(ca);
+    ca = wa;
+    base = nwa;
     for (size_t w = 0; w < nw; w++) {
         nc = base;
         snprintf(wkey[w], sizeof wkey[w], "%s/w%zu.key", dir, w);

@@ -91,6 +91,8 @@ typedef struct {
     uint64_t ep_expired, ep_refused, ep_lost, ep_redone;
     uint8_t *bwas; /* batch was leased before (redone) */
     int finished;
+    int resuming;       /* --resume: the servers get last.ckpt's state (co_setup after the load) */
+    uint64_t *ck_ver;   /* --resume: the blocks' versions from the checkpoint (ps.versions) */
     cJSON *epochs; /* per-epoch records for ps.json */
     uint64_t tot_batches;
 } ps_t;
@@ -132,7 +134,7 @@ static dd_status parse_opts(const dd_strategy_args *a, ps_t *p) {
     if (a->nranks > 1)
         return dd_error(DD_ERR_ARG, "--ps runs one process per worker without MPI (started under a launcher with %d ranks)",
                         a->nranks);
-    if (a->resume) return dd_error(DD_ERR_ARG, "--ps: a parameter-server run cannot be resumed yet (docs/ps.md, limits)");
+    p->resuming = a->resume != NULL;
     if ((v = dd_strategy_arg(a, "ps-role"))) {
         if (strcmp(v, "coordinator") == 0) p->coordinator = 1;
         else if (strcmp(v, "worker") != 0) return dd_error(DD_ERR_ARG, "--ps-role: expected worker or coordinator, got '%s'", v);
@@ -547,10 +549,12 @@ static dd_status blocks_of(dd_trainer *tr, dd_ps_block **b, size_t *n) {
     return dd_ps_blocks_from_table(dd_model_params(dd_trainer_model(tr)), DD_PS_DEFAULT_BLOCK, b, n);
 }
 
+static dd_status restore_servers(ps_t *p, dd_trainer *tr);
+
 static dd_status co_setup(void *self, dd_trainer *tr) {
     ps_t *p = self;
     p->tr = tr;
-    if (p->cli) return DD_OK; /* after a checkpoint load: nothing more */
+    if (p->cli) return p->resuming ? restore_servers(p, tr) : DD_OK; /* after a checkpoint load */
     DD_TRY(dd_ps_cluster_read(p->cluster_path, 0, &p->cl));
     if (!p->cl.coord_address[0])
         return dd_error(DD_ERR_ARG, "%s: no \"coordinator\" entry: workers find the coordinator there (docs/ps.md)", p->cluster_path);
@@ -563,10 +567,13 @@ static dd_status co_setup(void *self, dd_trainer *tr) {
     DD_TRY(dd_ps_client_open(p->cluster_path, &co, &p->cli));
     DD_TRY(dd_ps_client_set_blocks(p->cli, p->blocks, p->nblocks));
     /* the servers start from this run's initial parameters (a block that exists keeps its
-     * values: then every process pulls those) */
-    DD_TRY(dd_ps_client_init(p->cli, dd_trainer_params(tr), NULL));
+     * values: then every process pulls those); on --resume from last.ckpt's state, after
+     * dd_train_run loaded it (restore_servers) */
     for (size_t i = 0; i < p->nblocks; i++) p->ver[i] = UINT64_MAX;
-    DD_TRY(dd_ps_client_pull(p->cli, dd_trainer_params(tr), p->ver));
+    if (!p->resuming) {
+        DD_TRY(dd_ps_client_init(p->cli, dd_trainer_params(tr), NULL));
+        DD_TRY(dd_ps_client_pull(p->cli, dd_trainer_params(tr), p->ver));
+    }
     /* the workers' endpoint */
     char sec[DD_NET_KEY_Z85 + 1];
     DD_TRY(dd_net_key_read(p->key_path, 1, sec));
@@ -580,6 +587,66 @@ static dd_status co_setup(void *self, dd_trainer *tr) {
     if (st) return st;
     p->epochs = cJSON_CreateArray();
     dd_log(DD_LOG_INFO, "ps-coordinator: %zu blocks on %zu servers, workers at %s", p->nblocks, p->cl.n, p->cl.coord_address);
+    return DD_OK;
+}
+
+/* --resume (docs/ps.md, "Resuming"): the checkpoint's whole-model parameters and
+ * optimiser state (dd_trainer_load put them into the trainer) cut into the blocks and
+ * restored on the servers with the blocks' version clocks; then pulled back, so that the
+ * run goes on from what the servers hold. */
+static dd_status restore_servers(ps_t *p, dd_trainer *tr) {
+    if (!p->ck_ver)
+        return dd_error(DD_ERR_FORMAT, "%s/last.ckpt: no ps.versions section: not the checkpoint of a --ps run (resume it "
+                                       "without --ps)", p->out ? p->out : "RUN");
+    dd_optim *opt = dd_trainer_optim(tr);
+    const size_t n = dd_trainer_num_floats(tr), whole = dd_optim_state_bytes(opt);
+    const int arrays = dd_optim_state_arrays(opt);
+    uint8_t *blob = malloc(whole ? whole : 1);
+    void **bs = calloc(p->nblocks, sizeof *bs);
+    size_t *bb = calloc(p->nblocks, sizeof *bb);
+    dd_status st = blob && bs && bb ? dd_optim_state_save(opt, blob, whole) : dd_error(DD_ERR_NOMEM, "ps: restore");
+    const float *arr = (const float *)(blob + DD_OPTIM_STATE_HEADER);
+    for (size_t i = 0; st == DD_OK && i < p->nblocks; i++) {
+        const size_t len = p->blocks[i].len;
+        bb[i] = dd_optim_state_bytes_for(opt, len);
+        if (!(bs[i] = calloc(1, bb[i]))) {
+            st = dd_error(DD_ERR_NOMEM, "ps: restore");
+            break;
+        }
+        if ((st = dd_optim_state_header(opt, len, bs[i]))) break;
+        float *dst = (float *)((uint8_t *)bs[i] + DD_OPTIM_STATE_HEADER);
+        for (int j = 0; j < arrays; j++) memcpy(dst + (size_t)j * len, arr + (size_t)j * n + p->blocks[i].offset, len * 4);
+    }
+    if (st == DD_OK) st = dd_ps_client_restore(p->cli, dd_trainer_params(tr), (const void *const *)bs, bb, p->ck_ver);
+    for (size_t i = 0; bs && i < p->nblocks; i++) free(bs[i]);
+    free(bs);
+    free(bb);
+    free(blob);
+    if (st) return st;
+    for (size_t i = 0; i < p->nblocks; i++) p->ver[i] = UINT64_MAX;
+    DD_TRY(dd_ps_client_pull(p->cli, dd_trainer_params(tr), p->ver));
+    p->resuming = 0;
+    dd_log(DD_LOG_INFO, "ps-coordinator: %zu blocks restored on the servers from %s/last.ckpt (epoch %d, batch %llu)",
+           p->nblocks, p->out ? p->out : "RUN", dd_trainer_epoch(tr) + 1, (unsigned long long)dd_trainer_batch(tr));
+    return DD_OK;
+}
+
+/* --resume: the blocks' version clocks of the checkpoint (co_save's ps.versions). */
+static dd_status co_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
+    ps_t *p = self;
+    (void)tr;
+    const void *d;
+    size_t bytes;
+    if (dd_ckpt_get(r, "ps.versions", &d, &bytes) != DD_OK) {
+        dd_error_clear();
+        return DD_OK; /* restore_servers names it */
+    }
+    if (!p->blocks || bytes != p->nblocks * sizeof *p->ck_ver)
+        return dd_error(DD_ERR_MISMATCH, "%s/last.ckpt: ps.versions has %zu blocks, the model %zu", p->out ? p->out : "RUN",
+                        bytes / sizeof *p->ck_ver, p->nblocks);
+    free(p->ck_ver);
+    if (!(p->ck_ver = malloc(bytes))) return dd_error(DD_ERR_NOMEM, "ps");
+    memcpy(p->ck_ver, d, bytes);
     return DD_OK;
 }
 
@@ -705,6 +772,7 @@ static const dd_strategy_ops co_ops = {
     .bcast = co_bcast,
     .before_save = co_before_save,
     .save = co_save,
+    .load = co_load,
     .epoch_json = co_epoch_json,
 };
 
@@ -1080,6 +1148,7 @@ static void ps_destroy(void *self) {
     for (int i = 0; i < p->nw; i++) dd_nbuf_free(&p->w[i].last_reply);
     free(p->blocks);
     free(p->ver);
+    free(p->ck_ver);
     free(p->cfg_json);
     free(p->bstate);
     free(p->bowner);

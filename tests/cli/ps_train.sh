@@ -11,6 +11,10 @@
 #     completes, every frame of every epoch trained exactly once (counted by the
 #     coordinator), the killed worker is declared dead, the new one trained batches.
 #  4. refusals: options, a cluster file without a coordinator, an optimiser mismatch.
+#  1c. --resume: a run of 2 epochs resumed to 4 (ps-local ... -- train-pa --resume RUN
+#     --epochs 4, a fresh cluster restored from last.ckpt) equals an uninterrupted 4-epoch
+#     --ps run: loss, val/test NMSE, grad_norm_max per epoch rel. 1e-6; refusals: a plain
+#     run's checkpoint (no block versions), a directory that is not a run.
 #  1b. train-dpd --ps through the frozen PA model of case 1: one worker equals the plain
 #     train-dpd (loss, NMSE, grad_norm_max rel. 1e-6); eval reads the run.
 # Every process is bounded in time (ps-local --timeout, timeout(1)).
@@ -67,6 +71,37 @@ run run --run "$TMP/ps_manysteps" --in "$D/test_input.csv" --out "$TMP/pred.csv"
 expect_rc 0 "run of the ps run's best model"
 has "$(cat "$TMP/ps_manysteps/ps.json")" '"pushes":	114' "ps.json counts the pushes"
 has "$(cat "$TMP/ps_manysteps/ps.json")" '"blocks":' "ps.json has the block placement"
+
+# ---- 1c. --resume of a --ps run equals the uninterrupted --ps run
+ps_local() { # RUN_DESC ARGS...: ps-local with 2 servers and 1 worker, bounded in time
+    local desc=$1
+    shift
+    set +e
+    timeout 120 "$DD_CLI" ps-local --servers 2 --workers 1 --timeout 100 -- "$@" >"$TMP/.out" 2>"$TMP/.err"
+    RC=$?
+    set -e
+    ERR=$(cat "$TMP/.err")
+    expect_rc 0 "$desc"
+}
+RARGS=("${COMMON[@]}" --batch 16 --staleness 0)
+ps_local "ps-local 4 epochs" train-pa "${RARGS[@]}" --epochs 4 --out "$TMP/ps_full4"
+ps_local "ps-local 2 epochs" train-pa "${RARGS[@]}" --epochs 2 --out "$TMP/ps_half"
+ps_local "ps-local --resume to 4 epochs" train-pa --resume "$TMP/ps_half" --epochs 4 --staleness 0 -q
+if [ "$(wc -l <"$TMP/ps_half/metrics.jsonl")" -eq 4 ]; then pass; else fail "the resumed run has 4 epochs in metrics.jsonl"; fi
+for k in train_loss val_nmse_db test_nmse_db grad_norm_max; do
+    py_epochs "$TMP/ps_full4" $k >"$TMP/a"
+    py_epochs "$TMP/ps_half" $k >"$TMP/b"
+    same_rel "$TMP/a" "$TMP/b" 1e-6 "resume: $k per epoch of 2 + 2 epochs equals the 4-epoch ps run's (rel 1e-6)"
+done
+if [ -f "$TMP/ps_half/ps.1/cluster.json" ] && [ -f "$TMP/ps_half/ps/cluster.json" ]; then pass; else
+    fail "resume: the first cluster's files kept in RUN/ps.1, the new ones in RUN/ps"; fi
+has "$(cat "$TMP/ps_half/ps.json")" '"pushes":	114' "ps.json of the resumed part counts its 2 epochs' pushes"
+run ps-local --servers 1 --workers 1 --timeout 60 -- train-pa --resume "$TMP/ref_manysteps" --epochs 3 --ps-timeout 5
+expect_rc 1 "--resume of a plain run's checkpoint under --ps"
+has "$ERR" "ref_manysteps/last.ckpt: no ps.versions section: not the checkpoint of a --ps run" "no block versions named"
+run ps-local --servers 1 --workers 1 --timeout 60 -- train-pa --resume "$TMP/nowhere" --epochs 3
+expect_rc 2 "--resume of a directory that is not a run"
+has "$ERR" "nowhere/config.json is missing" "the missing config.json named"
 
 # ---- 1b. train-dpd --ps (direct learning through the frozen PA model of ref_manysteps):
 # one worker at --staleness 0 equals the plain train-dpd, and eval reads the run
