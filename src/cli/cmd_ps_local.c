@@ -236,7 +236,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
     snprintf(ckey, sizeof ckey, "%s/coordinator.key", dir);
     if (st == DD_OK && (st = dd_net_keygen(path, 0, pub)) == DD_OK) fprintf(fa, "%s coordinator\n", pub);
     fclose(fa);
-    char ocfg[256];
+    char ocfg[640]; /* a user-given or resumed optimiser object (up to 512 bytes) */
     if (optim_json)
         snprintf(ocfg, sizeof ocfg, "%s", optim_json);
     else
