@@ -18,11 +18,7 @@
 #include "distdpd/dataset.h"
 #include "distdpd/parallel.h"
 #include "distdpd/train.h"
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 /* WARM untimed steps, then STEPS timed ones: the median step time. NAN on error. */
 static double timed_steps(dd_comm *w, dd_trainer *tr, int warm, int steps, int rank) {
@@ -38,7 +34,7 @@ static double timed_steps(dd_comm *w, dd_trainer *tr, int warm, int steps, int r
         }
         if (k >= warm) t[k - warm] = dd_comm_wtime() - t0;
     }
-    qsort(t, (size_t)steps, sizeof *t, cmp_d);
+    qsort(t, (size_t)steps, sizeof *t, bench_cmp_d);
     const double med = t[steps / 2];
     free(t);
     return med;
@@ -49,25 +45,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: bench_pp DATA MODEL HIDDEN LAYERS KERNEL BATCH STEPS MICRO[,MICRO...]\n");
         return 2;
     }
-    if (dd_comm_init(&argc, &argv) != DD_OK) return 1;
     dd_comm *w = NULL;
-    dd_comm_world(&w);
-    const int rank = dd_comm_rank(w), P = dd_comm_size(w);
     dd_dataset *ds = NULL;
-    if (dd_dataset_load(argv[1], &ds) != DD_OK) {
-        fprintf(stderr, "bench_pp: %s\n", dd_last_error());
-        return 1;
-    }
     dd_train_cfg c;
-    dd_train_cfg_default(&c, DD_TRAIN_PA);
-    snprintf(c.model, sizeof c.model, "%s", argv[2]);
-    dd_model_cfg_set(&c.model_cfg, "hidden", atoi(argv[3]));
-    dd_model_cfg_set(&c.model_cfg, "layers", atoi(argv[4]));
-    dd_model_cfg_set(&c.model_cfg, "kernel", atoi(argv[5]));
-    c.batch = (size_t)atoi(argv[6]);
-    c.stride = 50;
-    c.eval_test = 0;
-    const int steps = atoi(argv[7]);
+    int steps = 0, rc = bench_train_setup("bench_pp", &argc, &argv, &w, &ds, &c, &steps);
+    if (rc) return rc;
+    const int rank = dd_comm_rank(w), P = dd_comm_size(w);
     const double MB = 1048576.0; /* MiB */
 
     /* one process: rank 0 alone */

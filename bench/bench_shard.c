@@ -18,36 +18,19 @@
 #include "distdpd/dataset.h"
 #include "distdpd/parallel.h"
 #include "distdpd/train.h"
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
     if (argc < 8) {
         fprintf(stderr, "usage: bench_shard DATA MODEL HIDDEN LAYERS KERNEL BATCH STEPS [BUCKET_MB [LAST]]\n");
         return 2;
     }
-    if (dd_comm_init(&argc, &argv) != DD_OK) return 1;
     dd_comm *w = NULL;
-    dd_comm_world(&w);
-    const int rank = dd_comm_rank(w), size = dd_comm_size(w);
     dd_dataset *ds = NULL;
-    if (dd_dataset_load(argv[1], &ds) != DD_OK) {
-        fprintf(stderr, "bench_shard: %s\n", dd_last_error());
-        return 1;
-    }
     dd_train_cfg c;
-    dd_train_cfg_default(&c, DD_TRAIN_PA);
-    snprintf(c.model, sizeof c.model, "%s", argv[2]);
-    dd_model_cfg_set(&c.model_cfg, "hidden", atoi(argv[3]));
-    dd_model_cfg_set(&c.model_cfg, "layers", atoi(argv[4]));
-    dd_model_cfg_set(&c.model_cfg, "kernel", atoi(argv[5]));
-    c.batch = (size_t)atoi(argv[6]);
-    c.stride = 50;
-    c.eval_test = 0;
-    const int steps = atoi(argv[7]);
+    int steps = 0, rc = bench_train_setup("bench_shard", &argc, &argv, &w, &ds, &c, &steps);
+    if (rc) return rc;
+    const int rank = dd_comm_rank(w), size = dd_comm_size(w);
     const double bucket = argc > 8 ? atof(argv[8]) : 4.0;
     const int last = argc > 9 ? atoi(argv[9]) : DD_SHARD_ZERO3;
     double base_state = 0, base_step = 0;
@@ -101,7 +84,7 @@ int main(int argc, char **argv) {
             }
             if (k >= 2) t[k - 2] = dd_comm_wtime() - t0;
         }
-        qsort(t, (size_t)steps, sizeof *t, cmp_d);
+        qsort(t, (size_t)steps, sizeof *t, bench_cmp_d);
         double v[8];
         dd_mem_stats_get(&m1);
         for (int k = 0; k < DD_MEM_KINDS; k++) v[k] = (double)(m1.peak[k] - m0.cur[k]);

@@ -23,11 +23,7 @@
 
 #include "distdpd/model.h"
 #include "distdpd/parallel.h"
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 static void fill(float *v, size_t n, double k, uint64_t seed) {
     dd_rng rng;
@@ -58,7 +54,7 @@ static int time_layer(dd_comm *w, const dd_model *m, int B, int T, int reps, dou
         t[r] = dd_comm_wtime() - t0;
     }
     if (ok) {
-        qsort(t + 1, (size_t)reps, sizeof *t, cmp_d);
+        qsort(t + 1, (size_t)reps, sizeof *t, bench_cmp_d);
         *med = t[1 + reps / 2];
         *mn = t[1];
     }
@@ -102,7 +98,7 @@ static int time_comm(dd_comm *w, const dd_model_tp *tp, int H, int B, int T, int
         t[r] = dd_comm_wtime() - t0;
     }
     if (ok) {
-        qsort(t + 1, (size_t)reps, sizeof *t, cmp_d);
+        qsort(t + 1, (size_t)reps, sizeof *t, bench_cmp_d);
         *med = t[1 + reps / 2];
         *mn = t[1];
     }
