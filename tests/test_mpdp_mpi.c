@@ -400,14 +400,10 @@ static void test_errors(void) {
 }
 
 int main(int argc, char **argv) {
-    CHECK_OK(dd_comm_init(&argc, &argv));
-    CHECK_OK(dd_comm_world(&g_world));
+    const double t0 = tm_begin(&argc, &argv, &g_world, g_tmp, sizeof g_tmp);
     if (!g_world) return dd_test_done("test_mpdp_mpi");
     g_rank = dd_comm_rank(g_world);
     g_size = dd_comm_size(g_world);
-    if (g_rank == 0) snprintf(g_tmp, sizeof g_tmp, "%s", dd_test_tmpdir());
-    dd_comm_bcast(g_world, g_tmp, sizeof g_tmp, 0);
-    const double t0 = dd_comm_wtime();
 
     dd_dataset *ds = tt_small_data();
     CHECK(ds != NULL, "data set");
@@ -426,12 +422,5 @@ int main(int argc, char **argv) {
     test_errors();
     dd_dataset_free(&ds);
 
-    ok = all_ok(dd_t_fail == 0);
-    if (g_rank == 0)
-        printf("test_mpdp_mpi: %d ranks, %.2f s, all ranks %s\n", g_size, dd_comm_wtime() - t0,
-               ok ? "passed" : "NOT all passed");
-    dd_comm_free(&g_world);
-    CHECK_OK(dd_comm_finalize());
-    if (!ok && dd_t_fail == 0) dd_t_fail = 1;
-    return dd_test_done("test_mpdp_mpi");
+    return tm_end(&g_world, "test_mpdp_mpi", t0);
 }

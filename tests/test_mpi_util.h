@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dd_test.h"
 #include "distdpd/comm.h"
 #include "distdpd/core.h"
 #include "distdpd/train.h"
@@ -95,6 +96,31 @@ static inline float *tm_whole_of(dd_comm *world, dd_trainer *tr, const float *lo
     free(data);
     free(seen);
     return w;
+}
+
+/* The start of an MPI test's main: MPI and the world (*world NULL when there is none:
+ * return dd_test_done then), rank 0's temporary directory into tmp on every rank; returns
+ * the start time. */
+static inline double tm_begin(int *argc, char ***argv, dd_comm **world, char *tmp, size_t cap) {
+    CHECK_OK(dd_comm_init(argc, argv));
+    CHECK_OK(dd_comm_world(world));
+    if (!*world) return 0.0;
+    if (dd_comm_rank(*world) == 0) snprintf(tmp, cap, "%s", dd_test_tmpdir());
+    dd_comm_bcast(*world, tmp, cap, 0);
+    return dd_comm_wtime();
+}
+
+/* Its end: every rank's verdict agreed (one failing rank fails all), a summary line on
+ * rank 0, MPI finalised; the exit status. */
+static inline int tm_end(dd_comm **world, const char *name, double t0) {
+    const int ok = tm_all_ok(*world, dd_t_fail == 0);
+    if (dd_comm_rank(*world) == 0)
+        printf("%s: %d ranks, %.2f s, all ranks %s\n", name, dd_comm_size(*world), dd_comm_wtime() - t0,
+               ok ? "passed" : "NOT all passed");
+    dd_comm_free(world);
+    CHECK_OK(dd_comm_finalize());
+    if (!ok && dd_t_fail == 0) dd_t_fail = 1;
+    return dd_test_done(name);
 }
 
 #endif
