@@ -11,7 +11,6 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-untimed() { sed 's/"time_s":[^,]*,//; s/"eval_time_s":[^,]*,//; s/,"compress_time_s":[^,}]*//; s/,"ckpt_[a-z_]*":[^,}]*//g' "$1"; }
 files_of() { (cd "$1" && find . -type f ! -name '*.tmp.*' | sort); }
 
 D=$TMP/sim

@@ -12,6 +12,8 @@
 #   mrun NP ARGS...      mpirun -np NP "$DD_CLI" ARGS, bounded in time (a hang fails)
 #   watchdog PID         kills PID after 120 s (a hang fails the test instead of blocking
 #                        it); sets WATCHDOG to the watcher's pid (kill it when PID is done)
+#   untimed FILE         metrics.jsonl without the keys that differ between equal runs
+#                        (times, checkpoint stalls)
 #   ev RUN               eval --json of RUN's last checkpoint without run-specific keys
 #   same_metrics A B DESC   every metric of two ev outputs within 0.01 dB, val loss 1e-5
 
@@ -118,6 +120,9 @@ watchdog() {
     ) >/dev/null 2>&1 &
     WATCHDOG=$!
 }
+
+# metrics.jsonl without the timing keys (and the checkpoint stall and write times)
+untimed() { sed 's/"time_s":[^,]*,//; s/"eval_time_s":[^,]*,//; s/,"compress_time_s":[^,}]*//; s/,"ckpt_[a-z_]*":[^,}]*//g' "$1"; }
 
 # eval --json of a run's last checkpoint without the fields that differ between runs
 ev() {

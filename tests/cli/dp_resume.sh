@@ -9,27 +9,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    echo "SKIP: mpirun not found"
-    exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
-
-# mpirun -np N distdpd ARGS, bounded in time (a hang fails the test instead of blocking it)
-mrun() {
-    local np=$1
-    shift
-    set +e
-    timeout 120 mpirun -np "$np" "$DD_CLI" "$@" >"$TMP/.out" 2>"$TMP/.err"
-    RC=$?
-    set -e
-    OUT=$(cat "$TMP/.out")
-    ERR=$(cat "$TMP/.err")
-    if [ "$RC" -eq 124 ]; then fail "mpirun -np $np distdpd $*: timed out (hang)"; fi
-}
-# metrics.jsonl without the timing keys
-untimed() { sed 's/"time_s":[^,]*,//; s/"eval_time_s":[^,]*,//; s/,"compress_time_s":[^,}]*//; s/,"ckpt_[a-z_]*":[^,}]*//g' "$1"; }
+mpi_setup
 # the (epoch, batch) columns of dp_steps.csv
 steps_of() { cut -d, -f1,2 "$1"; }
 

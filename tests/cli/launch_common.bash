@@ -5,7 +5,7 @@
 #   hb_step RUN       rank 0's last heartbeat step (-1 without one)
 #   wait_step RUN S   waits (at most 60 s) until the heartbeat reaches step S
 #   job_ranks RUN     the pids of the ranks of the launcher's current start
-#   untimed FILE      metrics.jsonl without the keys that differ between runs
+#   untimed_launch F  metrics.jsonl without the keys that differ between runs or restarts
 #   kill_trial K NP   launch at NP ranks, kill -9 a random rank at a random step, check
 #                     that the run completes equal to $TMP/straight
 
@@ -40,9 +40,8 @@ job_ranks() {
     pgrep -P "$mp" || true
 }
 
-untimed() {
-    sed 's/"time_s":[^,]*,//; s/"eval_time_s":[^,]*,//; s/,"compress_time_s":[^,}]*//;
-         s/,"restart":[^,}]*//; s/,"world_size":[^,}]*//; s/,"ckpt_stall_s":[^,}]*//; s/,"ckpt_write_s":[^,}]*//' "$1"
+untimed_launch() { # also without the keys a restart changes
+    untimed "$1" | sed 's/,"restart":[^,}]*//; s/,"world_size":[^,}]*//'
 }
 
 kill_trial() {
@@ -67,7 +66,7 @@ kill_trial() {
     has "$(cat "$R/launch.jsonl")" '"cause":"failed"' "trial $k: the kill is recorded as a failure"
     has "$(cat "$R/launch.jsonl")" '"time_lost_s":' "trial $k: time lost recorded"
     echo "trial $k: kill -9 at step $target: time lost $(json_num "$(grep time_lost_s "$R/launch.jsonl" | head -n 1)" time_lost_s) s, steps redone $(json_num "$(grep '"event":"checkpoint"' "$R/launch.jsonl" | head -n 1)" steps_redone)"
-    if [ "$(untimed "$TMP/straight/metrics.jsonl")" = "$(untimed "$R/metrics.jsonl")" ]; then pass; else
-        fail "trial $k (kill at step $target): metrics.jsonl differs from the straight run's: $(diff <(untimed "$TMP/straight/metrics.jsonl") <(untimed "$R/metrics.jsonl") | head -c 1200)"
+    if [ "$(untimed_launch "$TMP/straight/metrics.jsonl")" = "$(untimed_launch "$R/metrics.jsonl")" ]; then pass; else
+        fail "trial $k (kill at step $target): metrics.jsonl differs from the straight run's: $(diff <(untimed_launch "$TMP/straight/metrics.jsonl") <(untimed_launch "$R/metrics.jsonl") | head -c 1200)"
     fi
 }

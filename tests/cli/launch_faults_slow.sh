@@ -43,7 +43,7 @@ for trial in $(seq 1 20); do
     run launch --np 2 --backoff 0 -- train-pa --data "$D" "${JOB[@]}" --keep-last 3 --out "$R" -q
     expect_rc 0 "torn $trial (kill at byte $at of $size of checkpoint $nth): launch completes"
     hasnot "$(cat "$R/launch.jsonl")" '.tmp.' "torn $trial: a temporary file was chosen"
-    if [ "$(untimed "$TMP/straight/metrics.jsonl")" = "$(untimed "$R/metrics.jsonl")" ]; then pass; else
+    if [ "$(untimed_launch "$TMP/straight/metrics.jsonl")" = "$(untimed_launch "$R/metrics.jsonl")" ]; then pass; else
         fail "torn $trial: metrics.jsonl differs from the straight run's"
     fi
 done
@@ -64,7 +64,7 @@ set -e
 if [ "$rc" -eq 0 ]; then pass; else fail "hung rank: launch exit status $rc: $(tail -c 1000 "$TMP/.herr")"; fi
 has "$(cat "$R/launch.jsonl")" '"cause":"hang"' "hung rank: recorded as a hang"
 has "$(cat "$TMP/.herr")" "no heartbeat from rank 0 for" "hung rank: message"
-if [ "$(untimed "$TMP/straight/metrics.jsonl")" = "$(untimed "$R/metrics.jsonl")" ]; then pass; else
+if [ "$(untimed_launch "$TMP/straight/metrics.jsonl")" = "$(untimed_launch "$R/metrics.jsonl")" ]; then pass; else
     fail "hung rank: metrics.jsonl differs from the straight run's"
 fi
 
@@ -86,7 +86,7 @@ near "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" 0 20 "SIGTERM: stopp
 has "$(cat "$R/launch.jsonl")" '"cause":"signalled","rc":75' "SIGTERM: the job wrote its checkpoint and exited 75"
 run "${LCMD[@]}"
 expect_rc 0 "SIGTERM: the same command completes the run"
-if [ "$(untimed "$TMP/straight/metrics.jsonl")" = "$(untimed "$R/metrics.jsonl")" ]; then pass; else
+if [ "$(untimed_launch "$TMP/straight/metrics.jsonl")" = "$(untimed_launch "$R/metrics.jsonl")" ]; then pass; else
     fail "SIGTERM: metrics.jsonl differs from the straight run's"
 fi
 

@@ -10,8 +10,6 @@ source "$(dirname "$0")/common.bash"
 
 mpi_setup
 
-# metrics.jsonl without the timing keys
-untimed() { sed 's/"time_s":[^,]*,//; s/"eval_time_s":[^,]*,//; s/,"compress_time_s":[^,}]*//; s/,"ckpt_[a-z_]*":[^,}]*//g' "$1"; }
 
 # a number of the heartbeat file (one line of JSON)
 hb_num() { json_num "$(cat "$1" 2>/dev/null || true)" "$2"; }
