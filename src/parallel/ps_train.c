@@ -257,16 +257,21 @@ static void refuse_peer(ps_t *p, const uint8_t *rid, size_t ridn, uint64_t seq, 
     dd_net_send(p->router, rid, ridn, DD_MSG_ERR, seq, 0, msg, (uint32_t)strlen(msg));
 }
 
-static void start_epoch(ps_t *p, dd_trainer *tr) {
-    p->ep = dd_trainer_epoch(tr);
-    p->nb = dd_trainer_num_batches(tr);
-    p->nframes = dd_trainer_num_frames(tr);
+/* The per-epoch batch book-keeping (states, owners, frame counts, queues). */
+static void free_epoch_state(ps_t *p) {
     free(p->bstate);
     free(p->bowner);
     free(p->fcount);
     free(p->fifo);
     free(p->gfifo);
     free(p->bwas);
+}
+
+static void start_epoch(ps_t *p, dd_trainer *tr) {
+    p->ep = dd_trainer_epoch(tr);
+    p->nb = dd_trainer_num_batches(tr);
+    p->nframes = dd_trainer_num_frames(tr);
+    free_epoch_state(p);
     p->bstate = calloc(p->nb, 1);
     p->bwas = calloc(p->nb, 1);
     p->bowner = calloc(p->nb, sizeof *p->bowner);
@@ -1150,12 +1155,7 @@ static void ps_destroy(void *self) {
     free(p->ver);
     free(p->ck_ver);
     free(p->cfg_json);
-    free(p->bstate);
-    free(p->bowner);
-    free(p->fcount);
-    free(p->fifo);
-    free(p->gfifo);
-    free(p->bwas);
+    free_epoch_state(p);
     cJSON_Delete(p->epochs);
     free(p);
 }
