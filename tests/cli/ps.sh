@@ -25,7 +25,7 @@ run keygen --out "$TMP/w0"
 wpub=$OUT
 echo "$wpub worker0" >"$TMP/allow"
 pub=$(grep -v '^#' "$TMP/s0.pub")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 cat >"$TMP/cluster.json" <<JSON
 {"replicas": 0, "servers": [{"name": "s0", "address": "tcp://127.0.0.1:$port", "public_key": "$pub"}]}
 JSON

@@ -17,6 +17,9 @@
 #     run's checkpoint (no block versions), a directory that is not a run.
 #  1b. train-dpd --ps through the frozen PA model of case 1: one worker equals the plain
 #     train-dpd (loss, NMSE, grad_norm_max rel. 1e-6); eval reads the run.
+#  1d. train-dpd --ps resumed through ps-local (1 epoch + 1) equals the 2-epoch run of 1b.
+#  1e. the by-hand resume (keys, allow and cluster files written by the test, separate
+#     ps-server, coordinator and worker processes) equals the 4-epoch run of 1c.
 # Every process is bounded in time (ps-local --timeout, timeout(1)).
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -124,6 +127,64 @@ run eval --run "$TMP/dpd_ps" --json
 expect_rc 0 "eval of the ps train-dpd run"
 has "$OUT" '"task":"dla"' "eval reads the DPD run (task dla)"
 has "$OUT" "val_aclr_avg_db" "eval of a DPD run prints its ACLR"
+
+# ---- 1d. train-dpd --ps resumed: 1 epoch resumed to 2 equals the 2-epoch run of 1b
+ps_local "ps-local train-dpd 1 epoch" train-dpd "${COMMON[@]}" --batch 16 --epochs 1 --pa-run "$TMP/ref_manysteps" \
+    --staleness 0 --out "$TMP/dpd_half"
+ps_local "ps-local train-dpd --resume to 2 epochs" train-dpd --resume "$TMP/dpd_half" --epochs 2 --staleness 0 -q
+for k in train_loss val_nmse_db test_nmse_db grad_norm_max; do
+    py_epochs "$TMP/dpd_ps" $k >"$TMP/a"
+    py_epochs "$TMP/dpd_half" $k >"$TMP/b"
+    same_rel "$TMP/a" "$TMP/b" 1e-6 "train-dpd resume: $k per epoch of 1 + 1 epochs equals the 2-epoch ps run's (rel 1e-6)"
+done
+
+# ---- 1e. the by-hand resume of docs/ps.md: fresh keys, allow and cluster files written
+# here, two `distdpd ps-server`, the coordinator with --resume and one worker, each its own
+# process; 2 epochs (ps-local) + 2 by hand equal the 4-epoch ps run of 1c
+ps_local "ps-local 2 epochs (to resume by hand)" train-pa "${RARGS[@]}" --epochs 2 --out "$TMP/ps_hand"
+H="$TMP/hand"
+mkdir -p "$H"
+for k in s0 s1 co w0; do
+    run keygen --out "$H/$k"
+    expect_rc 0 "keygen $k"
+done
+pubkey() { grep -v '^#' "$H/$1.pub"; }
+printf '%s w0\n%s coordinator\n' "$(pubkey w0)" "$(pubkey co)" >"$H/allow.txt"
+P0=$(free_port)
+P1=$(free_port)
+PC=$(free_port)
+cat >"$H/cluster.json" <<EOF
+{"replicas": 1, "optimizer": {"kind": "adamw"},
+ "coordinator": {"address": "tcp://127.0.0.1:$PC", "public_key": "$(pubkey co)"},
+ "servers": [{"name": "s0", "address": "tcp://127.0.0.1:$P0", "public_key": "$(pubkey s0)"},
+             {"name": "s1", "address": "tcp://127.0.0.1:$P1", "public_key": "$(pubkey s1)"}]}
+EOF
+timeout 100 "$DD_CLI" ps-server --bind "tcp://127.0.0.1:$P0" --key "$H/s0.key" --allow "$H/allow.txt" \
+    --cluster "$H/cluster.json" >"$H/s0.log" 2>&1 &
+S0=$!
+timeout 100 "$DD_CLI" ps-server --bind "tcp://127.0.0.1:$P1" --key "$H/s1.key" --allow "$H/allow.txt" \
+    --cluster "$H/cluster.json" >"$H/s1.log" 2>&1 &
+S1=$!
+timeout 100 "$DD_CLI" train-pa --out "$TMP/ps_hand" --data "$D" --ps "$H/cluster.json" --key "$H/w0.key" \
+    >"$H/w0.log" 2>&1 &
+W0=$!
+set +e
+timeout 100 "$DD_CLI" train-pa --resume "$TMP/ps_hand" --epochs 4 --ps "$H/cluster.json" --key "$H/co.key" \
+    --ps-role coordinator --allow "$H/allow.txt" --staleness 0 -q >"$TMP/.out" 2>"$TMP/.err"
+RC=$?
+wait $W0
+WRC=$?
+kill $S0 $S1 2>/dev/null
+wait $S0 $S1 2>/dev/null
+set -e
+ERR=$(cat "$TMP/.err")
+expect_rc 0 "by-hand coordinator --resume to 4 epochs"
+if [ $WRC -eq 0 ]; then pass; else fail "the by-hand worker ended with $WRC: $(tail -3 "$H/w0.log")"; fi
+for k in train_loss val_nmse_db test_nmse_db grad_norm_max; do
+    py_epochs "$TMP/ps_full4" $k >"$TMP/a"
+    py_epochs "$TMP/ps_hand" $k >"$TMP/b"
+    same_rel "$TMP/a" "$TMP/b" 1e-6 "by-hand resume: $k per epoch of 2 + 2 epochs equals the 4-epoch ps run's (rel 1e-6)"
+done
 
 # ---- 2. bounded staleness with 3 workers
 set +e
