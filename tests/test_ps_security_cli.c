@@ -69,6 +69,59 @@ static void good_client(const char *when) {
     dd_ps_client_close(&c);
 }
 
+/* The two-phase push (docs/ps.md, "Atomic pushes"), on block "w" (SGD, lr 0.5) after
+ * good_client: a staged update changes nothing until applied; applied once whoever sends
+ * the apply and however often; an apply of an update never staged, or replaced by a newer
+ * stage, is refused and changes nothing. */
+static void two_phase(void) {
+    char key[600];
+    dd_ps_client_opts o = {.resend_ms = 50, .dead_ms = 3000};
+    dd_ps_client *c = NULL, *other = NULL;
+    dd_ps_block b = {.name = "w", .offset = 0, .len = 4};
+    float w0[4], w[4], g[4] = {1, 2, 3, 4}, g2[4] = {10, 10, 10, 10};
+    snprintf(key, sizeof key, "%s/worker1.key", C.dir);
+    o.key_path = key;
+    CHECK_OK(dd_ps_client_open(C.cluster, &o, &c));
+    CHECK_OK(dd_ps_client_set_blocks(c, &b, 1));
+    CHECK_OK(dd_ps_client_pull(c, w0, NULL));
+    uint64_t txn = 0, old;
+    CHECK_OK(dd_ps_client_stage(c, g, 0.5, &txn));
+    CHECK(txn != 0, "stage returns a transaction number");
+    CHECK_OK(dd_ps_client_pull(c, w, NULL));
+    CHECK(w[0] == w0[0] && w[3] == w0[3], "a staged update is not applied (w[0] %g, was %g)", w[0], w0[0]);
+    CHECK_OK(dd_ps_client_apply(c, 0, txn, NULL));
+    CHECK_OK(dd_ps_client_pull(c, w, NULL));
+    CHECK(w[0] == w0[0] - 0.5f && w[3] == w0[3] - 2.0f, "applied once: w[0] %g (want %g)", w[0], w0[0] - 0.5f);
+    /* the same apply again, and from another client on the owner's behalf: duplicates */
+    CHECK_OK(dd_ps_client_apply(c, 0, txn, NULL));
+    snprintf(key, sizeof key, "%s/worker0.key", C.dir);
+    o.key_path = key;
+    CHECK_OK(dd_ps_client_open(C.cluster, &o, &other));
+    CHECK_OK(dd_ps_client_set_blocks(other, &b, 1));
+    CHECK_OK(dd_ps_client_apply(other, dd_ps_client_id(c), txn, NULL));
+    /* staged again under the applied number (a retry after a failover): ignored */
+    CHECK_OK(dd_ps_client_stage(c, g2, 0.5, &txn));
+    CHECK_OK(dd_ps_client_apply(c, 0, txn, NULL));
+    CHECK_OK(dd_ps_client_pull(c, w, NULL));
+    CHECK(w[0] == w0[0] - 0.5f, "repeated applies and a restage of an applied update change nothing: w[0] %g", w[0]);
+    /* never staged: refused */
+    CHECK_ERR(dd_ps_client_apply(other, 0, 12345, NULL), DD_ERR_COMM, "holds no staged update 12345 of client");
+    /* a newer stage replaces an older one that was never applied */
+    old = 0;
+    CHECK_OK(dd_ps_client_stage(c, g2, 0.5, &old));
+    txn = 0;
+    CHECK_OK(dd_ps_client_stage(c, g, 0.5, &txn));
+    CHECK_ERR(dd_ps_client_apply(c, 0, old, NULL), DD_ERR_COMM, "holds no staged update");
+    CHECK_OK(dd_ps_client_apply(other, dd_ps_client_id(c), txn, NULL));
+    CHECK_OK(dd_ps_client_pull(c, w, NULL));
+    CHECK(w[0] == w0[0] - 1.0f && w[3] == w0[3] - 4.0f, "the newer stage applied, the replaced one not: w[0] %g (want %g)",
+          w[0], w0[0] - 1.0f);
+    float undo[4] = {-2, -4, -6, -8}; /* back to w0 for good_client's running expectation */
+    CHECK_OK(dd_ps_client_push(c, undo, 0.5, NULL));
+    dd_ps_client_close(&other);
+    dd_ps_client_close(&c);
+}
+
 int main(void) {
     if (!getenv("DD_CLI")) {
         dd_test_skip("DD_CLI not set (run through ctest)");
@@ -77,6 +130,7 @@ int main(void) {
     if (ps_cluster_setup(&C, 1, 2, 0, "{\"kind\": \"sgd\"}") != 0) return 1;
     ps_server_start(&C, 0, "--max-msg 4096");
     good_client("before");
+    two_phase();
 
     /* an unenrolled key */
     char base[600], pub[41];
@@ -159,6 +213,11 @@ int main(void) {
     /* still serving */
     CHECK(kill(C.pid[0], 0) == 0, "server still running");
     good_client("after");
+    uint8_t ap[] = {1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}; /* owner 1, txn 7, 1 item, no name */
+    dd_net_hdr_write(m, DD_MSG_APPLY, 2, 5, ap, sizeof ap);
+    memcpy(m + DD_NET_HEADER, ap, sizeof ap);
+    raw_exchange(m, DD_NET_HEADER + sizeof ap, NULL, 0, reply, sizeof reply);
+    expect_refusal("malformed apply", reply, "malformed apply: item 0 runs past the payload");
     ps_cluster_stop(&C);
     log = ps_server_log(&C, 0);
     CHECK(strstr(log, "stopped after") != NULL, "server stopped cleanly on SIGTERM:\n%s", log);

@@ -50,6 +50,8 @@ typedef enum {
     DD_MSG_COMMIT = 10,   /* worker -> coordinator: may I push the batch I computed? */
     DD_MSG_DONE = 11,     /* worker -> coordinator: the batch's push was acknowledged */
     DD_MSG_BYE = 12,      /* worker -> coordinator: leaving */
+    DD_MSG_STAGE = 13,    /* gradients of blocks held back, not applied, until an APPLY (two-phase push) */
+    DD_MSG_APPLY = 14,    /* apply a staged update (its owner and transaction number) with the optimiser */
     DD_MSG_ACK = 16,      /* reply to PUSH / INIT: the blocks' versions */
     DD_MSG_PULL_REP = 17, /* reply to PULL */
     DD_MSG_PONG = 18,     /* reply to PING */

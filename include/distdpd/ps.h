@@ -97,6 +97,7 @@ typedef struct {
 typedef struct {
     uint64_t pushes;      /* push items applied */
     uint64_t duplicates;  /* push items recognised as resends (not applied again) */
+    uint64_t staged;      /* stage items held back until their apply (two-phase pushes) */
     uint64_t pulls;
     uint64_t refused;     /* messages refused (malformed, unknown block, ...) */
     uint64_t repl_sent, repl_applied;
@@ -147,6 +148,22 @@ dd_status dd_ps_client_restore(dd_ps_client *c, const float *arena, const void *
  * after this push. Errors: DD_ERR_TIMEOUT (no live server for a block), DD_ERR_COMM
  * (a server refused: its message). */
 dd_status dd_ps_client_push(dd_ps_client *c, const float *g, double lr, uint64_t *versions);
+/* Two-phase push (docs/ps.md, "Atomic pushes"): stage sends the gradients of every block
+ * with learning rate lr to its primary, which holds them back (nothing is applied);
+ * apply then makes every block's primary apply the staged update with its optimiser,
+ * exactly once, acknowledged when the replicas hold the result. Whoever decides that the
+ * update counts (the coordinator, at commit) can complete it with an apply on the
+ * owner's behalf when the owner dies between its stage and its apply, so a committed
+ * update is applied to all blocks or, if never committed, to none.
+ * stage: *txn == 0 takes a new transaction number (returned in *txn); a non-zero *txn
+ * stages again under that number (after a server died: blocks that applied it already
+ * ignore it). apply: owner 0 = this client (dd_ps_client_id). Errors as push; apply
+ * fails (DD_ERR_COMM, the server's message) when a block holds neither the staged update
+ * nor the record of having applied it (its server died after the stage: stage again). */
+dd_status dd_ps_client_stage(dd_ps_client *c, const float *g, double lr, uint64_t *txn);
+dd_status dd_ps_client_apply(dd_ps_client *c, uint64_t owner, uint64_t txn, uint64_t *versions);
+/* This client's sender id (the owner of its staged updates). */
+uint64_t dd_ps_client_id(const dd_ps_client *c);
 /* Pulls the blocks' values into arena; versions (n entries, in/out, may be NULL): on
  * input the version the caller has (UINT64_MAX: none), a block whose version is
  * unchanged is not sent again; on output the current versions. */

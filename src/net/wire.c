@@ -23,6 +23,7 @@ static const char *const type_names[32] = {
     [DD_MSG_PULL_REP] = "pull-reply", [DD_MSG_PONG] = "pong", [DD_MSG_REPL_ACK] = "repl-ack",
     [DD_MSG_STATE] = "state", [DD_MSG_RESTORE] = "restore", [DD_MSG_STATE_REP] = "state-reply", [DD_MSG_HELLO] = "hello",
     [DD_MSG_LEASE] = "lease", [DD_MSG_COMMIT] = "commit", [DD_MSG_DONE] = "done", [DD_MSG_BYE] = "bye",
+    [DD_MSG_STAGE] = "stage", [DD_MSG_APPLY] = "apply",
     [DD_MSG_WELCOME] = "welcome", [DD_MSG_LEASE_REP] = "lease-reply", [DD_MSG_COMMIT_REP] = "commit-reply",
     [DD_MSG_ERR] = "error"};
 

@@ -7,13 +7,16 @@
  * waits until the workers completed one more batch and advances the trainer's cursor
  * (dd_trainer_advance): the update itself was applied by the servers. Workers (the
  * default role) never call dd_train_run: the registry's `drive` hook runs their loop
- * (lease a batch, pull the blocks, compute the gradients, clip, commit, push, report).
+ * (lease a batch, pull the blocks, compute the gradients, clip, stage, commit, apply,
+ * report).
  *
  * Exactly-once frames: a batch is leased to one worker with a deadline (--lease-ms); the
- * worker asks to commit before it pushes; the coordinator grants a commit only while the
- * lease is the worker's and counts the batch's frames then. A lease that expires (a
- * killed or stopped worker) goes back to the queue and is redone by another worker; a
- * late commit is refused and its gradient dropped. The epoch ends when every batch is
+ * worker stages its update on the servers and asks to commit before it applies it; the
+ * coordinator grants a commit only while the lease is the worker's and counts the batch's
+ * frames then. A lease that expires (a killed or stopped worker) goes back to the queue
+ * and is redone by another worker; a late commit is refused and its gradient dropped. A
+ * worker silent after its commit has its staged update applied by the coordinator, so a
+ * committed update reaches every block once (docs/ps.md, "Atomic pushes"). The epoch ends when every batch is
  * done (epoch barrier: the next epoch's batches are handed out after the evaluation and
  * checkpoint, so checkpoints are consistent).
  *
@@ -55,6 +58,7 @@ typedef struct {
     dd_nbuf last_reply;
     uint64_t batches, refused, resends, expired;
     double compute_s;
+    uint64_t cid, txn; /* the committed batch's staged update: its owner (the worker's client id) and transaction */
 } wrec;
 
 typedef struct {
@@ -88,7 +92,7 @@ typedef struct {
     size_t fhead, ftail;
     double last_loss;
     uint64_t hist[PS_HIST], lag[PS_HIST];
-    uint64_t ep_expired, ep_refused, ep_lost, ep_redone;
+    uint64_t ep_expired, ep_refused, ep_lost, ep_redone, ep_completed;
     uint8_t *bwas; /* batch was leased before (redone) */
     int finished;
     int resuming;       /* --resume: the servers get last.ckpt's state (co_setup after the load) */
@@ -283,7 +287,7 @@ static void start_epoch(ps_t *p, dd_trainer *tr) {
     for (uint64_t b = 0; b < dd_trainer_batch(tr) && b < p->nb; b++) p->bstate[b] = 3;
     memset(p->hist, 0, sizeof p->hist);
     memset(p->lag, 0, sizeof p->lag);
-    p->ep_expired = p->ep_refused = p->ep_lost = p->ep_redone = 0;
+    p->ep_expired = p->ep_refused = p->ep_lost = p->ep_redone = p->ep_completed = 0;
     for (int i = 0; i < p->nw; i++) {
         p->w[i].clock = 0;
         p->w[i].lease = -1;
@@ -397,7 +401,7 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
         }
         send_reply(p, w, DD_MSG_LEASE_REP, h->seq, &b);
     } else if (h->type == DD_MSG_COMMIT) {
-        uint64_t e = dd_nrd_u64(&r), k = dd_nrd_u64(&r);
+        uint64_t e = dd_nrd_u64(&r), k = dd_nrd_u64(&r), cid = dd_nrd_u64(&r), txn = dd_nrd_u64(&r);
         if (r.bad || r.off != h->len) {
             refuse_peer(p, rid, ridn, h->seq, peer, "malformed commit");
             return;
@@ -409,7 +413,9 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
             for (uint64_t f = lo; f < hi; f++)
                 if (p->fcount[f] < 255) p->fcount[f]++;
             p->bstate[k] = 2;
-            w->deadline = now + 2 * (int64_t)p->lease_ms; /* the push must end within this */
+            w->cid = cid;
+            w->txn = txn;
+            w->deadline = now + 2 * (int64_t)p->lease_ms; /* the apply must end within this */
         } else {
             w->refused++;
             p->ep_refused++;
@@ -466,14 +472,21 @@ static void expire(ps_t *p) {
                 dd_log(DD_LOG_WARN, "ps-coordinator: worker %s: lease of batch %llu expired after %d ms: the batch goes to "
                                     "another worker, the worker leaves",
                        w->name, (unsigned long long)k + 1, p->lease_ms);
-            } else if (p->bstate[k] == 2) { /* committed, then silent: its push may be lost */
+            } else if (p->bstate[k] == 2) { /* committed, then silent: complete its staged update */
                 p->bstate[k] = 3;
                 p->gfifo[p->ftail] = NAN;
                 p->fifo[p->ftail++] = NAN;
-                p->ep_lost++;
-                dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu: its push may be "
-                                    "lost (the frames count as trained)",
-                       w->name, (unsigned long long)k + 1);
+                if (p->cli && dd_ps_client_apply(p->cli, w->cid, w->txn, NULL) == DD_OK) {
+                    p->ep_completed++;
+                    dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu: its staged "
+                                        "update was applied on its behalf",
+                           w->name, (unsigned long long)k + 1);
+                } else {
+                    p->ep_lost++;
+                    dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu and its staged "
+                                        "update could not be applied (%s): lost (the frames count as trained)",
+                           w->name, (unsigned long long)k + 1, dd_last_error());
+                }
             }
             w->lease = -1;
             w->alive = 0;
@@ -757,10 +770,11 @@ static dd_status co_epoch_json(void *self, char *buf, size_t cap) {
     snprintf(buf, cap,
              "\"ps_workers\":%d,\"ps_staleness\":%lld,\"ps_staleness_hist\":%s,\"ps_update_lag_hist\":%s,"
              "\"ps_frames_once\":%llu,\"ps_frames_repeated\":%llu,\"ps_frames_missed\":%llu,\"ps_leases_expired\":%llu,"
-             "\"ps_batches_redone\":%llu,\"ps_commits_refused\":%llu,\"ps_pushes_lost\":%llu",
+             "\"ps_batches_redone\":%llu,\"ps_commits_refused\":%llu,\"ps_pushes_completed\":%llu,"
+             "\"ps_pushes_lost\":%llu",
              live, (long long)p->staleness, hs, hl, (unsigned long long)once, (unsigned long long)more,
              (unsigned long long)missed, (unsigned long long)p->ep_expired, (unsigned long long)p->ep_redone,
-             (unsigned long long)p->ep_refused, (unsigned long long)p->ep_lost);
+             (unsigned long long)p->ep_refused, (unsigned long long)p->ep_completed, (unsigned long long)p->ep_lost);
     if (p->epochs) {
         char obj[2300];
         snprintf(obj, sizeof obj, "{\"epoch\":%d,\"frames\":%llu,%s}", p->ep + 1, (unsigned long long)p->nframes, buf);
@@ -953,6 +967,14 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
     gethostname(host, sizeof host - 1);
     const char *kb = strrchr(p->key_path, '/');
     snprintf(name, sizeof name, "%.20s:%d@%.20s", kb ? kb + 1 : p->key_path, (int)getpid(), host);
+    /* Test-only fault injection (docs/ps.md, "Atomic pushes"): DD_PS_KILL_AFTER_COMMIT=K:N
+     * makes the worker whose key file's name starts with "K." exit at once after its N-th
+     * granted commit, between its stage and its apply. */
+    long kill_after = 0, commits = 0;
+    const char *ka = getenv("DD_PS_KILL_AFTER_COMMIT"), *kc = ka ? strrchr(ka, ':') : NULL;
+    const char *kn = kb ? kb + 1 : p->key_path;
+    if (kc && (size_t)(kc - ka) > 0 && strncmp(kn, ka, (size_t)(kc - ka)) == 0 && kn[kc - ka] == '.')
+        kill_after = strtol(kc + 1, NULL, 10);
     {
         dd_nbuf b = {0};
         put_text(&b, name);
@@ -1052,9 +1074,14 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
         if (p->straggle_ms) sleep_ms(p->straggle_ms);
         double cs = dd_now() - t0;
         if (p->stale_lr && stal > 1) lr /= (double)stal;
+        /* two-phase push: stage on the servers, commit (the coordinator decides), apply */
+        uint64_t txn = 0;
+        if ((st = dd_ps_client_stage(cli, g, lr, &txn))) goto done;
         dd_nbuf cb = {0};
         dd_nbuf_u64(&cb, e);
         dd_nbuf_u64(&cb, b);
+        dd_nbuf_u64(&cb, dd_ps_client_id(cli));
+        dd_nbuf_u64(&cb, txn);
         st = coord_req(&l, DD_MSG_COMMIT, &cb, DD_MSG_COMMIT_REP, &rep, &rp, &rn);
         dd_nbuf_free(&cb);
         if (st) goto done;
@@ -1064,7 +1091,18 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
             refused++;
             continue;
         }
-        if ((st = dd_ps_client_push(cli, g, lr, ver2))) goto done;
+        if (kill_after && ++commits == kill_after) { /* test-only: die between commit and apply */
+            dd_log(DD_LOG_WARN, "ps worker %s: DD_PS_KILL_AFTER_COMMIT: exiting after commit %ld", name, kill_after);
+            _exit(137);
+        }
+        /* a server that died after the stage took its staged blocks with it: stage again
+         * under the same transaction (blocks that applied it ignore it) and apply again */
+        for (int attempt = 0; (st = dd_ps_client_apply(cli, 0, txn, ver2)) != DD_OK; attempt++) {
+            if (st != DD_ERR_COMM || attempt == 2) goto done;
+            dd_log(DD_LOG_WARN, "ps worker %s: %s: staging batch %llu again", name, dd_last_error(),
+                   (unsigned long long)b + 1);
+            if ((st = dd_ps_client_stage(cli, g, lr, &txn))) goto done;
+        }
         uint64_t lag = ver2[0] > v_pull + 1 ? ver2[0] - v_pull - 1 : 0;
         dd_ps_client_stats cst;
         dd_ps_client_get_stats(cli, &cst);

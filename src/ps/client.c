@@ -48,6 +48,7 @@ struct dd_ps_client {
     const size_t *rbytes;
     const uint64_t *rver;
     size_t *sbytes;
+    uint64_t txn_owner, txn; /* STAGE / APPLY: the update's owner (APPLY only) and transaction */
 };
 
 #define CNAME(i) (c->b[(i)].name)
@@ -220,7 +221,9 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
             if (!c->rebuild[s]) continue;
             outst *o = &c->out[s];
             o->msg.n = 0;
-            if (type == DD_MSG_PUSH) dd_nbuf_f64(&o->msg, lr);
+            if (type == DD_MSG_APPLY) dd_nbuf_u64(&o->msg, c->txn_owner);
+            if (type == DD_MSG_STAGE || type == DD_MSG_APPLY) dd_nbuf_u64(&o->msg, c->txn);
+            if (type == DD_MSG_PUSH || type == DD_MSG_STAGE) dd_nbuf_f64(&o->msg, lr);
             size_t cntpos = o->msg.n;
             dd_nbuf_u32(&o->msg, 0);
             uint32_t cnt = 0;
@@ -230,7 +233,7 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
                 dd_nbuf_str(&o->msg, b->name);
                 if (pulls) {
                     dd_nbuf_u64(&o->msg, ver ? ver[i] : UINT64_MAX);
-                } else {
+                } else if (type != DD_MSG_APPLY) {
                     dd_nbuf_u32(&o->msg, (uint32_t)b->len);
                     dd_nbuf_bytes(&o->msg, src + b->offset, b->len * 4);
                     if (type == DD_MSG_RESTORE) {
@@ -388,6 +391,23 @@ dd_status dd_ps_client_push(dd_ps_client *c, const float *g, double lr, uint64_t
     if (!isfinite(lr) || lr < 0) return dd_error(DD_ERR_ARG, "push: learning rate %g is not a finite number >= 0", lr);
     return run_op(c, DD_MSG_PUSH, lr, g, NULL, versions);
 }
+
+dd_status dd_ps_client_stage(dd_ps_client *c, const float *g, double lr, uint64_t *txn) {
+    if (!txn) return dd_error(DD_ERR_ARG, "stage: txn needed");
+    if (!isfinite(lr) || lr < 0) return dd_error(DD_ERR_ARG, "stage: learning rate %g is not a finite number >= 0", lr);
+    if (*txn == 0) *txn = ++c->seq; /* below every later request's sequence number: the dedup order */
+    c->txn = *txn;
+    return run_op(c, DD_MSG_STAGE, lr, g, NULL, NULL);
+}
+
+dd_status dd_ps_client_apply(dd_ps_client *c, uint64_t owner, uint64_t txn, uint64_t *versions) {
+    if (txn == 0) return dd_error(DD_ERR_ARG, "apply: transaction 0");
+    c->txn_owner = owner ? owner : c->id;
+    c->txn = txn;
+    return run_op(c, DD_MSG_APPLY, 0, NULL, NULL, versions);
+}
+
+uint64_t dd_ps_client_id(const dd_ps_client *c) { return c->id; }
 
 dd_status dd_ps_client_pull(dd_ps_client *c, float *arena, uint64_t *versions) {
     return run_op(c, DD_MSG_PULL, 0, NULL, arena, versions);

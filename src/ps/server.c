@@ -26,6 +26,15 @@ typedef struct {
     uint64_t client, seq;
 } dedup_ent;
 
+/* A staged update (two-phase push, docs/ps.md "Atomic pushes"): held back until an APPLY
+ * of its owner and transaction number; one per owner and block (a newer stage replaces an
+ * older one that was never applied: its batch was given to another worker). */
+typedef struct {
+    uint64_t owner, txn;
+    double lr;
+    float *g;
+} staged_ent;
+
 typedef struct {
     char name[DD_PS_NAME_MAX];
     uint32_t n;
@@ -35,6 +44,8 @@ typedef struct {
     int owner;        /* this server applied pushes/inits to it: it replicates it */
     dedup_ent *dd;
     size_t ndd, capdd;
+    staged_ent *stg;
+    size_t nstg, capstg;
     uint64_t *acked;  /* [peer] version + 1 the peer acknowledged (0: none) */
     uint64_t *sent;   /* [peer] version + 1 in flight */
     int64_t *sent_ms; /* [peer] */
@@ -87,6 +98,8 @@ static int find_block(server *sv, const char *name) {
 }
 
 static void block_free(block *b) {
+    for (size_t i = 0; i < b->nstg; i++) free(b->stg[i].g);
+    free(b->stg);
     free(b->w);
     dd_optim_destroy(&b->opt);
     free(b->dd);
@@ -234,6 +247,58 @@ static void flush_pending(server *sv) {
     sv->npend = k;
 }
 
+/* An ACK (u32 count; items: name, u64 version) sent at once. */
+static void ack_now(server *sv, const uint8_t *rid, size_t ridn, uint64_t seq, const int *blk, const uint64_t *ver, int n) {
+    dd_nbuf out = {0};
+    dd_nbuf_u32(&out, (uint32_t)n);
+    for (int j = 0; j < n; j++) {
+        dd_nbuf_str(&out, sv->b[blk[j]].name);
+        dd_nbuf_u64(&out, ver[j]);
+    }
+    reply(sv, rid, ridn, DD_MSG_ACK, seq, &out);
+    dd_nbuf_free(&out);
+}
+
+/* ---- staged updates (two-phase push) ---- */
+static staged_ent *stage_find(block *b, uint64_t owner, uint64_t txn) {
+    for (size_t i = 0; i < b->nstg; i++)
+        if (b->stg[i].owner == owner && b->stg[i].txn == txn) return &b->stg[i];
+    return NULL;
+}
+
+static void stage_drop(block *b, staged_ent *e) {
+    free(e->g);
+    *e = b->stg[--b->nstg];
+}
+
+/* Holds gradient f (b->n floats, unaligned bytes) as owner's update txn; replaces the
+ * owner's older staged update. Nothing is staged when the owner's txn was applied already
+ * (a resent stage). 0, or -1 when out of memory. */
+static int stage_put(block *b, uint64_t owner, uint64_t txn, double lr, const uint8_t *f) {
+    uint64_t *last = dedup_slot(b, owner, 0);
+    if (last && *last >= txn) return 0;
+    staged_ent *e = NULL;
+    for (size_t i = 0; i < b->nstg && !e; i++)
+        if (b->stg[i].owner == owner) e = &b->stg[i];
+    if (!e) {
+        if (b->nstg == b->capstg) {
+            size_t c = b->capstg ? 2 * b->capstg : 4;
+            staged_ent *ns = realloc(b->stg, c * sizeof *ns);
+            if (!ns) return -1;
+            b->stg = ns;
+            b->capstg = c;
+        }
+        e = &b->stg[b->nstg];
+        *e = (staged_ent){owner, 0, 0, NULL};
+        if (!(e->g = malloc((size_t)b->n * sizeof *e->g))) return -1;
+        b->nstg++;
+    }
+    memcpy(e->g, f, (size_t)b->n * 4);
+    e->txn = txn;
+    e->lr = lr;
+    return 0;
+}
+
 /* ---- requests ---- */
 /* INIT and PUSH: u32 count (after f64 lr for PUSH); items: name, u32 n, n floats.
  * RESTORE (resume): items also carry u64 version, u32 state bytes, the optimiser state. */
@@ -241,14 +306,20 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
                       const char *peer) {
     dd_nrd r;
     dd_nrd_init(&r, pl, h->len);
-    double lr = type == DD_MSG_PUSH ? dd_nrd_f64(&r) : 0;
+    const int stage = type == DD_MSG_STAGE, grad = type == DD_MSG_PUSH || stage;
+    uint64_t txn = stage ? dd_nrd_u64(&r) : 0;
+    double lr = grad ? dd_nrd_f64(&r) : 0;
     uint32_t cnt = dd_nrd_u32(&r);
     if (r.bad || cnt == 0 || cnt > 1000000) {
         refuse(sv, rid, ridn, h->seq, peer, "malformed %s: bad item count", dd_msg_type_name(type));
         return;
     }
-    if (type == DD_MSG_PUSH && (!isfinite(lr) || lr < 0)) {
-        refuse(sv, rid, ridn, h->seq, peer, "push: learning rate %g is not a finite number >= 0", lr);
+    if (grad && (!isfinite(lr) || lr < 0)) {
+        refuse(sv, rid, ridn, h->seq, peer, "%s: learning rate %g is not a finite number >= 0", dd_msg_type_name(type), lr);
+        return;
+    }
+    if (stage && txn == 0) {
+        refuse(sv, rid, ridn, h->seq, peer, "stage: transaction number 0");
         return;
     }
     /* validate every item before applying any */
@@ -289,8 +360,8 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
                 return;
             }
         }
-        if (type == DD_MSG_PUSH && bi < 0) {
-            refuse(sv, rid, ridn, h->seq, peer, "push: unknown block '%s' (init it first)", name);
+        if (grad && bi < 0) {
+            refuse(sv, rid, ridn, h->seq, peer, "%s: unknown block '%s' (init it first)", dd_msg_type_name(type), name);
             return;
         }
         if (bi >= 0 && sv->b[bi].n != n) {
@@ -339,8 +410,17 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
                 dd_log(DD_LOG_ERROR, "%s: block '%s': restore: %s", sv->who, name, dd_last_error());
             b->version = ver;
             b->ndd = 0;
+            while (b->nstg) stage_drop(b, &b->stg[0]);
             b->owner = 1;
             sv->repl_dirty = 1;
+        } else if (stage) {
+            if (stage_put(sv->b + bi, h->sender, txn, lr, f) != 0) {
+                dd_log(DD_LOG_ERROR, "%s: out of memory staging block '%s' (%u floats)", sv->who, name, n);
+                free(blk);
+                free(need);
+                return;
+            }
+            sv->st.staged++;
         } else if (bi >= 0 && type == DD_MSG_PUSH) {
             block *b = &sv->b[bi];
             uint64_t *last = dedup_slot(b, h->sender, 1);
@@ -373,6 +453,88 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
         }
         blk[i] = bi;
         need[i] = sv->b[bi].version;
+    }
+    if (stage) { /* nothing applied: acknowledged at once (not replicated, see staged_ent) */
+        ack_now(sv, rid, ridn, h->seq, blk, need, (int)cnt);
+        free(blk);
+        free(need);
+        return;
+    }
+    add_pending(sv, rid, ridn, h->seq, h->sender, blk, need, (int)cnt);
+}
+
+/* APPLY: u64 owner, u64 transaction, u32 count; items: name. Applies the owner's staged
+ * update of that transaction to every block named, exactly once (the owner's dedup entry,
+ * which travels with the replicas' state, records it: a repeated APPLY, from the owner
+ * or from the coordinator on its behalf, is a duplicate). Every block is checked before
+ * any is changed: one that neither holds the staged update nor has applied it refuses the
+ * whole request. Acknowledged (ACK, as a push) when the replicas hold the result. */
+static void on_apply(server *sv, const dd_net_hdr *h, const uint8_t *pl, const uint8_t *rid, size_t ridn, const char *peer) {
+    dd_nrd r;
+    dd_nrd_init(&r, pl, h->len);
+    uint64_t owner = dd_nrd_u64(&r), txn = dd_nrd_u64(&r);
+    uint32_t cnt = dd_nrd_u32(&r);
+    if (r.bad || cnt == 0 || cnt > 1000000 || txn == 0) {
+        refuse(sv, rid, ridn, h->seq, peer, "malformed apply: bad owner, transaction or item count");
+        return;
+    }
+    size_t start = r.off;
+    char name[DD_PS_NAME_MAX];
+    for (uint32_t i = 0; i < cnt; i++) {
+        dd_nrd_str(&r, name, sizeof name);
+        if (r.bad) {
+            refuse(sv, rid, ridn, h->seq, peer, "malformed apply: item %u runs past the payload", i);
+            return;
+        }
+        int bi = find_block(sv, name);
+        if (bi < 0) {
+            refuse(sv, rid, ridn, h->seq, peer, "apply: unknown block '%s'", name);
+            return;
+        }
+        uint64_t *last = dedup_slot(&sv->b[bi], owner, 0);
+        if (!(last && *last >= txn) && !stage_find(&sv->b[bi], owner, txn)) {
+            refuse(sv, rid, ridn, h->seq, peer,
+                   "apply: block '%s' holds no staged update %llu of client %016llx (staged on a server that died since?)",
+                   name, (unsigned long long)txn, (unsigned long long)owner);
+            return;
+        }
+    }
+    if (r.off != h->len) {
+        refuse(sv, rid, ridn, h->seq, peer, "malformed apply: %zu bytes after the last item", (size_t)h->len - r.off);
+        return;
+    }
+    int *blk = malloc(cnt * sizeof *blk);
+    uint64_t *need = malloc(cnt * sizeof *need);
+    if (!blk || !need) {
+        free(blk);
+        free(need);
+        return;
+    }
+    r.off = start;
+    for (uint32_t i = 0; i < cnt; i++) {
+        dd_nrd_str(&r, name, sizeof name);
+        int bi = find_block(sv, name);
+        block *b = &sv->b[bi];
+        uint64_t *last = dedup_slot(b, owner, 1);
+        staged_ent *e = stage_find(b, owner, txn);
+        if (!last) {
+            free(blk);
+            free(need);
+            return;
+        }
+        if (*last >= txn) {
+            sv->st.duplicates++;
+        } else { /* e != NULL: checked above */
+            dd_optim_step(b->opt, b->w, e->g, e->lr);
+            b->version++;
+            *last = txn;
+            b->owner = 1;
+            sv->st.pushes++;
+            sv->repl_dirty = 1;
+        }
+        if (e) stage_drop(b, e);
+        blk[i] = bi;
+        need[i] = b->version;
     }
     add_pending(sv, rid, ridn, h->seq, h->sender, blk, need, (int)cnt);
 }
@@ -549,10 +711,12 @@ static void on_router(server *sv) {
         } else {
             switch (h.type) {
             case DD_MSG_PUSH:
+            case DD_MSG_STAGE:
             case DD_MSG_INIT:
             case DD_MSG_RESTORE: on_update(sv, h.type, &h, pl, rid, ridn, peer); break;
             case DD_MSG_PULL:
             case DD_MSG_STATE: on_pull(sv, &h, pl, rid, ridn, peer); break;
+            case DD_MSG_APPLY: on_apply(sv, &h, pl, rid, ridn, peer); break;
             case DD_MSG_PING: reply(sv, rid, ridn, DD_MSG_PONG, h.seq, NULL); break;
             case DD_MSG_REPL:
                 if (!sv->o->insecure && (!uid || strncmp(uid, "server:", 7) != 0))

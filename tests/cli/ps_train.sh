@@ -10,6 +10,9 @@
 #  3. 3 workers, one killed -9 mid-run, a fourth (a spare key) joining: the run
 #     completes, every frame of every epoch trained exactly once (counted by the
 #     coordinator), the killed worker is declared dead, the new one trained batches.
+#  3b. a worker that dies between its commit and its apply (test-only
+#     DD_PS_KILL_AFTER_COMMIT): the coordinator applies its staged update; the servers'
+#     applied items are the blocks times the updates (no partial or doubled push).
 #  4. refusals: options, a cluster file without a coordinator, an optimiser mismatch.
 #  1c. --resume: a run of 2 epochs resumed to 4 (ps-local ... -- train-pa --resume RUN
 #     --epochs 4, a fresh cluster restored from last.ckpt) equals an uninterrupted 4-epoch
@@ -251,18 +254,62 @@ ws = {w['name'].split(':')[0]: w for w in ps['workers']}
 print({k: (w['state'], w['batches']) for k, w in ws.items()})
 ok &= ws['w1.key']['state'] == 'dead'
 ok &= ws['spare0.key']['batches'] > 0
-# the killed worker usually held a batch: either its lease expired and another worker
-# redid the batch, or it had committed and died while pushing (counted, not redone: see
-# docs/ps.md); killed between a done and its next lease it held none (silent: it leaves)
+# the killed worker usually held a batch: either its lease expired before its commit and
+# another worker redid the batch, or it had committed (its update staged on the servers)
+# and the coordinator applied the staged update on its behalf (docs/ps.md, "Atomic
+# pushes"); killed between a done and its next lease it held none (silent: it leaves)
 redone = sum(r['ps_batches_redone'] for r in recs)
+completed = sum(r['ps_pushes_completed'] for r in recs)
 lost = sum(r['ps_pushes_lost'] for r in recs)
-print('redone', redone, 'pushes lost with the worker', lost)
-ok &= redone + lost <= 1
+print('redone', redone, 'completed by the coordinator', completed, 'lost', lost)
+ok &= redone + completed <= 1 and lost == 0
 ok &= sum(w['batches'] for w in ps['workers']) == ps['pushes']
+# every committed update applied to every block exactly once: the servers' applied push
+# items (their logs) are the blocks times the updates (a partial push would break it)
+import glob, re
+applied = 0
+for f in glob.glob(sys.argv[1] + '/ps/s*.log'):
+    m = re.search(r'(\d+) pushes applied', open(f).read())
+    ok &= m is not None
+    applied += int(m.group(1)) if m else 0
+print('push items applied', applied, 'blocks', len(ps['blocks']), 'updates', ps['pushes'] + completed)
+ok &= applied == len(ps['blocks']) * (ps['pushes'] + completed)
 sys.exit(0 if ok else 1)
 PY
-if grep -qE "w1.key[^ ]* (lease of batch [0-9]+ expired|went silent after committing batch|silent for 1000 ms)" <<<"$ERR"; then pass; else
+if grep -qE "w1.key[^ ]* (lease of batch [0-9]+ expired|went silent after committing batch [0-9]+: its staged update was applied|silent for 1000 ms)" <<<"$ERR"; then pass; else
     fail "the coordinator did not log the killed worker's batch"; fi
+
+# ---- 3b. a worker dying between its commit and its apply (DD_PS_KILL_AFTER_COMMIT, test
+# only): the coordinator applies the worker's staged update on its behalf, so the batch
+# counts once and its update reaches every block exactly once (docs/ps.md "Atomic pushes")
+set +e
+DD_PS_KILL_AFTER_COMMIT=w1:5 timeout 120 "$DD_CLI" ps-local --servers 2 --workers 2 --timeout 100 -- train-pa \
+    "${COMMON[@]}" --batch 16 --epochs 2 --staleness inf --lease-ms 1000 -v --out "$TMP/ckill" \
+    >"$TMP/.out" 2>"$TMP/.err"
+RC=$?
+set -e
+ERR=$(cat "$TMP/.err")
+expect_rc 0 "ps-local with a worker dying after its 5th commit"
+has "$ERR" "went silent after committing batch" "the coordinator notices the silent committed worker"
+has "$ERR" "its staged update was applied on its behalf" "the coordinator completes the staged update"
+if python3 - "$TMP/ckill" <<'PY'; then pass; else fail "commit-then-die: update lost, doubled or partial"; fi
+import glob, json, re, sys
+recs = [json.loads(l) for l in open(sys.argv[1] + '/metrics.jsonl')]
+ps = json.load(open(sys.argv[1] + '/ps.json'))
+ok = len(recs) == 2
+for r in recs:
+    frames = [e for e in ps['epochs'] if e['epoch'] == r['epoch']][0]['frames']
+    ok &= r['ps_frames_once'] == frames and r['ps_frames_repeated'] == 0 and r['ps_frames_missed'] == 0
+completed = sum(r['ps_pushes_completed'] for r in recs)
+lost = sum(r['ps_pushes_lost'] for r in recs)
+redone = sum(r['ps_batches_redone'] for r in recs)
+applied = sum(int(re.search(r'(\d+) pushes applied', open(f).read()).group(1)) for f in glob.glob(sys.argv[1] + '/ps/s*.log'))
+print('completed', completed, 'lost', lost, 'redone', redone, 'applied', applied, 'blocks', len(ps['blocks']),
+      'pushes', ps['pushes'])
+ok &= completed == 1 and lost == 0 and redone == 0
+ok &= applied == len(ps['blocks']) * (ps['pushes'] + completed)
+sys.exit(0 if ok else 1)
+PY
 
 # ---- 4. refusals
 run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json"
