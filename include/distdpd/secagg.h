@@ -130,7 +130,8 @@ dd_status dd_secagg_server_receive(dd_secagg_server *s, uint32_t from, const uin
 dd_status dd_secagg_server_close(dd_secagg_server *s);
 
 /* The clients of the current set (those that answered the last closed round; before the
- * first close: the invited ones), in increasing order; returns their count (<= cap written). */
+ * first close: the invited ones; in state DONE: U3, the clients whose updates are in the
+ * sum), in increasing order; returns their count (at most cap ids are written). */
 int dd_secagg_server_members(const dd_secagg_server *s, uint32_t *ids, int cap);
 
 /* After a close: the message for client `to` (a member) for the round now open: KEYS,
