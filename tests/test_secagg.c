@@ -94,12 +94,8 @@ static dd_status run_protocol(run_t *r, const int *drop, float *sum, int *n_summ
                 if (dd_secagg_server_message(r->srv, r->ids[i], &in, &in_len) != DD_OK) continue; /* not a member */
                 r->down[i] += in_len;
             }
-            switch (round) {
-            case 0: st = dd_secagg_client_advertise(r->cl[i], &out, &out_len); break;
-            case 1: st = dd_secagg_client_share_keys(r->cl[i], in, in_len, &out, &out_len); break;
-            case 2: st = dd_secagg_client_masked_input(r->cl[i], in, in_len, r->x[i], &out, &out_len); break;
-            default: st = dd_secagg_client_unmask(r->cl[i], in, in_len, &out, &out_len); break;
-            }
+            st = dd_secagg_client_next(r->cl[i], in, in_len, r->x[i], &out, &out_len);
+            CHECK(dd_secagg_client_state(r->cl[i]) == (dd_secagg_state)(round + (st == DD_OK)), "client state");
             free(in);
             CHECK(st == DD_OK, "client %u round %d: %s", r->ids[i], round, dd_last_error());
             if (st != DD_OK) continue;
@@ -219,10 +215,7 @@ static void test_dropouts(void) {
                 uint8_t *in = NULL, *out = NULL;
                 size_t il = 0, ol = 0;
                 if (round > 0 && dd_secagg_server_message(r.srv, r.ids[i], &in, &il) != DD_OK) continue;
-                if (round == 0) CHECK_OK(dd_secagg_client_advertise(r.cl[i], &out, &ol));
-                if (round == 1) CHECK_OK(dd_secagg_client_share_keys(r.cl[i], in, il, &out, &ol));
-                if (round == 2) CHECK_OK(dd_secagg_client_masked_input(r.cl[i], in, il, r.x[i], &out, &ol));
-                if (round == 3) CHECK_OK(dd_secagg_client_unmask(r.cl[i], in, il, &out, &ol));
+                CHECK_OK(dd_secagg_client_next(r.cl[i], in, il, r.x[i], &out, &ol));
                 free(in);
                 if (round == 3 && (i == 1 || i == 2 || i == 3)) {
                     if (i == 1) free(out); /* client 1 never arrives */
@@ -278,17 +271,17 @@ static void test_transitions(void) {
         if (round == 0 || round == 4)
             CHECK_ERR(dd_secagg_server_message(r.srv, r.ids[0], &out, &ol), DD_ERR_ARG, "no message to send");
         if (round < 4) CHECK_ERR(dd_secagg_server_result(r.srv, sum, NULL), DD_ERR_ARG, "available after");
-        if (round == 4) break;
+        if (round == 4) {
+            CHECK_ERR(dd_secagg_client_next(c, junk, sizeof junk, r.x[0], &out, &ol), DD_ERR_ARG, "no call left");
+            break;
+        }
         /* close before anyone answered: refused */
         CHECK_ERR(dd_secagg_server_close(r.srv), DD_ERR_ARG, "0 clients answered");
         /* the valid step for every client */
         for (int i = 0; i < 5; i++) {
             in = NULL, il = 0;
             if (round > 0) CHECK_OK(dd_secagg_server_message(r.srv, r.ids[i], &in, &il));
-            dd_status st = round == 0   ? dd_secagg_client_advertise(r.cl[i], &out, &ol)
-                           : round == 1 ? dd_secagg_client_share_keys(r.cl[i], in, il, &out, &ol)
-                           : round == 2 ? dd_secagg_client_masked_input(r.cl[i], in, il, r.x[i], &out, &ol)
-                                        : dd_secagg_client_unmask(r.cl[i], in, il, &out, &ol);
+            dd_status st = dd_secagg_client_next(r.cl[i], in, il, r.x[i], &out, &ol);
             CHECK_OK(st);
             CHECK(dd_secagg_client_state(r.cl[i]) == (dd_secagg_state)(round + 1), "client advanced");
             free(in);
@@ -335,10 +328,7 @@ static void test_transitions(void) {
             for (int i = 0; i < 5; i++) {
                 in = NULL, il = 0;
                 if (round > 0 && dd_secagg_server_message(q.srv, q.ids[i], &in, &il) != DD_OK) continue;
-                dd_status st = round == 0   ? dd_secagg_client_advertise(q.cl[i], &out, &ol)
-                               : round == 1 ? dd_secagg_client_share_keys(q.cl[i], in, il, &out, &ol)
-                                            : dd_secagg_client_masked_input(q.cl[i], in, il, q.x[i], &out, &ol);
-                CHECK_OK(st);
+                CHECK_OK(dd_secagg_client_next(q.cl[i], in, il, q.x[i], &out, &ol));
                 free(in);
                 if (round == 1 && i == 4) { /* SHARES of client 14 arrive after the close */
                     late = out, late_len = ol;
@@ -466,16 +456,13 @@ static dd_status feed_server(void *ctx, const uint8_t *m, size_t len) {
 
 typedef struct {
     dd_secagg_client *c;
-    int round;
     const float *x;
 } cl_ctx;
 static dd_status feed_client(void *ctx, const uint8_t *m, size_t len) {
     cl_ctx *c = ctx;
     uint8_t *out = NULL;
     size_t ol;
-    dd_status st = c->round == 1   ? dd_secagg_client_share_keys(c->c, m, len, &out, &ol)
-                   : c->round == 2 ? dd_secagg_client_masked_input(c->c, m, len, c->x, &out, &ol)
-                                   : dd_secagg_client_unmask(c->c, m, len, &out, &ol);
+    dd_status st = dd_secagg_client_next(c->c, m, len, c->x, &out, &ol);
     if (st == DD_OK) free(out);
     return st;
 }
@@ -496,17 +483,14 @@ static void test_garbled(void) {
             size_t il = 0, ol = 0;
             if (round > 0) {
                 CHECK_OK(dd_secagg_server_message(r.srv, r.ids[i], &in, &il));
-                cl_ctx cc = {r.cl[i], round, r.x[i]};
+                cl_ctx cc = {r.cl[i], r.x[i]};
                 /* ROUTED: every bit position class of every byte (boxes are authenticated);
                  * KEYS and SURVIVORS: header, lengths and garbage (a flipped public key of
                  * another client is a valid, different key) */
                 acc_cl += garble(feed_client, &cc, in, il, round == 2, 0, (uint64_t)(round * 10 + i));
                 CHECK(dd_secagg_client_state(r.cl[i]) == (dd_secagg_state)round, "client state after garbage");
             }
-            dd_status st = round == 0   ? dd_secagg_client_advertise(r.cl[i], &out, &ol)
-                           : round == 1 ? dd_secagg_client_share_keys(r.cl[i], in, il, &out, &ol)
-                           : round == 2 ? dd_secagg_client_masked_input(r.cl[i], in, il, r.x[i], &out, &ol)
-                                        : dd_secagg_client_unmask(r.cl[i], in, il, &out, &ol);
+            dd_status st = dd_secagg_client_next(r.cl[i], in, il, r.x[i], &out, &ol);
             CHECK_OK(st);
             free(in);
             srv_ctx sc = {r.srv, r.ids[i]};
@@ -534,10 +518,7 @@ static void test_garbled(void) {
             uint8_t *in = NULL, *out = NULL;
             size_t il = 0, ol = 0;
             if (round > 0) CHECK_OK(dd_secagg_server_message(r.srv, r.ids[i], &in, &il));
-            dd_status st = round == 0   ? dd_secagg_client_advertise(r.cl[i], &out, &ol)
-                           : round == 1 ? dd_secagg_client_share_keys(r.cl[i], in, il, &out, &ol)
-                           : round == 2 ? dd_secagg_client_masked_input(r.cl[i], in, il, r.x[i], &out, &ol)
-                                        : dd_secagg_client_unmask(r.cl[i], in, il, &out, &ol);
+            dd_status st = dd_secagg_client_next(r.cl[i], in, il, r.x[i], &out, &ol);
             CHECK_OK(st);
             free(in);
             if (round == 3 && i == 0) out[ol - 1] ^= 1; /* the last entry: client 14's mask-key share */

@@ -111,6 +111,12 @@ dd_status dd_secagg_client_masked_input(dd_secagg_client *c, const uint8_t *in, 
 dd_status dd_secagg_client_unmask(dd_secagg_client *c, const uint8_t *in, size_t in_len, uint8_t **out,
                                   size_t *out_len);
 
+/* The call of the current round (advertise: `in` ignored and may be NULL; share_keys;
+ * masked_input with x; unmask); DD_ERR_ARG once the client is DONE. A transport can feed
+ * every server message here without looking at its type. */
+dd_status dd_secagg_client_next(dd_secagg_client *c, const uint8_t *in, size_t in_len, const float *x, uint8_t **out,
+                                size_t *out_len);
+
 /* ---- server (the coordinator; one per aggregation) ---- */
 typedef struct dd_secagg_server dd_secagg_server;
 

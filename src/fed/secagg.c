@@ -293,6 +293,20 @@ static dd_status client_in_state(const dd_secagg_client *c, dd_secagg_state want
     return DD_OK;
 }
 
+/* The start of the calls that read a server message: the round, the output pointers, the
+ * header of `in` (of type `type`, from the server). */
+static dd_status client_begin(const dd_secagg_client *c, dd_secagg_state want, const char *call, const uint8_t *in,
+                              size_t in_len, int type, uint8_t **out, size_t *out_len) {
+    DD_TRY(client_in_state(c, want, call));
+    if (!out || !out_len) return CERR(c, DD_ERR_ARG, "out is NULL");
+    char who[64];
+    snprintf(who, sizeof who, "%s from the server", type_names[type]);
+    if (check_hdr(in, in_len, who, c->cfg.session, type, 0) != DD_OK)
+        return CERR(c, DD_ERR_FORMAT, "%s", dd_last_error());
+    if (in_len < HDR + 4) return CERR(c, DD_ERR_FORMAT, "%s: %zu bytes, no body", who, in_len);
+    return DD_OK;
+}
+
 dd_status dd_secagg_client_advertise(dd_secagg_client *c, uint8_t **out, size_t *out_len) {
     DD_TRY(client_in_state(c, DD_SECAGG_ADVERTISE, "advertise"));
     if (!out || !out_len) return CERR(c, DD_ERR_ARG, "out is NULL");
@@ -314,10 +328,7 @@ dd_status dd_secagg_client_advertise(dd_secagg_client *c, uint8_t **out, size_t 
 
 dd_status dd_secagg_client_share_keys(dd_secagg_client *c, const uint8_t *in, size_t in_len, uint8_t **out,
                                       size_t *out_len) {
-    DD_TRY(client_in_state(c, DD_SECAGG_SHARE, "share_keys"));
-    if (!out || !out_len) return CERR(c, DD_ERR_ARG, "out is NULL");
-    if (check_hdr(in, in_len, "KEYS from the server", c->cfg.session, T_KEYS, 0) != DD_OK)
-        return CERR(c, DD_ERR_FORMAT, "%s", dd_last_error());
+    DD_TRY(client_begin(c, DD_SECAGG_SHARE, "share_keys", in, in_len, T_KEYS, out, out_len));
     if (in_len < HDR + KEYS_FIXED)
         return CERR(c, DD_ERR_FORMAT, "KEYS from the server: %zu bytes, shorter than its fixed part", in_len);
     const uint8_t *p = in + HDR;
@@ -443,11 +454,8 @@ static dd_status encode(const dd_secagg_client *c, const float *x, uint64_t *acc
 
 dd_status dd_secagg_client_masked_input(dd_secagg_client *c, const uint8_t *in, size_t in_len, const float *x,
                                         uint8_t **out, size_t *out_len) {
-    DD_TRY(client_in_state(c, DD_SECAGG_MASKED, "masked_input"));
-    if (!out || !out_len || !x) return CERR(c, DD_ERR_ARG, "x or out is NULL");
-    if (check_hdr(in, in_len, "ROUTED from the server", c->cfg.session, T_ROUTED, 0) != DD_OK)
-        return CERR(c, DD_ERR_FORMAT, "%s", dd_last_error());
-    if (in_len < HDR + 4) return CERR(c, DD_ERR_FORMAT, "ROUTED from the server: %zu bytes, no count", in_len);
+    DD_TRY(client_begin(c, DD_SECAGG_MASKED, "masked_input", in, in_len, T_ROUTED, out, out_len));
+    if (!x) return CERR(c, DD_ERR_ARG, "x is NULL");
     uint32_t m = get_u32(in + HDR), t = (uint32_t)c->cfg.threshold;
     if (m + 1 < t || m + 1 > (uint32_t)c->n1)
         return CERR(c, DD_ERR_FORMAT, "ROUTED from the server: field count is %u, must be in [%u, %d] (threshold - 1, "
@@ -520,13 +528,9 @@ dd_status dd_secagg_client_masked_input(dd_secagg_client *c, const uint8_t *in, 
 
 dd_status dd_secagg_client_unmask(dd_secagg_client *c, const uint8_t *in, size_t in_len, uint8_t **out,
                                   size_t *out_len) {
-    DD_TRY(client_in_state(c, DD_SECAGG_UNMASK, "unmask"));
-    if (!out || !out_len) return CERR(c, DD_ERR_ARG, "out is NULL");
-    if (check_hdr(in, in_len, "SURVIVORS from the server", c->cfg.session, T_SURVIVORS, 0) != DD_OK)
-        return CERR(c, DD_ERR_FORMAT, "%s", dd_last_error());
+    DD_TRY(client_begin(c, DD_SECAGG_UNMASK, "unmask", in, in_len, T_SURVIVORS, out, out_len));
     int n2 = 0;
     for (int i = 0; i < c->n1; i++) n2 += c->in2[i];
-    if (in_len < HDR + 4) return CERR(c, DD_ERR_FORMAT, "SURVIVORS from the server: %zu bytes, no count", in_len);
     uint32_t m = get_u32(in + HDR);
     if (m < (uint32_t)c->cfg.threshold || m > (uint32_t)n2)
         return CERR(c, DD_ERR_FORMAT, "SURVIVORS from the server: field count is %u, must be in [threshold %d, |U2| %d]",
@@ -562,6 +566,18 @@ dd_status dd_secagg_client_unmask(dd_secagg_client *c, const uint8_t *in, size_t
     *out = msg;
     c->st = DD_SECAGG_DONE;
     return DD_OK;
+}
+
+dd_status dd_secagg_client_next(dd_secagg_client *c, const uint8_t *in, size_t in_len, const float *x, uint8_t **out,
+                                size_t *out_len) {
+    if (!c) return dd_error(DD_ERR_ARG, "secure aggregation: next on a NULL client");
+    switch (c->st) {
+    case DD_SECAGG_ADVERTISE: return dd_secagg_client_advertise(c, out, out_len);
+    case DD_SECAGG_SHARE: return dd_secagg_client_share_keys(c, in, in_len, out, out_len);
+    case DD_SECAGG_MASKED: return dd_secagg_client_masked_input(c, in, in_len, x, out, out_len);
+    case DD_SECAGG_UNMASK: return dd_secagg_client_unmask(c, in, in_len, out, out_len);
+    default: return CERR(c, DD_ERR_ARG, "no call left: the aggregation is finished for this client");
+    }
 }
 
 /* ---------------------------------------------------------------- server */
