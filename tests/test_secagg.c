@@ -527,8 +527,31 @@ static void test_garbled(void) {
         }
         if (round < 3) CHECK_OK(dd_secagg_server_close(r.srv));
     }
-    /* 4 responders > t = 4? no: t = 4 = responders, so the bad share is found by the key check */
+    /* t = 4 = responders, so the bad share is found by the key check */
     CHECK_ERR(dd_secagg_server_close(r.srv), DD_ERR_FORMAT, "client 14: the shares of its mask key");
+    CHECK(dd_secagg_server_state(r.srv) == DD_SECAGG_UNMASK, "state unchanged");
+    run_free(&r);
+
+    /* a wrong share of a survivor's self-mask seed with 5 responders > t = 4: the first and
+     * the last 4 responders reconstruct different seeds -> refused naming the survivor */
+    run_init(&r, 5, 8, 32, 0, 1400, 0);
+    CHECK_OK(dd_secagg_server_new(&r.cfg, r.ids, &r.srv));
+    for (int i = 0; i < 5; i++) CHECK_OK(dd_secagg_client_new(&r.cfg, r.ids[i], &r.cl[i]));
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 5; i++) {
+            uint8_t *in = NULL, *out = NULL;
+            size_t il = 0, ol = 0;
+            if (round > 0) CHECK_OK(dd_secagg_server_message(r.srv, r.ids[i], &in, &il));
+            CHECK_OK(dd_secagg_client_next(r.cl[i], in, il, r.x[i], &out, &ol));
+            free(in);
+            if (round == 3 && i == 0) out[20 + 4 + 2 * 37 + 5] ^= 0x40; /* entry 2: client 8's b share */
+            CHECK_OK(dd_secagg_server_receive(r.srv, r.ids[i], out, ol));
+            free(out);
+        }
+        if (round < 3) CHECK_OK(dd_secagg_server_close(r.srv));
+    }
+    CHECK_ERR(dd_secagg_server_close(r.srv), DD_ERR_FORMAT, "client 8: the shares of its self-mask seed held by "
+              "different clients disagree");
     CHECK(dd_secagg_server_state(r.srv) == DD_SECAGG_UNMASK, "state unchanged");
     run_free(&r);
 }
