@@ -160,7 +160,8 @@ typedef struct {
     dd_train_cfg cfg;        /* model and local-training configuration sent to the benches */
     int rounds;              /* R >= 1 */
     double fraction;         /* C in (0, 1]: benches sampled per round */
-    int min_clients;         /* >= 1: sampled at least; also waited for before round 1 */
+    int min_clients;         /* >= 1: sampled at least (waited for when fewer are connected) */
+    int start_clients;       /* waited for before round 1 (0: min_clients) */
     double min_completion;   /* (0, 1]: answers needed of the sampled to aggregate */
     double wait_s;           /* waiting for min_clients connected benches */
     double round_timeout_s;  /* waiting for the sampled benches' updates */

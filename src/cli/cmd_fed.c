@@ -52,6 +52,8 @@ static void help_server(void) {
            "  --fraction C          fraction of the connected benches sampled per round, (0, 1]\n"
            "                        (default 1)\n"
            "  --min-clients M       benches sampled at least, and waited for (default 1)\n"
+           "  --start-clients N     benches waited for before round 1 (default: --min-clients)\n"
+           "  --start-clients N     benches waited for before round 1 (default: --min-clients)\n"
            "  --min-completion F    fraction of the sampled that must answer for the round to be\n"
            "                        aggregated, (0, 1] (default 1); below it the round is skipped\n"
            "  --local-epochs E      local epochs per round (default 1)\n"
@@ -103,7 +105,7 @@ int dd_cmd_fed_server(int argc, char **argv) {
     enum {
         O_BIND = 256, O_KEY, O_ALLOW, O_OUT, O_ROUNDS, O_FRACTION, O_MINC, O_MINCOMP, O_LEP, O_LST, O_ALGO, O_MU,
         O_SOPT, O_SLR, O_SMOM, O_SB2, O_SEPS, O_AGG, O_TRIM, O_BYZ, O_DPCLIP, O_DPNOISE, O_DPDELTA, O_SECURE,
-        O_SSEED, O_EVERY, O_WAIT, O_RTO, O_ETO, O_DEAD, O_MODEL, O_FRAME, O_STRIDE, O_BATCH, O_LR, O_OPT, O_WD,
+        O_SSEED, O_EVERY, O_STARTC, O_WAIT, O_RTO, O_ETO, O_DEAD, O_MODEL, O_FRAME, O_STRIDE, O_BATCH, O_LR, O_OPT, O_WD,
         O_MOM, O_CLIP, O_SEED, O_NOSHUF, O_EVB,
         O_MOPT = 1024
     };
@@ -111,7 +113,7 @@ int dd_cmd_fed_server(int argc, char **argv) {
         {"bind", required_argument, NULL, O_BIND}, {"key", required_argument, NULL, O_KEY},
         {"allow", required_argument, NULL, O_ALLOW}, {"out", required_argument, NULL, O_OUT},
         {"rounds", required_argument, NULL, O_ROUNDS}, {"fraction", required_argument, NULL, O_FRACTION},
-        {"min-clients", required_argument, NULL, O_MINC}, {"min-completion", required_argument, NULL, O_MINCOMP},
+        {"min-clients", required_argument, NULL, O_MINC}, {"start-clients", required_argument, NULL, O_STARTC}, {"min-completion", required_argument, NULL, O_MINCOMP},
         {"local-epochs", required_argument, NULL, O_LEP}, {"local-steps", required_argument, NULL, O_LST},
         {"algo", required_argument, NULL, O_ALGO}, {"mu", required_argument, NULL, O_MU},
         {"server-opt", required_argument, NULL, O_SOPT}, {"server-lr", required_argument, NULL, O_SLR},
@@ -173,6 +175,7 @@ int dd_cmd_fed_server(int argc, char **argv) {
         break;
             SZ(O_ROUNDS, "--rounds", 1, 1000000, o.rounds = (int)v)
             SZ(O_MINC, "--min-clients", 1, DD_FED_MAX_CLIENTS, o.min_clients = (int)v)
+            SZ(O_STARTC, "--start-clients", 1, DD_FED_MAX_CLIENTS, o.start_clients = (int)v)
             SZ(O_LEP, "--local-epochs", 1, 1000000, (o.local_kind = DD_FED_LOCAL_EPOCHS, o.local_n = (int)v, local_given++))
             SZ(O_LST, "--local-steps", 1, 1000000, (o.local_kind = DD_FED_LOCAL_STEPS, o.local_n = (int)v, local_given++))
             SZ(O_TRIM, "--trim", 0, 1000, (o.agg.trim = (int)v, trim_given = 1))

@@ -52,6 +52,7 @@ typedef struct {
     int nb, cap;
     uint64_t round;      /* the round in progress (0 before the first) */
     uint64_t eval_round; /* the evaluation in progress (0 none) */
+    int open;            /* the round's updates are being gathered */
     char *cfg_json;
     dd_nbuf buf;
     /* per-round counters */
@@ -145,7 +146,7 @@ static void on_update(srv_t *s, bench_t *b, const dd_net_msg *m) {
         refuse(s, m, dd_last_error());
         return;
     }
-    if (u.round < s->round || (u.round == s->round && !b->sampled)) {
+    if (u.round < s->round || (u.round == s->round && (!b->sampled || !s->open))) {
         s->late++;
         dd_log(DD_LOG_WARN, WHO ": late update of round %llu from bench %s discarded (round %llu in progress)",
                (unsigned long long)u.round, b->name, (unsigned long long)s->round);
@@ -288,11 +289,11 @@ static dd_status check_opts(const dd_fed_server_opts *o) {
     if (o->algo < 0 || o->algo >= na) return dd_error(DD_ERR_ARG, "algorithm index %d out of range", o->algo);
     /* robust aggregation needs enough benches: refuse at once what can never work */
     int m_min = o->min_clients;
-    int need = (int)ceil(o->min_completion * m_min - 1e-9);
-    if (need < 1) need = 1;
-    if (dd_agg_check(&o->agg, m_min) != DD_OK)
-        return dd_error(DD_ERR_ARG, "--agg %s with --min-clients %d: %s", dd_agg_name(o->agg.kind), m_min, dd_last_error());
-    (void)need;
+    if (dd_agg_check(&o->agg, m_min) != DD_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", dd_last_error());
+        return dd_error(DD_ERR_ARG, "--agg %s with --min-clients %d: %s", dd_agg_name(o->agg.kind), m_min, why);
+    }
     return DD_OK;
 }
 
@@ -471,7 +472,8 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
         if (st) goto done;
     }
     dd_log(DD_LOG_INFO, WHO ": %s with %zu parameters, %d rounds, listening on %s", cfg.model, s->n, o->rounds, o->bind);
-    if ((st = wait_for_benches(s, o->min_clients, o->wait_s)) != DD_OK) goto done;
+    if ((st = wait_for_benches(s, o->start_clients > o->min_clients ? o->start_clients : o->min_clients, o->wait_s)) != DD_OK)
+        goto done;
 
     double best = INFINITY, rdp_q_note = NAN;
     (void)rdp_q_note;
@@ -500,6 +502,7 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
             s->bytes_down += send_to(s, b->rid, b->rid_n, DD_MSG_FED_ROUND, s->buf.p, s->buf.n);
         }
         /* gather the updates: until all sampled answered or are gone, or the timeout */
+        s->open = 1;
         int64_t end = dd_net_ms() + (int64_t)(o->round_timeout_s * 1000);
         for (;;) {
             int left = 0;
@@ -512,6 +515,7 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
             if (stopped(s)) break;
             if ((st = pump(s, 50)) != DD_OK) goto done;
         }
+        s->open = 0; /* what comes now is late */
         int got = 0;
         double loss_sum = 0, frames_sum = 0, norm_max = 0;
         for (int i = 0; i < k; i++) {
