@@ -53,7 +53,6 @@ static void help_server(void) {
            "                        (default 1)\n"
            "  --min-clients M       benches sampled at least, and waited for (default 1)\n"
            "  --start-clients N     benches waited for before round 1 (default: --min-clients)\n"
-           "  --start-clients N     benches waited for before round 1 (default: --min-clients)\n"
            "  --min-completion F    fraction of the sampled that must answer for the round to be\n"
            "                        aggregated, (0, 1] (default 1); below it the round is skipped\n"
            "  --local-epochs E      local epochs per round (default 1)\n"
