@@ -36,7 +36,7 @@ expect_rc 0 "fed-sim 3 benches"
 has "$ERR" "round 4/4: 3/3 benches" "fed-sim prints the rounds"
 [ "$(col "$R1" round | tr '\n' ' ')" = "1 2 3 4 " ] && pass || fail "metrics.jsonl rounds: $(col "$R1" round | tr '\n' ' ')"
 [ "$(col "$R1" clients | sort -u)" = "3" ] && pass || fail "every round aggregates 3 benches"
-first=$(col "$R1" test_nmse_db | head -1)
+first=$(col "$R1" test_nmse_db | sed -n 1p)
 last=$(col "$R1" test_nmse_db | tail -1)
 if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b <= a - 3) }'; then pass; else fail "no learning: test NMSE $first -> $last dB"; fi
 nb=$(python3 -c "import json,sys
@@ -91,7 +91,7 @@ expect_rc 1 "mean with a NaN bench"
 has "$ERR" "diverged at round 1" "mean diverges"
 run fed-sim --clients 3 --data "$D" --out "$TMP/r5d" --rounds 3 --local-steps 10 --start-clients 3 --attack 0=nan --agg median "${M[@]}"
 expect_rc 0 "median with a NaN bench"
-first=$(col "$TMP/r5d" test_nmse_db | head -1)
+first=$(col "$TMP/r5d" test_nmse_db | sed -n 1p)
 last=$(col "$TMP/r5d" test_nmse_db | tail -1)
 if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b <= a - 2) }'; then pass; else fail "median did not learn: $first -> $last dB"; fi
 
