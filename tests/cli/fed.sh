@@ -21,17 +21,8 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-D="$TMP/benches"
-for i in 0 1 2; do
-    run simulate --out "$D/bench-0$i" --samples 6000 --seed $((i + 1)) --drive $((i - 1)) --format bin -q
-    expect_rc 0 "simulate bench $i"
-done
+source "$(dirname "$0")/fed_common.bash"
 M=(--hidden 8 --frame 50 --batch 16 --timeout 100)
-
-col() { # RUN KEY: one value per round of metrics.jsonl
-    python3 -c "import json,sys
-for l in open(sys.argv[1] + '/metrics.jsonl'): print(json.loads(l)[sys.argv[2]])" "$1" "$2"
-}
 
 # 1. learning
 R1="$TMP/r1"

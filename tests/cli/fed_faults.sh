@@ -16,19 +16,8 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-D="$TMP/benches"
-for i in 0 1 2; do
-    run simulate --out "$D/bench-0$i" --samples 6000 --seed $((i + 1)) --drive $((i - 1)) --format bin -q
-    expect_rc 0 "simulate bench $i"
-done
+source "$(dirname "$0")/fed_common.bash"
 M=(--hidden 8 --frame 50 --batch 16 --local-steps 10 --start-clients 3 --timeout 100)
-
-col() { # RUN KEY: one value per round of metrics.jsonl (JSON text for objects)
-    python3 -c "import json,sys
-for l in open(sys.argv[1] + '/metrics.jsonl'):
-    v = json.loads(l).get(sys.argv[2])
-    print(json.dumps(v, sort_keys=True) if isinstance(v, (dict, bool)) else v)" "$1" "$2"
-}
 bench_nmse() { # RUN ROUND BENCH
     python3 -c "import json,sys
 l = [json.loads(x) for x in open(sys.argv[1] + '/metrics.jsonl')][int(sys.argv[2]) - 1]
