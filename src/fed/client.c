@@ -117,6 +117,7 @@ static dd_status local_train(cl_t *c, const dd_fed_round *rm, const dd_fed_algo 
         }
         DD_TRY(dd_optim_step(dd_trainer_optim(tr), p, g, c->cfg.lr));
         c->batch++;
+        if (dd_net_ms() - c->last_sent > PING_MS) csend(c, DD_MSG_PING, NULL, 0); /* alive while training */
         sum += loss;
     }
     L.steps = steps;
