@@ -20,14 +20,6 @@ static void on_signal(int s) {
     (void)s;
     stop_flag = 1;
 }
-static void catch_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
 
 static void join_argv(char *buf, size_t cap, int argc, char **argv) {
     size_t n = 0;
@@ -282,7 +274,7 @@ int dd_cmd_fed_server(int argc, char **argv) {
     join_argv(cmdline, sizeof cmdline, argc, argv);
     o.command = cmdline;
     dd_cli_log_init(verbosity);
-    catch_signals();
+    dd_cli_catch_stop(on_signal);
     o.stop = &stop_flag;
     dd_status st = dd_fed_server_run(&o);
     if (st) return dd_cli_fail(NAME, st);
@@ -373,7 +365,7 @@ int dd_cmd_fed_client(int argc, char **argv) {
     if (!o.key_path) return dd_cli_usage(NAME, "missing --key KEY (this bench's secret key)");
     if (!o.data) return dd_cli_usage(NAME, "missing --data DIR");
     dd_cli_log_init(verbosity);
-    catch_signals();
+    dd_cli_catch_stop(on_signal);
     o.stop = &stop_flag;
     dd_status st = dd_fed_client_run(&o);
     if (st) return dd_cli_fail(NAME, st);
