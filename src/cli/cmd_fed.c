@@ -383,7 +383,7 @@ static void help_sim(void) {
            "free loopback port and N fed-client processes, bench i training on DIR/bench-<i>\n"
            "(i = 00, 01, ...; distdpd simulate writes them). Bench logs: RUN/fed/bench-NN.log.\n"
            "Every option that is not fed-sim's goes to fed-server (see distdpd fed-server --help),\n"
-           "except --bind, --key, --allow, which fed-sim sets.\n"
+           "except --bind, --key, --allow, which fed-sim sets; --start-clients defaults to N.\n"
            "\n"
            "  --clients N           benches (1..64)\n"
            "  --data DIR            directory of the benches' data sets DIR/bench-00, ...\n"
@@ -556,7 +556,17 @@ int dd_cmd_fed_sim(int argc, char **argv) {
     sa[ns++] = allow;
     sa[ns++] = "--out";
     sa[ns++] = (char *)out;
-    for (int k = 0; k < nf; k++) sa[ns++] = fwd[k];
+    int start_given = 0;
+    for (int k = 0; k < nf; k++) {
+        start_given |= strcmp(fwd[k], "--start-clients") == 0;
+        sa[ns++] = fwd[k];
+    }
+    char nstart[16];
+    if (!start_given) { /* round 1 waits for every bench unless told otherwise */
+        snprintf(nstart, sizeof nstart, "%zu", nc);
+        sa[ns++] = "--start-clients";
+        sa[ns++] = nstart;
+    }
     sa[ns] = NULL;
     const pid_t coord = dd_cli_spawn(NAME, sa, NULL);
     pid[0] = coord;
