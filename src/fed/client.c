@@ -320,7 +320,7 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
             if (now - c->last_sent > PING_MS) csend(c, DD_MSG_PING, NULL, 0);
         }
         dd_net_msg m;
-        int r = dd_net_recv(c->sock, 0, 100, c->n ? (uint32_t)(c->n * 8 + 4096) : (1u << 20), &m);
+        int r = dd_net_recv(c->sock, 0, 100, c->n ? (uint32_t)(c->n * 8 + (1u << 17)) : (1u << 20), &m);
         if (r < 0) {
             st = DD_ERR_COMM;
             break;

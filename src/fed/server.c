@@ -548,7 +548,9 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
         goto done;
     }
     /* the socket */
-    s->max_payload = (uint32_t)(dd_fed_update_bytes(s->n, 1) + 4096);
+    /* an update with a control delta, or a secure-aggregation message: the masked vector
+     * (ring 64: 8 bytes a value) or the key shares of up to 255 benches (124 bytes each) */
+    s->max_payload = (uint32_t)(dd_fed_update_bytes(s->n, 1) + (1u << 17));
     if ((st = dd_net_key_read(o->key_path, 1, sec)) != DD_OK) goto done;
     {
         dd_net_allow *allow = NULL;
