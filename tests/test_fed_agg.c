@@ -40,20 +40,19 @@ static void test_check(void) {
     CHECK_ERR(dd_agg_check(&m, 0), DD_ERR_ARG, "at least 1 update");
 }
 
-/* Flower's krum_test.py: [0.2], [0.7], [1.0] with f = 1 give [0.7]. Flower scores with
- * max(1, n - f - 2) = 1 neighbour and does not refuse n = 3; Blanchard's condition n > 2f + 2
- * (which fed.h enforces) refuses f = 1 with 3 clients. With f = 0 the neighbour count is
- * the same, n - 0 - 2 = 1: scores 0.25, 0.09, 0.09, the tie going to the lower index. */
+/* Flower's krum_test.py: [0.2], [0.7], [1.0] with f = 1 give [0.7]. Scored on max(1, n - f
+ * - 2) = 1 neighbour: 0.25, 0.09, 0.09, the tie going to the lower index. dd_agg_run
+ * computes it; Blanchard's condition n > 2f + 2 is the coordinator's (dd_agg_check), which
+ * refuses f = 1 with 3 clients. */
 static void test_krum_flower(void) {
     float a[] = {0.2f}, b[] = {0.7f}, c[] = {1.0f}, out[1];
     const float *u[] = {a, b, c};
     int sel[3] = {-1, -1, -1};
     dd_agg_cfg k = cfg_of(DD_AGG_KRUM, 0, 1, 0);
-    CHECK_ERR(dd_agg_run(&k, 3, 1, u, NULL, out, sel), DD_ERR_ARG, "needs more than 4 clients, have 3");
-    k.byzantine = 0;
     CHECK_OK(dd_agg_run(&k, 3, 1, u, NULL, out, sel));
     CHECK(out[0] == 0.7f, "krum gave %g", out[0]);
     CHECK(sel[0] == 0 && sel[1] == 1 && sel[2] == 0, "selected %d %d %d", sel[0], sel[1], sel[2]);
+    CHECK_ERR(dd_agg_check(&k, 3), DD_ERR_ARG, "needs more than 4 clients, have 3");
 }
 
 /* Five 2-d updates, f = 1 (n = 5 > 4): each scored on its n - f - 2 = 2 nearest.

@@ -41,8 +41,10 @@ typedef struct {
 dd_status dd_agg_parse(const char *name, dd_agg_cfg *cfg);
 const char *dd_agg_name(dd_agg_kind kind);
 
-/* Whether cfg can aggregate n updates: Krum needs n > 2f + 2 (DD_ERR_ARG "krum with
- * --byzantine 2 needs more than 6 clients, have 5"), trimmed mean n > 2 trim, n >= 1. */
+/* Whether cfg can aggregate n updates with its guarantee: Krum needs n > 2f + 2 to
+ * tolerate f Byzantine clients (DD_ERR_ARG "krum with --byzantine 2 needs more than 6
+ * clients, have 5"; the coordinator refuses such a configuration and such a round),
+ * trimmed mean n > 2 trim, n >= 1. */
 dd_status dd_agg_check(const dd_agg_cfg *cfg, int n);
 
 /* Aggregates upd[0..n) (each d floats) into out[0..d). weights: n non-negative sample
@@ -51,8 +53,10 @@ dd_status dd_agg_check(const dd_agg_cfg *cfg, int n);
  * multi-Krum; the mean leaves out updates of weight 0; all 1 for median and trimmed mean).
  * Krum ties go to the lower index. Non-finite values are not refused: the mean of a NaN
  * is NaN (the robustness benchmark shows it); median and trimmed mean order NaN above
- * +inf; Krum's distance to an update with a non-finite value is +inf. Errors: those of
- * dd_agg_check, DD_ERR_ARG for n < 1 or a negative or all-zero weight, DD_ERR_NOMEM.
+ * +inf; Krum's distance to an update with a non-finite value is +inf. Krum scores each
+ * update on its max(1, n - f - 2) nearest others (Flower's rule) for any n: n > 2f + 2
+ * is dd_agg_check's, not this function's. Errors: those of dd_agg_check except Krum's
+ * n > 2f + 2, DD_ERR_ARG for n < 1 or a negative or all-zero weight, DD_ERR_NOMEM.
  * Deterministic: the result does not depend on anything but the inputs and their order. */
 dd_status dd_agg_run(const dd_agg_cfg *cfg, int n, size_t d, const float *const *upd,
                      const double *weights, float *out, int *selected);

@@ -40,7 +40,9 @@ const char *dd_agg_name(dd_agg_kind kind) {
     return "unknown";
 }
 
-dd_status dd_agg_check(const dd_agg_cfg *cfg, int n) {
+/* strict: also Blanchard's n > 2f + 2 for Krum (the coordinator's configuration check);
+ * dd_agg_run computes Krum for any n, as Flower does. */
+static dd_status check_cfg(const dd_agg_cfg *cfg, int n, int strict) {
     if (!cfg) return dd_error(DD_ERR_ARG, "dd_agg_check: cfg is NULL");
     if (n < 1) return dd_error(DD_ERR_ARG, "%s needs at least 1 update, have %d", dd_agg_name(cfg->kind), n);
     switch (cfg->kind) {
@@ -57,7 +59,7 @@ dd_status dd_agg_check(const dd_agg_cfg *cfg, int n) {
     case DD_AGG_MULTIKRUM:
         if (cfg->byzantine < 0)
             return dd_error(DD_ERR_ARG, "%s: --byzantine must be >= 0, got %d", dd_agg_name(cfg->kind), cfg->byzantine);
-        if (n <= 2 * cfg->byzantine + 2)
+        if (strict && n <= 2 * cfg->byzantine + 2)
             return dd_error(DD_ERR_ARG, "%s with --byzantine %d needs more than %d clients, have %d",
                             dd_agg_name(cfg->kind), cfg->byzantine, 2 * cfg->byzantine + 2, n);
         if (cfg->kind == DD_AGG_MULTIKRUM && (cfg->multi < 0 || cfg->multi > n))
@@ -67,6 +69,8 @@ dd_status dd_agg_check(const dd_agg_cfg *cfg, int n) {
     }
     return dd_error(DD_ERR_ARG, "unknown aggregation kind %d", (int)cfg->kind);
 }
+
+dd_status dd_agg_check(const dd_agg_cfg *cfg, int n) { return check_cfg(cfg, n, 1); }
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -162,7 +166,9 @@ static dd_status krum_scores(int n, size_t d, const float *const *upd, int f, do
             dist[(size_t)a * n + b] = dist[(size_t)b * n + a] = s;
         }
     }
-    int k = n - f - 2;
+    int k = n - f - 2; /* Flower's max(1, n - f - 2), at most the n - 1 others */
+    if (k < 1) k = 1;
+    if (k > n - 1) k = n - 1;
     for (int a = 0; a < n; a++) {
         int m = 0;
         for (int b = 0; b < n; b++)
@@ -207,6 +213,7 @@ static dd_status agg_krum(const dd_agg_cfg *cfg, int n, size_t d, const float *c
     }
     int m = 1;
     if (cfg->kind == DD_AGG_MULTIKRUM) m = cfg->multi > 0 ? cfg->multi : n - cfg->byzantine;
+    if (m < 1) m = 1;
     if (selected)
         for (int i = 0; i < n; i++) selected[i] = 0;
     for (int t = 0; t < m; t++)
@@ -224,7 +231,7 @@ static dd_status agg_krum(const dd_agg_cfg *cfg, int n, size_t d, const float *c
 
 dd_status dd_agg_run(const dd_agg_cfg *cfg, int n, size_t d, const float *const *upd, const double *weights,
                      float *out, int *selected) {
-    DD_TRY(dd_agg_check(cfg, n));
+    DD_TRY(check_cfg(cfg, n, 0));
     if (!upd || (d > 0 && !out)) return dd_error(DD_ERR_ARG, "dd_agg_run: NULL updates or output");
     for (int i = 0; i < n; i++)
         if (!upd[i] && d > 0) return dd_error(DD_ERR_ARG, "dd_agg_run: update %d is NULL", i);

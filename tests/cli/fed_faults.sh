@@ -58,7 +58,7 @@ for n in server bench stranger; do
     expect_rc 0 "keygen $n"
 done
 echo "$(cat "$K/bench.pub") bench-00" >"$K/allow.txt"
-PORT=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+PORT=$(free_port)
 "$DD_CLI" fed-server --bind "tcp://127.0.0.1:$PORT" --key "$K/server.key" --allow "$K/allow.txt" --out "$TMP/u" \
     --rounds 1 --wait-s 60 --hidden 8 --frame 50 --batch 16 --local-steps 2 >"$TMP/u.out" 2>"$TMP/u.err" &
 SRV=$!
