@@ -48,7 +48,8 @@ dd_status dd_agg_check(const dd_agg_cfg *cfg, int n);
 /* Aggregates upd[0..n) (each d floats) into out[0..d). weights: n non-negative sample
  * counts for DD_AGG_MEAN (NULL = equal weights), ignored by the others. selected (NULL or
  * n ints): set to 1 for the updates that entered the result, 0 for the others (Krum,
- * multi-Krum; all 1 for the others). Non-finite values are not refused: the mean of a NaN
+ * multi-Krum; the mean leaves out updates of weight 0; all 1 for median and trimmed mean).
+ * Krum ties go to the lower index. Non-finite values are not refused: the mean of a NaN
  * is NaN (the robustness benchmark shows it); median and trimmed mean order NaN above
  * +inf; Krum's distance to an update with a non-finite value is +inf. Errors: those of
  * dd_agg_check, DD_ERR_ARG for n < 1 or a negative or all-zero weight, DD_ERR_NOMEM.

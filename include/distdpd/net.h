@@ -58,8 +58,17 @@ typedef enum {
     DD_MSG_WELCOME = 24,  /* reply to HELLO: the run's configuration */
     DD_MSG_LEASE_REP = 25, /* reply to LEASE: a batch, wait, or the end */
     DD_MSG_COMMIT_REP = 26, /* reply to COMMIT: go, or the lease was lost */
-    DD_MSG_ERR = 31       /* refusal: payload is a UTF-8 message */
+    DD_MSG_ERR = 31,      /* refusal: payload is a UTF-8 message */
+    /* federated averaging (docs/federated.md, "Protocol"; payloads: distdpd/fednet.h) */
+    DD_MSG_FED_HELLO = 40,    /* bench -> coordinator: join (protocol version, training frames) */
+    DD_MSG_FED_WELCOME = 41,  /* coordinator -> bench: the training configuration, bench index */
+    DD_MSG_FED_ROUND = 42,    /* coordinator -> bench: round, local work, global weights [+ control] */
+    DD_MSG_FED_UPDATE = 43,   /* bench -> coordinator: the round's update [+ control delta] */
+    DD_MSG_FED_EVAL = 44,     /* coordinator -> bench: evaluate these weights on your test split */
+    DD_MSG_FED_EVAL_REP = 45, /* bench -> coordinator: squared-error sums of the test split */
+    DD_MSG_FED_END = 46       /* coordinator -> bench: the federation is over */
 } dd_msg_type;
+#define DD_NET_MAX_TYPE 64 /* message types are below this */
 
 /* "push", "pull", ... ; "?" for an unknown value. 1 when t is a known type. */
 const char *dd_msg_type_name(int t);
@@ -184,6 +193,30 @@ int dd_net_send(void *sock, const void *rid, size_t rid_n, int type, uint64_t se
 /* The drop probability DD_NET_DROP (read once; 0 without it) and messages dropped by it. */
 double dd_net_drop_rate(void);
 uint64_t dd_net_dropped(void);
+
+/* ---- receiving ---- */
+/* One received message: the routing id of its peer (ROUTER sockets; rid_n = 0 on a
+ * DEALER), the peer as "LABEL@ADDRESS" (the allow file's label of its CURVE key and its
+ * address; "?" where unknown), the frame (owned) and, when it parsed, its header and
+ * payload. */
+typedef struct {
+    uint8_t rid[256];
+    size_t rid_n;
+    char peer[192];
+    uint8_t *frame; /* the message bytes (malloc'd; dd_net_msg_free) */
+    size_t n;
+    int ok;         /* 1: one frame that dd_net_parse accepted; 0: refused, err says why */
+    char err[256];
+    dd_net_hdr h;   /* ok: the header */
+    const uint8_t *payload; /* ok: h.len bytes inside frame */
+} dd_net_msg;
+/* Waits up to wait_ms (0: do not wait) for one message on sock (ROUTER: routing-id frame
+ * first; DEALER: none) and validates it with dd_net_parse against max_payload. Returns 1
+ * with *m filled (m->ok 0 for a malformed one: several frames, an empty message, a parse
+ * error), 0 when none came in time, -1 on a socket error (dd_last_error says it). Free
+ * with dd_net_msg_free. */
+int dd_net_recv(void *sock, int router, long wait_ms, uint32_t max_payload, dd_net_msg *m);
+void dd_net_msg_free(dd_net_msg *m);
 
 /* Milliseconds of a monotonic clock. */
 int64_t dd_net_ms(void);

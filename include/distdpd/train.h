@@ -618,6 +618,12 @@ typedef struct {
  * `run` itself when it is a file. The caller frees with dd_run_model_free. */
 dd_status dd_run_model_load(const char *run, const char *which, dd_run_model *out);
 void dd_run_model_free(dd_run_model *m);
+/* Writes a parameters-only checkpoint that dd_run_model_load reads (and so `distdpd eval
+ * --run`), for models trained outside a trainer (federated averaging's coordinator): the
+ * configuration, data label, spec (NULL: none), epoch and the PA model m's parameters,
+ * atomically. It cannot be resumed by dd_trainer_load. */
+dd_status dd_run_model_save(const char *path, const dd_train_cfg *cfg, const char *data, const dd_spec *spec,
+                            int epoch, const dd_model *m, const float *params);
 
 /* Re-evaluates a run on a data set: the trainer of the run's configuration on ds with the
  * checkpoint's parameters; val and test metrics (and, for a DPD run with true_pa not

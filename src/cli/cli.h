@@ -42,6 +42,9 @@ int dd_cmd_keygen(int argc, char **argv);
 int dd_cmd_split(int argc, char **argv);
 int dd_cmd_ps_server(int argc, char **argv);
 int dd_cmd_ps_local(int argc, char **argv);
+int dd_cmd_fed_server(int argc, char **argv);
+int dd_cmd_fed_client(int argc, char **argv);
+int dd_cmd_fed_sim(int argc, char **argv);
 
 /* Prints "distdpd NAME: error: <dd_last_error()> (STATUS)" to stderr and returns 1. */
 int dd_cli_fail(const char *cmd, dd_status s);
@@ -120,6 +123,15 @@ int dd_cli_list_args(const char *cmd, int argc, char **argv, void (*help)(void),
 /* Prints root (cJSON *, consumed) as indented JSON; the exit status. */
 struct cJSON;
 int dd_cli_print_json(const char *cmd, struct cJSON *root);
+
+/* Child processes (procs.c; ps-local, fed-sim): runs this executable with argv (argv[0]
+ * "distdpd", argv[1] the command), stdout and stderr appended to log (NULL: inherited);
+ * the child's pid. */
+#include <sys/types.h>
+pid_t dd_cli_spawn(const char *cmd, char *const *argv, const char *log);
+/* SIGTERM to every pid[i] > 0, SIGKILL after grace_ms to those still running; reaps them
+ * and sets their entries to 0. */
+void dd_cli_end_all(pid_t *pid, int n, int grace_ms);
 
 /* Formats a number for tables ("%.2f"; "n/a" if not finite) into buf. */
 const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals);

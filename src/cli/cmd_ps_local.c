@@ -3,7 +3,6 @@
  * processes, the coordinator (`train-pa|train-dpd ... --ps-role coordinator`) and W
  * workers, all on loopback; everything is ended when the coordinator ends. */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,47 +52,6 @@ static void help(void) {
            "  -h, --help      this help\n"
            "\n"
            "exit status: the coordinator's (0 done, 75 stopped by a signal, 1 error), 2 usage\n");
-}
-
-static pid_t spawn(char *const *argv, const char *log) {
-    pid_t p = fork();
-    if (p == 0) {
-        if (log) {
-            int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-            if (fd >= 0) {
-                dup2(fd, 1);
-                dup2(fd, 2);
-                close(fd);
-            }
-        }
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "distdpd ps-local: cannot start %s: %s\n", argv[1], strerror(errno));
-        _exit(127);
-    }
-    return p;
-}
-
-/* SIGTERM, then SIGKILL after grace_ms, to every pid still running. */
-static void end_all(pid_t *pid, int n, int grace_ms) {
-    for (int i = 0; i < n; i++)
-        if (pid[i] > 0) kill(pid[i], SIGTERM);
-    for (int t = 0; t < grace_ms / 10; t++) {
-        int left = 0;
-        for (int i = 0; i < n; i++) {
-            if (pid[i] <= 0) continue;
-            int s;
-            if (waitpid(pid[i], &s, WNOHANG) == pid[i]) pid[i] = 0;
-            else left++;
-        }
-        if (!left) return;
-        usleep(10000);
-    }
-    for (int i = 0; i < n; i++)
-        if (pid[i] > 0) {
-            kill(pid[i], SIGKILL);
-            waitpid(pid[i], NULL, 0);
-            pid[i] = 0;
-        }
 }
 
 int dd_cmd_ps_local(int argc, char **argv) {
@@ -271,7 +229,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
         snprintf(log, sizeof log, "%s/s%zu.log", dir, s);
         char *sa[] = {"distdpd", "ps-server", "--bind", bind, "--key", key, "--allow", allow, "--cluster", cluster,
                       "--replicas", rep, NULL};
-        pid[np++] = spawn(sa, log);
+        pid[np++] = dd_cli_spawn(NAME, sa, log);
     }
     /* the coordinator (without --straggle), then the workers */
     char **ca = calloc((size_t)ntargs + 16, sizeof *ca);
@@ -315,7 +273,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
     ca[nc++] = "--allow";
     ca[nc++] = allow;
     ca[nc] = NULL;
-    const pid_t coord = spawn(ca, NULL);
+    const pid_t coord = dd_cli_spawn(NAME, ca, NULL);
     pid[np++] = coord;
     char wkey[32][4400], wlog[4400];
     free(ca);
@@ -335,7 +293,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
         ca[nc++] = "-q";
         ca[nc] = NULL;
         snprintf(wlog, sizeof wlog, "%s/w%zu.log", dir, w);
-        pid_t wp = spawn(ca, wlog);
+        pid_t wp = dd_cli_spawn(NAME, ca, wlog);
         pid[np++] = wp;
         snprintf(path, sizeof path, "%s/w%zu.pid", dir, w);
         FILE *f = fopen(path, "w");
@@ -383,6 +341,6 @@ int dd_cmd_ps_local(int argc, char **argv) {
         if (!left) break;
         usleep(10000);
     }
-    end_all(pid, np, 3000);
+    dd_cli_end_all(pid, np, 3000);
     return ret;
 }

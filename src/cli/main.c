@@ -28,6 +28,9 @@ static const dd_cli_cmd commands[] = {
     {"keygen", "write a CURVE key pair (NAME.key secret, NAME.pub public) for the parameter server", dd_cmd_keygen},
     {"ps-server", "run one parameter server: holds its blocks, applies pushes, replicates (docs/ps.md)", dd_cmd_ps_server},
     {"ps-local", "train on a parameter-server cluster started on this machine (servers, coordinator, workers)", dd_cmd_ps_local},
+    {"fed-server", "coordinate federated averaging across test benches (docs/federated.md)", dd_cmd_fed_server},
+    {"fed-client", "one test bench of a federation: local training on its own data, updates only", dd_cmd_fed_client},
+    {"fed-sim", "run a federation on this machine: the coordinator and N bench processes on loopback", dd_cmd_fed_sim},
     {"plan", "predict allreduce time and data-parallel scaling (alpha-beta model); --calibrate measures this machine", dd_cmd_plan},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];

@@ -17,19 +17,21 @@
 
 #include "distdpd/net.h"
 
-static const char *const type_names[32] = {
+static const char *const type_names[DD_NET_MAX_TYPE] = {
     [DD_MSG_PUSH] = "push", [DD_MSG_PULL] = "pull", [DD_MSG_INIT] = "init",
     [DD_MSG_PING] = "ping", [DD_MSG_REPL] = "repl", [DD_MSG_ACK] = "ack",
     [DD_MSG_PULL_REP] = "pull-reply", [DD_MSG_PONG] = "pong", [DD_MSG_REPL_ACK] = "repl-ack",
     [DD_MSG_STATE] = "state", [DD_MSG_RESTORE] = "restore", [DD_MSG_STATE_REP] = "state-reply", [DD_MSG_HELLO] = "hello",
     [DD_MSG_LEASE] = "lease", [DD_MSG_COMMIT] = "commit", [DD_MSG_DONE] = "done", [DD_MSG_BYE] = "bye",
     [DD_MSG_WELCOME] = "welcome", [DD_MSG_LEASE_REP] = "lease-reply", [DD_MSG_COMMIT_REP] = "commit-reply",
-    [DD_MSG_ERR] = "error"};
+    [DD_MSG_ERR] = "error", [DD_MSG_FED_HELLO] = "fed-hello", [DD_MSG_FED_WELCOME] = "fed-welcome",
+    [DD_MSG_FED_ROUND] = "fed-round", [DD_MSG_FED_UPDATE] = "fed-update", [DD_MSG_FED_EVAL] = "fed-eval",
+    [DD_MSG_FED_EVAL_REP] = "fed-eval-reply", [DD_MSG_FED_END] = "fed-end"};
 
 const char *dd_msg_type_name(int t) {
-    return (t >= 0 && t < 32 && type_names[t]) ? type_names[t] : "?";
+    return (t >= 0 && t < DD_NET_MAX_TYPE && type_names[t]) ? type_names[t] : "?";
 }
-int dd_msg_type_known(int t) { return t >= 0 && t < 32 && type_names[t] != NULL; }
+int dd_msg_type_known(int t) { return t >= 0 && t < DD_NET_MAX_TYPE && type_names[t] != NULL; }
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) {

@@ -316,6 +316,33 @@ fail:
 
 /* ---------------------------------------------------------------- save */
 
+dd_status dd_run_model_save(const char *path, const dd_train_cfg *cfg, const char *data, const dd_spec *spec,
+                            int epoch, const dd_model *m, const float *params) {
+    if (!path || !cfg || !m || !params) return dd_error(DD_ERR_ARG, "dd_run_model_save: NULL argument");
+    if (cfg->task != DD_TRAIN_PA) return dd_error(DD_ERR_ARG, "dd_run_model_save: PA models only");
+    dd_ckpt_writer *w = NULL;
+    DD_TRY(dd_ckpt_write_begin(path, &w));
+    char *cj = NULL;
+    dd_status st = dd_ckpt_add_u64(w, "trainer", DD_TRAIN_CKPT_VERSION);
+    if (!st) st = dd_ckpt_add_str(w, "task", dd_train_task_name(cfg->task));
+    if (!st) st = dd_train_cfg_to_json(cfg, &cj);
+    if (!st) st = dd_ckpt_add_str(w, "config", cj);
+    if (!st) st = dd_ckpt_add_str(w, "data", data ? data : "");
+    if (!st && spec) {
+        double sv[9];
+        dd_spec_pack(spec, sv);
+        st = dd_ckpt_add(w, "spec", sv, sizeof sv);
+    }
+    if (!st) st = dd_ckpt_add_u64(w, "epoch", (uint64_t)(epoch < 0 ? 0 : epoch));
+    if (!st) st = add_model(w, "", m, params);
+    dd_free(cj);
+    if (st) {
+        dd_ckpt_abort(&w);
+        return st;
+    }
+    return dd_ckpt_write_commit(&w);
+}
+
 dd_status dd_trainer_save(const dd_trainer *tr, const char *path) {
     if (!tr || !path) return dd_error(DD_ERR_ARG, "dd_trainer_save: NULL argument");
     dd_ckpt_writer *w = NULL;

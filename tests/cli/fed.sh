@@ -1,0 +1,98 @@
+#!/bin/bash
+# Federated averaging end to end (docs/federated.md, "Tests"), through distdpd fed-sim:
+# the coordinator and the benches are separate processes on loopback with CURVE keys.
+#  1. 3 benches, 4 rounds of 10 local steps: the global model learns (test NMSE of the
+#     last round at least 3 dB below the first), every round aggregates 3 benches, the
+#     per-bench NMSE is reported, bytes_up / bytes_down are exactly 3 x (header + payload)
+#     of the parameter vector, and eval reads the run's checkpoints.
+#  2. message audit (--record): every message a bench sent is one of fed-hello,
+#     fed-update, fed-eval-reply, ping, bye, each of its exact size (header + the
+#     parameter vector for updates, fixed small sizes for the others): no I/Q leaves.
+#  3. fedavg with 1 bench and 1 local step equals train-pa's first step (one batch per
+#     epoch): every metric of eval on the last checkpoints is identical.
+#  4. malformed messages (--attack 1=malformed: five per round) are refused and counted,
+#     and the run is identical to case 1 (test NMSE per round).
+#  5. a bench sending NaN: --agg mean diverges (exit 1, "diverged"); --agg median learns.
+# Every run is bounded (fed-sim --timeout).
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+
+D="$TMP/benches"
+for i in 0 1 2; do
+    run simulate --out "$D/bench-0$i" --samples 6000 --seed $((i + 1)) --drive $((i - 1)) --format bin -q
+    expect_rc 0 "simulate bench $i"
+done
+M=(--hidden 8 --frame 50 --batch 16 --timeout 100)
+
+col() { # RUN KEY: one value per round of metrics.jsonl
+    python3 -c "import json,sys
+for l in open(sys.argv[1] + '/metrics.jsonl'): print(json.loads(l)[sys.argv[2]])" "$1" "$2"
+}
+
+# 1. learning
+R1="$TMP/r1"
+run fed-sim --clients 3 --data "$D" --out "$R1" --rounds 4 --local-steps 10 --start-clients 3 --record "${M[@]}"
+expect_rc 0 "fed-sim 3 benches"
+has "$ERR" "round 4/4: 3/3 benches" "fed-sim prints the rounds"
+[ "$(col "$R1" round | tr '\n' ' ')" = "1 2 3 4 " ] && pass || fail "metrics.jsonl rounds: $(col "$R1" round | tr '\n' ' ')"
+[ "$(col "$R1" clients | sort -u)" = "3" ] && pass || fail "every round aggregates 3 benches"
+first=$(col "$R1" test_nmse_db | sed -n 1p)
+last=$(col "$R1" test_nmse_db | tail -1)
+if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b <= a - 3) }'; then pass; else fail "no learning: test NMSE $first -> $last dB"; fi
+nb=$(python3 -c "import json,sys
+l = [json.loads(x) for x in open(sys.argv[1])][-1]
+print(sorted(l['bench_nmse_db']))" "$R1/metrics.jsonl")
+[ "$nb" = "['bench-00', 'bench-01', 'bench-02']" ] && pass || fail "bench_nmse_db keys: $nb"
+NP=$(json_num "$(cat "$R1/config.json")" n_params)
+[ "${NP:-0}" -gt 100 ] && pass || fail "config.json n_params: $NP"
+[ "$(col "$R1" bytes_up | sort -u)" = "$((3 * (32 + 41 + 4 * NP)))" ] && pass || fail "bytes_up $(col "$R1" bytes_up | head -1) for $NP parameters"
+[ "$(col "$R1" bytes_down | sort -u)" = "$((3 * (32 + 39 + 4 * NP)))" ] && pass || fail "bytes_down $(col "$R1" bytes_down | head -1)"
+run eval --run "$R1" --data "$D/bench-00/data.ddb" --json
+expect_rc 0 "eval reads the federated run's best.ckpt"
+has "$OUT" '"epoch":' "eval json"
+
+# 2. what the benches sent
+for i in 0 1 2; do
+    f="$R1/fed/bench-0$i.msgs"
+    bad=$(awk -v n="$NP" '
+        $1 == "fed-update" && $2 == 32 + 41 + 4 * n { u++; next }
+        $1 == "fed-eval-reply" && $2 == 32 + 32 { e++; next }
+        $1 == "fed-hello" && $2 == 32 + 12 { next }
+        ($1 == "ping" || $1 == "bye") && $2 == 32 { next }
+        { print "unexpected: " $0 }
+        END { if (u != 4) print "updates: " u; if (e != 4) print "evaluations: " e }' "$f")
+    [ -z "$bad" ] && pass || fail "bench $i sent: $bad"
+done
+
+# 3. one bench, one step = train-pa's first step
+run train-pa --data "$D/bench-00/data.ddb" --out "$TMP/tp" --epochs 1 --hidden 8 --frame 50 --batch 4096 --no-report -q
+expect_rc 0 "train-pa one step"
+run fed-sim --clients 1 --data "$D" --out "$TMP/fp" --rounds 1 --local-steps 1 --hidden 8 --frame 50 --batch 4096 --timeout 100
+expect_rc 0 "fed-sim one bench one step"
+strip() { sed 's/"run":"[^"]*",//; s/,"eval_time_s":[^,}]*//'; }
+run eval --run "$TMP/tp" --ckpt last --data "$D/bench-00/data.ddb" --json
+A=$(strip <<<"$OUT")
+run eval --run "$TMP/fp" --ckpt last --data "$D/bench-00/data.ddb" --json
+B=$(strip <<<"$OUT")
+[ -n "$A" ] && [ "$A" = "$B" ] && pass || fail "fedavg 1 bench 1 step differs from train-pa's first step: $A vs $B"
+
+# 4. malformed messages refused, the run unchanged
+R4="$TMP/r4"
+run fed-sim --clients 3 --data "$D" --out "$R4" --rounds 4 --local-steps 10 --start-clients 3 --attack 1=malformed "${M[@]}"
+expect_rc 0 "fed-sim with a bench sending malformed messages"
+[ "$(col "$R4" refused | sort -u)" = "5" ] && pass || fail "refused per round: $(col "$R4" refused | tr '\n' ' ')"
+has "$ERR" "CRC32C mismatch" "the bad CRC is named"
+has "$ERR" "nparams $((NP + 1)) but the model has $NP parameters" "the wrong vector length is named"
+[ "$(col "$R4" test_nmse_db)" = "$(col "$R1" test_nmse_db)" ] && pass || fail "malformed messages changed the run"
+
+# 5. Byzantine NaN: mean diverges, median does not
+run fed-sim --clients 3 --data "$D" --out "$TMP/r5m" --rounds 3 --local-steps 10 --start-clients 3 --attack 0=nan --agg mean "${M[@]}"
+expect_rc 1 "mean with a NaN bench"
+has "$ERR" "diverged at round 1" "mean diverges"
+run fed-sim --clients 3 --data "$D" --out "$TMP/r5d" --rounds 3 --local-steps 10 --start-clients 3 --attack 0=nan --agg median "${M[@]}"
+expect_rc 0 "median with a NaN bench"
+first=$(col "$TMP/r5d" test_nmse_db | sed -n 1p)
+last=$(col "$TMP/r5d" test_nmse_db | tail -1)
+if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b <= a - 2) }'; then pass; else fail "median did not learn: $first -> $last dB"; fi
+
+finish
