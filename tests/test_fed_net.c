@@ -90,8 +90,28 @@ static void test_round(void) {
     b.p[31] = 5; /* the low byte of nparams: 5 floats announced, 3 sent */
     CHECK_ERR(dd_fed_dec_round(b.p, b.n, 0, 3, &r2), DD_ERR_FORMAT, "fed-round: truncated");
     b.p[31] = 3;
-    b.p[30] = 2; /* the control flag */
-    CHECK_ERR(dd_fed_dec_round(b.p, b.n, 0, 3, &r2), DD_ERR_FORMAT, "control flag 2");
+    b.p[30] = 4; /* the flags */
+    CHECK_ERR(dd_fed_dec_round(b.p, b.n, 0, 3, &r2), DD_ERR_FORMAT, "flags 0x04");
+    b.p[30] = 2; /* secure, without its block */
+    CHECK_ERR(dd_fed_dec_round(b.p, b.n, 0, 3, &r2), DD_ERR_FORMAT, "fed-round: truncated");
+    x = r;
+    x.secure = 1;
+    x.sa_n = 4;
+    x.sa_threshold = 3;
+    x.sa_ring = 32;
+    x.sa_range = 2.5;
+    dd_fed_enc_round(&b, &x, wv, NULL);
+    CHECK(b.n == 39 + 12 + 20, "secure round is %zu bytes", b.n);
+    CHECK_OK(dd_fed_dec_round(b.p, b.n, 3, 3, &r2));
+    CHECK(r2.secure && r2.sa_n == 4 && r2.sa_threshold == 3 && r2.sa_ring == 32 && r2.sa_range == 2.5, "secure fields");
+    x.sa_ring = 16;
+    dd_fed_enc_round(&b, &x, wv, NULL);
+    CHECK_ERR(dd_fed_dec_round(b.p, b.n, 3, 3, &r2), DD_ERR_FORMAT, "ring of 16 bits");
+    x.sa_ring = 32;
+    x.sa_n = 1;
+    x.sa_threshold = 1;
+    dd_fed_enc_round(&b, &x, wv, NULL);
+    CHECK_ERR(dd_fed_dec_round(b.p, b.n, 3, 3, &r2), DD_ERR_FORMAT, "secure benches 1");
     dd_nbuf_free(&b);
 }
 
@@ -203,8 +223,8 @@ static void test_sopt(void) {
 
 static void test_types(void) {
     CHECK(strcmp(dd_msg_type_name(DD_MSG_FED_UPDATE), "fed-update") == 0, "type name");
-    for (int t = DD_MSG_FED_HELLO; t <= DD_MSG_FED_END; t++) CHECK(dd_msg_type_known(t), "type %d known", t);
-    CHECK(!dd_msg_type_known(47) && !dd_msg_type_known(DD_NET_MAX_TYPE), "unknown types");
+    for (int t = DD_MSG_FED_HELLO; t <= DD_MSG_FED_SECAGG; t++) CHECK(dd_msg_type_known(t), "type %d known", t);
+    CHECK(!dd_msg_type_known(48) && !dd_msg_type_known(DD_NET_MAX_TYPE), "unknown types");
 }
 
 int main(void) {

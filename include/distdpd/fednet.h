@@ -7,7 +7,9 @@
  * Raw I/Q never leaves a bench: a bench sends only FED_HELLO (protocol version and the length
  * of its training split), FED_UPDATE (the round's update of the parameter vector, its
  * frame count, the mean local loss, and with scaffold the control-variate delta),
- * FED_EVAL_REP (the squared-error sums of its test split) and PING / BYE.
+ * FED_EVAL_REP (the squared-error sums of its test split), with --secure FED_SECAGG (the
+ * masked update and the key material of secagg.h instead of a plain FED_UPDATE vector)
+ * and PING / BYE.
  *
  * All payload integers and floats are little-endian (dd_nbuf / dd_nrd). This header
  * never includes zmq.h or mpi.h. */
@@ -52,6 +54,12 @@ typedef struct { /* FED_ROUND */
     uint32_t local_n;  /* steps or epochs, >= 1 */
     double mu;         /* fedprox: proximal weight (>= 0) */
     double dp_clip;    /* > 0: clip the update to this L2 norm before sending; 0 off */
+    uint8_t secure;    /* 1: --secure: the update goes through secure aggregation (secagg.h)
+                          with the parameters below, as client id index + 1 */
+    uint32_t sa_n;     /* secure: benches invited (2..255) */
+    uint32_t sa_threshold; /* secure: t (0 = the default) */
+    uint32_t sa_ring;  /* secure: 32 or 64 */
+    double sa_range;   /* secure: |x_j| <= range (the bench clips its update to this L2 norm) */
     uint64_t nparams;
     const uint8_t *w;  /* nparams global weights, float32 little-endian, inside the payload
                           (not aligned: copy with memcpy) */
@@ -173,6 +181,10 @@ typedef struct {
     dd_fed_sopt_cfg sopt;
     dd_agg_cfg agg;
     double dp_clip, dp_noise, dp_delta; /* dp_clip > 0 enables DP */
+    int secure;              /* 1: secure aggregation of the updates (secagg.h): the unweighted
+                                mean; needs --agg mean, not scaffold, >= 2 benches per round */
+    double secure_range;     /* benches clip their update to this L2 norm (0: dp_clip, else 10) */
+    int secure_ring;         /* 32 or 64 */
     uint64_t sample_seed;    /* sampling of the benches */
     int eval_every;          /* evaluate every this many rounds (and the last) */
     const volatile int *stop;/* stop after the current round when it becomes non-zero */

@@ -66,7 +66,8 @@ typedef enum {
     DD_MSG_FED_UPDATE = 43,   /* bench -> coordinator: the round's update [+ control delta] */
     DD_MSG_FED_EVAL = 44,     /* coordinator -> bench: evaluate these weights on your test split */
     DD_MSG_FED_EVAL_REP = 45, /* bench -> coordinator: squared-error sums of the test split */
-    DD_MSG_FED_END = 46       /* coordinator -> bench: the federation is over */
+    DD_MSG_FED_END = 46,      /* coordinator -> bench: the federation is over */
+    DD_MSG_FED_SECAGG = 47    /* either way, --secure: one secure-aggregation message (secagg.h) */
 } dd_msg_type;
 #define DD_NET_MAX_TYPE 64 /* message types are below this */
 

@@ -72,7 +72,12 @@ static void help_server(void) {
            "                        clips, the coordinator enforces it again)\n"
            "  --dp-noise SIGMA      Gaussian noise SIGMA*C on the sum of the updates\n"
            "  --dp-delta D          delta of the reported (epsilon, delta) (default 1e-5)\n"
-           "  --secure              secure aggregation (not in this build: refused)\n"
+           "  --secure              secure aggregation (Bonawitz et al.): the coordinator learns only\n"
+           "                        the sum of the updates (unweighted mean; --agg mean, not\n"
+           "                        scaffold, --min-clients >= 2)\n"
+           "  --secure-range R      benches clip their update to L2 norm R for the fixed-point ring\n"
+           "                        (default: --dp-clip, else 10)\n"
+           "  --secure-ring BITS    32 (default) or 64\n"
            "  --sample-seed S       seed of the bench sampling (default 0)\n"
            "  --eval-every N        evaluate every N rounds and the last (default 1)\n"
            "timeouts:\n"
@@ -104,7 +109,7 @@ int dd_cmd_fed_server(int argc, char **argv) {
     enum {
         O_BIND = 256, O_KEY, O_ALLOW, O_OUT, O_ROUNDS, O_FRACTION, O_MINC, O_MINCOMP, O_LEP, O_LST, O_ALGO, O_MU,
         O_SOPT, O_SLR, O_SMOM, O_SB2, O_SEPS, O_AGG, O_TRIM, O_BYZ, O_DPCLIP, O_DPNOISE, O_DPDELTA, O_SECURE,
-        O_SSEED, O_EVERY, O_STARTC, O_WAIT, O_RTO, O_ETO, O_DEAD, O_MODEL, O_FRAME, O_STRIDE, O_BATCH, O_LR, O_OPT, O_WD,
+        O_SSEED, O_EVERY, O_STARTC, O_SRANGE, O_SRING, O_WAIT, O_RTO, O_ETO, O_DEAD, O_MODEL, O_FRAME, O_STRIDE, O_BATCH, O_LR, O_OPT, O_WD,
         O_MOM, O_CLIP, O_SEED, O_NOSHUF, O_EVB,
         O_MOPT = 1024
     };
@@ -121,6 +126,7 @@ int dd_cmd_fed_server(int argc, char **argv) {
         {"trim", required_argument, NULL, O_TRIM}, {"byzantine", required_argument, NULL, O_BYZ},
         {"dp-clip", required_argument, NULL, O_DPCLIP}, {"dp-noise", required_argument, NULL, O_DPNOISE},
         {"dp-delta", required_argument, NULL, O_DPDELTA}, {"secure", no_argument, NULL, O_SECURE},
+        {"secure-range", required_argument, NULL, O_SRANGE}, {"secure-ring", required_argument, NULL, O_SRING},
         {"sample-seed", required_argument, NULL, O_SSEED}, {"eval-every", required_argument, NULL, O_EVERY},
         {"wait-s", required_argument, NULL, O_WAIT}, {"round-timeout", required_argument, NULL, O_RTO},
         {"eval-timeout", required_argument, NULL, O_ETO}, {"dead-ms", required_argument, NULL, O_DEAD},
@@ -192,6 +198,8 @@ int dd_cmd_fed_server(int argc, char **argv) {
             DBL(O_SMOM, "--server-momentum", 0.0, 0.999999, o.sopt.momentum = d)
             DBL(O_SB2, "--server-beta2", 0.0, 0.999999, o.sopt.beta2 = d)
             DBL(O_SEPS, "--server-eps", 1e-12, 10.0, o.sopt.eps = d)
+            DBL(O_SRANGE, "--secure-range", 1e-9, 1e9, o.secure_range = d)
+            SZ(O_SRING, "--secure-ring", 32, 64, o.secure_ring = (int)v)
             DBL(O_DPCLIP, "--dp-clip", 1e-12, 1e12, o.dp_clip = d)
             DBL(O_DPNOISE, "--dp-noise", 1e-6, 1e6, o.dp_noise = d)
             DBL(O_DPDELTA, "--dp-delta", 1e-300, 0.5, o.dp_delta = d)
@@ -251,9 +259,10 @@ int dd_cmd_fed_server(int argc, char **argv) {
     if (!o.allow_path) return dd_cli_usage(NAME, "missing --allow FILE (the enrolled benches' public keys)");
     if (!o.out) return dd_cli_usage(NAME, "missing --out RUN");
     if (local_given > 1) return dd_cli_usage(NAME, "give --local-epochs or --local-steps, not both");
-    if (secure)
-        return dd_cli_usage(NAME, "--secure: secure aggregation is not in this build yet (docs/federated.md, \"Secure "
-                                  "aggregation\"); run without it");
+    if (o.secure_ring != 32 && o.secure_ring != 64) return dd_cli_usage(NAME, "--secure-ring: 32 or 64, got %d", o.secure_ring);
+    if ((o.secure_range > 0 || o.secure_ring != 32) && !secure) return dd_cli_usage(NAME, "--secure-range/--secure-ring belong to --secure");
+    o.secure = secure;
+    if (secure && !(o.secure_range > 0)) o.secure_range = o.dp_clip > 0 ? o.dp_clip : 10.0;
     if (trim_given && o.agg.kind != DD_AGG_TRIMMED) return dd_cli_usage(NAME, "--trim belongs to --agg trimmed");
     if (byz_given && o.agg.kind != DD_AGG_KRUM && o.agg.kind != DD_AGG_MULTIKRUM)
         return dd_cli_usage(NAME, "--byzantine belongs to --agg krum|multikrum");

@@ -16,6 +16,7 @@
 
 #include "distdpd/fednet.h"
 #include "distdpd/optim.h"
+#include "distdpd/secagg.h"
 
 #define WHO "fed-client"
 #define PING_MS 1000
@@ -35,6 +36,7 @@ typedef struct {
     dd_nbuf buf;
     FILE *rec;
     int64_t last_sent;
+    dd_secagg_client *sa; /* --secure: the round's secure aggregation */
 } cl_t;
 
 static void csend(cl_t *c, int type, const void *p, size_t len) {
@@ -184,6 +186,21 @@ static dd_status on_round(cl_t *c, const dd_net_msg *m, int *quit) {
         break;
     default: break;
     }
+    if (rm.secure) { /* only the masked update leaves: secure aggregation's first message */
+        dd_fed_clip(c->delta, c->n, rm.sa_range); /* |x_j| <= range, as the ring encoding needs */
+        dd_secagg_client_free(c->sa);
+        c->sa = NULL;
+        dd_secagg_cfg cfg = {.session = rm.round, .d = c->n, .n = (int)rm.sa_n, .threshold = (int)rm.sa_threshold,
+                             .ring_bits = (int)rm.sa_ring, .range = rm.sa_range};
+        uint8_t *out = NULL;
+        size_t len = 0;
+        DD_TRY(dd_secagg_client_new(&cfg, c->index + 1, &c->sa));
+        DD_TRY(dd_secagg_client_advertise(c->sa, &out, &len));
+        if (c->o->straggle_ms > 0) usleep((useconds_t)c->o->straggle_ms * 1000);
+        csend(c, DD_MSG_FED_SECAGG, out, len);
+        free(out);
+        return DD_OK;
+    }
     dd_fed_update u = {.round = rm.round, .frames = dd_trainer_num_frames(c->tr), .loss = loss, .norm = norm, .nparams = c->n};
     if (c->o->attack == 4) send_malformed(c, &u);
     if (c->o->straggle_ms > 0) usleep((useconds_t)c->o->straggle_ms * 1000);
@@ -191,6 +208,27 @@ static dd_status on_round(cl_t *c, const dd_net_msg *m, int *quit) {
     if (c->buf.oom) return dd_error(DD_ERR_NOMEM, WHO ": update message");
     csend(c, DD_MSG_FED_UPDATE, c->buf.p, c->buf.n);
     return DD_OK;
+}
+
+/* --secure: the coordinator's next secure-aggregation message; ours in reply. A message
+ * of an aggregation that is over or of another round is logged and dropped. */
+static void on_secagg(cl_t *c, const dd_net_msg *m) {
+    if (!c->sa) {
+        dd_log(DD_LOG_WARN, WHO ": a secure-aggregation message outside a round: ignored");
+        return;
+    }
+    uint8_t *out = NULL;
+    size_t len = 0;
+    if (dd_secagg_client_next(c->sa, m->payload, m->h.len, c->delta, &out, &len) != DD_OK) {
+        dd_log(DD_LOG_WARN, WHO ": secure aggregation: %s", dd_last_error());
+        return;
+    }
+    csend(c, DD_MSG_FED_SECAGG, out, len);
+    free(out);
+    if (dd_secagg_client_state(c->sa) == DD_SECAGG_DONE) {
+        dd_secagg_client_free(c->sa);
+        c->sa = NULL;
+    }
 }
 
 static dd_status on_eval(cl_t *c, const dd_net_msg *m) {
@@ -297,6 +335,7 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         case DD_MSG_FED_WELCOME: st = welcome(c, &m); break;
         case DD_MSG_PONG: break;
         case DD_MSG_FED_ROUND: st = c->tr ? on_round(c, &m, &quit) : dd_error(DD_ERR_FORMAT, "fed-round before fed-welcome"); break;
+        case DD_MSG_FED_SECAGG: on_secagg(c, &m); break;
         case DD_MSG_FED_EVAL: st = c->tr ? on_eval(c, &m) : dd_error(DD_ERR_FORMAT, "fed-eval before fed-welcome"); break;
         case DD_MSG_FED_END:
             if (m.h.len) dd_log(DD_LOG_WARN, WHO ": the coordinator ended: %.*s", (int)m.h.len, (const char *)m.payload);
@@ -320,6 +359,7 @@ done:
     }
     if (c->ctx) zmq_ctx_term(c->ctx);
     if (c->rec) fclose(c->rec);
+    dd_secagg_client_free(c->sa);
     dd_trainer_destroy(&c->tr);
     dd_dataset_free(&c->ds);
     dd_nbuf_free(&c->buf);

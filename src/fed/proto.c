@@ -37,10 +37,16 @@ void dd_fed_enc_round(dd_nbuf *b, const dd_fed_round *m, const float *w, const f
     dd_nbuf_u32(b, m->local_n);
     dd_nbuf_f64(b, m->mu);
     dd_nbuf_f64(b, m->dp_clip);
-    dd_nbuf_u8(b, c ? 1 : 0);
+    dd_nbuf_u8(b, (uint8_t)((c ? 1 : 0) | (m->secure ? 2 : 0)));
     dd_nbuf_u64(b, m->nparams);
     vec(b, w, m->nparams);
     if (c) vec(b, c, m->nparams);
+    if (m->secure) {
+        dd_nbuf_u32(b, m->sa_n);
+        dd_nbuf_u32(b, m->sa_threshold);
+        dd_nbuf_u32(b, m->sa_ring);
+        dd_nbuf_f64(b, m->sa_range);
+    }
 }
 
 size_t dd_fed_update_bytes(uint64_t nparams, int with_dc) {
@@ -149,14 +155,27 @@ dd_status dd_fed_dec_round(const uint8_t *p, size_t n, uint64_t want_n, int n_al
     m->local_n = dd_nrd_u32(&r);
     m->mu = dd_nrd_f64(&r);
     m->dp_clip = dd_nrd_f64(&r);
-    uint8_t has_c = dd_nrd_u8(&r);
+    uint8_t flags = dd_nrd_u8(&r);
     m->nparams = dd_nrd_u64(&r);
     if (r.bad) BAD("fed-round: truncated payload (%zu bytes)", n);
     DD_TRY(nparams_ok("fed-round", m->nparams, want_n));
-    if (has_c > 1) BAD("fed-round: control flag %u is not 0 or 1", has_c);
+    if (flags > 3) BAD("fed-round: flags 0x%02x (bit 0 control, bit 1 secure)", flags);
     m->w = dd_nrd_bytes(&r, (size_t)m->nparams * 4);
-    if (has_c) m->c = dd_nrd_bytes(&r, (size_t)m->nparams * 4);
+    if (flags & 1) m->c = dd_nrd_bytes(&r, (size_t)m->nparams * 4);
+    if (flags & 2) {
+        m->secure = 1;
+        m->sa_n = dd_nrd_u32(&r);
+        m->sa_threshold = dd_nrd_u32(&r);
+        m->sa_ring = dd_nrd_u32(&r);
+        m->sa_range = dd_nrd_f64(&r);
+    }
     DD_TRY(done(&r, "fed-round"));
+    if (m->secure) {
+        if (m->sa_n < 2 || m->sa_n > 255) BAD("fed-round: secure benches %u outside [2, 255]", m->sa_n);
+        if (m->sa_threshold > m->sa_n) BAD("fed-round: secure threshold %u above the %u benches", m->sa_threshold, m->sa_n);
+        if (m->sa_ring != 32 && m->sa_ring != 64) BAD("fed-round: secure ring of %u bits (32 or 64)", m->sa_ring);
+        if (!(isfinite(m->sa_range) && m->sa_range > 0)) BAD("fed-round: secure range %g is not finite and > 0", m->sa_range);
+    }
     if (m->round == 0) BAD("fed-round: round 0 (rounds count from 1)");
     if (m->algo >= n_algos) BAD("fed-round: algorithm %u outside [0, %d)", m->algo, n_algos);
     if (m->local_kind > DD_FED_LOCAL_EPOCHS) BAD("fed-round: local kind %u is not 0 (steps) or 1 (epochs)", m->local_kind);

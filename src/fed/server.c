@@ -19,6 +19,7 @@
 
 #include "distdpd/fednet.h"
 #include "distdpd/model.h"
+#include "distdpd/secagg.h"
 
 #define WHO "fed-server"
 
@@ -36,6 +37,7 @@ typedef struct {
     float *delta, *dc;
     double loss, norm;
     uint64_t upd_frames;
+    int sa_answered; /* --secure: answered the secure-aggregation round in progress */
     /* evaluation in progress */
     int eval_pending, eval_done;
     double err, ref;
@@ -53,6 +55,7 @@ typedef struct {
     uint64_t round;      /* the round in progress (0 before the first) */
     uint64_t eval_round; /* the evaluation in progress (0 none) */
     int open;            /* the round's updates are being gathered */
+    dd_secagg_server *sa;/* --secure: the round's secure aggregation */
     char *cfg_json;
     dd_nbuf buf;
     /* per-round counters */
@@ -99,6 +102,10 @@ static void on_hello(srv_t *s, const dd_net_msg *m) {
                 dd_log(DD_LOG_WARN, WHO ": bench %s reconnected from %s: its old connection is dropped", name, m->peer);
                 s->b[i].alive = 0;
             }
+        if (s->o->secure && s->nb >= DD_SECAGG_MAX_ID) {
+            refuse(s, m, "too many benches for secure aggregation (ids 1..255)");
+            return;
+        }
         if (s->nb == s->cap) {
             if (s->cap >= DD_FED_MAX_CLIENTS) {
                 refuse(s, m, "too many benches");
@@ -189,6 +196,21 @@ static void on_eval_rep(srv_t *s, bench_t *b, const dd_net_msg *m) {
     s->bytes_eval += m->n;
 }
 
+static void on_secagg(srv_t *s, bench_t *b, const dd_net_msg *m) {
+    if (!s->sa || !b->sampled || !s->open) {
+        s->late++;
+        dd_log(DD_LOG_WARN, WHO ": secure-aggregation message from bench %s outside its round discarded (round %llu)", b->name,
+               (unsigned long long)s->round);
+        return;
+    }
+    if (dd_secagg_server_receive(s->sa, b->index + 1, m->payload, m->h.len) != DD_OK) {
+        refuse(s, m, dd_last_error());
+        return;
+    }
+    b->sa_answered = 1;
+    s->bytes_up += m->n;
+}
+
 /* Serves the socket for up to wait_ms (one message at most) and notices silent benches. */
 static dd_status pump(srv_t *s, long wait_ms) {
     dd_net_msg m;
@@ -204,6 +226,7 @@ static dd_status pump(srv_t *s, long wait_ms) {
         else if (m.h.type == DD_MSG_PING) send_to(s, b->rid, b->rid_n, DD_MSG_PONG, NULL, 0);
         else if (m.h.type == DD_MSG_FED_UPDATE) on_update(s, b, &m);
         else if (m.h.type == DD_MSG_FED_EVAL_REP) on_eval_rep(s, b, &m);
+        else if (m.h.type == DD_MSG_FED_SECAGG) on_secagg(s, b, &m);
         else if (m.h.type == DD_MSG_BYE) {
             dd_log(DD_LOG_WARN, WHO ": bench %s left", b->name);
             b->alive = 0;
@@ -252,6 +275,8 @@ static dd_status write_config(const srv_t *s, const char *path) {
     cJSON_AddNumberToObject(f, "dp_clip", o->dp_clip);
     cJSON_AddNumberToObject(f, "dp_noise", o->dp_noise);
     cJSON_AddNumberToObject(f, "dp_delta", o->dp_delta);
+    cJSON_AddBoolToObject(f, "secure", o->secure);
+    if (o->secure) cJSON_AddNumberToObject(f, "secure_range", o->secure_range);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     if (!txt) return dd_error(DD_ERR_NOMEM, "config.json");
@@ -285,7 +310,16 @@ static dd_status check_opts(const dd_fed_server_opts *o) {
     if (o->dp_noise > 0 && !(o->dp_clip > 0)) return dd_error(DD_ERR_ARG, "--dp-noise needs --dp-clip C > 0");
     if (o->dp_clip > 0 && !(o->dp_delta > 0 && o->dp_delta < 1)) return dd_error(DD_ERR_ARG, "--dp-delta %g outside (0, 1)", o->dp_delta);
     int na;
-    dd_fed_algos(&na);
+    const dd_fed_algo *const *algos = dd_fed_algos(&na);
+    if (o->secure) {
+        if (o->agg.kind != DD_AGG_MEAN)
+            return dd_error(DD_ERR_ARG, "--secure with --agg %s: the coordinator sees only the sum (--agg mean)", dd_agg_name(o->agg.kind));
+        if (o->algo >= 0 && o->algo < na && algos[o->algo]->control)
+            return dd_error(DD_ERR_ARG, "--secure with --algo %s: its control variates are not aggregated securely", algos[o->algo]->name);
+        if (o->min_clients < 2) return dd_error(DD_ERR_ARG, "--secure needs --min-clients >= 2 (a sum of one update is that update)");
+        if (!(o->secure_range > 0) || (o->secure_ring != 32 && o->secure_ring != 64))
+            return dd_error(DD_ERR_ARG, "--secure: range %g must be > 0 and the ring 32 or 64 bits", o->secure_range);
+    }
     if (o->algo < 0 || o->algo >= na) return dd_error(DD_ERR_ARG, "algorithm index %d out of range", o->algo);
     /* robust aggregation needs enough benches: refuse at once what can never work */
     int m_min = o->min_clients;
@@ -315,6 +349,7 @@ void dd_fed_server_defaults(dd_fed_server_opts *o) {
     o->agg.kind = DD_AGG_MEAN;
     o->dp_delta = 1e-5;
     o->eval_every = 1;
+    o->secure_ring = 32;
 }
 
 static void sample_benches(srv_t *s, uint64_t round, int want, int *idx, int *k) {
@@ -381,6 +416,65 @@ static dd_status evaluate(srv_t *s, const float *w, int *answered) {
                (unsigned long long)s->round, *answered, pending, s->o->eval_timeout_s);
     s->eval_round = 0;
     return DD_OK;
+}
+
+/* --secure: the sampled benches' updates summed by secure aggregation (secagg.h) over its
+ * four rounds, each waited for up to the round timeout; agg = their unweighted mean and
+ * *got = how many are in it, or *got = 0 and why[] when it could not finish (too few
+ * answers for the threshold). */
+static dd_status secure_round(srv_t *s, const int *idx, int k, float *agg, int *got, char *why, size_t cap) {
+    const dd_fed_server_opts *o = s->o;
+    *got = 0;
+    uint32_t ids[DD_SECAGG_MAX_ID];
+    for (int i = 0; i < k; i++) ids[i] = s->b[idx[i]].index + 1;
+    dd_secagg_cfg cfg = {.session = s->round, .d = s->n, .n = k, .ring_bits = o->secure_ring, .range = o->secure_range};
+    if (k < 2) {
+        snprintf(why, cap, "secure aggregation needs at least 2 benches, %d sampled", k);
+        return DD_OK;
+    }
+    DD_TRY(dd_secagg_server_new(&cfg, ids, &s->sa));
+    dd_status st = DD_OK;
+    for (int phase = 0; phase < 4; phase++) {
+        for (int i = 0; i < s->nb; i++) s->b[i].sa_answered = 0;
+        uint32_t mem[DD_SECAGG_MAX_ID];
+        int nm = dd_secagg_server_members(s->sa, mem, DD_SECAGG_MAX_ID);
+        int64_t end = dd_net_ms() + (int64_t)(o->round_timeout_s * 1000);
+        for (;;) {
+            int left = 0;
+            for (int i = 0; i < nm; i++) left += s->b[mem[i] - 1].alive && !s->b[mem[i] - 1].sa_answered;
+            if (!left || stopped(s)) break;
+            if (dd_net_ms() > end) {
+                dd_log(DD_LOG_WARN, WHO ": round %llu: %d benches did not answer secure-aggregation round %s within %g s",
+                       (unsigned long long)s->round, left, dd_secagg_state_name(dd_secagg_server_state(s->sa)), o->round_timeout_s);
+                break;
+            }
+            if ((st = pump(s, 50)) != DD_OK) goto done;
+        }
+        if (dd_secagg_server_close(s->sa) != DD_OK) {
+            snprintf(why, cap, "%s", dd_last_error());
+            goto done;
+        }
+        if (dd_secagg_server_state(s->sa) == DD_SECAGG_DONE) break;
+        nm = dd_secagg_server_members(s->sa, mem, DD_SECAGG_MAX_ID);
+        for (int i = 0; i < nm; i++) {
+            uint8_t *out = NULL;
+            size_t len = 0;
+            if ((st = dd_secagg_server_message(s->sa, mem[i], &out, &len)) != DD_OK) goto done;
+            bench_t *b = &s->b[mem[i] - 1];
+            s->bytes_down += send_to(s, b->rid, b->rid_n, DD_MSG_FED_SECAGG, out, len);
+            free(out);
+        }
+    }
+    if (dd_secagg_server_state(s->sa) == DD_SECAGG_DONE) {
+        int ns = 0;
+        if ((st = dd_secagg_server_result(s->sa, agg, &ns)) != DD_OK) goto done;
+        for (size_t j = 0; j < s->n; j++) agg[j] /= (float)ns;
+        *got = ns;
+    }
+done:
+    dd_secagg_server_free(s->sa);
+    s->sa = NULL;
+    return st;
 }
 
 static void json_num(cJSON *o, const char *k, double v) {
@@ -494,12 +588,25 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
         sample_benches(s, (uint64_t)r, want, idx, &k);
         for (int i = 0; i < s->nb; i++) s->b[i].sampled = s->b[i].answered = 0;
         dd_fed_round rm = {.round = (uint64_t)r, .algo = (uint8_t)o->algo, .local_kind = (uint8_t)o->local_kind,
-                           .local_n = (uint32_t)o->local_n, .mu = o->mu, .dp_clip = o->dp_clip, .nparams = s->n};
+                           .local_n = (uint32_t)o->local_n, .mu = o->mu, .dp_clip = o->dp_clip, .nparams = s->n,
+                           .secure = (uint8_t)o->secure, .sa_n = (uint32_t)k, .sa_ring = (uint32_t)o->secure_ring,
+                           .sa_range = o->secure_range};
         dd_fed_enc_round(&s->buf, &rm, w, c);
         for (int i = 0; i < k; i++) {
             bench_t *b = &s->b[idx[i]];
             b->sampled = 1;
             s->bytes_down += send_to(s, b->rid, b->rid_n, DD_MSG_FED_ROUND, s->buf.p, s->buf.n);
+        }
+        int got = 0, aggregated = 0;
+        double loss_sum = 0, frames_sum = 0, norm_max = 0;
+        char why[256] = "";
+        if (o->secure) { /* the benches' masked updates: only their sum */
+            s->open = 1;
+            st = secure_round(s, idx, k, agg, &got, why, sizeof why);
+            s->open = 0;
+            if (st) goto done;
+            for (int i = 0; i < k; i++) s->b[idx[i]].answered = 0;
+            goto aggregate;
         }
         /* gather the updates: until all sampled answered or are gone, or the timeout */
         s->open = 1;
@@ -516,8 +623,6 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
             if ((st = pump(s, 50)) != DD_OK) goto done;
         }
         s->open = 0; /* what comes now is late */
-        int got = 0;
-        double loss_sum = 0, frames_sum = 0, norm_max = 0;
         for (int i = 0; i < k; i++) {
             bench_t *b = &s->b[idx[i]];
             if (!b->answered) continue;
@@ -531,18 +636,24 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
             if (!(b->norm <= norm_max)) norm_max = b->norm;
             got++;
         }
+    aggregate:;
         int need = (int)ceil(o->min_completion * k - 1e-9);
         if (need < 1) need = 1;
-        int aggregated = 0;
-        char why[256] = "";
         if (got < need) {
-            snprintf(why, sizeof why, "%d of %d sampled benches answered, --min-completion %g needs %d", got, k, o->min_completion, need);
+            if (!why[0])
+                snprintf(why, sizeof why, "%d of %d sampled benches answered, --min-completion %g needs %d", got, k,
+                         o->min_completion, need);
+        } else if (o->secure) {
+            aggregated = 1; /* agg holds the mean already */
+        } else if (0) {
         } else if (dd_agg_check(&o->agg, got) != DD_OK) {
             snprintf(why, sizeof why, "%s", dd_last_error());
         } else if ((st = dd_agg_run(&o->agg, got, s->n, upd, wts, agg, sel)) != DD_OK) {
             goto done;
         } else {
             aggregated = 1;
+        }
+        if (aggregated) {
             if (o->dp_clip > 0) { /* Gaussian noise sigma C on the sum, i.e. sigma C / n on the mean */
                 const double sd = o->dp_noise * o->dp_clip / got;
                 for (size_t i = 0; i < s->n; i++) agg[i] += (float)(sd * dd_rng_normal(&noise));
@@ -601,7 +712,7 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
         cJSON_AddNumberToObject(line, "connected", connected);
         cJSON_AddBoolToObject(line, "aggregated", aggregated);
         json_num(line, "train_loss", frames_sum > 0 ? loss_sum / frames_sum : NAN);
-        json_num(line, "update_norm_max", got ? norm_max : NAN);
+        json_num(line, "update_norm_max", got && !o->secure ? norm_max : NAN);
         json_num(line, "test_nmse_db", test);
         if (bn) cJSON_AddItemToObject(line, "bench_nmse_db", bn);
         cJSON_AddNumberToObject(line, "eval_clients", eval_n);

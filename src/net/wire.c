@@ -26,7 +26,7 @@ static const char *const type_names[DD_NET_MAX_TYPE] = {
     [DD_MSG_WELCOME] = "welcome", [DD_MSG_LEASE_REP] = "lease-reply", [DD_MSG_COMMIT_REP] = "commit-reply",
     [DD_MSG_ERR] = "error", [DD_MSG_FED_HELLO] = "fed-hello", [DD_MSG_FED_WELCOME] = "fed-welcome",
     [DD_MSG_FED_ROUND] = "fed-round", [DD_MSG_FED_UPDATE] = "fed-update", [DD_MSG_FED_EVAL] = "fed-eval",
-    [DD_MSG_FED_EVAL_REP] = "fed-eval-reply", [DD_MSG_FED_END] = "fed-end"};
+    [DD_MSG_FED_EVAL_REP] = "fed-eval-reply", [DD_MSG_FED_END] = "fed-end", [DD_MSG_FED_SECAGG] = "fed-secagg"};
 
 const char *dd_msg_type_name(int t) {
     return (t >= 0 && t < DD_NET_MAX_TYPE && type_names[t]) ? type_names[t] : "?";

@@ -488,47 +488,13 @@ static void expire(ps_t *p) {
 
 /* Serves the router for up to wait_ms; returns after the first message handled. */
 static dd_status serve(ps_t *p, long wait_ms) {
-    zmq_pollitem_t it = {p->router, 0, ZMQ_POLLIN, 0};
-    int rc = zmq_poll(&it, 1, wait_ms);
-    if (rc < 0 && errno != EINTR) return dd_error(DD_ERR_COMM, "ps-coordinator: zmq_poll: %s", zmq_strerror(errno));
-    if (rc <= 0) return DD_OK;
-    zmq_msg_t id, m;
-    zmq_msg_init(&id);
-    if (zmq_msg_recv(&id, p->router, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&id);
-        return DD_OK;
-    }
-    zmq_msg_init(&m);
-    int more = zmq_msg_more(&id), extra = 0;
-    if (more) zmq_msg_recv(&m, p->router, 0);
-    while (zmq_msg_more(&m)) { /* more frames than one: read and drop them */
-        zmq_msg_t x;
-        zmq_msg_init(&x);
-        zmq_msg_recv(&x, p->router, 0);
-        extra = 1;
-        int mm = zmq_msg_more(&x);
-        zmq_msg_close(&x);
-        if (!mm) break;
-    }
-    char peer[128];
-    const char *addr = more ? zmq_msg_gets(&m, "Peer-Address") : NULL;
-    const char *uid = more ? zmq_msg_gets(&m, "User-Id") : NULL;
-    snprintf(peer, sizeof peer, "%s%s%s", uid ? uid : "", uid ? "@" : "", addr ? addr : "?");
-    const uint8_t *rid = zmq_msg_data(&id);
-    size_t ridn = zmq_msg_size(&id);
-    dd_net_hdr h;
-    const uint8_t *pl;
-    if (ridn > 255) {
-        /* never: libzmq's routing ids are 5 bytes */
-    } else if (!more || extra) {
-        refuse_peer(p, rid, ridn, 0, peer, "%s", !more ? "empty message" : "more than one frame");
-    } else if (dd_net_parse(zmq_msg_data(&m), zmq_msg_size(&m), 1u << 24, &h, &pl) != DD_OK) {
-        refuse_peer(p, rid, ridn, 0, peer, "%s", dd_last_error());
-    } else {
-        on_msg(p, rid, ridn, peer, &h, pl);
-    }
-    zmq_msg_close(&m);
-    zmq_msg_close(&id);
+    dd_net_msg m;
+    int r = dd_net_recv(p->router, 1, wait_ms, 1u << 24, &m);
+    if (r < 0) return dd_error_prefix(DD_ERR_COMM, "ps-coordinator: ");
+    if (r == 0) return DD_OK;
+    if (!m.ok) refuse_peer(p, m.rid, m.rid_n, 0, m.peer, "%s", m.err);
+    else on_msg(p, m.rid, m.rid_n, m.peer, &m.h, m.payload);
+    dd_net_msg_free(&m);
     return DD_OK;
 }
 

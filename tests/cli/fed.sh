@@ -13,21 +13,16 @@
 #  4. malformed messages (--attack 1=malformed: five per round) are refused and counted,
 #     and the run is identical to case 1 (test NMSE per round).
 #  5. a bench sending NaN: --agg mean diverges (exit 1, "diverged"); --agg median learns.
+#  6. --secure (secure aggregation over the same transport): every round's test NMSE
+#     equals case 1's within 1e-4 dB (the benches have equal frame counts, so the
+#     unweighted mean of the sum is case 1's weighted mean, up to the fixed-point
+#     resolution); the benches sent no plain fed-update, only fed-secagg messages.
 # Every run is bounded (fed-sim --timeout).
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-D="$TMP/benches"
-for i in 0 1 2; do
-    run simulate --out "$D/bench-0$i" --samples 6000 --seed $((i + 1)) --drive $((i - 1)) --format bin -q
-    expect_rc 0 "simulate bench $i"
-done
+source "$(dirname "$0")/fed_common.bash"
 M=(--hidden 8 --frame 50 --batch 16 --timeout 100)
-
-col() { # RUN KEY: one value per round of metrics.jsonl
-    python3 -c "import json,sys
-for l in open(sys.argv[1] + '/metrics.jsonl'): print(json.loads(l)[sys.argv[2]])" "$1" "$2"
-}
 
 # 1. learning
 R1="$TMP/r1"
@@ -94,5 +89,23 @@ expect_rc 0 "median with a NaN bench"
 first=$(col "$TMP/r5d" test_nmse_db | sed -n 1p)
 last=$(col "$TMP/r5d" test_nmse_db | tail -1)
 if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b <= a - 2) }'; then pass; else fail "median did not learn: $first -> $last dB"; fi
+
+# 6. secure aggregation
+R6="$TMP/r6"
+run fed-sim --clients 3 --data "$D" --out "$R6" --rounds 4 --local-steps 10 --start-clients 3 --min-clients 2 --secure --record "${M[@]}"
+expect_rc 0 "fed-sim --secure"
+python3 - "$R1/metrics.jsonl" "$R6/metrics.jsonl" <<'PY' && pass || fail "--secure differs from the plain mean"
+import json, sys
+a = [json.loads(l)["test_nmse_db"] for l in open(sys.argv[1])]
+b = [json.loads(l)["test_nmse_db"] for l in open(sys.argv[2])]
+sys.exit(not (len(a) == len(b) == 4 and all(abs(x - y) < 1e-4 for x, y in zip(a, b))))
+PY
+for i in 0 1 2; do
+    f="$R6/fed/bench-0$i.msgs"
+    types=$(awk '{ print $1 }' "$f" | sort -u | tr '\n' ' ')
+    [ "$types" = "bye fed-eval-reply fed-hello fed-secagg " ] || [ "$types" = "bye fed-eval-reply fed-hello fed-secagg ping " ] &&
+        pass || fail "bench $i sent with --secure: $types"
+    [ "$(awk '$1 == "fed-secagg"' "$f" | wc -l)" -eq 16 ] && pass || fail "bench $i: 4 secure-aggregation messages per round"
+done
 
 finish

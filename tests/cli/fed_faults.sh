@@ -11,24 +11,13 @@
 #     federation to its end.
 #  4. algorithms and options: scaffold sends twice the vector, fedprox, FedAvgM, FedAdam
 #     and DP learn or run; DP reports an epsilon that grows with the rounds.
-#  5. refusals: --secure, --trim without trimmed, Krum with too few benches, a missing
+#  5. refusals: --secure with a robust aggregation, --secure-range alone, --trim without trimmed, Krum with too few benches, a missing
 #     bench directory, a bench without --server.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-D="$TMP/benches"
-for i in 0 1 2; do
-    run simulate --out "$D/bench-0$i" --samples 6000 --seed $((i + 1)) --drive $((i - 1)) --format bin -q
-    expect_rc 0 "simulate bench $i"
-done
+source "$(dirname "$0")/fed_common.bash"
 M=(--hidden 8 --frame 50 --batch 16 --local-steps 10 --start-clients 3 --timeout 100)
-
-col() { # RUN KEY: one value per round of metrics.jsonl (JSON text for objects)
-    python3 -c "import json,sys
-for l in open(sys.argv[1] + '/metrics.jsonl'):
-    v = json.loads(l).get(sys.argv[2])
-    print(json.dumps(v, sort_keys=True) if isinstance(v, (dict, bool)) else v)" "$1" "$2"
-}
 bench_nmse() { # RUN ROUND BENCH
     python3 -c "import json,sys
 l = [json.loads(x) for x in open(sys.argv[1] + '/metrics.jsonl')][int(sys.argv[2]) - 1]
@@ -107,9 +96,11 @@ python3 -c "import sys; e = [float(x) for x in sys.argv[1].split()]; sys.exit(no
     pass || fail "epsilon per round: $eps"
 
 # 5. refusals
-run fed-server --bind tcp://127.0.0.1:1 --key x --allow y --out "$TMP/z" --secure
-expect_rc 2 "--secure"
-has "$ERR" "secure aggregation is not in this build" "--secure says why"
+run fed-server --bind tcp://127.0.0.1:1 --key x --allow y --out "$TMP/z" --secure --agg median --min-clients 3
+expect_rc 1 "--secure with --agg median"
+has "$ERR" "--secure with --agg median: the coordinator sees only the sum" "--secure says why"
+run fed-server --bind tcp://127.0.0.1:1 --key x --allow y --out "$TMP/z" --secure-range 2
+expect_rc 2 "--secure-range without --secure"
 run fed-server --bind tcp://127.0.0.1:1 --key x --allow y --out "$TMP/z" --trim 1
 expect_rc 2 "--trim without --agg trimmed"
 run fed-sim --clients 3 --data "$D" --out "$TMP/k" --rounds 1 --agg krum --min-clients 3 "${M[@]}"
