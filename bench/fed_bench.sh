@@ -132,7 +132,8 @@ bdp = min(dps, key=lambda r: best(dps[r], "test_nmse_db"))  # the better DP run
 target = max(best(fed["a-fedavg-e1"], "test_nmse_db"), best(dps[bdp], "test_nmse_db")) + 0.5
 print("\n## (a) Communication: FedAvg against synchronous data parallelism\n")
 print("%d low-heterogeneity benches; data parallelism: `mpirun -np %d distdpd train-pa` on their union, "
-      "global batch %d (32 per rank), one allreduce of the %d gradients per step. Target test NMSE: %.2f dB "
+      "global batch %d (32 per rank), one allreduce of the gradient per step (counted as the %d floats of the "
+      "parameter vector fed-sim sends: the model's parameters in 16-float-aligned tensors). Target test NMSE: %.2f dB "
       "(the worse of the best FedAvg E=1 and best DP curve + 0.5 dB). Exchanges = rounds (FedAvg: one "
       "download + one upload per client) or steps (DP: one allreduce); DP's count is at the end of the first "
       "epoch that reaches the target. Bytes per client until the target: FedAvg from the coordinator's counts "
@@ -284,6 +285,7 @@ for s in $NOISES; do
     fedsim "$OUT/d-noise-$s" --data "$OUT/low" --rounds "$BROUNDS" --local-epochs 1 --dp-clip "$CLIP" --dp-noise "$s"
 done
 fedsim "$OUT/d-secure" --data "$OUT/low" --rounds "$BROUNDS" --local-epochs 1 --secure
+fedsim "$OUT/d-secure-dp" --data "$OUT/low" --rounds "$BROUNDS" --local-epochs 1 --secure --dp-clip "$CLIP" --dp-noise 0.1
 py "$OUT" "$NB" "$CLIP" $NOISES <<'EOF' | tee -a "$MD"
 import json, math, os, statistics, sys
 out, nb, clip, noises = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
@@ -314,7 +316,8 @@ print("| run | s per round | vs plain | bytes per round | vs plain | final NMSE 
 print("|---|---:|---:|---:|---:|---:|---:|")
 print(row("plain FedAvg", "d-plain", base))
 for s in noises: print(row("DP clip %s, noise %s" % (clip, s), "d-noise-" + s, base))
-print(row("secure aggregation", "d-secure", base))
+print(row("secure aggregation (ring 2^32)", "d-secure", base))
+print(row("secure + DP clip %s, noise 0.1" % clip, "d-secure-dp", base))
 EOF
 if ! [ -s "$OUT/d-secure/metrics.jsonl" ] && command -v mpicc >/dev/null; then
     # --secure is not in fed-server: the protocol's cost alone (bench/bench_secagg.c, NB clients)
