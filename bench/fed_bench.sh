@@ -5,7 +5,7 @@
 #   bash bench/fed_bench.sh [BUILD_DIR [OUT_DIR]]     (defaults: build, BUILD_DIR/fed-bench)
 #
 # Writes OUT_DIR/fed_bench.md (markdown tables) and prints it; every run's directory and
-# log stay under OUT_DIR. Four experiments, all with the same model and local recipe
+# log stay under OUT_DIR. Five experiments, all with the same model and local recipe
 # (GRU, FB_HIDDEN hidden units, frames of 50, batch 32, AdamW lr 5e-3):
 #  (a) communication: FedAvg (E = 1 and 2 local epochs, FB_ROUNDS rounds) on FB_BENCHES
 #      low-heterogeneity benches against synchronous data parallelism (mpirun -np
@@ -25,9 +25,12 @@
 #  (d) cost of privacy: seconds and bytes per round of FedAvg with DP (--dp-clip, a few
 #      --dp-noise) and with --secure against plain FedAvg, and NMSE against epsilon (a run
 #      that fed-server refuses, e.g. --secure before it is wired in, shows its message).
+#  (e) DPA_200MHz (FB_DPA, when present) split by drive and by time into 4 benches with
+#      `distdpd split`: FedAvg against each bench's own model and one model on all data.
 # Sizes (environment): FB_BENCHES (8), FB_SAMPLES (6000: base samples per bench, the
 # high benches 3000..12000), FB_HIDDEN (12), FB_ROUNDS (20), FB_BYZ_ROUNDS (12),
-# FB_MU (0.01), FB_SGD_LR (0.05), FB_CLIP (1.0), FB_NOISE ("0.01 0.03 0.1 0.3 1"). About 10 minutes on 2 loaded cores.
+# FB_SECTIONS ("a b c d e": which experiments), FB_MU (0.01), FB_SGD_LR (0.05), FB_CLIP
+# (1.0), FB_NOISE ("0.01 0.03 0.1 0.3 1"). About 6 minutes on 2 loaded cores (load 13-18).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -42,6 +45,7 @@ MU=${FB_MU:-0.01}
 SGD_LR=${FB_SGD_LR:-0.05}
 CLIP=${FB_CLIP:-1.0}
 NOISES=${FB_NOISE:-0.01 0.03 0.1 0.3 1}
+SECTIONS=${FB_SECTIONS:-a b c d e}
 if [ ! -x "$CLI" ]; then echo "no $CLI: build first (make build)" >&2; exit 1; fi
 command -v python3 >/dev/null || { echo "bench/fed_bench.sh needs python3 (JSON)" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "bench/fed_bench.sh needs mpirun" >&2; exit 1; }
@@ -64,6 +68,7 @@ simd_path() { # the level the library picks: the CPU's best, lowered by DD_SIMD
     esac
 }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 say() { echo "$*" | tee -a "$MD"; }
 step() { echo "[$(($(date +%s) - T0)) s] $*" >&2; }
 
@@ -73,7 +78,8 @@ fedsim() { # RUN ARGS...: fed-sim bounded in time; the exit status is kept in RU
     local run=$1
     shift
     set +e
-    "$CLI" fed-sim --clients "$NB" --start-clients "$NB" --min-clients "$NB" --out "$run" "${M[@]}" --timeout 600 --client-timeout 120 "$@" \
+    local n=${FS_N:-$NB}
+    "$CLI" fed-sim --clients "$n" --start-clients "$n" --min-clients "$n" --out "$run" "${M[@]}" --timeout 600 --client-timeout 120 "$@" \
         >"$run.log" 2>&1
     echo $? >"$run.rc"
     set -e
@@ -101,6 +107,7 @@ for f in {train,val,test}_{input,output}.csv; do
 done
 
 # ---- (a) communication ----
+if want a; then
 step "(a) FedAvg E=1, E=2 and synchronous data parallelism"
 fedsim "$OUT/a-fedavg-e1" --data "$OUT/low" --rounds "$ROUNDS" --local-epochs 1
 fedsim "$OUT/a-fedavg-e2" --data "$OUT/low" --rounds "$ROUNDS" --local-epochs 2
@@ -167,7 +174,10 @@ for e in ("a-fedavg-e1", "a-fedavg-e2"):
               % (e[-1], bdp[5:], res[bdp] / res[e], target, final(e) - final(bdp)))
 EOF
 
+fi
+
 # ---- (b) non-IID ----
+if want b; then
 step "(b) fedavg / fedprox / scaffold on the high benches, local-only models"
 fedsim "$OUT/b-fedavg" --data "$OUT/high" --rounds "$ROUNDS" --local-epochs 1
 fedsim "$OUT/b-fedprox" --data "$OUT/high" --rounds "$ROUNDS" --local-epochs 1 --algo fedprox --mu "$MU"
@@ -228,7 +238,10 @@ print("\nThe same comparison on the low-heterogeneity benches (FedAvg E=1 of (a)
 table("low", ["a-fedavg-e1"], ["fedavg"])
 EOF
 
+fi
+
 # ---- (c) Byzantine ----
+if want c; then
 step "(c) Byzantine: 1 of $NB benches attacking"
 BAD=$((NB - 1))
 fedsim "$OUT/c-clean-mean" --data "$OUT/low" --rounds "$BROUNDS" --local-epochs 1
@@ -278,7 +291,10 @@ for atk in ("nan", "huge", "signflip"):
     print("| %s | %s |" % (atk, " | ".join(cell("c-%s-%s" % (atk, a), ref) for a in ("mean", "median", "trimmed", "krum"))))
 EOF
 
+fi
+
 # ---- (d) privacy: DP and secure aggregation ----
+if want d; then
 step "(d) DP noise levels and secure aggregation"
 fedsim "$OUT/d-plain" --data "$OUT/low" --rounds "$BROUNDS" --local-epochs 1
 for s in $NOISES; do
@@ -331,6 +347,40 @@ if ! [ -s "$OUT/d-secure/metrics.jsonl" ] && command -v mpicc >/dev/null; then
         "$OUT/bench_secagg" "$NB" 3 2>&1 | tee -a "$MD"
         say '```'
     fi
+fi
+fi
+
+# ---- (e) a measured data set split into benches ----
+DPA=${FB_DPA:-../shared/data/opendpd/DPA_200MHz}
+if want e && [ -f "$DPA/spec.json" ]; then
+    step "(e) DPA_200MHz split by drive and by time into 4 benches"
+    for by in drive time; do
+        "$CLI" split --data "$DPA" --by "$by" --parts 4 --out "$OUT/dpa-$by" -q
+        FS_N=4 fedsim "$OUT/e-fedavg-$by" --data "$OUT/dpa-$by" --rounds "$ROUNDS" --local-epochs 1
+        echo "$(evalnmse "$OUT/e-fedavg-$by" "$DPA")" >"$OUT/e-fedavg-$by.final"
+        for k in 0 1 2 3; do
+            "$CLI" train-pa --data "$OUT/dpa-$by/bench-0$k" "${M[@]}" --epochs "$ROUNDS" --no-report \
+                --out "$OUT/e-own-$by-$k" >"$OUT/e-own-$by-$k.log" 2>&1 || true
+            echo "$(evalnmse "$OUT/e-own-$by-$k" "$DPA")" >"$OUT/e-own-$by-$k.final"
+        done
+    done
+    "$CLI" train-pa --data "$DPA" "${M[@]}" --epochs "$ROUNDS" --no-report --out "$OUT/e-all" >"$OUT/e-all.log" 2>&1 || true
+    echo "$(evalnmse "$OUT/e-all" "$DPA")" >"$OUT/e-all.final"
+    py "$OUT" "$ROUNDS" <<'EOF' | tee -a "$MD"
+import json, os, sys
+out, rounds = sys.argv[1], sys.argv[2]
+rd = lambda p: open(os.path.join(out, p)).read().strip()
+print("\n## (e) A measured data set: DPA_200MHz split into 4 benches\n")
+print("`distdpd split --by drive|time --parts 4` of DPA_200MHz (23040 / 7680 / 7680 samples); test NMSE (dB, "
+      "`distdpd eval` of the last model on DPA_200MHz's whole test split) of FedAvg over the 4 benches (%s rounds, "
+      "E = 1), of each bench's own model (%s epochs) and of one model trained on all the data (%s epochs).\n"
+      % (rounds, rounds, rounds))
+print("| split | FedAvg, 4 benches | bench-00 alone | bench-01 alone | bench-02 alone | bench-03 alone | all data, one model |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for by in ("drive", "time"):
+    print("| --by %s | %s | %s | %s |" % (by, rd("e-fedavg-%s.final" % by),
+          " | ".join(rd("e-own-%s-%d.final" % (by, k)) for k in range(4)), rd("e-all.final")))
+EOF
 fi
 say ""
 say "- load average at the end: $(load); total $(($(date +%s) - T0)) s"
