@@ -6,7 +6,8 @@
 #   gain, AM/AM compression, lag-1 correlation of the input = occupied bandwidth, input
 #   PAPR) differ much more with high than with low heterogeneity, and low still differs
 #   (no "non-IID" that is IID, no identical benches); the same seed gives the same bytes;
-#   bad option combinations are usage errors.
+#   bad option combinations are usage errors; --format bin benches load with the preset in
+#   simulation.json.
 # - `distdpd split --by drive|time`: the parts partition each split exactly (every sample
 #   row in exactly one part, in order for time), and drive bands are ordered by power.
 set -euo pipefail
@@ -103,6 +104,16 @@ run simulate --benches 2 --heterogeneity high --samples 6000 --seed 4 --out "$TM
 expect_rc 0 "simulate --benches 2 --seed 4"
 if cmp -s "$TMP/high/bench-00/train_input.csv" "$TMP/s4/bench-00/train_input.csv"; then fail "seed 4 gave the seed-3 bench"; else pass; fi
 
+# binary benches: data.ddb per bench, the preset in simulation.json
+run simulate --benches 2 --heterogeneity high --samples 3000 --seed 3 --format bin --out "$TMP/bin" -q
+expect_rc 0 "simulate --benches --format bin"
+for k in 0 1; do
+    run inspect "$TMP/bin/bench-0$k"
+    expect_rc 0 "binary bench-0$k loads"
+    has "$OUT" "format:       bin" "bench-0$k is binary"
+    has "$(tr -d ' \t\n' <"$TMP/bin/bench-0$k/simulation.json")" "\"bench\":{\"name\":\"bench-0$k\"" "binary bench-0$k: preset in simulation.json"
+done
+
 # option errors: usage (2); an existing bench set needs --force
 run simulate --benches 0 --out "$TMP/e"
 expect_rc 2 "--benches 0"
@@ -173,6 +184,16 @@ done
 spec=$(tr -d ' \t\n' <"$TMP/sp-drive/bench-01/spec.json")
 has "$spec" '"bench":{"name":"bench-01","source":' "split: spec.json records the part"
 has "$spec" '"by":"drive","part":1,"frame":500' "split: spec.json records the mode"
+# binary parts hold the same samples as the CSV parts
+run split --data "$TMP/one" --by drive --parts 4 --frame 500 --format bin --out "$TMP/sp-bin" -q
+expect_rc 0 "split --format bin"
+for k in 0 3; do
+    run inspect "$TMP/sp-drive/bench-0$k"
+    a=$(awk '$1 == "train" || $1 == "val" || $1 == "test"' <<<"$OUT")
+    run inspect "$TMP/sp-bin/bench-0$k"
+    b=$(awk '$1 == "train" || $1 == "val" || $1 == "test"' <<<"$OUT")
+    if [ -n "$a" ] && [ "$a" = "$b" ]; then pass; else fail "split: binary bench-0$k measures differently: $b vs $a"; fi
+done
 # the same split twice: the same bytes
 run split --data "$TMP/one" --by drive --parts 4 --frame 500 --out "$TMP/sp-drive2" -q
 if diff -r "$TMP/sp-drive" "$TMP/sp-drive2" >/dev/null; then pass; else fail "split --by drive twice: different files"; fi
