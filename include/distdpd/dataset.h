@@ -163,6 +163,33 @@ dd_status dd_bin_writer_append(dd_bin_writer *w, dd_split s, const dd_cf32 *in,
 dd_status dd_bin_writer_commit(dd_bin_writer **w);
 void dd_bin_writer_abort(dd_bin_writer **w);
 
+/* Partition of a data set into parts (federated benches from one measurement, `distdpd
+ * split`), each split separately so every part keeps its train/val/test:
+ * - DD_PART_TIME: part p of split s is the contiguous segment
+ *   [floor(p n / P), floor((p+1) n / P)) of its n samples;
+ * - DD_PART_DRIVE: the split is cut into floor(n / frame) frames of `frame` samples (the
+ *   last one takes the remainder), ordered by their mean input power |x|^2 (ties by
+ *   position), and part p gets the frames of ranks [floor(p F / P), floor((p+1) F / P)),
+ *   in time order: N power-quantile bands, part 0 the lowest drive.
+ * The parts' samples of every split are a partition of the split's (none lost, none
+ * doubled); range k of part p, split s: samples [start[s][k], start[s][k] + len[s][k]) of
+ * the source split, concatenated in this order. */
+typedef enum { DD_PART_TIME = 0, DD_PART_DRIVE = 1 } dd_part_by;
+typedef struct {
+    dd_dataset *ds;                         /* the part (in memory; spec of the source) */
+    size_t n_ranges[DD_SPLIT_COUNT];        /* contiguous source ranges per split */
+    size_t *start[DD_SPLIT_COUNT], *len[DD_SPLIT_COUNT];
+    size_t frames[DD_SPLIT_COUNT];          /* frames (drive) or 1 segment (time) */
+    double power_lo_db[DD_SPLIT_COUNT];     /* lowest and highest mean input power of its */
+    double power_hi_db[DD_SPLIT_COUNT];     /* frames (drive) or of the segment (time), dB */
+} dd_part;
+/* Fills parts[0..n_parts) (2 <= n_parts <= 1024; frame >= 1, used by DD_PART_DRIVE).
+ * Every non-empty split needs at least n_parts frames (drive) or samples (time):
+ * DD_ERR_RANGE naming the split, its frames and n_parts otherwise. Free with
+ * dd_part_free (also after an error). */
+dd_status dd_dataset_partition(const dd_dataset *ds, dd_part_by by, int n_parts, size_t frame, dd_part *parts);
+void dd_part_free(dd_part *parts, int n_parts);
+
 #ifdef __cplusplus
 }
 #endif

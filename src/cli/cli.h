@@ -39,6 +39,7 @@ int dd_cmd_compressors(int argc, char **argv);
 int dd_cmd_strategies(int argc, char **argv);
 int dd_cmd_launch(int argc, char **argv);
 int dd_cmd_keygen(int argc, char **argv);
+int dd_cmd_split(int argc, char **argv);
 int dd_cmd_ps_server(int argc, char **argv);
 int dd_cmd_ps_local(int argc, char **argv);
 int dd_cmd_fed_server(int argc, char **argv);

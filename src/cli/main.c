@@ -14,6 +14,7 @@ static const dd_cli_cmd commands[] = {
     {"metrics", "NMSE, ACLR and EVM of a test signal against a reference (OpenDPD metrics)", dd_cmd_metrics},
     {"inspect", "what a data set holds: splits, rates, PAPR, ACLR, gain-only NMSE", dd_cmd_inspect},
     {"simulate", "generate an OFDM test signal, pass it through a simulated PA, save a data set", dd_cmd_simulate},
+    {"split", "cut a data set into federated benches by drive level or time segments", dd_cmd_split},
     {"report", "HTML report of a data set: spectra, AM/AM, AM/PM, metric table", dd_cmd_report},
     {"demo", "the whole loop on the embedded default: simulate a PA, train a PA model and a DPD, report", dd_cmd_demo},
     {"train-pa", "train a PA behavioural model (run directory with metrics, checkpoints, report)", dd_cmd_train_pa},

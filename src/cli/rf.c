@@ -31,6 +31,8 @@ void dd_sim_cfg_default(dd_sim_cfg *c) {
     c->qam = 0;
     c->papr_db = NAN;
     c->symbols = 0;
+    c->ofdm = NULL;
+    c->pa_params = NULL;
 }
 
 void dd_sim_free(dd_sim *s) {
@@ -46,7 +48,10 @@ dd_status dd_sim_run(const dd_sim_cfg *c, dd_sim *s) {
     dd_ofdm_cfg oc;
     dd_status st;
     dd_cf32 *warm = NULL;
-    if ((st = dd_ofdm_cfg_default(&oc, c->signal)) != DD_OK) return dd_error_prefix(st, "--signal: ");
+    if (c->ofdm)
+        oc = *c->ofdm;
+    else if ((st = dd_ofdm_cfg_default(&oc, c->signal)) != DD_OK)
+        return dd_error_prefix(st, "--signal: ");
     oc.seed = c->seed;
     if (c->qam) oc.qam = c->qam;
     if (!isnan(c->papr_db)) oc.papr_target_db = c->papr_db;
@@ -55,7 +60,9 @@ dd_status dd_sim_run(const dd_sim_cfg *c, dd_sim *s) {
     if ((st = dd_ofdm_spec(&oc, &s->spec)) != DD_OK) goto fail;
     const dd_cf32 *fr = dd_ofdm_samples(s->frame, &s->frame_len);
 
-    if ((st = dd_pa_params_default(c->pa, &s->params)) != DD_OK) {
+    if (c->pa_params)
+        s->params = *c->pa_params;
+    else if ((st = dd_pa_params_default(c->pa, &s->params)) != DD_OK) {
         dd_error_prefix(st, "--pa: ");
         goto fail;
     }

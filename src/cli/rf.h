@@ -28,6 +28,12 @@ typedef struct {
     int qam;            /* 0 = the preset's constellation */
     double papr_db;     /* crest-factor reduction target; NaN = preset (off), 0 = off */
     int symbols;        /* OFDM symbols per frame; 0 = the preset's */
+    const dd_ofdm_cfg *ofdm;      /* NULL = the preset `signal` (+ qam, papr_db, symbols);
+                                     else this configuration (its seed replaced by `seed`;
+                                     `signal` then only names it) */
+    const dd_pa_params *pa_params; /* NULL = the defaults of model `pa`; else these (fs and
+                                      seed set by the run; drive_db and snr_db applied on
+                                      top as for the defaults) */
 } dd_sim_cfg;
 
 void dd_sim_cfg_default(dd_sim_cfg *c);
