@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zip.h>
 
@@ -195,6 +196,8 @@ static dd_status write_npz(const char *path, const dd_param_table *t, const floa
             return zip_fail(z, path, name);
         }
         if (zip_set_file_compression(z, (zip_uint64_t)idx, ZIP_CM_STORE, 0) != 0) return zip_fail(z, path, name);
+        /* a fixed time stamp (1980-01-02, the zip epoch): the same model gives the same bytes */
+        if (zip_file_set_mtime(z, (zip_uint64_t)idx, (time_t)315662400, 0) != 0) return zip_fail(z, path, name);
     }
     if (zip_close(z) != 0) return zip_fail(z, path, "write");
     return DD_OK;
