@@ -4,6 +4,9 @@
 # with and without OpenDPD's "backbone." prefix, go into nn.GRU + nn.Linear with
 # load_state_dict(strict=True) (tools/export_torch_check.py), whose output over the test
 # split equals `distdpd run`'s within 1e-5. A 2-layer gru too (names rnn.*_l1).
+# The other way: an OpenDPD-style checkpoint (torch.save of a CoreModel-like module's
+# state_dict, keys "backbone.rnn...") converted by tools/opendpd_import.py and read by
+# distdpd import gives, through distdpd run, torch's output within 1e-5.
 # Skipped (77) without Debian's python3-numpy and python3-torch.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
@@ -36,4 +39,47 @@ for L in 1 2; do
         done
     done
 done
+
+# ---- OpenDPD .pt -> tools/opendpd_import.py -> distdpd import
+cat >"$TMP/mk_pt.py" <<'PY'
+import sys
+import numpy as np
+import torch
+import torch.nn as nn
+torch.manual_seed(3)
+class Backbone(nn.Module):  # OpenDPD backbones/gru.py
+    def __init__(self, H):
+        super().__init__()
+        self.rnn = nn.GRU(2, H, batch_first=True)
+        self.fc_out = nn.Linear(H, 2)
+    def forward(self, x):
+        return self.fc_out(self.rnn(x)[0])
+class CoreModel(nn.Module):  # OpenDPD wraps the backbone
+    def __init__(self, H):
+        super().__init__()
+        self.backbone = Backbone(H)
+    def forward(self, x):
+        return self.backbone(x)
+m = CoreModel(11)
+torch.save(m.state_dict(), sys.argv[1])
+x = np.loadtxt(sys.argv[2], delimiter=",", skiprows=1, dtype=np.float32)
+with torch.no_grad():
+    m(torch.from_numpy(x)[None])[0].numpy().astype("<f4").tofile(sys.argv[3])
+PY
+"$PY" "$TMP/mk_pt.py" "$TMP/od.pt" "$D/test_input.csv" "$TMP/od_ref.cf32"
+set +e
+res=$("$PY" "${DD_SOURCE_DIR:-.}/tools/opendpd_import.py" "$TMP/od.pt" "$TMP/od.npz" 2>&1)
+rc=$?
+set -e
+if [ $rc -eq 0 ]; then pass; else fail "opendpd_import.py ($rc): $res"; fi
+has "$res" "rnn.weight_hh_l0 (33, 11)" "opendpd_import.py strips backbone."
+run import --npz "$TMP/od.npz" --data "$D" --out "$TMP/od-run"
+expect_rc 0 "import the converted OpenDPD checkpoint"
+has "$OUT" "gru(hidden=11, layers=1)" "hidden from the shapes"
+run run --run "$TMP/od-run" --in "$D/test_input.csv" --out "$TMP/od_out.cf32" -q
+expect_rc 0 "run the imported model"
+set +e
+res=$("$PY" -c "import numpy as np, sys; a = np.fromfile(sys.argv[1], '<f4'); b = np.fromfile(sys.argv[2], '<f4'); print(a.size == b.size and float(np.max(np.abs(a - b))) <= 1e-5, float(np.max(np.abs(a - b))))" "$TMP/od_ref.cf32" "$TMP/od_out.cf32" 2>&1)
+set -e
+has "$res" "True" "imported OpenDPD model: distdpd run = torch within 1e-5 ($res)"
 finish
