@@ -109,7 +109,15 @@ A=$OUT
 run eval --run "$TMP/imp-dpd" --no-true-pa --json
 near "$(json_num "$OUT" test_nmse_db)" "$(json_num "$A" test_nmse_db)" 0 "imported DPD evaluates as the original"
 
-# ---- errors
+# ---- help and errors
+for c in export import; do
+    run help
+    has "$OUT" "  $c " "help lists $c"
+    run "$c" --help
+    expect_rc 0 "$c --help"
+    has "$OUT" "usage: distdpd $c" "$c --help usage line"
+    has "$OUT" "exit status" "$c --help documents the exit status"
+done
 run export --run "$TMP/pa" --format onnx --out "$TMP/x.onnx"
 expect_rc 2 "onnx refused"
 has "$ERR" "torch.onnx.export" "onnx: says what to do"
