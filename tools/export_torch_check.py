@@ -78,4 +78,5 @@ def main():
     sys.exit(0 if diff <= tol else 1)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -165,16 +165,23 @@ static dd_status zip_fail(zip_t *z, const char *path, const char *what) {
     return st;
 }
 
-static dd_status write_npz(const char *path, const dd_param_table *t, const float *params, const char *prefix) {
+/* zip_open(path, flags); on failure *st = status with "PATH: what: libzip's reason". */
+static zip_t *zip_open_or(const char *path, int flags, dd_status status, const char *what, dd_status *st) {
     int err = 0;
-    zip_t *z = zip_open(path, ZIP_CREATE | ZIP_TRUNCATE, &err);
+    zip_t *z = zip_open(path, flags, &err);
     if (!z) {
         zip_error_t ze;
         zip_error_init_with_code(&ze, err);
-        dd_status st = dd_error(DD_ERR_IO, "%s: cannot create: %s", path, zip_error_strerror(&ze));
+        *st = dd_error(status, "%s: %s: %s", path, what, zip_error_strerror(&ze));
         zip_error_fini(&ze);
-        return st;
     }
+    return z;
+}
+
+static dd_status write_npz(const char *path, const dd_param_table *t, const float *params, const char *prefix) {
+    dd_status st = DD_OK;
+    zip_t *z = zip_open_or(path, ZIP_CREATE | ZIP_TRUNCATE, DD_ERR_IO, "cannot create", &st);
+    if (!z) return st;
     for (size_t i = 0; i < t->count; i++) {
         const dd_param_entry *e = &t->entries[i];
         size_t len;
@@ -292,16 +299,9 @@ static dd_tensor *tensor_add(dd_tensor_set *s) {
 }
 
 static dd_status read_npz(const char *path, dd_tensor_set *s) {
-    int err = 0;
-    zip_t *z = zip_open(path, ZIP_RDONLY | ZIP_CHECKCONS, &err);
-    if (!z) {
-        zip_error_t ze;
-        zip_error_init_with_code(&ze, err);
-        dd_status st = dd_error(DD_ERR_FORMAT, "%s: not a readable .npz (zip) archive: %s", path, zip_error_strerror(&ze));
-        zip_error_fini(&ze);
-        return st;
-    }
     dd_status st = DD_OK;
+    zip_t *z = zip_open_or(path, ZIP_RDONLY | ZIP_CHECKCONS, DD_ERR_FORMAT, "not a readable .npz (zip) archive", &st);
+    if (!z) return st;
     zip_int64_t n = zip_get_num_entries(z, 0);
     for (zip_int64_t i = 0; st == DD_OK && i < n; i++) {
         zip_stat_t zs;

@@ -46,18 +46,13 @@ import sys
 import numpy as np
 import torch
 import torch.nn as nn
+sys.path.insert(0, sys.argv[4])
+from export_torch_check import GRUModel  # OpenDPD backbones/gru.py
 torch.manual_seed(3)
-class Backbone(nn.Module):  # OpenDPD backbones/gru.py
-    def __init__(self, H):
-        super().__init__()
-        self.rnn = nn.GRU(2, H, batch_first=True)
-        self.fc_out = nn.Linear(H, 2)
-    def forward(self, x):
-        return self.fc_out(self.rnn(x)[0])
 class CoreModel(nn.Module):  # OpenDPD wraps the backbone
     def __init__(self, H):
         super().__init__()
-        self.backbone = Backbone(H)
+        self.backbone = GRUModel(H, 1)
     def forward(self, x):
         return self.backbone(x)
 m = CoreModel(11)
@@ -66,7 +61,7 @@ x = np.loadtxt(sys.argv[2], delimiter=",", skiprows=1, dtype=np.float32)
 with torch.no_grad():
     m(torch.from_numpy(x)[None])[0].numpy().astype("<f4").tofile(sys.argv[3])
 PY
-"$PY" "$TMP/mk_pt.py" "$TMP/od.pt" "$D/test_input.csv" "$TMP/od_ref.cf32"
+"$PY" "$TMP/mk_pt.py" "$TMP/od.pt" "$D/test_input.csv" "$TMP/od_ref.cf32" "${DD_SOURCE_DIR:-.}/tools"
 set +e
 res=$("$PY" "${DD_SOURCE_DIR:-.}/tools/opendpd_import.py" "$TMP/od.pt" "$TMP/od.npz" 2>&1)
 rc=$?
