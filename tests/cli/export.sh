@@ -6,8 +6,8 @@
 #   sample (m_reset restarts the stream: checked by main.c) and agree with `distdpd run`
 #   (the library's forward) within 1e-5 in float32; in int16 / int8 the compiled code's
 #   NMSE against the float output equals the one export reported (0.001 dB: the export
-#   measures the generated arithmetic itself), and the quantisation is within the bounds
-#   justified below;
+#   measures the generated arithmetic itself), the same output from a UBSan build (no
+#   undefined behaviour), and the quantisation within the bounds justified below;
 # - npz / safetensors -> import -> export gives byte-identical files and identical model
 #   output (also with OpenDPD's "backbone." prefix);
 # - the documented errors: --format onnx, --format c of a model it does not support, a
@@ -67,6 +67,16 @@ for R in pa dpd; do
             loss=$(json_num "$REP" nmse_loss_db)
             near "$loss" 0 "${LBOUND[$v]}" "$R $v: reported model NMSE loss"
             has "$REP" '"aclr_loss_db"' "$R $v: ACLR loss reported"
+            # the integer code has no undefined behaviour (signed overflow, bad shifts) on
+            # this signal: UBSan build, same output bit for bit
+            if cc -std=c99 -O1 -fsanitize=undefined -fno-sanitize-recover=all -I"$G" "$SRC/examples/deploy/main.c" \
+                "$G/m.c" -lm -o "$G/ub" 2>/dev/null; then
+                if "$G/ub" "$D/test_input.csv" "$G/ub.cf32" >/dev/null 2>"$G/ub.err" && cmp -s "$G/out.cf32" "$G/ub.cf32"; then
+                    pass
+                else
+                    fail "$R $v: UBSan build: $(head -c 600 "$G/ub.err")"
+                fi
+            fi
         fi
     done
 done
