@@ -77,6 +77,12 @@ dd_status dd_tensors_to_params(const dd_tensor_set *s, const dd_param_table *t, 
 dd_status dd_run_import(const char *tensors, const dd_train_cfg *cfg, const char *data, const char *pa_run,
                         const char *out, char *desc, size_t cap);
 
+/* ONNX (IR 7, opset 13) of a gru model (the models dd_export_c_supported accepts):
+ * input "x" (T, B, 2) float, output "y" (T, B, 2), time first (ONNX GRU layout 0), zero
+ * initial state; one GRU node per layer (linear_before_reset = 1, gate blocks permuted
+ * to ONNX's z, r, h), Squeeze, MatMul, Add. Errors: DD_ERR_UNSUPPORTED, DD_ERR_IO. */
+dd_status dd_export_onnx(const dd_model *m, const float *params, const char *path);
+
 /* ---- C code generation ----------------------------------------------------------- */
 
 /* The models --format c supports ("gru"); 1 when m is one of them. */

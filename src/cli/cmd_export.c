@@ -30,8 +30,8 @@ static void help(void) {
            "                    --fixed, int16/int8 fixed point calibrated on the training split;\n"
            "                    prints the loss of fixed point against float on the test split.\n"
            "                    Models: " DD_EXPORT_C_MODELS "\n"
-           "  onnx              not implemented: export safetensors and use torch.onnx.export\n"
-           "                    (docs/deploy.md)\n"
+           "  onnx              ONNX model (IR 7, opset 13): input x (T, B, 2), output y (T, B, 2),\n"
+           "                    time first; models: " DD_EXPORT_C_MODELS "\n"
            "\n"
            "options:\n"
            "  --run RUN           run directory (or a checkpoint file)\n"
@@ -286,9 +286,6 @@ int dd_cmd_export(int argc, char **argv) {
     if (!run) return dd_cli_usage(NAME, "missing --run RUN");
     if (fmt < 0) return dd_cli_usage(NAME, "missing --format npz|safetensors|c|onnx");
     if (!out) return dd_cli_usage(NAME, "missing --out FILE");
-    if (fmt == 3)
-        return dd_cli_usage(NAME, "--format onnx is not implemented: export --format safetensors and convert with "
-                            "torch.onnx.export (docs/deploy.md shows how)");
     if (fmt != 2 && (fixed || prefix || json))
         return dd_cli_usage(NAME, "--fixed, --prefix and --json apply to --format c only");
     if (fmt == 2 && opendpd) return dd_cli_usage(NAME, "--opendpd-names applies to --format npz and safetensors");
@@ -297,7 +294,16 @@ int dd_cmd_export(int argc, char **argv) {
     dd_status st = dd_run_model_load(run, ckpts[ck], &rm);
     if (st != DD_OK) return dd_cli_fail(NAME, st);
     int ret;
-    if (fmt == 2) {
+    if (fmt == 3 && !dd_export_c_supported(rm.model)) {
+        ret = dd_cli_usage(NAME, "--format onnx supports the models %s; this run's model is '%s' (export "
+                           "safetensors and use torch.onnx.export: docs/deploy.md)", DD_EXPORT_C_MODELS,
+                           dd_model_name(rm.model));
+    } else if (fmt == 3) {
+        st = dd_export_onnx(rm.model, rm.params, out);
+        ret = st != DD_OK ? dd_cli_fail(NAME, st) : DD_EXIT_OK;
+        if (st == DD_OK && verbosity >= 0)
+            printf("%s: ONNX (IR 7, opset 13) of %s: x (T, B, 2) -> y (T, B, 2)\n", out, dd_model_name(rm.model));
+    } else if (fmt == 2) {
         ret = export_c(&rm, run, ckpts[ck], out, fixed == 1 ? 16 : fixed == 2 ? 8 : 0, prefix, data, json, verbosity);
     } else {
         char opts[256];
