@@ -2,8 +2,8 @@
  * exactly (with and without a name prefix); every truncation of both files and corrupted
  * safetensors headers refused with a message naming the file (never a crash: run under
  * ASan in the sanitizer build); tensors that do not fit the model refused naming the
- * tensor; and the C runtime (the code --format c generates) against an independent
- * double-precision GRU written here: float32 within 1e-5, int16 and int8 within the
+ * tensor; and the C runtime (the code --format c generates) against independent
+ * double-precision GRU and LSTM stacks written here: float32 within 1e-5, int16 and int8 within the
  * resolution of their formats, with the calibrated formats checked against their
  * definition. */
 #include <complex.h>
@@ -42,13 +42,13 @@ static void spit(const char *path, const unsigned char *b, size_t n) {
     fclose(f);
 }
 
-static dd_model *make_gru(int H, int L, float **params) {
+static dd_model *make_rnn(const char *name, int H, int L, float **params) {
     dd_model_cfg c;
     memset(&c, 0, sizeof c);
     dd_model_cfg_set(&c, "hidden", H);
     dd_model_cfg_set(&c, "layers", L);
     dd_model *m = NULL;
-    if (dd_model_create("gru", &c, &m) != DD_OK) return NULL;
+    if (dd_model_create(name, &c, &m) != DD_OK) return NULL;
     *params = dd_calloc(dd_model_params(m)->total, sizeof(float));
     dd_model_init(m, *params, 7);
     return m;
@@ -56,7 +56,7 @@ static dd_model *make_gru(int H, int L, float **params) {
 
 static void test_roundtrip(const char *dir) {
     float *p = NULL;
-    dd_model *m = make_gru(5, 2, &p);
+    dd_model *m = make_rnn("gru", 5, 2, &p);
     CHECK(m != NULL, "gru");
     if (!m) return;
     const dd_param_table *t = dd_model_params(m);
@@ -95,7 +95,7 @@ static void test_roundtrip(const char *dir) {
         }
     /* a file with an extra tensor: a 3-layer model's file into the 2-layer model */
     float *p3 = NULL;
-    dd_model *m3 = make_gru(5, 3, &p3);
+    dd_model *m3 = make_rnn("gru", 5, 3, &p3);
     char path[600];
     snprintf(path, sizeof path, "%s/three.npz", dir);
     CHECK_OK(dd_tensors_write(DD_TENSORS_NPZ, path, dd_model_params(m3), p3, NULL, NULL, 0));
@@ -167,14 +167,15 @@ static void test_truncations(const char *dir) {
     CHECK_ERR(dd_tensors_read(p, &s), DD_ERR_IO, "none.npz");
 }
 
-/* ---- the runtime against an independent double-precision GRU ---- */
+/* ---- the runtime against independent double-precision GRU and LSTM stacks ---- */
 
 static double sig(double a) { return 1 / (1 + exp(-a)); }
 
-/* gru (L layers of H units, PyTorch equations) + linear head over x (n samples). */
-static void ref_gru(const dd_model *m, const float *p, int H, int L, const dd_cf32 *x, double *y, size_t n) {
+/* gru or lstm (L layers of H units, PyTorch equations) + linear head over x (n samples). */
+static void ref_rnn(const dd_model *m, const float *p, int H, int L, const dd_cf32 *x, double *y, size_t n) {
     const dd_param_table *t = dd_model_params(m);
-    double h[4][16] = {{0}}, in[16], g[48], gh[48];
+    const int lstm = strcmp(dd_model_name(m), "lstm") == 0, G = lstm ? 4 : 3;
+    double h[4][16] = {{0}}, c[4][16] = {{0}}, in[16], g[64], gh[64];
     for (size_t i = 0; i < n; i++) {
         in[0] = crealf(x[i]);
         in[1] = cimagf(x[i]);
@@ -187,13 +188,19 @@ static void ref_gru(const dd_model *m, const float *p, int H, int L, const dd_cf
             snprintf(nm[3], 40, "rnn.bias_hh_l%d", k);
             const float *wi = p + dd_param_table_find(t, nm[0])->offset, *wh = p + dd_param_table_find(t, nm[1])->offset;
             const float *bi = p + dd_param_table_find(t, nm[2])->offset, *bh = p + dd_param_table_find(t, nm[3])->offset;
-            for (int j = 0; j < 3 * H; j++) {
+            for (int j = 0; j < G * H; j++) {
                 g[j] = bi[j];
                 gh[j] = bh[j];
                 for (int d = 0; d < D; d++) g[j] += (double)wi[j * D + d] * in[d];
                 for (int q = 0; q < H; q++) gh[j] += (double)wh[j * H + q] * h[k][q];
             }
-            for (int j = 0; j < H; j++) {
+            for (int j = 0; j < H && lstm; j++) { /* i, f, g, o */
+                const double ii = sig(g[j] + gh[j]), f = sig(g[H + j] + gh[H + j]);
+                const double gg = tanh(g[2 * H + j] + gh[2 * H + j]), o = sig(g[3 * H + j] + gh[3 * H + j]);
+                c[k][j] = f * c[k][j] + ii * gg;
+                h[k][j] = o * tanh(c[k][j]);
+            }
+            for (int j = 0; j < H && !lstm; j++) {
                 const double r = sig(g[j] + gh[j]), z = sig(g[H + j] + gh[H + j]);
                 const double nn = tanh(g[2 * H + j] + r * gh[2 * H + j]);
                 h[k][j] = (1 - z) * nn + z * h[k][j];
@@ -211,11 +218,11 @@ static void ref_gru(const dd_model *m, const float *p, int H, int L, const dd_cf
     }
 }
 
-static void test_runtime(void) {
+static void test_runtime(const char *model) {
     const int H = 6, L = 2;
     const size_t n = 3000;
     float *p = NULL;
-    dd_model *m = make_gru(H, L, &p);
+    dd_model *m = make_rnn(model, H, L, &p);
     CHECK(m != NULL, "gru");
     if (!m) return;
     /* weights 1.5 x the initialisation, so that the gates leave their linear range (much
@@ -228,7 +235,7 @@ static void test_runtime(void) {
     for (size_t i = 0; i < n; i++) /* |I|, |Q| <= 0.8 */
         x[i] = (float)(0.8 * sin(0.013 * (double)i) * (2 * dd_rng_uniform(&rng) - 1) * 0.9 + 0.05) +
                I * (float)(0.8 * cos(0.007 * (double)i) * 0.95);
-    ref_gru(m, p, H, L, x, r, n);
+    ref_rnn(m, p, H, L, x, r, n);
     double xm = 0, ym = 0, yrms = 0;
     for (size_t i = 0; i < n; i++) {
         xm = fmax(xm, fmax(fabs(crealf(x[i])), fabs(cimagf(x[i]))));
@@ -241,7 +248,8 @@ static void test_runtime(void) {
      * step 1.2e-4) and Q.5 (int8, step 0.031), the state Q.15 / Q.7: int16 is allowed
      * about 16 output steps (2e-3: the state's and the tables' roundings, a few 2^-15
      * each, pass through weights of size ~1 and the recurrence), int8 four (0.12).
-     * Measured: 3.2e-7, 6.2e-4, 0.044. */
+     * Measured: 3.2e-7, 6.2e-4, 0.044 (the lstm's output stays below 1, so its formats
+     * are finer: 1.6e-7, 2.2e-4, 0.012). */
     const double tol[3] = {1e-5, 2e-3, 0.12};
     for (int b = 0; b < 3; b++) {
         dd_export_c *e = NULL;
@@ -255,9 +263,9 @@ static void test_runtime(void) {
             md = fmax(md, fmax(fabs(dr), fabs(di)));
             err += dr * dr + di * di;
         }
-        printf("%2d bits: max |runtime - double GRU| %.3g (output RMS %.3g, max %.3g), NMSE %.1f dB\n", bits[b], md, yrms,
-               ym, 10 * log10(err / (yrms * yrms * 2.0 * (double)n)));
-        CHECK(md <= tol[b], "%d bits: max |runtime - double GRU| = %.3g > %.3g (output RMS %.3g, max %.3g, NMSE %.1f dB)", bits[b], md, tol[b], yrms, ym, 10 * log10(err / (yrms * yrms * 2.0 * (double)n)));
+        printf("%s %2d bits: max |runtime - double-precision model| %.3g (output RMS %.3g, max %.3g), NMSE %.1f dB\n",
+               model, bits[b], md, yrms, ym, 10 * log10(err / (yrms * yrms * 2.0 * (double)n)));
+        CHECK(md <= tol[b], "%s %d bits: max |runtime - double model| = %.3g > %.3g", model, bits[b], md, tol[b]);
         if (bits[b]) {
             const dd_export_q *q = dd_export_c_formats(e);
             const double amax = (double)((1 << (bits[b] - 1)) - 1);
@@ -288,7 +296,7 @@ static void test_runtime(void) {
     /* other models are refused naming the supported ones */
     dd_model *td = NULL;
     CHECK_OK(dd_model_create("rvtdnn", NULL, &td));
-    CHECK_ERR(dd_export_c_create(td, p, &o, &e), DD_ERR_UNSUPPORTED, "supported: gru");
+    CHECK_ERR(dd_export_c_create(td, p, &o, &e), DD_ERR_UNSUPPORTED, "supported: gru, lstm");
     dd_model_destroy(&td);
     o.ncalib = 0;
     CHECK_ERR(dd_export_c_create(m, p, &o, &e), DD_ERR_ARG, "calibration");
@@ -303,6 +311,7 @@ int main(void) {
     const char *dir = dd_test_tmpdir();
     test_roundtrip(dir);
     test_truncations(dir);
-    test_runtime();
+    test_runtime("gru");
+    test_runtime("lstm");
     return dd_test_done("test_export");
 }

@@ -77,7 +77,7 @@ dd_status dd_tensors_to_params(const dd_tensor_set *s, const dd_param_table *t, 
 dd_status dd_run_import(const char *tensors, const dd_train_cfg *cfg, const char *data, const char *pa_run,
                         const char *out, char *desc, size_t cap);
 
-/* ONNX (IR 7, opset 13) of a gru model (the models dd_export_c_supported accepts):
+/* ONNX (IR 7, opset 13) of a gru model (DD_EXPORT_ONNX_MODELS):
  * input "x" (T, B, 2) float, output "y" (T, B, 2), time first (ONNX GRU layout 0), zero
  * initial state; one GRU node per layer (linear_before_reset = 1, gate blocks permuted
  * to ONNX's z, r, h), Squeeze, MatMul, Add. Errors: DD_ERR_UNSUPPORTED, DD_ERR_IO. */
@@ -85,9 +85,11 @@ dd_status dd_export_onnx(const dd_model *m, const float *params, const char *pat
 
 /* ---- C code generation ----------------------------------------------------------- */
 
-/* The models --format c supports ("gru"); 1 when m is one of them. */
+/* The models --format c supports (gru and lstm, any hidden size and number of layers);
+ * 1 when m is one of them. --format onnx supports gru. */
 int dd_export_c_supported(const dd_model *m);
-#define DD_EXPORT_C_MODELS "gru"
+#define DD_EXPORT_C_MODELS "gru, lstm"
+#define DD_EXPORT_ONNX_MODELS "gru"
 
 typedef struct {
     int bits;            /* 0: float32; 16 or 8: fixed point */

@@ -31,7 +31,7 @@ static void help(void) {
            "                    prints the loss of fixed point against float on the test split.\n"
            "                    Models: " DD_EXPORT_C_MODELS "\n"
            "  onnx              ONNX model (IR 7, opset 13): input x (T, B, 2), output y (T, B, 2),\n"
-           "                    time first; models: " DD_EXPORT_C_MODELS "\n"
+           "                    time first; models: " DD_EXPORT_ONNX_MODELS "\n"
            "\n"
            "options:\n"
            "  --run RUN           run directory (or a checkpoint file)\n"
@@ -294,9 +294,9 @@ int dd_cmd_export(int argc, char **argv) {
     dd_status st = dd_run_model_load(run, ckpts[ck], &rm);
     if (st != DD_OK) return dd_cli_fail(NAME, st);
     int ret;
-    if (fmt == 3 && !dd_export_c_supported(rm.model)) {
+    if (fmt == 3 && strcmp(dd_model_name(rm.model), "gru") != 0) {
         ret = dd_cli_usage(NAME, "--format onnx supports the models %s; this run's model is '%s' (export "
-                           "safetensors and use torch.onnx.export: docs/deploy.md)", DD_EXPORT_C_MODELS,
+                           "safetensors and use torch.onnx.export: docs/deploy.md)", DD_EXPORT_ONNX_MODELS,
                            dd_model_name(rm.model));
     } else if (fmt == 3) {
         st = dd_export_onnx(rm.model, rm.params, out);

@@ -33,7 +33,7 @@
 #define MAXL 64
 
 struct dd_export_c {
-    int bits, L, H;
+    int bits, L, H, lstm; /* lstm: 1 for an LSTM stack (4 gate blocks), 0 for GRU (3) */
     char prefix[64], about[512], desc[256];
     const dd_param_table *t; /* the model's table (the model outlives e) */
     float *wf;               /* float parameters (arena copy) */
@@ -45,15 +45,17 @@ struct dd_export_c {
     dd_export_q q;
     size_t off[MAXL][4], out_w, out_b; /* arena offsets: w_ih, w_hh, b_ih, b_hh; head */
     int sh_i[MAXL], sh_h[MAXL], sh_out;
-    xf_gru gf[MAXL];
+    xf_rnn gf[MAXL];
     xf_model mf;
-    x16_gru g16[MAXL];
+    x16_rnn g16[MAXL];
     x16_model m16;
-    x8_gru g8[MAXL];
+    x8_rnn g8[MAXL];
     x8_model m8;
 };
 
-int dd_export_c_supported(const dd_model *m) { return m && strcmp(dd_model_name(m), "gru") == 0; }
+int dd_export_c_supported(const dd_model *m) {
+    return m && (strcmp(dd_model_name(m), "gru") == 0 || strcmp(dd_model_name(m), "lstm") == 0);
+}
 
 void dd_export_c_destroy(dd_export_c **e) {
     if (!e || !*e) return;
@@ -123,13 +125,14 @@ static dd_status quant_b(dd_export_c *e, size_t off, size_t n, int f) {
 
 static void wire_float(dd_export_c *e) {
     for (int k = 0; k < e->L; k++) {
-        xf_gru *g = &e->gf[k];
+        xf_rnn *g = &e->gf[k];
         g->D = k ? e->H : 2;
         g->H = e->H;
         g->w_ih = e->wf + e->off[k][0];
         g->w_hh = e->wf + e->off[k][1];
         g->b_ih = e->wf + e->off[k][2];
         g->b_hh = e->wf + e->off[k][3];
+        g->lstm = e->lstm;
     }
     e->mf = (xf_model){e->L, e->H, e->gf, e->wf + e->out_w, e->wf + e->out_b};
 }
@@ -138,11 +141,11 @@ static void wire_float(dd_export_c *e) {
 static void wire_fixed(dd_export_c *e) {
     for (int k = 0; k < e->L; k++) {
         if (e->bits == 16)
-            e->g16[k] = (x16_gru){k ? e->H : 2, e->H, e->w16 + e->off[k][0], e->w16 + e->off[k][1], e->b64 + e->off[k][2],
-                                  e->b64 + e->off[k][3], e->sh_i[k], e->sh_h[k]};
+            e->g16[k] = (x16_rnn){k ? e->H : 2, e->H, e->w16 + e->off[k][0], e->w16 + e->off[k][1], e->b64 + e->off[k][2],
+                                  e->b64 + e->off[k][3], e->sh_i[k], e->sh_h[k], e->lstm};
         else
-            e->g8[k] = (x8_gru){k ? e->H : 2, e->H, e->w8 + e->off[k][0], e->w8 + e->off[k][1], e->b32 + e->off[k][2],
-                                e->b32 + e->off[k][3], e->sh_i[k], e->sh_h[k]};
+            e->g8[k] = (x8_rnn){k ? e->H : 2, e->H, e->w8 + e->off[k][0], e->w8 + e->off[k][1], e->b32 + e->off[k][2],
+                                e->b32 + e->off[k][3], e->sh_i[k], e->sh_h[k], e->lstm};
     }
     if (e->bits == 16)
         e->m16 = (x16_model){e->L, e->H, e->g16, e->w16 + e->out_w, e->b64 + e->out_b, e->q.x_frac, e->q.y_frac,
@@ -171,12 +174,13 @@ static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
     }
     /* calibration: the input's and the float model's output's largest |I|, |Q| */
     double xm = 0, ym = 0;
-    float *h = calloc((size_t)e->L * (size_t)H + 6 * (size_t)H, sizeof(float));
+    const size_t LH = (size_t)e->L * (size_t)H;
+    float *h = calloc(2 * LH + 8 * (size_t)H, sizeof(float)); /* h, c, scratch */
     if (!h) return DD_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         const float x[2] = {crealf(calib[i]), cimagf(calib[i])};
         float y[2];
-        xf_model_step(&e->mf, h, x, y, h + (size_t)e->L * (size_t)H);
+        xf_model_step(&e->mf, h, h + LH, x, y, h + 2 * LH);
         xm = fmax(xm, fmax(fabs((double)x[0]), fabs((double)x[1])));
         ym = fmax(ym, fmax(fabs((double)y[0]), fabs((double)y[1])));
     }
@@ -188,7 +192,7 @@ static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
     e->q.nw = e->t->count;
     for (int k = 0; k < e->L; k++) {
         const int fin = k ? S : e->q.x_frac, D = k ? H : 2;
-        const size_t rows = 3 * (size_t)H;
+        const size_t rows = (size_t)(e->lstm ? 4 : 3) * (size_t)H;
         const int fi = frac_for(max_abs(e->wf + e->off[k][0], rows * (size_t)D), B);
         const int fh = frac_for(max_abs(e->wf + e->off[k][1], rows * (size_t)H), B);
         quant_w(e, e->off[k][0], rows * (size_t)D, fi);
@@ -209,7 +213,7 @@ static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
 static size_t entry_off(const dd_param_table *t, const char *name, dd_status *st) {
     const dd_param_entry *en = dd_param_table_find(t, name);
     if (!en) {
-        *st = dd_error(DD_ERR_INTERNAL, "export: the gru model has no parameter '%s'", name);
+        *st = dd_error(DD_ERR_INTERNAL, "export: the model has no parameter '%s'", name);
         return 0;
     }
     return en->offset;
@@ -227,12 +231,14 @@ dd_status dd_export_c_create(const dd_model *m, const float *params, const dd_ex
         return dd_error(DD_ERR_ARG, "export --fixed: the calibration signal (training inputs) is empty");
     const dd_model_cfg *c = dd_model_config(m);
     const int H = dd_model_cfg_get(c, "hidden"), L = dd_model_cfg_get(c, "layers");
-    if (H < 1 || L < 1 || L > MAXL) return dd_error(DD_ERR_ARG, "export: gru with hidden %d, layers %d", H, L);
+    if (H < 1 || L < 1 || L > MAXL)
+        return dd_error(DD_ERR_ARG, "export: %s with hidden %d, layers %d", dd_model_name(m), H, L);
     dd_export_c *e = calloc(1, sizeof *e);
     if (!e) return DD_ERR_NOMEM;
     e->bits = opts->bits;
     e->L = L;
     e->H = H;
+    e->lstm = strcmp(dd_model_name(m), "lstm") == 0;
     e->t = dd_model_params(m);
     snprintf(e->prefix, sizeof e->prefix, "%s", opts->prefix && *opts->prefix ? opts->prefix : "dd_model");
     snprintf(e->about, sizeof e->about, "%s", opts->about ? opts->about : "");
@@ -266,27 +272,30 @@ fail:
 
 dd_status dd_export_c_run(const dd_export_c *e, const dd_cf32 *x, dd_cf32 *y, size_t n) {
     if (!e || (n && (!x || !y))) return dd_error(DD_ERR_ARG, "dd_export_c_run: NULL argument");
-    const size_t nh = (size_t)e->L * (size_t)e->H, ns = 6 * (size_t)e->H;
+    const size_t nh = (size_t)e->L * (size_t)e->H, ns = 8 * (size_t)e->H;
     void *h = calloc(nh, e->bits == 0 ? sizeof(float) : e->bits == 16 ? sizeof(int16_t) : sizeof(int8_t));
     void *s = calloc(ns, e->bits == 0 ? sizeof(float) : sizeof(int32_t));
-    if (!h || !s) {
+    void *c = calloc(nh, sizeof(float) > sizeof(int32_t) ? sizeof(float) : sizeof(int32_t)); /* LSTM cells */
+    if (!h || !s || !c) {
         free(h);
         free(s);
+        free(c);
         return DD_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
         const float xi[2] = {crealf(x[i]), cimagf(x[i])};
         float yo[2];
         if (e->bits == 0)
-            xf_model_step(&e->mf, h, xi, yo, s);
+            xf_model_step(&e->mf, h, c, xi, yo, s);
         else if (e->bits == 16)
-            x16_model_step(&e->m16, h, xi, yo, s);
+            x16_model_step(&e->m16, h, c, xi, yo, s);
         else
-            x8_model_step(&e->m8, h, xi, yo, s);
+            x8_model_step(&e->m8, h, c, xi, yo, s);
         y[i] = yo[0] + I * yo[1];
     }
     free(h);
     free(s);
+    free(c);
     return DD_OK;
 }
 
@@ -362,13 +371,13 @@ static void emit_header(FILE *f, const dd_export_c *e) {
             numeric(e));
     if (*e->about) fprintf(f, " * %s\n", e->about);
     fprintf(f, " * Streaming: %s_init (or %s_reset) zeroes the state at the start of a stream, then\n"
-               " * %s_step maps one input sample (I, Q) to one output sample, carrying the GRU state\n"
+               " * %s_step maps one input sample (I, Q) to one output sample, carrying the recurrent state\n"
                " * in %s_state between calls; %s_run does n samples (interleaved I, Q floats).\n"
                " * Self-contained C99 (libm only); see docs/deploy.md of distdpd. */\n",
             P, P, P, P, P);
     if (e->bits) {
         fprintf(f, "/* Fixed point %s: value = integer * 2^-frac (Q.frac). Input samples Q.%d (|I|, |Q| up to %.4g on\n"
-                   " * the training data), output samples Q.%d (%.4g), hidden state Q.%d, gates Q.15,\n"
+                   " * the training data), output samples Q.%d (%.4g), hidden state Q.%d (LSTM cells Q.15 in int32), gates Q.15,\n"
                    " * pre-activations Q.12 in int32, products accumulated in %s; each tensor's format is\n"
                    " * noted at its array in the source. %s_step quantises the float input and dequantises\n"
                    " * the output; %s_step_q takes and gives the integers. */\n",
@@ -377,8 +386,12 @@ static void emit_header(FILE *f, const dd_export_c *e) {
     fprintf(f, "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
     fprintf(f, "#define %s_HIDDEN %d\n#define %s_LAYERS %d\n", P, e->H, P, e->L);
     if (e->bits) fprintf(f, "#define %s_X_FRAC %d\n#define %s_Y_FRAC %d\n", P, e->q.x_frac, P, e->q.y_frac);
-    fprintf(f, "\ntypedef struct {\n    %s h[%s_LAYERS * %s_HIDDEN]; /* hidden state of every layer */\n} %s_state;\n\n",
-            e->bits ? A : "float", P, P, P);
+    fprintf(f, "\ntypedef struct {\n    %s h[%s_LAYERS * %s_HIDDEN]; /* hidden state of every layer */\n", e->bits ? A : "float",
+            P, P);
+    if (e->lstm)
+        fprintf(f, "    %s c[%s_LAYERS * %s_HIDDEN]; /* cell state of every layer%s */\n", e->bits ? "int32_t" : "float", P, P,
+                e->bits ? " (Q.15)" : "");
+    fprintf(f, "} %s_state;\n\n", P);
     fprintf(f, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     fprintf(f, "void %s_init(%s_state *s);  /* zero state: call before the first sample */\n", P, P);
     fprintf(f, "void %s_reset(%s_state *s); /* zero state: start of a new stream */\n", P, P);
@@ -403,12 +416,12 @@ static void emit_source(FILE *f, const dd_export_c *e, const char *h_base) {
         emit_lut(f, P, "sigmoid_lut", e->sig);
         emit_lut(f, P, "tanh_lut", e->tnh);
     }
-    fprintf(f, "\nstatic const XRT(gru) %s_layers[%d] = {\n", P, e->L);
+    fprintf(f, "\nstatic const XRT(rnn) %s_layers[%d] = {\n", P, e->L);
     for (int k = 0; k < e->L; k++) {
         fprintf(f, "    {%d, %d, %s_rnn_weight_ih_l%d, %s_rnn_weight_hh_l%d, %s_rnn_bias_ih_l%d, %s_rnn_bias_hh_l%d", k ? e->H : 2,
                 e->H, P, k, P, k, P, k, P, k);
         if (e->bits) fprintf(f, ", %d, %d", e->sh_i[k], e->sh_h[k]);
-        fprintf(f, "},\n");
+        fprintf(f, ", %d},\n", e->lstm);
     }
     fprintf(f, "};\n\nstatic const XRT(model) %s_model = {%d, %d, %s_layers, %s_fc_out_weight, %s_fc_out_bias", P, e->L, e->H,
             P, P, P);
@@ -418,17 +431,18 @@ static void emit_source(FILE *f, const dd_export_c *e, const char *h_base) {
     const char *S = e->bits ? "int32_t" : "float";
     fprintf(f, "void %s_init(%s_state *s) { memset(s, 0, sizeof *s); }\n\n", P, P);
     fprintf(f, "void %s_reset(%s_state *s) { memset(s, 0, sizeof *s); }\n\n", P, P);
-    fprintf(f, "void %s_step(%s_state *s, const float x[2], float y[2]) {\n    %s scratch[6 * %s_HIDDEN];\n"
-               "    XRT(model_step)(&%s_model, s->h, x, y, scratch);\n}\n\n",
-            P, P, S, P, P);
+    const char *C = e->lstm ? "s->c" : "0";
+    fprintf(f, "void %s_step(%s_state *s, const float x[2], float y[2]) {\n    %s scratch[8 * %s_HIDDEN];\n"
+               "    XRT(model_step)(&%s_model, s->h, %s, x, y, scratch);\n}\n\n",
+            P, P, S, P, P, C);
     fprintf(f, "void %s_run(%s_state *s, const float *x, float *y, size_t n) {\n"
                "    for (size_t i = 0; i < n; i++) %s_step(s, x + 2 * i, y + 2 * i);\n}\n",
             P, P, P);
     if (e->bits) {
         const char *A = e->bits == 16 ? "int16_t" : "int8_t";
-        fprintf(f, "\nvoid %s_step_q(%s_state *s, const %s x[2], %s y[2]) {\n    int32_t scratch[6 * %s_HIDDEN];\n"
-                   "    XRT(model_step_q)(&%s_model, s->h, x, y, scratch);\n}\n",
-                P, P, A, A, P, P);
+        fprintf(f, "\nvoid %s_step_q(%s_state *s, const %s x[2], %s y[2]) {\n    int32_t scratch[8 * %s_HIDDEN];\n"
+                   "    XRT(model_step_q)(&%s_model, s->h, %s, x, y, scratch);\n}\n",
+                P, P, A, A, P, P, C);
     }
 }
 

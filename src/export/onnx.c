@@ -160,9 +160,9 @@ static void value_info(pb_buf *g, int field, const char *name) {
 
 dd_status dd_export_onnx(const dd_model *m, const float *params, const char *path) {
     if (!m || !params || !path) return dd_error(DD_ERR_ARG, "dd_export_onnx: NULL argument");
-    if (!dd_export_c_supported(m))
+    if (strcmp(dd_model_name(m), "gru") != 0)
         return dd_error(DD_ERR_UNSUPPORTED, "export --format onnx: model '%s' is not supported (supported: %s)",
-                        dd_model_name(m), DD_EXPORT_C_MODELS);
+                        dd_model_name(m), DD_EXPORT_ONNX_MODELS);
     const dd_param_table *t = dd_model_params(m);
     const int H = dd_model_cfg_get(dd_model_config(m), "hidden"), L = dd_model_cfg_get(dd_model_config(m), "layers");
     pb_buf g = {0}, mp = {0}, op = {0};

@@ -1,6 +1,6 @@
 #!/bin/bash
 # distdpd export / import (docs/deploy.md) on a tiny simulated data set, for a gru PA
-# model and a gru DPD:
+# model, a gru DPD and a 2-layer lstm PA model:
 # - --format c: the generated FILE.c + FILE.h compile with cc -std=c99 -pedantic -Werror
 #   together with examples/deploy/main.c (no libdistdpd), stream the test split sample by
 #   sample (m_reset restarts the stream: checked by main.c) and agree with `distdpd run`
@@ -28,6 +28,8 @@ run train-pa --data "$D" --model gru --hidden 8 "${SMALL[@]}" --out "$TMP/pa"
 expect_rc 0 "train-pa"
 run train-dpd --data "$D" --pa-run "$TMP/pa" --model gru --hidden 6 "${SMALL[@]}" --out "$TMP/dpd"
 expect_rc 0 "train-dpd"
+run train-pa --data "$D" --model lstm --hidden 7 --layers 2 "${SMALL[@]}" --out "$TMP/lstm"
+expect_rc 0 "train-pa lstm"
 
 # Quantisation bounds (NMSE of the fixed-point output against the float32 output). int16:
 # the state is Q.15 and the samples have >= 13 fraction bits, so each rounding adds noise
@@ -38,7 +40,7 @@ expect_rc 0 "train-dpd"
 # vs G x) is bounded accordingly: the model errors here are about -11 dB, and noise 40 dB
 # (int16) below them changes them by < 0.01 dB; int8 noise (~-30 dB) by < 0.5 dB.
 declare -A QBOUND=([int16]=-55 [int8]=-20) LBOUND=([int16]=0.01 [int8]=0.5)
-for R in pa dpd; do
+for R in pa dpd lstm; do
     run run --run "$TMP/$R" --in "$D/test_input.csv" --out "$TMP/$R.ref.cf32" -q
     expect_rc 0 "run $R"
     for v in float32 int16 int8; do
@@ -85,6 +87,7 @@ H=$(cat "$TMP/pa-int16/m.h")
 has "$H" "void m_step(m_state *s, const float x[2], float y[2]);" "header: step"
 has "$H" "void m_step_q(m_state *s, const int16_t x[2], int16_t y[2]);" "header: integer step"
 has "$H" "#define m_X_FRAC" "header: input format"
+has "$(cat "$TMP/lstm-int16/m.h")" "int32_t c[m_LAYERS * m_HIDDEN];" "lstm header: cell state"
 run export --run "$TMP/pa" --format c --fixed int8 --out "$TMP/pa-int8/x"
 expect_rc 0 "export text report"
 has "$OUT" "loss" "text report names the loss"
