@@ -3,7 +3,7 @@
  * safetensors headers refused with a message naming the file (never a crash: run under
  * ASan in the sanitizer build); tensors that do not fit the model refused naming the
  * tensor; and the C runtime (the code --format c generates) against independent
- * double-precision GRU and LSTM stacks written here: float32 within 1e-5, int16 and int8 within the
+ * double-precision GRU and LSTM stacks and a DGRU written here: float32 within 1e-5, int16 and int8 within the
  * resolution of their formats, with the calibrated formats checked against their
  * definition. */
 #include <complex.h>
@@ -46,7 +46,7 @@ static dd_model *make_rnn(const char *name, int H, int L, float **params) {
     dd_model_cfg c;
     memset(&c, 0, sizeof c);
     dd_model_cfg_set(&c, "hidden", H);
-    dd_model_cfg_set(&c, "layers", L);
+    if (L > 0) dd_model_cfg_set(&c, "layers", L); /* dgru has no such option */
     dd_model *m = NULL;
     if (dd_model_create(name, &c, &m) != DD_OK) return NULL;
     *params = dd_calloc(dd_model_params(m)->total, sizeof(float));
@@ -171,15 +171,28 @@ static void test_truncations(const char *dir) {
 
 static double sig(double a) { return 1 / (1 + exp(-a)); }
 
-/* gru or lstm (L layers of H units, PyTorch equations) + linear head over x (n samples). */
+/* gru or lstm (L layers of H units, PyTorch equations) + linear head, or OpenDPD's dgru
+ * (features [I, Q, r, r^3, Q/r, I/r], a GRU, ReLU(fc_hid), fc_out of [that, features]),
+ * over x (n samples). */
 static void ref_rnn(const dd_model *m, const float *p, int H, int L, const dd_cf32 *x, double *y, size_t n) {
     const dd_param_table *t = dd_model_params(m);
-    const int lstm = strcmp(dd_model_name(m), "lstm") == 0, G = lstm ? 4 : 3;
-    double h[4][16] = {{0}}, c[4][16] = {{0}}, in[16], g[64], gh[64];
+    const int lstm = strcmp(dd_model_name(m), "lstm") == 0, dgru = strcmp(dd_model_name(m), "dgru") == 0;
+    const int G = lstm ? 4 : 3;
+    double h[4][16] = {{0}}, c[4][16] = {{0}}, in[32], g[64], gh[64], f[6];
     for (size_t i = 0; i < n; i++) {
-        in[0] = crealf(x[i]);
-        in[1] = cimagf(x[i]);
+        const double xi = crealf(x[i]), xq = cimagf(x[i]), r = sqrt(xi * xi + xq * xq);
+        in[0] = f[0] = xi;
+        in[1] = f[1] = xq;
+        f[2] = r;
+        f[3] = r * r * r;
+        f[4] = r > 0 ? xq / r : 0;
+        f[5] = r > 0 ? xi / r : 1;
         int D = 2;
+        if (dgru) {
+            memcpy(in, f, sizeof f);
+            D = 6;
+            L = 1;
+        }
         for (int k = 0; k < L; k++) {
             char nm[4][40];
             snprintf(nm[0], 40, "rnn.weight_ih_l%d", k);
@@ -195,14 +208,14 @@ static void ref_rnn(const dd_model *m, const float *p, int H, int L, const dd_cf
                 for (int q = 0; q < H; q++) gh[j] += (double)wh[j * H + q] * h[k][q];
             }
             for (int j = 0; j < H && lstm; j++) { /* i, f, g, o */
-                const double ii = sig(g[j] + gh[j]), f = sig(g[H + j] + gh[H + j]);
+                const double ii = sig(g[j] + gh[j]), fg = sig(g[H + j] + gh[H + j]);
                 const double gg = tanh(g[2 * H + j] + gh[2 * H + j]), o = sig(g[3 * H + j] + gh[3 * H + j]);
-                c[k][j] = f * c[k][j] + ii * gg;
+                c[k][j] = fg * c[k][j] + ii * gg;
                 h[k][j] = o * tanh(c[k][j]);
             }
             for (int j = 0; j < H && !lstm; j++) {
-                const double r = sig(g[j] + gh[j]), z = sig(g[H + j] + gh[H + j]);
-                const double nn = tanh(g[2 * H + j] + r * gh[2 * H + j]);
+                const double rg = sig(g[j] + gh[j]), z = sig(g[H + j] + gh[H + j]);
+                const double nn = tanh(g[2 * H + j] + rg * gh[2 * H + j]);
                 h[k][j] = (1 - z) * nn + z * h[k][j];
             }
             for (int j = 0; j < H; j++) in[j] = h[k][j];
@@ -210,9 +223,20 @@ static void ref_rnn(const dd_model *m, const float *p, int H, int L, const dd_cf
         }
         const float *wo = p + dd_param_table_find(t, "fc_out.weight")->offset;
         const float *bo = p + dd_param_table_find(t, "fc_out.bias")->offset;
+        const int W = dgru ? H + 6 : H;
+        if (dgru) { /* in = ReLU(fc_hid h), then the features */
+            const float *wh = p + dd_param_table_find(t, "fc_hid.weight")->offset;
+            const float *bh = p + dd_param_table_find(t, "fc_hid.bias")->offset;
+            for (int j = 0; j < H; j++) {
+                double a = bh[j];
+                for (int q = 0; q < H; q++) a += (double)wh[j * H + q] * h[0][q];
+                in[j] = a > 0 ? a : 0;
+            }
+            memcpy(in + H, f, sizeof f);
+        }
         for (int o = 0; o < 2; o++) {
             double a = bo[o];
-            for (int q = 0; q < H; q++) a += (double)wo[o * H + q] * in[q];
+            for (int q = 0; q < W; q++) a += (double)wo[o * W + q] * in[q];
             y[2 * i + o] = a;
         }
     }
@@ -222,7 +246,7 @@ static void test_runtime(const char *model) {
     const int H = 6, L = 2;
     const size_t n = 3000;
     float *p = NULL;
-    dd_model *m = make_rnn(model, H, L, &p);
+    dd_model *m = make_rnn(model, H, strcmp(model, "dgru") ? L : 0, &p);
     CHECK(m != NULL, "gru");
     if (!m) return;
     /* weights 1.5 x the initialisation, so that the gates leave their linear range (much
@@ -249,7 +273,7 @@ static void test_runtime(const char *model) {
      * about 16 output steps (2e-3: the state's and the tables' roundings, a few 2^-15
      * each, pass through weights of size ~1 and the recurrence), int8 four (0.12).
      * Measured: 3.2e-7, 6.2e-4, 0.044 (the lstm's output stays below 1, so its formats
-     * are finer: 1.6e-7, 2.2e-4, 0.012). */
+     * are finer: 1.6e-7, 2.2e-4, 0.012; dgru: see the printed values). */
     const double tol[3] = {1e-5, 2e-3, 0.12};
     for (int b = 0; b < 3; b++) {
         dd_export_c *e = NULL;
@@ -313,5 +337,6 @@ int main(void) {
     test_truncations(dir);
     test_runtime("gru");
     test_runtime("lstm");
+    test_runtime("dgru");
     return dd_test_done("test_export");
 }

@@ -85,10 +85,10 @@ dd_status dd_export_onnx(const dd_model *m, const float *params, const char *pat
 
 /* ---- C code generation ----------------------------------------------------------- */
 
-/* The models --format c supports (gru and lstm, any hidden size and number of layers);
- * 1 when m is one of them. --format onnx supports gru. */
+/* The models --format c supports (gru and lstm with any hidden size and number of
+ * layers, and OpenDPD's dgru); 1 when m is one of them. --format onnx supports gru. */
 int dd_export_c_supported(const dd_model *m);
-#define DD_EXPORT_C_MODELS "gru, lstm"
+#define DD_EXPORT_C_MODELS "gru, lstm, dgru"
 #define DD_EXPORT_ONNX_MODELS "gru"
 
 typedef struct {
@@ -107,6 +107,9 @@ typedef struct {
                                accumulator format of their layer) */
     size_t nw;
     double x_max, y_max; /* calibrated |I|, |Q| maxima of the input and output */
+    int feat_frac[6], feat_up[6]; /* dgru: each feature's format, and the left shift of its
+                                     products to the finest of them */
+    int hid_frac;                 /* dgru: ReLU(fc_hid)'s output */
 } dd_export_q;
 
 /* A model prepared for the runtime (float or quantised), usable by dd_export_c_run. */

@@ -34,6 +34,7 @@
 
 struct dd_export_c {
     int bits, L, H, lstm; /* lstm: 1 for an LSTM stack (4 gate blocks), 0 for GRU (3) */
+    int dgru;             /* OpenDPD's DGRU: features, one GRU layer, ReLU(fc_hid), fc_out */
     char prefix[64], about[512], desc[256];
     const dd_param_table *t; /* the model's table (the model outlives e) */
     float *wf;               /* float parameters (arena copy) */
@@ -43,8 +44,8 @@ struct dd_export_c {
     int32_t *b32;
     int32_t sig[XRT_LUT_N], tnh[XRT_LUT_N];
     dd_export_q q;
-    size_t off[MAXL][4], out_w, out_b; /* arena offsets: w_ih, w_hh, b_ih, b_hh; head */
-    int sh_i[MAXL], sh_h[MAXL], sh_out;
+    size_t off[MAXL][4], out_w, out_b, hid_w, hid_b; /* arena offsets: w_ih, w_hh, b_ih, b_hh; head; fc_hid */
+    int sh_i[MAXL], sh_h[MAXL], sh_out, sh_hid, sh_cat;
     xf_rnn gf[MAXL];
     xf_model mf;
     x16_rnn g16[MAXL];
@@ -54,7 +55,8 @@ struct dd_export_c {
 };
 
 int dd_export_c_supported(const dd_model *m) {
-    return m && (strcmp(dd_model_name(m), "gru") == 0 || strcmp(dd_model_name(m), "lstm") == 0);
+    const char *n = m ? dd_model_name(m) : "";
+    return strcmp(n, "gru") == 0 || strcmp(n, "lstm") == 0 || strcmp(n, "dgru") == 0;
 }
 
 void dd_export_c_destroy(dd_export_c **e) {
@@ -126,7 +128,7 @@ static dd_status quant_b(dd_export_c *e, size_t off, size_t n, int f) {
 static void wire_float(dd_export_c *e) {
     for (int k = 0; k < e->L; k++) {
         xf_rnn *g = &e->gf[k];
-        g->D = k ? e->H : 2;
+        g->D = k ? e->H : e->dgru ? 6 : 2;
         g->H = e->H;
         g->w_ih = e->wf + e->off[k][0];
         g->w_hh = e->wf + e->off[k][1];
@@ -134,25 +136,33 @@ static void wire_float(dd_export_c *e) {
         g->b_hh = e->wf + e->off[k][3];
         g->lstm = e->lstm;
     }
-    e->mf = (xf_model){e->L, e->H, e->gf, e->wf + e->out_w, e->wf + e->out_b};
+    e->mf = (xf_model){e->L, e->H, e->gf, e->wf + e->out_w, e->wf + e->out_b, e->dgru, e->dgru ? e->wf + e->hid_w : NULL,
+                       e->dgru ? e->wf + e->hid_b : NULL};
 }
 
 /* Pointers and shifts of the fixed-point runtime structs (after quantisation). */
 static void wire_fixed(dd_export_c *e) {
     for (int k = 0; k < e->L; k++) {
         if (e->bits == 16)
-            e->g16[k] = (x16_rnn){k ? e->H : 2, e->H, e->w16 + e->off[k][0], e->w16 + e->off[k][1], e->b64 + e->off[k][2],
+            e->g16[k] = (x16_rnn){k ? e->H : e->dgru ? 6 : 2, e->H, e->w16 + e->off[k][0], e->w16 + e->off[k][1], e->b64 + e->off[k][2],
                                   e->b64 + e->off[k][3], e->sh_i[k], e->sh_h[k], e->lstm};
         else
-            e->g8[k] = (x8_rnn){k ? e->H : 2, e->H, e->w8 + e->off[k][0], e->w8 + e->off[k][1], e->b32 + e->off[k][2],
+            e->g8[k] = (x8_rnn){k ? e->H : e->dgru ? 6 : 2, e->H, e->w8 + e->off[k][0], e->w8 + e->off[k][1], e->b32 + e->off[k][2],
                                 e->b32 + e->off[k][3], e->sh_i[k], e->sh_h[k], e->lstm};
     }
+    const size_t hw = e->dgru ? e->hid_w : 0, hb = e->dgru ? e->hid_b : 0;
     if (e->bits == 16)
         e->m16 = (x16_model){e->L, e->H, e->g16, e->w16 + e->out_w, e->b64 + e->out_b, e->q.x_frac, e->q.y_frac,
-                             e->sh_out, e->sig, e->tnh};
+                             e->sh_out, e->sig, e->tnh, e->dgru, e->w16 + hw, e->b64 + hb, {0}, {0},
+                             e->q.hid_frac, e->sh_hid, e->sh_cat};
     else
         e->m8 = (x8_model){e->L, e->H, e->g8, e->w8 + e->out_w, e->b32 + e->out_b, e->q.x_frac, e->q.y_frac,
-                           e->sh_out, e->sig, e->tnh};
+                           e->sh_out, e->sig, e->tnh, e->dgru, e->w8 + hw, e->b32 + hb, {0}, {0},
+                           e->q.hid_frac, e->sh_hid, e->sh_cat};
+    for (int d = 0; d < 6; d++) {
+        e->m16.feat_frac[d] = e->m8.feat_frac[d] = e->q.feat_frac[d];
+        e->m16.feat_up[d] = e->m8.feat_up[d] = e->q.feat_up[d];
+    }
 }
 
 static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
@@ -173,7 +183,7 @@ static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
         e->tnh[i] = (int32_t)(tv > 32767 ? 32767 : tv);
     }
     /* calibration: the input's and the float model's output's largest |I|, |Q| */
-    double xm = 0, ym = 0;
+    double xm = 0, ym = 0, fm[6] = {0, 0, 0, 0, 1, 1}, hm = 0; /* fm: each feature's max (|Q/r|, |I/r| <= 1), hm: ReLU(fc_hid) */
     const size_t LH = (size_t)e->L * (size_t)H;
     float *h = calloc(2 * LH + 8 * (size_t)H, sizeof(float)); /* h, c, scratch */
     if (!h) return DD_ERR_NOMEM;
@@ -182,6 +192,10 @@ static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
         float y[2];
         xf_model_step(&e->mf, h, h + LH, x, y, h + 2 * LH);
         xm = fmax(xm, fmax(fabs((double)x[0]), fabs((double)x[1])));
+        if (e->dgru) {
+            fm[0] = fm[1] = fmax(fm[0], fmax(fabs((double)x[0]), fabs((double)x[1])));
+            for (int j = 0; j < H; j++) hm = fmax(hm, (double)h[2 * LH + (size_t)j]);
+        }
         ym = fmax(ym, fmax(fabs((double)y[0]), fabs((double)y[1])));
     }
     free(h);
@@ -190,8 +204,22 @@ static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
     e->q.x_frac = frac_for(xm, B);
     e->q.y_frac = frac_for(ym, B);
     e->q.nw = e->t->count;
+    int ffin = 0; /* dgru: the finest feature format, where the feature products are summed */
+    if (e->dgru) {
+        /* |x| and |x|^3 from the whole range the input format holds (|I|, |Q| < xr): they
+         * never saturate, also when the test data exceeds the training data's range */
+        const double xr = ldexp(1.0, B - 1 - e->q.x_frac), rr = sqrt(2.0) * xr;
+        fm[2] = rr;
+        fm[3] = rr * rr * rr;
+        for (int d = 0; d < 6; d++) {
+            e->q.feat_frac[d] = frac_for(fm[d], B);
+            ffin = d && ffin > e->q.feat_frac[d] ? ffin : e->q.feat_frac[d];
+        }
+        for (int d = 0; d < 6; d++) e->q.feat_up[d] = ffin - e->q.feat_frac[d];
+        e->q.hid_frac = frac_for(hm, B);
+    }
     for (int k = 0; k < e->L; k++) {
-        const int fin = k ? S : e->q.x_frac, D = k ? H : 2;
+        const int fin = k ? S : e->dgru ? ffin : e->q.x_frac, D = k ? H : e->dgru ? 6 : 2;
         const size_t rows = (size_t)(e->lstm ? 4 : 3) * (size_t)H;
         const int fi = frac_for(max_abs(e->wf + e->off[k][0], rows * (size_t)D), B);
         const int fh = frac_for(max_abs(e->wf + e->off[k][1], rows * (size_t)H), B);
@@ -202,10 +230,18 @@ static dd_status quantise(dd_export_c *e, const dd_cf32 *calib, size_t n) {
         e->sh_i[k] = fi + fin - XRT_PFRAC;
         e->sh_h[k] = fh + S - XRT_PFRAC;
     }
-    const int fo = frac_for(max_abs(e->wf + e->out_w, 2 * (size_t)H), B);
-    quant_w(e, e->out_w, 2 * (size_t)H, fo);
-    DD_TRY(quant_b(e, e->out_b, 2, fo + S));
-    e->sh_out = fo + S - e->q.y_frac;
+    const size_t nin = (size_t)H + (e->dgru ? 6 : 0); /* fc_out's inputs */
+    const int fo = frac_for(max_abs(e->wf + e->out_w, 2 * nin), B), fa = e->dgru ? e->q.hid_frac : S;
+    quant_w(e, e->out_w, 2 * nin, fo);
+    DD_TRY(quant_b(e, e->out_b, 2, fo + fa));
+    e->sh_out = fo + fa - e->q.y_frac;
+    if (e->dgru) {
+        const int fh = frac_for(max_abs(e->wf + e->hid_w, (size_t)H * (size_t)H), B);
+        quant_w(e, e->hid_w, (size_t)H * (size_t)H, fh);
+        DD_TRY(quant_b(e, e->hid_b, (size_t)H, fh + S));
+        e->sh_hid = fh + S - e->q.hid_frac;
+        e->sh_cat = ffin - e->q.hid_frac;
+    }
     wire_fixed(e);
     return DD_OK;
 }
@@ -230,7 +266,8 @@ dd_status dd_export_c_create(const dd_model *m, const float *params, const dd_ex
     if (opts->bits && (!opts->calib || opts->ncalib == 0))
         return dd_error(DD_ERR_ARG, "export --fixed: the calibration signal (training inputs) is empty");
     const dd_model_cfg *c = dd_model_config(m);
-    const int H = dd_model_cfg_get(c, "hidden"), L = dd_model_cfg_get(c, "layers");
+    const int dgru = strcmp(dd_model_name(m), "dgru") == 0;
+    const int H = dd_model_cfg_get(c, "hidden"), L = dgru ? 1 : dd_model_cfg_get(c, "layers");
     if (H < 1 || L < 1 || L > MAXL)
         return dd_error(DD_ERR_ARG, "export: %s with hidden %d, layers %d", dd_model_name(m), H, L);
     dd_export_c *e = calloc(1, sizeof *e);
@@ -239,6 +276,7 @@ dd_status dd_export_c_create(const dd_model *m, const float *params, const dd_ex
     e->L = L;
     e->H = H;
     e->lstm = strcmp(dd_model_name(m), "lstm") == 0;
+    e->dgru = dgru;
     e->t = dd_model_params(m);
     snprintf(e->prefix, sizeof e->prefix, "%s", opts->prefix && *opts->prefix ? opts->prefix : "dd_model");
     snprintf(e->about, sizeof e->about, "%s", opts->about ? opts->about : "");
@@ -260,6 +298,10 @@ dd_status dd_export_c_create(const dd_model *m, const float *params, const dd_ex
     }
     e->out_w = entry_off(e->t, "fc_out.weight", &st);
     e->out_b = entry_off(e->t, "fc_out.bias", &st);
+    if (dgru) {
+        e->hid_w = entry_off(e->t, "fc_hid.weight", &st);
+        e->hid_b = entry_off(e->t, "fc_hid.bias", &st);
+    }
     if (st != DD_OK) goto fail;
     wire_float(e);
     if (e->bits && (st = quantise(e, opts->calib, opts->ncalib)) != DD_OK) goto fail;
@@ -309,7 +351,7 @@ static void ident(char *dst, size_t cap, const char *name) {
 }
 
 static int is_bias(const dd_export_c *e, size_t off) {
-    if (off == e->out_b) return 1;
+    if (off == e->out_b || (e->dgru && off == e->hid_b)) return 1;
     for (int k = 0; k < e->L; k++)
         if (off == e->off[k][2] || off == e->off[k][3]) return 1;
     return 0;
@@ -418,7 +460,7 @@ static void emit_source(FILE *f, const dd_export_c *e, const char *h_base) {
     }
     fprintf(f, "\nstatic const XRT(rnn) %s_layers[%d] = {\n", P, e->L);
     for (int k = 0; k < e->L; k++) {
-        fprintf(f, "    {%d, %d, %s_rnn_weight_ih_l%d, %s_rnn_weight_hh_l%d, %s_rnn_bias_ih_l%d, %s_rnn_bias_hh_l%d", k ? e->H : 2,
+        fprintf(f, "    {%d, %d, %s_rnn_weight_ih_l%d, %s_rnn_weight_hh_l%d, %s_rnn_bias_ih_l%d, %s_rnn_bias_hh_l%d", k ? e->H : e->dgru ? 6 : 2,
                 e->H, P, k, P, k, P, k, P, k);
         if (e->bits) fprintf(f, ", %d, %d", e->sh_i[k], e->sh_h[k]);
         fprintf(f, ", %d},\n", e->lstm);
@@ -427,6 +469,15 @@ static void emit_source(FILE *f, const dd_export_c *e, const char *h_base) {
             P, P, P);
     if (e->bits)
         fprintf(f, ", %d, %d, %d, %s_sigmoid_lut, %s_tanh_lut", e->q.x_frac, e->q.y_frac, e->sh_out, P, P);
+    if (e->dgru)
+        fprintf(f, ", 1, %s_fc_hid_weight, %s_fc_hid_bias", P, P);
+    else
+        fprintf(f, ", 0, 0, 0");
+    if (e->bits) {
+        const int *ff = e->q.feat_frac, *fu = e->q.feat_up;
+        fprintf(f, ",\n    {%d, %d, %d, %d, %d, %d}, {%d, %d, %d, %d, %d, %d}, %d, %d, %d", ff[0], ff[1], ff[2], ff[3], ff[4],
+                ff[5], fu[0], fu[1], fu[2], fu[3], fu[4], fu[5], e->q.hid_frac, e->sh_hid, e->sh_cat);
+    }
     fprintf(f, "};\n\n");
     const char *S = e->bits ? "int32_t" : "float";
     fprintf(f, "void %s_init(%s_state *s) { memset(s, 0, sizeof *s); }\n\n", P, P);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # distdpd export / import (docs/deploy.md) on a tiny simulated data set, for a gru PA
-# model, a gru DPD and a 2-layer lstm PA model:
+# model, a gru DPD, a 2-layer lstm and a dgru PA model:
 # - --format c: the generated FILE.c + FILE.h compile with cc -std=c99 -pedantic -Werror
 #   together with examples/deploy/main.c (no libdistdpd), stream the test split sample by
 #   sample (m_reset restarts the stream: checked by main.c) and agree with `distdpd run`
@@ -30,6 +30,8 @@ run train-dpd --data "$D" --pa-run "$TMP/pa" --model gru --hidden 6 "${SMALL[@]}
 expect_rc 0 "train-dpd"
 run train-pa --data "$D" --model lstm --hidden 7 --layers 2 "${SMALL[@]}" --out "$TMP/lstm"
 expect_rc 0 "train-pa lstm"
+run train-pa --data "$D" --model dgru --hidden 7 "${SMALL[@]}" --out "$TMP/dgru"
+expect_rc 0 "train-pa dgru"
 
 # Quantisation bounds (NMSE of the fixed-point output against the float32 output). int16:
 # the state is Q.15 and the samples have >= 13 fraction bits, so each rounding adds noise
@@ -39,8 +41,12 @@ expect_rc 0 "train-pa lstm"
 # format is at 0 dB or above. The loss of model NMSE (vs the measured output, or PA(DPD)
 # vs G x) is bounded accordingly: the model errors here are about -11 dB, and noise 40 dB
 # (int16) below them changes them by < 0.01 dB; int8 noise (~-30 dB) by < 0.5 dB.
+# dgru int8 is coarser: its |x|^3 feature covers the whole input range, (sqrt(2) 4)^3 = 181,
+# in 8 bits (steps of 2), so its bound is -15 dB (measured about -25 dB); noise 6 dB below
+# the model's error (about -19 dB here) adds 10 log10(1 + 10^-0.6) = 1 dB when
+# uncorrelated (measured 1.4 dB): loss bound 3 dB.
 declare -A QBOUND=([int16]=-55 [int8]=-20) LBOUND=([int16]=0.01 [int8]=0.5)
-for R in pa dpd lstm; do
+for R in pa dpd lstm dgru; do
     run run --run "$TMP/$R" --in "$D/test_input.csv" --out "$TMP/$R.ref.cf32" -q
     expect_rc 0 "run $R"
     for v in float32 int16 int8; do
@@ -64,10 +70,12 @@ for R in pa dpd lstm; do
             near "$md" 0 1e-5 "$R float32: generated code vs distdpd run (max |diff|)"
         else
             near "$nm" "$(json_num "$REP" nmse_fixed_vs_float_db)" 0.001 "$R $v: compiled NMSE vs float = reported"
-            if awk -v a="$nm" -v b="${QBOUND[$v]}" 'BEGIN { exit !(a <= b) }'; then pass; else
-                fail "$R $v: NMSE against float $nm dB above the bound ${QBOUND[$v]} dB"; fi
+            qb=${QBOUND[$v]} lb=${LBOUND[$v]}
+            if [ "$R$v" = dgruint8 ]; then qb=-15 lb=3; fi
+            if awk -v a="$nm" -v b="$qb" 'BEGIN { exit !(a <= b) }'; then pass; else
+                fail "$R $v: NMSE against float $nm dB above the bound $qb dB"; fi
             loss=$(json_num "$REP" nmse_loss_db)
-            near "$loss" 0 "${LBOUND[$v]}" "$R $v: reported model NMSE loss"
+            near "$loss" 0 "$lb" "$R $v: reported model NMSE loss"
             has "$REP" '"aclr_loss_db"' "$R $v: ACLR loss reported"
             # the integer code has no undefined behaviour (signed overflow, bad shifts) on
             # this signal: UBSan build, same output bit for bit
