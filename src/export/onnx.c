@@ -7,14 +7,13 @@
  * binding of the ONNX schema, so the protobuf wire format of the few messages used is
  * written directly (field numbers of onnx/onnx.proto); the test validates the file with
  * the onnx package's checker and evaluates it with the operators' documented equations. */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "distdpd/export.h"
+#include "train/train_internal.h" /* dd_train_write_text: atomic file writes */
 
 /* A growable byte buffer; oom records an allocation failure. */
 typedef struct {
@@ -226,15 +225,7 @@ dd_status dd_export_onnx(const dd_model *m, const float *params, const char *pat
     if (mp.oom || g.oom) {
         st = dd_error(DD_ERR_NOMEM, "out of memory writing %s", path);
     } else {
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
-        int ok = f && fwrite(mp.p, 1, mp.n, f) == mp.n;
-        ok = f && fclose(f) == 0 && ok;
-        if (!ok || rename(tmp, path) != 0) {
-            unlink(tmp);
-            st = dd_error(DD_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-        }
+        st = dd_train_write_text(path, (const char *)mp.p, mp.n);
     }
     pb_free(&g);
     pb_free(&mp);

@@ -13,6 +13,7 @@
 #include <zip.h>
 
 #include "distdpd/export.h"
+#include "train/train_internal.h" /* dd_train_write_text: atomic file writes */
 
 /* ---------------------------------------------------------------- bytes */
 
@@ -210,24 +211,6 @@ static dd_status write_npz(const char *path, const dd_param_table *t, const floa
     return DD_OK;
 }
 
-static dd_status write_file_atomic(const char *path, const unsigned char *a, size_t na, const unsigned char *b,
-                                   size_t nb) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return dd_error(DD_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
-    int ok = fwrite(a, 1, na, f) == na;
-    ok = (nb == 0 || fwrite(b, 1, nb, f) == nb) && ok;
-    ok = fflush(f) == 0 && ok;
-    ok = fsync(fileno(f)) == 0 && ok;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return dd_error(DD_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    }
-    return DD_OK;
-}
-
 static dd_status write_safetensors(const char *path, const dd_param_table *t, const float *params, const char *prefix,
                                    const char *const *meta, size_t nmeta) {
     cJSON *root = cJSON_CreateObject();
@@ -254,22 +237,21 @@ static dd_status write_safetensors(const char *path, const dd_param_table *t, co
     cJSON_Delete(root);
     if (!js) return dd_error(DD_ERR_NOMEM, "out of memory writing %s", path);
     size_t jl = strlen(js), hl = (jl + 7) / 8 * 8;
-    unsigned char *head = malloc(8 + hl), *data = malloc(off ? off : 1);
+    unsigned char *b = malloc(8 + hl + off);
     dd_status st = DD_ERR_NOMEM;
-    if (head && data) {
-        for (int i = 0; i < 8; i++) head[i] = (unsigned char)((uint64_t)hl >> (8 * i));
-        memset(head + 8, ' ', hl);
-        memcpy(head + 8, js, jl);
-        size_t o = 0;
+    if (b) {
+        for (int i = 0; i < 8; i++) b[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+        memset(b + 8, ' ', hl);
+        memcpy(b + 8, js, jl);
+        size_t o = 8 + hl;
         for (size_t i = 0; i < t->count; i++) {
-            put_f32le(data + o, params + t->entries[i].offset, t->entries[i].size);
+            put_f32le(b + o, params + t->entries[i].offset, t->entries[i].size);
             o += t->entries[i].size * 4;
         }
-        st = write_file_atomic(path, head, 8 + hl, data, off);
+        st = dd_train_write_text(path, (const char *)b, o);
     }
     cJSON_free(js);
-    free(head);
-    free(data);
+    free(b);
     return st;
 }
 
