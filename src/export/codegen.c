@@ -407,11 +407,17 @@ static void emit_header(FILE *f, const dd_export_c *e) {
             P, P, P, P, P);
     if (e->bits) {
         fprintf(f, "/* Fixed point %s: value = integer * 2^-frac (Q.frac). Input samples Q.%d (|I|, |Q| up to %.4g on\n"
-                   " * the training data), output samples Q.%d (%.4g), hidden state Q.%d (LSTM cells Q.15 in int32), gates Q.15,\n"
+                   " * the training data), output samples Q.%d (%.4g), hidden state Q.%d%s, gates Q.15,\n"
                    " * pre-activations Q.12 in int32, products accumulated in %s; each tensor's format is\n"
                    " * noted at its array in the source. %s_step quantises the float input and dequantises\n"
                    " * the output; %s_step_q takes and gives the integers. */\n",
-                numeric(e), e->q.x_frac, e->q.x_max, e->q.y_frac, e->q.y_max, e->bits - 1, e->bits == 16 ? "int64" : "int32", P, P);
+                numeric(e), e->q.x_frac, e->q.x_max, e->q.y_frac, e->q.y_max, e->bits - 1,
+                e->lstm ? " (cell state Q.15 in int32)" : "", e->bits == 16 ? "int64" : "int32", P, P);
+        if (e->dgru) {
+            const int *ff = e->q.feat_frac;
+            fprintf(f, "/* DGRU features I, Q, |x|, |x|^3, Q/|x|, I/|x| in Q.%d, Q.%d, Q.%d, Q.%d, Q.%d, Q.%d; ReLU(fc_hid) in Q.%d. */\n",
+                    ff[0], ff[1], ff[2], ff[3], ff[4], ff[5], e->q.hid_frac);
+        }
     }
     fprintf(f, "#ifndef %s_H\n#define %s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n", P, P);
     fprintf(f, "#define %s_HIDDEN %d\n#define %s_LAYERS %d\n", P, e->H, P, e->L);
