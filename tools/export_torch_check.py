@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Loads weights written by `distdpd export --format npz|safetensors` into the PyTorch
-module of distdpd's "gru" model (OpenDPD backbones/gru.py: nn.GRU(2, H, num_layers=L,
-batch_first=True) then nn.Linear(H, 2)) with load_state_dict(strict=True), runs it over
-an I/Q CSV file as one stream from zero state, and compares with distdpd's output.
+module of the model (recognised from the tensors): distdpd's "gru" (OpenDPD
+backbones/gru.py: nn.GRU(2, H, num_layers=L, batch_first=True) then nn.Linear(H, 2)),
+"lstm" (the same with nn.LSTM) or "dgru" (OpenDPD backbones/dgru.py's forward) with
+load_state_dict(strict=True), runs it over an I/Q CSV file as one stream from zero state,
+and compares with distdpd's output.
 
 Usage: export_torch_check.py WEIGHTS IN.csv REF.cf32 [TOL]
   WEIGHTS  .npz (read with numpy) or .safetensors (parsed here from its documented
@@ -57,6 +59,31 @@ class GRUModel(nn.Module):  # OpenDPD backbones/gru.py
         return self.fc_out(self.rnn(x)[0])
 
 
+class LSTMModel(nn.Module):
+    def __init__(self, hidden, layers):
+        super().__init__()
+        self.rnn = nn.LSTM(2, hidden, num_layers=layers, batch_first=True)
+        self.fc_out = nn.Linear(hidden, 2)
+
+    def forward(self, x):
+        return self.fc_out(self.rnn(x)[0])
+
+
+class DGRUModel(nn.Module):  # OpenDPD backbones/dgru.py (module order rnn, fc_out, fc_hid)
+    def __init__(self, hidden, layers=1):
+        super().__init__()
+        self.rnn = nn.GRU(6, hidden, num_layers=layers, batch_first=True)
+        self.fc_out = nn.Linear(hidden + 6, 2)
+        self.fc_hid = nn.Linear(hidden, hidden)
+
+    def forward(self, x):
+        i, q = x[..., 0:1], x[..., 1:2]
+        amp = torch.sqrt(i * i + q * q)
+        f = torch.cat((i, q, amp, amp ** 3, q / amp, i / amp), dim=-1)
+        out = torch.relu(self.fc_hid(self.rnn(f)[0]))
+        return self.fc_out(torch.cat((out, f), dim=-1))
+
+
 def main():
     weights, iq, ref = sys.argv[1:4]
     tol = float(sys.argv[4]) if len(sys.argv) > 4 else 1e-5
@@ -66,15 +93,21 @@ def main():
     layers = sum(1 for k in w if k.startswith("rnn.weight_ih_l"))
     if meta:
         print("metadata:", meta)
-    m = GRUModel(hidden, layers)
+    if "fc_hid.weight" in w:
+        name, cls = "dgru", DGRUModel
+    elif w["rnn.weight_hh_l0"].shape[0] == 4 * hidden:
+        name, cls = "lstm", LSTMModel
+    else:
+        name, cls = "gru", GRUModel
+    m = cls(hidden, layers)
     m.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in w.items()}, strict=True)
     x = np.loadtxt(iq, delimiter=",", skiprows=1, dtype=np.float32)
     y_ref = np.fromfile(ref, dtype="<f4").reshape(-1, 2)
     with torch.no_grad():
         y = m(torch.from_numpy(x)[None]).numpy()[0]
     diff = float(np.max(np.abs(y - y_ref)))
-    print("torch gru(hidden=%d, layers=%d): %d samples, max |torch - distdpd| = %.3g (tol %g)"
-          % (hidden, layers, len(x), diff, tol))
+    print("torch %s(hidden=%d, layers=%d): %d samples, max |torch - distdpd| = %.3g (tol %g)"
+          % (name, hidden, layers, len(x), diff, tol))
     sys.exit(0 if diff <= tol else 1)
 
 

@@ -3,7 +3,8 @@
 # the safetensors file (parsed from its documented layout) of a trained gru PA model,
 # with and without OpenDPD's "backbone." prefix, go into nn.GRU + nn.Linear with
 # load_state_dict(strict=True) (tools/export_torch_check.py), whose output over the test
-# split equals `distdpd run`'s within 1e-5. A 2-layer gru too (names rnn.*_l1).
+# split equals `distdpd run`'s within 1e-5. A 2-layer gru too (names rnn.*_l1), an lstm
+# and OpenDPD's dgru.
 # The other way: an OpenDPD-style checkpoint (torch.save of a CoreModel-like module's
 # state_dict, keys "backbone.rnn...") converted by tools/opendpd_import.py and read by
 # distdpd import gives, through distdpd run, torch's output within 1e-5.
@@ -77,4 +78,18 @@ set +e
 res=$("$PY" -c "import numpy as np, sys; a = np.fromfile(sys.argv[1], '<f4'); b = np.fromfile(sys.argv[2], '<f4'); print(a.size == b.size and float(np.max(np.abs(a - b))) <= 1e-5, float(np.max(np.abs(a - b))))" "$TMP/od_ref.cf32" "$TMP/od_out.cf32" 2>&1)
 set -e
 has "$res" "True" "imported OpenDPD model: distdpd run = torch within 1e-5 ($res)"
+# lstm and dgru: the same names as their torch modules
+for M in lstm dgru; do
+    run train-pa --data "$D" --model $M --hidden 6 "${SMALL[@]}" --out "$TMP/$M"
+    expect_rc 0 "train-pa $M"
+    run run --run "$TMP/$M" --in "$D/test_input.csv" --out "$TMP/$M.cf32" -q
+    run export --run "$TMP/$M" --format safetensors --out "$TMP/$M.safetensors"
+    expect_rc 0 "export $M"
+    set +e
+    res=$("$PY" "$CHECK" "$TMP/$M.safetensors" "$D/test_input.csv" "$TMP/$M.cf32" 1e-5 2>&1)
+    rc=$?
+    set -e
+    if [ $rc -eq 0 ]; then pass; else fail "$M: torch check ($rc): $res"; fi
+    has "$res" "torch $M(hidden=6" "$M: the module"
+done
 finish
