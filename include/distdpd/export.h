@@ -103,8 +103,9 @@ typedef struct {
 /* The fixed-point formats an export chose (fraction bits: value = integer * 2^-frac). */
 typedef struct {
     int x_frac, y_frac;  /* input and output samples */
-    int w_frac[3 * 64 + 1]; /* per tensor in table order (weights; biases sit at the
-                               accumulator format of their layer) */
+    int w_frac[4 * 64 + 4]; /* per tensor in table order (4 per layer, up to 64 layers, and
+                               the head's): weights' formats; biases' are the accumulator
+                               formats of their layer */
     size_t nw;
     double x_max, y_max; /* calibrated |I|, |Q| maxima of the input and output */
     int feat_frac[6], feat_up[6]; /* dgru: each feature's format, and the left shift of its
