@@ -45,6 +45,8 @@ int dd_cmd_ps_local(int argc, char **argv);
 int dd_cmd_fed_server(int argc, char **argv);
 int dd_cmd_fed_client(int argc, char **argv);
 int dd_cmd_fed_sim(int argc, char **argv);
+int dd_cmd_export(int argc, char **argv);
+int dd_cmd_import(int argc, char **argv);
 
 /* Prints "distdpd NAME: error: <dd_last_error()> (STATUS)" to stderr and returns 1. */
 int dd_cli_fail(const char *cmd, dd_status s);

@@ -21,6 +21,8 @@ static const dd_cli_cmd commands[] = {
     {"train-dpd", "train a DPD through a PA run's model (direct learning, or --ila)", dd_cmd_train_dpd},
     {"run", "run a trained model (PA model or DPD) over an I/Q file as one stream", dd_cmd_run},
     {"eval", "re-evaluate a training run on a data set (NMSE, ACLR, EVM)", dd_cmd_eval},
+    {"export", "export a trained model: npz/safetensors (PyTorch names) or C code, float32 or fixed point", dd_cmd_export},
+    {"import", "make a run directory from PyTorch/OpenDPD weights (npz or safetensors)", dd_cmd_import},
     {"models", "list the PA / DPD models with their default sizes (parameters, FLOPs)", dd_cmd_models},
     {"compressors", "list the gradient compressors train-pa / train-dpd --compress takes", dd_cmd_compressors},
     {"strategies", "list the parallel training strategies and the options that choose them", dd_cmd_strategies},
