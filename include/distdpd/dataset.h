@@ -163,6 +163,41 @@ dd_status dd_bin_writer_append(dd_bin_writer *w, dd_split s, const dd_cf32 *in,
 dd_status dd_bin_writer_commit(dd_bin_writer **w);
 void dd_bin_writer_abort(dd_bin_writer **w);
 
+/* Conversion between the four dataset layouts, streaming: samples go from the source
+ * to the destination in chunks of o->chunk samples (default 65536), so a dataset larger
+ * than memory converts in bounded memory (one chunk, the writers' I/O buffers; the
+ * binary source is read through its map and each chunk's pages are dropped after use).
+ *   DD_FMT_CSV_DIR  OpenDPD directory: spec.json + {train,val,test}_{input,output}.csv
+ *   DD_FMT_CSV      OpenDPD single file: DIR/data.csv (I_in,Q_in,I_out,Q_out) + spec.json
+ *   DD_FMT_SIGMF    PREFIX_input / PREFIX_output .sigmf-data/.sigmf-meta (cf32_le)
+ *   DD_FMT_BIN      distdpd binary file
+ * The source is any path dd_dataset_load takes (format detected the same way, the same
+ * errors naming file, line and field); it is read twice when it is CSV (rows are counted
+ * and checked first, so a bad line fails before anything is written). The spec is carried
+ * over; with o->has_split the recording (all splits in time order) is re-split by
+ * dd_split_counts(N, o->split) and the spec's split ratios become o->split. Every value
+ * is float32 in every format and the CSV writers print "%.9g", so samples are bit-exact
+ * through any chain of conversions. Outputs are written atomically (temporary names,
+ * renamed at the end). `out` may not be the source. info (may be NULL) receives the
+ * source's format, the spec written and the split counts written. */
+typedef enum { DD_FMT_CSV_DIR = 0, DD_FMT_CSV = 1, DD_FMT_SIGMF = 2, DD_FMT_BIN = 3 } dd_data_format;
+typedef struct {
+    int has_split;   /* re-split by split[] */
+    double split[3]; /* train, val, test ratios (>= 0, sum 1 within 1e-6) */
+    size_t chunk;    /* samples per chunk; 0 = 65536 */
+} dd_convert_opts;
+typedef struct {
+    dd_data_format from;
+    dd_spec spec;
+    size_t n[DD_SPLIT_COUNT];
+} dd_convert_info;
+/* "csv-dir", "csv", "sigmf", "bin". */
+const char *dd_data_format_name(dd_data_format f);
+/* The inverse; DD_ERR_ARG naming the choices for an unknown name. */
+dd_status dd_data_format_parse(const char *name, dd_data_format *f);
+dd_status dd_dataset_convert(const char *in, const char *out, dd_data_format to,
+                             const dd_convert_opts *o, dd_convert_info *info);
+
 #ifdef __cplusplus
 }
 #endif

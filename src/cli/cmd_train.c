@@ -151,8 +151,21 @@ static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int 
     fprintf(f, "epoch %3d/%d  loss %.4e  val NMSE %s dB  test NMSE %s dB  %s ACLR %s dBc", r->epoch, epochs,
             r->train_loss, dd_cli_fmt(a, sizeof a, r->val.nmse_db, 2), dd_cli_fmt(b, sizeof b, r->test.nmse_db, 2),
             is_dpd ? "val" : "test", dd_cli_fmt(c, sizeof c, is_dpd ? r->val.aclr.avg_db : r->test.aclr.avg_db, 2));
+    if (r->has_no_dpd) fprintf(f, " (no DPD %s)", dd_cli_fmt(a, sizeof a, r->no_dpd_val.aclr.avg_db, 2));
     if (r->has_true) fprintf(f, "  true PA ACLR %s dBc", dd_cli_fmt(a, sizeof a, r->true_test.aclr.avg_db, 2));
     fprintf(f, "  %.2f s + %.2f s eval  lr %.3g%s\n", r->time_s, r->eval_time_s, r->lr, r->best ? "  *best*" : "");
+}
+
+/* The baseline of a DPD result: the same PA model without the DPD, and what the DPD
+ * gains (dB, positive = better). */
+static void print_no_dpd_line(FILE *f, const char *lead, const dd_eval_metrics *no, const dd_eval_metrics *with) {
+    char a[32], b[32], c[32], d[32], e[32], g[32];
+    fprintf(f,
+            "%sthe PA model without the DPD: test NMSE %s dB, ACLR %s dBc, EVM %s dB; the DPD improves NMSE by %s dB, "
+            "ACLR by %s dB, EVM by %s dB\n",
+            lead, dd_cli_fmt(a, sizeof a, no->nmse_db, 2), dd_cli_fmt(b, sizeof b, no->aclr.avg_db, 2),
+            dd_cli_fmt(c, sizeof c, no->evm_db, 2), dd_cli_fmt(d, sizeof d, no->nmse_db - with->nmse_db, 2),
+            dd_cli_fmt(e, sizeof e, no->aclr.avg_db - with->aclr.avg_db, 2), dd_cli_fmt(g, sizeof g, no->evm_db - with->evm_db, 2));
 }
 
 static void on_progress(void *user, const dd_train_progress *p) {
@@ -257,6 +270,10 @@ static int read_best(const char *run, dd_epoch_record *r) {
             r->true_test.aclr.avg_db = NUM("true_test_aclr_avg_db");
             r->true_test.evm_db = NUM("true_test_evm_db");
             r->has_true = !isnan(r->true_test.aclr.avg_db);
+            r->no_dpd_test.nmse_db = NUM("test_nmse_no_dpd_db");
+            r->no_dpd_test.aclr.avg_db = NUM("test_aclr_avg_no_dpd_db");
+            r->no_dpd_test.evm_db = NUM("test_evm_no_dpd_db");
+            r->has_no_dpd = !isnan(r->no_dpd_test.aclr.avg_db);
 #undef NUM
             found = 1;
         }
@@ -1043,6 +1060,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
                 printf("best epoch: %d: val NMSE %s dB, test NMSE %s dB, test ACLR %s dBc, test EVM %s dB\n", b.epoch,
                        dd_cli_fmt(a1, sizeof a1, b.val.nmse_db, 2), dd_cli_fmt(a2, sizeof a2, b.test.nmse_db, 2),
                        dd_cli_fmt(a3, sizeof a3, b.test.aclr.avg_db, 2), dd_cli_fmt(a4, sizeof a4, b.test.evm_db, 2));
+                if (b.has_no_dpd) print_no_dpd_line(stdout, "no DPD:    ", &b.no_dpd_test, &b.test);
                 if (b.has_true)
                     printf("true PA:    with the DPD, test ACLR %s dBc, EVM %s dB (see config.json for the PA without it)\n",
                            dd_cli_fmt(a1, sizeof a1, b.true_test.aclr.avg_db, 2),
@@ -1432,6 +1450,20 @@ int dd_cmd_eval(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "epoch", rec.epoch);
         json_metrics(o, "val", &rec.val);
         json_metrics(o, "test", &rec.test);
+        if (rec.has_no_dpd) {
+            const dd_eval_metrics *nd[2] = {&rec.no_dpd_val, &rec.no_dpd_test}, *wd[2] = {&rec.val, &rec.test};
+            for (int k = 0; k < 2; k++) {
+                char keys[DD_NO_DPD_KEYS][48];
+                double vals[DD_NO_DPD_KEYS];
+                dd_eval_no_dpd_keys(k == 0 ? "val" : "test", nd[k], wd[k], keys, vals);
+                for (int i = 0; i < DD_NO_DPD_KEYS; i++) {
+                    if (isfinite(vals[i]))
+                        cJSON_AddNumberToObject(o, keys[i], vals[i]);
+                    else
+                        cJSON_AddNullToObject(o, keys[i]);
+                }
+            }
+        }
         if (rec.has_true) {
             json_metrics(o, "true_val", &rec.true_val);
             json_metrics(o, "true_test", &rec.true_test);
@@ -1451,10 +1483,13 @@ int dd_cmd_eval(int argc, char **argv) {
         printf("%-26s %9s %9s %9s %9s %9s\n", "", "NMSE dB", "ACLR L", "ACLR R", "ACLR avg", "EVM dB");
         const char *what = rm.cfg.task == DD_TRAIN_PA ? "model" : "PA model + DPD";
         char lab[64];
+        if (rec.has_no_dpd) print_row("val: PA model, no DPD", &rec.no_dpd_val);
         snprintf(lab, sizeof lab, "val: %s", what);
         print_row(lab, &rec.val);
+        if (rec.has_no_dpd) print_row("test: PA model, no DPD", &rec.no_dpd_test);
         snprintf(lab, sizeof lab, "test: %s", what);
         print_row(lab, &rec.test);
+        if (rec.has_no_dpd) print_no_dpd_line(stdout, "", &rec.no_dpd_test, &rec.test);
         if (rec.has_true) {
             print_row("val: true PA, no DPD", &base[0]);
             print_row("val: true PA + DPD", &rec.true_val);

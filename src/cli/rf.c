@@ -373,15 +373,7 @@ static dd_status psd_rel(const dd_rf_analysis *a, const dd_cf32 *x, size_t nper,
 dd_status dd_rf_psd_rel(const dd_spec *sp, const dd_cf32 *x, size_t n, size_t nper, double *freq_mhz,
                         double *out_db) {
     DD_TRY(dd_welch(x, n, sp->fs, nper, DD_PSD_DENSITY, 0, out_db, freq_mhz));
-    double bw = sp->bw_occupied > 0 ? sp->bw_occupied : sp->bw_main;
-    double sum = 0;
-    size_t cnt = 0;
-    for (size_t i = 0; i < nper; i++)
-        if (fabs(freq_mhz[i]) < 0.45 * bw) {
-            sum += out_db[i];
-            cnt++;
-        }
-    double ref = cnt && sum > 0 ? sum / (double)cnt : 1.0;
+    const double ref = dd_psd_inband_mean(sp, out_db, freq_mhz, nper);
     for (size_t i = 0; i < nper; i++) {
         out_db[i] = dd_db10(out_db[i] / ref);
         freq_mhz[i] /= 1e6;

@@ -310,3 +310,26 @@ dd_status dd_metrics_compute(const dd_cf32 *ref, const dd_cf32 *test, size_t n,
     *out = m;
     return DD_OK;
 }
+
+dd_status dd_metrics_compute_gain(const dd_cf32 *ref, const dd_cf32 *test, size_t n, const dd_spec *spec,
+                                  dd_aclr_def aclr_def, int nmse_pooled, int auto_gain, dd_cf64 gain,
+                                  dd_cf64 *gain_used, dd_metric_set *out) {
+    const char *who = "dd_metrics_compute_gain";
+    if (!ref || !test || !out) return dd_error(DD_ERR_ARG, "%s: NULL argument", who);
+    if (n == 0) return dd_error(DD_ERR_ARG, "%s: no samples", who);
+    dd_cf64 g = gain;
+    if (auto_gain) {
+        int lag;
+        DD_TRY(dd_align(ref, test, n, 0, &lag, &g));
+    }
+    if (!isfinite(creal(g)) || !isfinite(cimag(g)) || !(cabs(g) > 0))
+        return dd_error(DD_ERR_RANGE, "%s: the gain (%g%+gi) must be finite and non-zero", who, creal(g), cimag(g));
+    dd_cf32 *t = dd_calloc(n, sizeof(dd_cf32));
+    if (!t) return dd_error(DD_ERR_NOMEM, "%s: out of memory for %zu samples", who, n);
+    const dd_cf64 inv = 1.0 / g;
+    for (size_t i = 0; i < n; i++) t[i] = (dd_cf32)((dd_cf64)test[i] * inv);
+    dd_status st = dd_metrics_compute(ref, t, n, spec, aclr_def, nmse_pooled, out);
+    dd_free(t);
+    if (st == DD_OK && gain_used) *gain_used = g;
+    return st;
+}

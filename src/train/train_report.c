@@ -2,7 +2,9 @@
  * ACLR per epoch), time per epoch, the per-epoch table, and the spectra of the best
  * model on the test split (PA model: measured output, prediction and error; DPD: the
  * target G x and the PA model's output without and with the DPD, plus the true PA's
- * when the data set is simulated). */
+ * when the data set is simulated). A DPD run's baseline (the same PA model without the
+ * DPD) is in the summary with the improvement in dB and drawn as reference lines in the
+ * NMSE and ACLR curves. Spectra are in dB relative to the reference's in-band mean. */
 #include <complex.h>
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +51,8 @@ static dd_status epoch_plot(dd_report *r, const char *title, const char *ylabel,
     return dd_report_plot(r, &o, s, (size_t)k);
 }
 
-/* PSD in dB (segmented, OpenDPD's) of up to 4 signals of n samples. */
+/* PSD (segmented, OpenDPD's) of up to 4 signals of n samples, in dB relative to the
+ * in-band mean of the first (dd_psd_inband_mean). */
 static dd_status psd_plot(dd_report *r, const dd_spec *sp, const char *title, const dd_cf32 *const *sig,
                           const size_t *ns, const char *const *labels, int nsig) {
     const size_t T = sp->nperseg;
@@ -62,9 +65,12 @@ static dd_status psd_plot(dd_report *r, const dd_spec *sp, const char *title, co
     }
     dd_series s[4];
     memset(s, 0, sizeof s);
+    double ref = 1.0;
     for (int i = 0; i < nsig; i++) {
         if ((st = dd_psd_segmented(sig[i], ns[i], sp->fs, T, DD_PSD_SPECTRUM, psd + (size_t)i * T, freq)) != DD_OK) goto done;
-        for (size_t k = 0; k < T; k++) psd[(size_t)i * T + k] = db(psd[(size_t)i * T + k]);
+        /* dB relative to the in-band mean of the first (reference) signal, as every report */
+        if (i == 0) ref = dd_psd_inband_mean(sp, psd, freq, T);
+        for (size_t k = 0; k < T; k++) psd[(size_t)i * T + k] = db(psd[(size_t)i * T + k] / ref);
         s[i].label = labels[i];
         s[i].x = freq;
         s[i].y = psd + (size_t)i * T;
@@ -76,7 +82,7 @@ static dd_status psd_plot(dd_report *r, const dd_spec *sp, const char *title, co
     dd_plot_opts_default(&o);
     o.title = title;
     o.xlabel = "frequency (MHz)";
-    o.ylabel = "power per bin (dB)";
+    o.ylabel = "PSD (dB rel. in-band mean)";
     o.y_span_max = 100.0;
     o.reduce = DD_PLOT_REDUCE_MAX;
     st = dd_report_plot(r, &o, s, (size_t)nsig);
@@ -140,6 +146,14 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
             ROW("test ACLR L/R/avg (best)", "%s / %s / %s dBc", fmt(a, sizeof a, bestr->test.aclr.left_db, 2),
                 fmt(b, sizeof b, bestr->test.aclr.right_db, 2), fmt(c, sizeof c, bestr->test.aclr.avg_db, 2));
             ROW("test spectral EVM (best)", "%s dB", fmt(a, sizeof a, bestr->test.evm_db, 2));
+            if (bestr->has_no_dpd) {
+                const dd_eval_metrics *nd = &bestr->no_dpd_test, *wd = &bestr->test;
+                ROW("PA model without DPD, test NMSE / ACLR avg / EVM", "%s dB / %s dBc / %s dB",
+                    fmt(a, sizeof a, nd->nmse_db, 2), fmt(b, sizeof b, nd->aclr.avg_db, 2), fmt(c, sizeof c, nd->evm_db, 2));
+                ROW("improvement by the DPD (test NMSE / ACLR / EVM)", "%s / %s / %s dB",
+                    fmt(a, sizeof a, nd->nmse_db - wd->nmse_db, 2), fmt(b, sizeof b, nd->aclr.avg_db - wd->aclr.avg_db, 2),
+                    fmt(c, sizeof c, nd->evm_db - wd->evm_db, 2));
+            }
             if (bestr->has_true) {
                 ROW("true PA without DPD, test ACLR avg / EVM", "%s dBc / %s dB", fmt(a, sizeof a, tr->ev[1].base.aclr.avg_db, 2),
                     fmt(b, sizeof b, tr->ev[1].base.evm_db, 2));
@@ -153,13 +167,13 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
 
     /* learning curves */
     if (n > 0) {
-        arr = calloc(12 * n, sizeof(double));
+        arr = calloc(16 * n, sizeof(double));
         if (!arr) {
             st = DD_ERR_NOMEM;
             goto done;
         }
-        double *x = arr, *y[11];
-        for (int k = 0; k < 11; k++) y[k] = arr + (size_t)(k + 1) * n;
+        double *x = arr, *y[15];
+        for (int k = 0; k < 15; k++) y[k] = arr + (size_t)(k + 1) * n;
         for (size_t i = 0; i < n; i++) {
             x[i] = h[i].epoch;
             y[0][i] = db(h[i].train_loss);
@@ -173,16 +187,24 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
             y[8][i] = h[i].has_true ? h[i].true_test.aclr.avg_db : NAN;
             y[9][i] = h[i].time_s;
             y[10][i] = h[i].eval_time_s;
+            /* reference lines: the PA model without the DPD (constant over the epochs) */
+            y[11][i] = h[i].has_no_dpd ? h[i].no_dpd_val.nmse_db : NAN;
+            y[12][i] = h[i].has_no_dpd ? h[i].no_dpd_test.nmse_db : NAN;
+            y[13][i] = h[i].has_no_dpd ? h[i].no_dpd_val.aclr.avg_db : NAN;
+            y[14][i] = h[i].has_no_dpd ? h[i].no_dpd_test.aclr.avg_db : NAN;
         }
         if ((st = dd_report_heading(r, "Learning curves")) != DD_OK) goto done;
         const char *l1[3] = {"train loss", "val loss", "test loss"};
         if ((st = epoch_plot(r, "MSE loss per epoch", "loss (dB)", x, y, l1, 3, n)) != DD_OK) goto done;
-        const char *l2[2] = {"val NMSE", "test NMSE"};
+        double *y2[4] = {y[3], y[4], y[11], y[12]};
+        const char *l2[4] = {"val NMSE", "test NMSE", "val, PA model without DPD", "test, PA model without DPD"};
         if ((st = epoch_plot(r, cfg->task == DD_TRAIN_PA ? "NMSE of the PA model" : "NMSE of PA_model(DPD(x)) vs G x",
-                             "NMSE (dB)", x, y + 3, l2, 2, n)) != DD_OK)
+                             "NMSE (dB)", x, y2, l2, 4, n)) != DD_OK)
             goto done;
-        const char *l3[4] = {"val ACLR", "test ACLR", "true PA val ACLR", "true PA test ACLR"};
-        if ((st = epoch_plot(r, "ACLR (OpenDPD definition, average of left and right)", "ACLR (dBc)", x, y + 5, l3, 4, n)) != DD_OK)
+        double *y3[6] = {y[5], y[6], y[7], y[8], y[13], y[14]};
+        const char *l3[6] = {"val ACLR",         "test ACLR", "true PA val ACLR", "true PA test ACLR", "val, PA model without DPD",
+                             "test, PA model without DPD"};
+        if ((st = epoch_plot(r, "ACLR (OpenDPD definition, average of left and right)", "ACLR (dBc)", x, y3, l3, 6, n)) != DD_OK)
             goto done;
         const char *l4[2] = {"training", "evaluation"};
         if ((st = epoch_plot(r, "Time per epoch", "seconds", x, y + 9, l4, 2, n)) != DD_OK) goto done;
