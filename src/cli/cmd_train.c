@@ -1060,7 +1060,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
                 printf("best epoch: %d: val NMSE %s dB, test NMSE %s dB, test ACLR %s dBc, test EVM %s dB\n", b.epoch,
                        dd_cli_fmt(a1, sizeof a1, b.val.nmse_db, 2), dd_cli_fmt(a2, sizeof a2, b.test.nmse_db, 2),
                        dd_cli_fmt(a3, sizeof a3, b.test.aclr.avg_db, 2), dd_cli_fmt(a4, sizeof a4, b.test.evm_db, 2));
-                if (b.has_no_dpd) print_no_dpd_line(stdout, "no DPD:    ", &b.no_dpd_test, &b.test);
+                if (b.has_no_dpd) print_no_dpd_line(stdout, "baseline:   ", &b.no_dpd_test, &b.test);
                 if (b.has_true)
                     printf("true PA:    with the DPD, test ACLR %s dBc, EVM %s dB (see config.json for the PA without it)\n",
                            dd_cli_fmt(a1, sizeof a1, b.true_test.aclr.avg_db, 2),
