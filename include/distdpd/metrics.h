@@ -60,7 +60,10 @@ dd_status dd_nmse_segmented_db(const dd_cf32 *ref, const dd_cf32 *test, size_t n
 
 typedef enum {
     DD_ACLR_OPENDPD = 0, /* adjacent sub-channel-wide bands vs max sub-channel power */
-    DD_ACLR_3GPP = 1     /* adjacent channels at +-bw_main, measured over bw_occupied */
+    DD_ACLR_3GPP = 1,    /* adjacent channels at +-bw_main, measured over bw_occupied */
+    DD_ACLR_OPENDPD_WELCH = 2 /* OpenDPD's bands on the Welch PSD of the whole signal
+                               * (50 % overlapping Hann segments, mean removed), not on
+                               * segments aligned to multiples of nperseg; n >= nperseg */
 } dd_aclr_def;
 
 typedef struct {
@@ -81,6 +84,17 @@ typedef struct {
  * DD_ERR_ARG naming the field; DD_ERR_RANGE if the main channel holds no power. */
 dd_status dd_aclr(const dd_cf32 *x, size_t n, const dd_spec *spec, dd_aclr_def def,
                   dd_aclr_result *out);
+
+/* The reports' sentence for an OpenDPD ACLR (aligned segments) that disagrees with the
+ * same bands on the Welch PSD: when |aligned.avg - welch.avg| > tol_db, writes one
+ * sentence naming both numbers and the likely cause, found from the numbers: aligned far
+ * below Welch (> 20 dB) = a signal repeating in aligned nperseg-sample blocks; aligned
+ * below Welch = changes at the block edges; aligned above Welch with n (the samples
+ * measured, the shortest split) not a multiple of nperseg = the zero-padded last segment;
+ * into buf, and returns 1; else returns 0 with buf "". what names the signal. */
+#define DD_ACLR_AGREE_DB 3.0 /* "a few dB": the reports' tol_db */
+int dd_aclr_disagreement(const char *what, const dd_aclr_result *aligned, const dd_aclr_result *welch, size_t n,
+                         size_t nperseg, double tol_db, char *buf, size_t cap);
 
 /* OpenDPD's spectral "EVM" proxy in dB (per segment FFT, per sub-channel mean
  * |X_test - X_ref| / mean |X_ref|, averaged over sub-channels, mean over segments,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distdpd/metrics.h"
 #include "distdpd/report.h"
 #include "distdpd/train.h"
 #include "train_internal.h"
@@ -92,12 +93,49 @@ done:
     return st;
 }
 
+/* AM/AM and AM/PM of the model against the measured output, each in one plot: binned
+ * medians of gain and phase against the input level (dd_amam_ampm, each normalised by its
+ * own least-squares gain), x the PA input, y the measured and m the model output. */
+static dd_status amam_plots(dd_report *r, const dd_cf32 *x, const dd_cf32 *y, const dd_cf32 *m, size_t n) {
+    dd_amam_curve cy, cm;
+    memset(&cy, 0, sizeof cy);
+    memset(&cm, 0, sizeof cm);
+    dd_status st = dd_amam_ampm(x, y, n, 60, 30.0, &cy);
+    if (st == DD_OK) st = dd_amam_ampm(x, m, n, 60, 30.0, &cm);
+    if (st != DD_OK) { /* e.g. a split too short: no plot, the report goes on */
+        dd_error_clear();
+        st = DD_OK;
+        goto done;
+    }
+    dd_series s[2];
+    memset(s, 0, sizeof s);
+    s[0] = (dd_series){"measured PA output", cy.in_db, cy.gain_db, cy.nbins, DD_SERIES_BOTH, "#d62728"};
+    s[1] = (dd_series){"model output", cm.in_db, cm.gain_db, cm.nbins, DD_SERIES_BOTH, "#1f77b4"};
+    dd_plot_opts o;
+    dd_plot_opts_default(&o);
+    o.title = "AM/AM: model against the measured output (test split)";
+    o.xlabel = "input level (dB rel. peak)";
+    o.ylabel = "gain (dB rel. linear fit)";
+    o.caption = "Median of |y| / (|g| |x|) per 0.5 dB bin of the input level, g each signal's least-squares gain.";
+    if ((st = dd_report_plot(r, &o, s, 2)) != DD_OK) goto done;
+    s[0].y = cy.phase_deg;
+    s[1].y = cm.phase_deg;
+    o.title = "AM/PM: model against the measured output (test split)";
+    o.ylabel = "phase (degrees)";
+    o.caption = "Median of the phase of y x* / g per 0.5 dB bin of the input level.";
+    st = dd_report_plot(r, &o, s, 2);
+done:
+    dd_amam_free(&cy);
+    dd_amam_free(&cm);
+    return st;
+}
+
 dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *command) {
     const dd_train_cfg *cfg = &tr->cfg;
     const size_t n = tr->nhist;
     const dd_epoch_record *h = tr->hist;
     dd_report *r = NULL;
-    char title[256], buf[512], a[32], b[32], c[32], d[32];
+    char title[256], buf[1024], a[32], b[32], c[32], d[32];
     double *arr = NULL;
     dd_cf32 *tmp = NULL, *tmp2 = NULL;
     dd_status st;
@@ -167,13 +205,22 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
 
     /* learning curves */
     if (n > 0) {
-        arr = calloc(16 * n, sizeof(double));
+        arr = calloc(18 * n, sizeof(double));
         if (!arr) {
             st = DD_ERR_NOMEM;
             goto done;
         }
-        double *x = arr, *y[15];
-        for (int k = 0; k < 15; k++) y[k] = arr + (size_t)(k + 1) * n;
+        double *x = arr, *y[17];
+        for (int k = 0; k < 17; k++) y[k] = arr + (size_t)(k + 1) * n;
+        /* PA runs: the measured output's ACLR (the same OpenDPD definition on the same
+         * padded segments) as the reference the model's ACLR should reach */
+        double meas[2] = {NAN, NAN};
+        for (int k = 0; cfg->task == DD_TRAIN_PA && k < 2; k++) {
+            dd_aclr_result ar;
+            if (tr->ev[k].n && dd_aclr(tr->ev[k].ref, tr->ev[k].npad, &tr->ds->spec, DD_ACLR_OPENDPD, &ar) == DD_OK)
+                meas[k] = ar.avg_db;
+            dd_error_clear();
+        }
         for (size_t i = 0; i < n; i++) {
             x[i] = h[i].epoch;
             y[0][i] = db(h[i].train_loss);
@@ -192,6 +239,8 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
             y[12][i] = h[i].has_no_dpd ? h[i].no_dpd_test.nmse_db : NAN;
             y[13][i] = h[i].has_no_dpd ? h[i].no_dpd_val.aclr.avg_db : NAN;
             y[14][i] = h[i].has_no_dpd ? h[i].no_dpd_test.aclr.avg_db : NAN;
+            y[15][i] = meas[0];
+            y[16][i] = meas[1];
         }
         if ((st = dd_report_heading(r, "Learning curves")) != DD_OK) goto done;
         const char *l1[3] = {"train loss", "val loss", "test loss"};
@@ -204,6 +253,12 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
         double *y3[6] = {y[5], y[6], y[7], y[8], y[13], y[14]};
         const char *l3[6] = {"val ACLR",         "test ACLR", "true PA val ACLR", "true PA test ACLR", "val, PA model without DPD",
                              "test, PA model without DPD"};
+        if (cfg->task == DD_TRAIN_PA) { /* the model's ACLR against the measured output's */
+            y3[2] = y[15];
+            y3[3] = y[16];
+            l3[2] = "val, measured PA output";
+            l3[3] = "test, measured PA output";
+        }
         if ((st = epoch_plot(r, "ACLR (OpenDPD definition, average of left and right)", "ACLR (dBc)", x, y3, l3, 6, n)) != DD_OK)
             goto done;
         const char *l4[2] = {"training", "evaluation"};
@@ -230,6 +285,7 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
             size_t ns[3] = {np, np, np};
             const char *lab[3] = {"measured PA output", "model output", "error"};
             if ((st = psd_plot(r, &tr->ds->spec, "PA output vs model", sig, ns, lab, 3)) != DD_OK) goto done;
+            if ((st = amam_plots(r, tr->ds->in[DD_SPLIT_TEST], ev->ref, pred, ev->n)) != DD_OK) goto done;
         } else {
             if ((st = dd_model_run_stream(tr->pa, tr->pa_params, tr->ds->in[DD_SPLIT_TEST], tmp, ev->n)) != DD_OK) goto done;
             const dd_cf32 *sig[3] = {ev->ref, tmp, pred};
@@ -255,6 +311,26 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
                          fmt(c, sizeof c, ev->base.evm_db, 2), fmt(d, sizeof d, tm.evm_db, 2));
                 if ((st = dd_report_paragraph(r, buf)) != DD_OK) goto done;
             }
+        }
+    }
+
+    /* the aligned-segment ACLR against the Welch one (test split): one sentence each when
+     * they disagree by more than a few dB */
+    if (tr->ev[1].n >= tr->ds->spec.nperseg) {
+        const dd_eval_split *ev = &tr->ev[1];
+        const dd_cf32 *sig[2] = {ev->ref, ev->pred};
+        const char *what[2] = {cfg->task == DD_TRAIN_PA ? "the measured PA output (test split)" : "the target G x (test split)",
+                               cfg->task == DD_TRAIN_PA ? "the model output (test split)" : "PA_model(DPD(x)) (test split)"};
+        for (int k = 0; k < 2; k++) {
+            dd_aclr_result al, we;
+            if (dd_aclr(sig[k], ev->npad, &tr->ds->spec, DD_ACLR_OPENDPD, &al) != DD_OK ||
+                dd_aclr(sig[k], ev->npad, &tr->ds->spec, DD_ACLR_OPENDPD_WELCH, &we) != DD_OK) {
+                dd_error_clear();
+                continue;
+            }
+            if (dd_aclr_disagreement(what[k], &al, &we, ev->n, tr->ds->spec.nperseg, DD_ACLR_AGREE_DB, buf, sizeof buf) &&
+                (st = dd_report_paragraph(r, buf)) != DD_OK)
+                goto done;
         }
     }
 
