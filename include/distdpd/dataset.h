@@ -93,6 +93,10 @@ dd_status dd_spec_check(const dd_spec *s, const char *where);
 dd_status dd_csv_read_iq(const char *path, dd_cf32 **x, size_t *n);
 /* Writes x as "I,Q" CSV with "%.9g" values (atomically; refuses NaN/Inf). */
 dd_status dd_csv_write_iq(const char *path, const dd_cf32 *x, size_t n);
+/* Writes ncplx complex columns of n samples each as CSV under the header line `header`
+ * (e.g. "I,Q,I_dpd,Q_dpd": 2 ncplx names), "%.9g" values, atomically; refuses NaN/Inf. */
+dd_status dd_csv_write_columns(const char *path, const char *header, const dd_cf32 *const *cols, int ncplx,
+                               size_t n);
 /* Reads spec.json: input_signal_fs, bw_main_ch, bw_sub_ch, n_sub_ch, nperseg required;
  * split_ratios ({"train","val","test"} or [r0,r1,r2], default 0.6/0.2/0.2),
  * dataset_format ("split_csv" (default) or "single_csv"; else DD_ERR_UNSUPPORTED) and

@@ -1230,6 +1230,7 @@ static int overwrites_input(const char *in, const char *out, char which[4200]) {
 
 static void help_run(void) {
     printf("usage: distdpd run --run RUN --in X --out Y [options]\n"
+           "       distdpd run --run RUN --dpd-out FILE [--data DIR]\n"
            "\n"
            "Runs the best model of a training run (a PA model, or a DPD) over the I/Q file X\n"
            "of any length as one continuous stream (zero initial state, bounded memory) and\n"
@@ -1244,7 +1245,13 @@ static void help_run(void) {
            "  --out Y             output I/Q file\n"
            "  --ckpt C            best (default) or last\n"
            "  --through-pa        DPD runs: also pass the DPD output through the run's PA model\n"
-           "                      (writes PA_model(DPD(x)))\n"
+           "                      (writes PA_model(DPD(x)); with the run's spec, prints it\n"
+           "                      against G x next to the PA model without the DPD)\n"
+           "  --dpd-out FILE      DPD runs: OpenDPD's run_dpd output instead of (or as well as)\n"
+           "                      --in/--out: the test split of the data set as one stream,\n"
+           "                      CSV with columns I,Q,I_dpd,Q_dpd (input, DPD output), and\n"
+           "                      the PA model's result with and without the DPD\n"
+           "  --data DIR          the data set of --dpd-out (default: the run's)\n"
            "  --fs HZ             sample rate for SigMF output (default: the input's, else the\n"
            "                      run's data set)\n"
            "  -q, --quiet         no summary;  -v, --verbose: more log output\n"
@@ -1255,15 +1262,16 @@ static void help_run(void) {
 
 int dd_cmd_run(int argc, char **argv) {
     static const char *const NAME = "run";
-    enum { O_RUN = 256, O_IN, O_OUT, O_CKPT, O_THROUGH, O_FS };
+    enum { O_RUN = 256, O_IN, O_OUT, O_CKPT, O_THROUGH, O_FS, O_DPD_OUT, O_DATA };
     static const struct option longopts[] = {
         {"run", required_argument, NULL, O_RUN},       {"in", required_argument, NULL, O_IN},
         {"out", required_argument, NULL, O_OUT},       {"ckpt", required_argument, NULL, O_CKPT},
         {"through-pa", no_argument, NULL, O_THROUGH},  {"fs", required_argument, NULL, O_FS},
+        {"dpd-out", required_argument, NULL, O_DPD_OUT}, {"data", required_argument, NULL, O_DATA},
         {"verbose", no_argument, NULL, 'v'},           {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     static const char *const ckpts[] = {"best", "last", NULL};
-    const char *run = NULL, *in = NULL, *out = NULL;
+    const char *run = NULL, *in = NULL, *out = NULL, *dpd_out = NULL, *data = NULL;
     int ck = 0, through = 0, verbosity = 0, c, rc;
     double fs = 0;
     optind = 0;
@@ -1277,6 +1285,8 @@ int dd_cmd_run(int argc, char **argv) {
             if ((rc = dd_cli_parse_choice(NAME, "--ckpt", optarg, ckpts, &ck))) return rc;
             break;
         case O_THROUGH: through = 1; break;
+        case O_DPD_OUT: dpd_out = optarg; break;
+        case O_DATA: data = optarg; break;
         case O_FS:
             if ((rc = dd_cli_parse_double(NAME, "--fs", optarg, 1.0, 1e13, &fs))) return rc;
             break;
@@ -1288,6 +1298,16 @@ int dd_cmd_run(int argc, char **argv) {
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
     if (!run) return dd_cli_usage(NAME, "missing --run RUN");
+    if (data && !dpd_out) return dd_cli_usage(NAME, "--data is the data set of --dpd-out");
+    if (dpd_out && !in && !out) { /* OpenDPD's run_dpd alone */
+        dd_cli_log_init(verbosity);
+        dd_run_model rd;
+        dd_status sd = dd_run_model_load(run, ckpts[ck], &rd);
+        if (sd != DD_OK) return dd_cli_fail(NAME, sd);
+        int r = dd_cli_run_dpd_out(NAME, &rd, run, data, dpd_out, verbosity);
+        dd_run_model_free(&rd);
+        return r;
+    }
     if (!in) return dd_cli_usage(NAME, "missing --in X");
     if (!out) return dd_cli_usage(NAME, "missing --out Y");
     char same[4200];
@@ -1336,6 +1356,13 @@ int dd_cmd_run(int argc, char **argv) {
         printf("%s: %zu samples through %s (%s, epoch %d%s) in %.3f s\n", out, n, dd_model_name(rm.model),
                rm.cfg.task == DD_TRAIN_PA ? "PA model" : "DPD", rm.epoch, through ? ", then its PA model" : "",
                dd_now() - t0);
+    /* a DPD result through the PA model: with its baseline (the PA model alone) */
+    if (through && rm.has_spec && verbosity >= 0 && dd_cli_dpd_baseline(stdout, &rm, &rm.spec, x, y, n) != DD_OK)
+        printf("baseline not measured: %s\n", dd_last_error());
+    if (dpd_out && (rc = dd_cli_run_dpd_out(NAME, &rm, run, data, dpd_out, verbosity)) != DD_EXIT_OK) {
+        ret = rc;
+        goto cleanup;
+    }
     goto cleanup;
 fail:
     ret = dd_cli_fail(NAME, st);

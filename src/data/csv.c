@@ -305,10 +305,18 @@ dd_status dd_csv_write_rows(dd_afile *a, const dd_cf32 *const *cols, int ncplx, 
 
 dd_status dd_csv_write_iq(const char *path, const dd_cf32 *x, size_t n) {
     if (!path || (!x && n)) return dd_error(DD_ERR_ARG, "dd_csv_write_iq: NULL argument");
+    const dd_cf32 *cols[1] = {x};
+    return dd_csv_write_columns(path, "I,Q", cols, 1, n);
+}
+
+dd_status dd_csv_write_columns(const char *path, const char *header, const dd_cf32 *const *cols, int ncplx,
+                               size_t n) {
+    if (!path || !header || !cols || ncplx < 1) return dd_error(DD_ERR_ARG, "dd_csv_write_columns: bad argument");
+    for (int c = 0; c < ncplx; c++)
+        if (!cols[c] && n) return dd_error(DD_ERR_ARG, "dd_csv_write_columns: column %d is NULL", c);
     dd_afile a;
     DD_TRY(dd_afile_open(&a, path));
-    const dd_cf32 *cols[1] = {x};
-    dd_status st = dd_csv_write_cols(&a, "I,Q", cols, 1, n);
+    dd_status st = dd_csv_write_cols(&a, header, cols, ncplx, n);
     if (st == DD_OK) st = dd_afile_commit(&a);
     if (st != DD_OK) dd_afile_abort(&a);
     return st;

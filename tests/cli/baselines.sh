@@ -5,6 +5,8 @@
 # keeps them. Independent check: the DPD run's no-DPD ACLR (PA_model(x), OpenDPD ACLR on
 # the val and test splits) equals the ACLR that `eval` of the PA run itself measures on
 # them (another code path: the PA run's trainer). A PA-model run has no such keys.
+# run --dpd-out writes OpenDPD's run_dpd CSV (I,Q,I_dpd,Q_dpd of the test split), checked
+# against the test split's file and against `run` over the same input.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -77,4 +79,29 @@ expect_rc 0 "train-dpd --resume"
 R1=$(head -n 1 "$TMP/dpd_b/metrics.jsonl")
 near "$(json_num "$R1" test_aclr_avg_no_dpd_db)" "$(json_num "$L1" test_aclr_avg_no_dpd_db)" 1e-9 \
     "resumed run: epoch 1 keeps its baseline"
+# run --dpd-out: OpenDPD's run_dpd layout (I,Q,I_dpd,Q_dpd on the test split), the I,Q
+# columns the test split's input, the I_dpd,Q_dpd columns what `run` streams from it
+run run --run "$TMP/dpd" --dpd-out "$TMP/dpd_out.csv"
+expect_rc 0 "run --dpd-out"
+has "$(head -n 1 "$TMP/dpd_out.csv")" "I,Q,I_dpd,Q_dpd" "run_dpd header"
+nrow=$(($(wc -l <"$TMP/dpd_out.csv") - 1)); ntest=$(($(wc -l <"$D/test_input.csv") - 1))
+[ "$nrow" -eq "$ntest" ] && pass || fail "--dpd-out has $nrow rows, the test split $ntest"
+cmp -s <(tail -n +2 "$TMP/dpd_out.csv" | cut -d, -f1,2) <(tail -n +2 "$D/test_input.csv") && pass ||
+    fail "I,Q columns are not the test split's input"
+run run --run "$TMP/dpd" --in "$D/test_input.csv" --out "$TMP/u.csv"
+expect_rc 0 "run --in test_input.csv"
+cmp -s <(tail -n +2 "$TMP/dpd_out.csv" | cut -d, -f3,4) <(tail -n +2 "$TMP/u.csv") && pass ||
+    fail "I_dpd,Q_dpd columns differ from run's stream over the same input"
+run run --run "$TMP/dpd" --dpd-out "$TMP/dpd_out2.csv" -q
+has "$(cat "$TMP/dpd_out2.csv")" "I,Q,I_dpd,Q_dpd" "--dpd-out -q writes the file"
+run run --run "$TMP/dpd" --dpd-out "$TMP/dpd_out.csv"
+has "$OUT" "baseline:   the PA model without the DPD: NMSE" "run: the DPD result with its baseline"
+run run --run "$TMP/pa" --dpd-out "$TMP/x.csv"
+expect_rc 2 "--dpd-out of a PA run"
+has "$ERR" "--dpd-out needs a DPD run" "--dpd-out of a PA run: message"
+run run --run "$TMP/dpd" --in "$D/test_input.csv" --out "$TMP/z.csv" --through-pa
+expect_rc 0 "run --through-pa"
+has "$OUT" "baseline:   the PA model without the DPD" "--through-pa prints the baseline"
+run run --run "$TMP/dpd" --in "$D/test_input.csv" --out "$TMP/z2.csv" --data "$D"
+expect_rc 2 "--data without --dpd-out"
 finish
