@@ -12,23 +12,13 @@
 #include <math.h>
 #include <string.h>
 
-static char g_dir[512];
-
-static const char *P(const char *name) {
-    static char buf[8][1024];
-    static int k;
-    char *b = buf[k++ & 7];
-    snprintf(b, sizeof buf[0], "%s/%s", g_dir, name);
-    return b;
-}
+#include "data_test_util.h"
 
 /* The output path of a format under name. */
 static const char *out_path(dd_data_format f, const char *name) {
-    static char b[4][1024];
-    static int k;
-    char *p = b[k++ & 3];
-    snprintf(p, sizeof b[0], "%s/%s%s", g_dir, name, f == DD_FMT_BIN ? ".ddb" : "");
-    return p;
+    char nm[96];
+    snprintf(nm, sizeof nm, "%s%s", name, f == DD_FMT_BIN ? ".ddb" : "");
+    return P(nm);
 }
 
 static uint64_t lcg(uint64_t *s) {
@@ -71,13 +61,7 @@ int main(void) {
         y[i] = CMPLXF(rnd(&seed, i + 7), rnd(&seed, i + 11));
     }
     dd_spec sp;
-    dd_spec_default(&sp);
-    sp.fs = 491.52e6;
-    sp.bw_main = 100e6;
-    sp.bw_sub = 20e6;
-    sp.n_sub = 5;
-    sp.nperseg = 1234;
-    sp.bw_occupied = 98.28e6;
+    data_test_spec(&sp);
     sp.split[0] = (double)n[0] / (double)N; /* reproduces n[] (single CSV keeps the counts) */
     sp.split[1] = (double)n[1] / (double)N;
     sp.split[2] = 1.0 - sp.split[0] - sp.split[1];
@@ -195,16 +179,7 @@ int main(void) {
     {
         /* a NaN in a binary source: found in the chunk that holds it, named with split and sample */
         size_t len = 0;
-        FILE *fp = fopen(src[DD_FMT_BIN], "rb");
-        char *buf = NULL;
-        if (fp) {
-            fseek(fp, 0, SEEK_END);
-            len = (size_t)ftell(fp);
-            fseek(fp, 0, SEEK_SET);
-            buf = malloc(len);
-            if (buf && fread(buf, 1, len, fp) != len) len = 0;
-            fclose(fp);
-        }
+        char *buf = (char *)slurp(src[DD_FMT_BIN], &len);
         const dd_cf32 *target = y + n[0] + n[1] + 10; /* test output, sample 10 */
         char *hit = NULL;
         for (size_t i = 0; buf && i + 8 <= len && !hit; i++)
@@ -213,9 +188,7 @@ int main(void) {
         if (hit) {
             const float nan = NAN;
             memcpy(hit + 4, &nan, 4);
-            fp = fopen(P("nan.ddb"), "wb");
-            CHECK(fp && fwrite(buf, 1, len, fp) == len, "write nan.ddb");
-            if (fp) fclose(fp);
+            write_bytes(P("nan.ddb"), buf, len);
             CHECK_ERR(dd_dataset_convert(P("nan.ddb"), P("nan_out"), DD_FMT_CSV, NULL, NULL), DD_ERR_RANGE,
                       "split 'test' output, sample 10 is NaN");
         }

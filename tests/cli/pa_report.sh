@@ -10,10 +10,8 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-D=$TMP/sim
-run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
-expect_rc 0 simulate
-run train-pa --data "$D" --model gru --hidden 6 --frame 32 --stride 4 --batch 32 --lr 2e-2 --epochs 1 --out "$TMP/pa" -q
+small_sim
+run train-pa --data "$D" "${SMALL[@]}" --epochs 1 --out "$TMP/pa" -q
 expect_rc 0 train-pa
 R=$(cat "$TMP/pa/report.html")
 has "$R" "AM/AM: model against the measured output (test split)" "AM/AM plot"
