@@ -101,4 +101,16 @@ expect_rc 0 "run --through-pa"
 has "$OUT" "baseline:   the PA model without the DPD" "--through-pa prints the baseline"
 run run --run "$TMP/dpd" --in "$D/test_input.csv" --out "$TMP/z2.csv" --data "$D"
 expect_rc 2 "--data without --dpd-out"
+# two data-parallel ranks: the baseline comes from rank 0 to every record, equal to one process's
+if command -v mpirun >/dev/null 2>&1; then
+    mpi_setup
+    mrun 2 train-dpd --pa-run "$TMP/pa" "${SMALL[@]}" --epochs 2 --out "$TMP/dpd_mpi" -q
+    expect_rc 0 "mpirun -np 2 train-dpd"
+    M2=$(tail -n 1 "$TMP/dpd_mpi/metrics.jsonl")
+    for k in test_aclr_avg_no_dpd_db val_nmse_no_dpd_db test_evm_no_dpd_db; do
+        near "$(json_num "$M2" $k)" "$(json_num "$L2" $k)" 1e-9 "2 ranks: $k = one process's"
+    done
+else
+    echo "mpirun not found: the 2-rank check skipped"
+fi
 finish
