@@ -4,7 +4,8 @@
  * sizes that cut across split boundaries, --split ratios giving exactly floor(N r) samples
  * with the recording unchanged in time order, and the errors named (missing source, a bad
  * CSV line with file and line, a NaN in a binary source, the output being the source, an
- * unknown format name, bad ratios). */
+ * unknown format name, bad ratios), and a ci16 SigMF pair read in chunks exactly as the
+ * loader reads it. */
 #include "distdpd/dataset.h"
 #include "dd_test.h"
 
@@ -145,6 +146,32 @@ int main(void) {
         dd_dataset_free(&got);
         dd_convert_opts bad = {1, {0.5, 0.3, 0.3}, 0};
         CHECK_ERR(dd_dataset_convert(src[DD_FMT_BIN], P("bad.ddb"), DD_FMT_BIN, &bad, NULL), DD_ERR_RANGE, "split");
+    }
+
+    /* a SigMF pair in ci16 without distdpd fields (spec from the sample rate, ratios
+     * 0.6/0.2/0.2): the chunked reader decodes exactly as the loader */
+    {
+        const size_t m = 5003;
+        dd_cf32 *a = malloc(m * sizeof *a), *b = malloc(m * sizeof *b);
+        for (size_t i = 0; i < m; i++) {
+            a[i] = CMPLXF((float)((double)(lcg(&seed) % 60001) / 30000.0 - 1.0), (float)((double)(lcg(&seed) % 60001) / 30000.0 - 1.0));
+            b[i] = CMPLXF((float)((double)(lcg(&seed) % 60001) / 30000.0 - 1.0), (float)((double)(lcg(&seed) % 60001) / 30000.0 - 1.0));
+        }
+        CHECK_OK(dd_sigmf_write(P("ci16/r_input"), a, m, 61.44e6, DD_SIGMF_CI16_LE, NULL));
+        CHECK_OK(dd_sigmf_write(P("ci16/r_output"), b, m, 61.44e6, DD_SIGMF_CI16_LE, NULL));
+        dd_dataset *want = NULL, *got = NULL;
+        CHECK_OK(dd_dataset_load(P("ci16/r"), &want));
+        dd_convert_opts opt = {0, {0, 0, 0}, 1000};
+        CHECK_OK(dd_dataset_convert(P("ci16/r"), P("ci16.ddb"), DD_FMT_BIN, &opt, NULL));
+        CHECK_OK(dd_dataset_load(P("ci16.ddb"), &got));
+        if (want && got) {
+            check_same(want, got, "sigmf ci16 -> bin");
+            CHECK(want->n[0] == 3001 && want->n[1] == 1000, "ci16 pair split %zu/%zu/%zu", want->n[0], want->n[1], want->n[2]);
+        }
+        dd_dataset_free(&want);
+        dd_dataset_free(&got);
+        free(a);
+        free(b);
     }
 
     /* errors */
