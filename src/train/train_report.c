@@ -337,15 +337,25 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
     /* per-epoch table */
     if (n > 0) {
         if ((st = dd_report_heading(r, "Per epoch")) != DD_OK) goto done;
-        const char *hd[10] = {"epoch", "time (s)", "eval (s)", "lr", "train loss", "val NMSE", "test NMSE", "val ACLR",
-                              "test ACLR", "best"};
-        if ((st = dd_report_table_begin(r, NULL, 10, hd)) != DD_OK) goto done;
+        /* a DPD run adds what the DPD gains over the PA model alone, per epoch */
+        const int nd = cfg->task != DD_TRAIN_PA && h[0].has_no_dpd;
+        const char *hd[12] = {"epoch",     "time (s)",  "eval (s)", "lr",   "train loss", "val NMSE", "test NMSE",
+                              "val ACLR", "test ACLR", "best",     "test NMSE gain vs no DPD (dB)",
+                              "test ACLR gain vs no DPD (dB)"};
+        if (nd) {
+            hd[9] = hd[10];
+            hd[10] = hd[11];
+            hd[11] = "best";
+        }
+        const size_t nc = nd ? 12 : 10;
+        if ((st = dd_report_table_begin(r, NULL, nc, hd)) != DD_OK) goto done;
         for (size_t i = 0; i < n; i++) {
-            char e[16], t1[32], t2[32], lr[32], tl[32], v1[32], v2[32], v3[32], v4[32];
+            char e[16], t1[32], t2[32], lr[32], tl[32], v1[32], v2[32], v3[32], v4[32], g1[32], g2[32];
             snprintf(e, sizeof e, "%d", h[i].epoch);
             snprintf(lr, sizeof lr, "%.3g", h[i].lr);
             snprintf(tl, sizeof tl, "%.4g", h[i].train_loss);
-            const char *cells[10] = {e,
+            const char *best = h[i].epoch == be ? "best" : "";
+            const char *cells[12] = {e,
                                      fmt(t1, sizeof t1, h[i].time_s, 3),
                                      fmt(t2, sizeof t2, h[i].eval_time_s, 3),
                                      lr,
@@ -354,7 +364,14 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
                                      fmt(v2, sizeof v2, h[i].test.nmse_db, 2),
                                      fmt(v3, sizeof v3, h[i].val.aclr.avg_db, 2),
                                      fmt(v4, sizeof v4, h[i].test.aclr.avg_db, 2),
-                                     h[i].epoch == be ? "best" : ""};
+                                     best,
+                                     NULL,
+                                     NULL};
+            if (nd) {
+                cells[9] = fmt(g1, sizeof g1, h[i].no_dpd_test.nmse_db - h[i].test.nmse_db, 2);
+                cells[10] = fmt(g2, sizeof g2, h[i].no_dpd_test.aclr.avg_db - h[i].test.aclr.avg_db, 2);
+                cells[11] = best;
+            }
             if ((st = dd_report_table_row(r, cells)) != DD_OK) goto done;
         }
         if ((st = dd_report_table_end(r)) != DD_OK) goto done;

@@ -67,6 +67,7 @@ has "$R" "PA model without DPD, test NMSE / ACLR avg / EVM" "report: baseline ro
 has "$R" "improvement by the DPD" "report: improvement row"
 has "$R" "test, PA model without DPD" "report: reference line in the curves"
 has "$R" "PSD (dB rel. in-band mean)" "report: one PSD normalisation"
+has "$R" "test ACLR gain vs no DPD (dB)" "report: per-epoch table with the gain over the baseline"
 
 # resume: the records of the checkpoint get the baseline back
 run train-dpd --pa-run "$TMP/pa" "${SMALL[@]}" --epochs 1 --out "$TMP/dpd_b" -q
