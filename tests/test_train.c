@@ -789,6 +789,44 @@ static int same_metrics(const dd_eval_metrics *a, const dd_eval_metrics *b) {
            a->aclr.right_db == b->aclr.right_db && a->aclr.avg_db == b->aclr.avg_db;
 }
 
+/* The no-DPD baseline of a DPD trainer against an independent computation: the PA
+ * model run as a stream over each zero-padded nperseg segment from a zero state
+ * (dd_model_run_stream), against G x, with dd_metrics_compute. Also: the metrics.jsonl
+ * keys of dd_eval_no_dpd_keys and their improvements; a PA trainer has no baseline. */
+static void check_no_dpd(dd_trainer *td, const dd_dataset *ds, const dd_model *pm, const float *pp) {
+    const size_t T = ds->spec.nperseg;
+    const double g = dd_trainer_cfg(td)->gain;
+    for (int s = 1; s <= 2; s++) {
+        const size_t n = ds->n[s], npad = (n + T - 1) / T * T;
+        dd_cf32 *ref = calloc(npad, sizeof *ref), *in = calloc(npad, sizeof *in), *y = calloc(npad, sizeof *y);
+        for (size_t i = 0; i < n; i++) {
+            in[i] = ds->in[s][i];
+            ref[i] = (float)g * ds->in[s][i];
+        }
+        for (size_t c = 0; c < npad; c += T) CHECK_OK(dd_model_run_stream(pm, pp, in + c, y + c, T));
+        dd_metric_set want;
+        CHECK_OK(dd_metrics_compute(ref, y, npad, &ds->spec, DD_ACLR_OPENDPD, 0, &want));
+        dd_eval_metrics b, w;
+        CHECK_OK(dd_trainer_no_dpd_baseline(td, (dd_split)s, &b));
+        CHECK_NEAR(b.nmse_db, want.nmse_db, 1e-3);
+        CHECK_NEAR(b.aclr.avg_db, want.aclr.avg_db, 1e-3);
+        CHECK_NEAR(b.evm_db, want.evm_db, 1e-3);
+        CHECK(b.nmse_db > -60 && b.nmse_db < 10, "baseline NMSE %.2f dB", b.nmse_db);
+        CHECK_OK(dd_trainer_evaluate(td, (dd_split)s, &w, NULL, NULL));
+        char keys[DD_NO_DPD_KEYS][48];
+        double v[DD_NO_DPD_KEYS];
+        dd_eval_no_dpd_keys(dd_split_name((dd_split)s), &b, &w, keys, v);
+        char k0[48];
+        snprintf(k0, sizeof k0, "%s_aclr_avg_no_dpd_db", dd_split_name((dd_split)s));
+        CHECK(strcmp(keys[3], k0) == 0 && v[3] == b.aclr.avg_db, "key %s = %g", keys[3], v[3]);
+        CHECK(strstr(keys[5], "_nmse_improvement_db") && v[5] == b.nmse_db - w.nmse_db, "key %s = %g", keys[5], v[5]);
+        CHECK(strstr(keys[6], "_aclr_improvement_db") && v[6] == b.aclr.avg_db - w.aclr.avg_db, "key %s", keys[6]);
+        free(ref);
+        free(in);
+        free(y);
+    }
+}
+
 /* Trainers that differ only in the evaluation workspace cap (so in the segments per
  * forward call, or streamed segments) give bit-identical predictions and metrics. */
 static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa) {
@@ -816,6 +854,13 @@ static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_data
                       "%s, %s split: predictions with cap %d differ from the default", what, dd_split_name(sp), k);
                 CHECK(same_metrics(&m[k], &m[0]), "%s, %s split: metrics with cap %d differ: NMSE %.17g vs %.17g", what,
                       dd_split_name(sp), k, m[k].nmse_db, m[0].nmse_db);
+            }
+            if (pa) { /* the no-DPD baseline too (the PA model alone, batched or streamed) */
+                dd_eval_metrics b[3];
+                for (int k = 0; k < 3; k++) CHECK_OK(dd_trainer_no_dpd_baseline(tr[k], sp, &b[k]));
+                for (int k = 1; k < 3; k++)
+                    CHECK(same_metrics(&b[k], &b[0]), "%s, %s split: the no-DPD baseline with cap %d differs", what,
+                          dd_split_name(sp), k);
             }
         }
     }
@@ -863,6 +908,12 @@ static void test_eval_bounded(void) {
             dd_model_ref pa = {"gru", *dd_model_config(dd_trainer_model(pt)), dd_trainer_params(pt), dd_trainer_num_floats(pt)};
             tt_cfg(&cd, DD_TRAIN_DLA, 3, 40, 20, 8, 1);
             eval_cap_case("DPD through a frozen PA", &cd, ds, &pa);
+            dd_trainer *td = NULL;
+            CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &td));
+            if (td) check_no_dpd(td, ds, dd_trainer_model(pt), dd_trainer_params(pt));
+            dd_trainer_destroy(&td);
+            dd_eval_metrics nb;
+            CHECK_ERR(dd_trainer_no_dpd_baseline(pt, DD_SPLIT_TEST, &nb), DD_ERR_ARG, "PA-model run");
         }
         dd_trainer_destroy(&pt);
     }

@@ -93,6 +93,10 @@ dd_status dd_spec_check(const dd_spec *s, const char *where);
 dd_status dd_csv_read_iq(const char *path, dd_cf32 **x, size_t *n);
 /* Writes x as "I,Q" CSV with "%.9g" values (atomically; refuses NaN/Inf). */
 dd_status dd_csv_write_iq(const char *path, const dd_cf32 *x, size_t n);
+/* Writes ncplx complex columns of n samples each as CSV under the header line `header`
+ * (e.g. "I,Q,I_dpd,Q_dpd": 2 ncplx names), "%.9g" values, atomically; refuses NaN/Inf. */
+dd_status dd_csv_write_columns(const char *path, const char *header, const dd_cf32 *const *cols, int ncplx,
+                               size_t n);
 /* Reads spec.json: input_signal_fs, bw_main_ch, bw_sub_ch, n_sub_ch, nperseg required;
  * split_ratios ({"train","val","test"} or [r0,r1,r2], default 0.6/0.2/0.2),
  * dataset_format ("split_csv" (default) or "single_csv"; else DD_ERR_UNSUPPORTED) and
@@ -189,6 +193,40 @@ typedef struct {
  * dd_part_free (also after an error). */
 dd_status dd_dataset_partition(const dd_dataset *ds, dd_part_by by, int n_parts, size_t frame, dd_part *parts);
 void dd_part_free(dd_part *parts, int n_parts);
+/* Conversion between the four dataset layouts, streaming: samples go from the source
+ * to the destination in chunks of o->chunk samples (default 65536), so a dataset larger
+ * than memory converts in bounded memory (one chunk, the writers' I/O buffers; the
+ * binary source is read through its map and each chunk's pages are dropped after use).
+ *   DD_FMT_CSV_DIR  OpenDPD directory: spec.json + {train,val,test}_{input,output}.csv
+ *   DD_FMT_CSV      OpenDPD single file: DIR/data.csv (I_in,Q_in,I_out,Q_out) + spec.json
+ *   DD_FMT_SIGMF    PREFIX_input / PREFIX_output .sigmf-data/.sigmf-meta (cf32_le)
+ *   DD_FMT_BIN      distdpd binary file
+ * The source is any path dd_dataset_load takes (format detected the same way, the same
+ * errors naming file, line and field); it is read twice when it is CSV (rows are counted
+ * and checked first, so a bad line fails before anything is written). The spec is carried
+ * over; with o->has_split the recording (all splits in time order) is re-split by
+ * dd_split_counts(N, o->split) and the spec's split ratios become o->split. Every value
+ * is float32 in every format and the CSV writers print "%.9g", so samples are bit-exact
+ * through any chain of conversions. Outputs are written atomically (temporary names,
+ * renamed at the end). `out` may not be the source. info (may be NULL) receives the
+ * source's format, the spec written and the split counts written. */
+typedef enum { DD_FMT_CSV_DIR = 0, DD_FMT_CSV = 1, DD_FMT_SIGMF = 2, DD_FMT_BIN = 3 } dd_data_format;
+typedef struct {
+    int has_split;   /* re-split by split[] */
+    double split[3]; /* train, val, test ratios (>= 0, sum 1 within 1e-6) */
+    size_t chunk;    /* samples per chunk; 0 = 65536 */
+} dd_convert_opts;
+typedef struct {
+    dd_data_format from;
+    dd_spec spec;
+    size_t n[DD_SPLIT_COUNT];
+} dd_convert_info;
+/* "csv-dir", "csv", "sigmf", "bin". */
+const char *dd_data_format_name(dd_data_format f);
+/* The inverse; DD_ERR_ARG naming the choices for an unknown name. */
+dd_status dd_data_format_parse(const char *name, dd_data_format *f);
+dd_status dd_dataset_convert(const char *in, const char *out, dd_data_format to,
+                             const dd_convert_opts *o, dd_convert_info *info);
 
 #ifdef __cplusplus
 }

@@ -299,6 +299,10 @@ typedef struct {
     int has_true;           /* DPD on simulated data: the true-PA fields below are set */
     dd_eval_metrics true_val, true_test; /* true noiseless PA driven by the DPD (as one
                                             stream over the split) vs G x */
+    int has_no_dpd;         /* DPD runs: the baseline fields below are set */
+    dd_eval_metrics no_dpd_val, no_dpd_test; /* the same PA model without the DPD:
+                               PA_model(x) vs G x, evaluated like val/test (a constant of
+                               the run; metrics.jsonl *_no_dpd_db keys) */
     int best;               /* 1 if this epoch is the best so far (best.ckpt) */
     double comm_bytes_per_step; /* parallel strategy (epoch_stats): bytes each rank
                                    sent per step, mean over ranks; NaN without one */
@@ -353,6 +357,11 @@ dd_status dd_trainer_set_true_pa(dd_trainer *tr, const dd_pa *pa);
 /* Baseline of the true PA without DPD (PA(x) vs G x) for a split; DD_ERR_ARG if no true
  * PA is set. */
 dd_status dd_trainer_true_baseline(const dd_trainer *tr, dd_split s, dd_eval_metrics *m);
+/* DPD runs: the baseline of the trained-on data without the DPD, through the same frozen
+ * PA model (PA_model(x) vs G x on split s, the same padded segments and metrics as
+ * dd_trainer_evaluate). Computed once per PA model parameters (rank 0 of the ranks that
+ * evaluate). DD_ERR_ARG for a PA-model run or a split not evaluated here. */
+dd_status dd_trainer_no_dpd_baseline(dd_trainer *tr, dd_split s, dd_eval_metrics *m);
 
 /* One optimiser step on the next global batch of the current epoch, made by the strategy
  * (gather, forward, loss, backward, reduction, clip, step). *loss (may be NULL) receives
@@ -631,6 +640,16 @@ dd_status dd_run_model_save(const char *path, const dd_train_cfg *cfg, const cha
  * base[1] (test); base may be NULL). *rec: epoch = the checkpoint's, train fields NaN. */
 dd_status dd_run_evaluate(const char *run, const char *which, const dd_dataset *ds,
                           const dd_pa *true_pa, dd_epoch_record *rec, dd_eval_metrics *base);
+
+/* The keys of a DPD result's baseline for one split (split = "val" or "test"):
+ * SPLIT_nmse_no_dpd_db, SPLIT_aclr_l_no_dpd_db, SPLIT_aclr_r_no_dpd_db,
+ * SPLIT_aclr_avg_no_dpd_db, SPLIT_evm_no_dpd_db (no_dpd's values) and the improvements
+ * SPLIT_nmse_improvement_db, SPLIT_aclr_improvement_db (average), SPLIT_evm_improvement_db
+ * = the value without minus the value with the DPD (positive: the DPD helps). keys
+ * receive DD_NO_DPD_KEYS names, vals their values (NaN when either side is missing). */
+#define DD_NO_DPD_KEYS 8
+void dd_eval_no_dpd_keys(const char *split, const dd_eval_metrics *no_dpd, const dd_eval_metrics *dpd,
+                         char keys[DD_NO_DPD_KEYS][48], double vals[DD_NO_DPD_KEYS]);
 
 /* Writes metrics.jsonl and history.csv of `n` records into dir (atomically). */
 dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t nparams,

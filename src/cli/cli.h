@@ -31,6 +31,7 @@ typedef struct {
 /* The sub-commands (one file each: cmd_<name>.c). */
 int dd_cmd_metrics(int argc, char **argv);
 int dd_cmd_inspect(int argc, char **argv);
+int dd_cmd_convert(int argc, char **argv);
 int dd_cmd_simulate(int argc, char **argv);
 int dd_cmd_report(int argc, char **argv);
 int dd_cmd_demo(int argc, char **argv);

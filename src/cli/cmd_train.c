@@ -151,8 +151,21 @@ static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int 
     fprintf(f, "epoch %3d/%d  loss %.4e  val NMSE %s dB  test NMSE %s dB  %s ACLR %s dBc", r->epoch, epochs,
             r->train_loss, dd_cli_fmt(a, sizeof a, r->val.nmse_db, 2), dd_cli_fmt(b, sizeof b, r->test.nmse_db, 2),
             is_dpd ? "val" : "test", dd_cli_fmt(c, sizeof c, is_dpd ? r->val.aclr.avg_db : r->test.aclr.avg_db, 2));
+    if (r->has_no_dpd) fprintf(f, " (no DPD %s)", dd_cli_fmt(a, sizeof a, r->no_dpd_val.aclr.avg_db, 2));
     if (r->has_true) fprintf(f, "  true PA ACLR %s dBc", dd_cli_fmt(a, sizeof a, r->true_test.aclr.avg_db, 2));
     fprintf(f, "  %.2f s + %.2f s eval  lr %.3g%s\n", r->time_s, r->eval_time_s, r->lr, r->best ? "  *best*" : "");
+}
+
+/* The baseline of a DPD result: the same PA model without the DPD, and what the DPD
+ * gains (dB, positive = better). */
+static void print_no_dpd_line(FILE *f, const char *lead, const dd_eval_metrics *no, const dd_eval_metrics *with) {
+    char a[32], b[32], c[32], d[32], e[32], g[32];
+    fprintf(f,
+            "%sthe PA model without the DPD: test NMSE %s dB, ACLR %s dBc, EVM %s dB; the DPD improves NMSE by %s dB, "
+            "ACLR by %s dB, EVM by %s dB\n",
+            lead, dd_cli_fmt(a, sizeof a, no->nmse_db, 2), dd_cli_fmt(b, sizeof b, no->aclr.avg_db, 2),
+            dd_cli_fmt(c, sizeof c, no->evm_db, 2), dd_cli_fmt(d, sizeof d, no->nmse_db - with->nmse_db, 2),
+            dd_cli_fmt(e, sizeof e, no->aclr.avg_db - with->aclr.avg_db, 2), dd_cli_fmt(g, sizeof g, no->evm_db - with->evm_db, 2));
 }
 
 static void on_progress(void *user, const dd_train_progress *p) {
@@ -257,6 +270,10 @@ static int read_best(const char *run, dd_epoch_record *r) {
             r->true_test.aclr.avg_db = NUM("true_test_aclr_avg_db");
             r->true_test.evm_db = NUM("true_test_evm_db");
             r->has_true = !isnan(r->true_test.aclr.avg_db);
+            r->no_dpd_test.nmse_db = NUM("test_nmse_no_dpd_db");
+            r->no_dpd_test.aclr.avg_db = NUM("test_aclr_avg_no_dpd_db");
+            r->no_dpd_test.evm_db = NUM("test_evm_no_dpd_db");
+            r->has_no_dpd = !isnan(r->no_dpd_test.aclr.avg_db);
 #undef NUM
             found = 1;
         }
@@ -1043,6 +1060,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
                 printf("best epoch: %d: val NMSE %s dB, test NMSE %s dB, test ACLR %s dBc, test EVM %s dB\n", b.epoch,
                        dd_cli_fmt(a1, sizeof a1, b.val.nmse_db, 2), dd_cli_fmt(a2, sizeof a2, b.test.nmse_db, 2),
                        dd_cli_fmt(a3, sizeof a3, b.test.aclr.avg_db, 2), dd_cli_fmt(a4, sizeof a4, b.test.evm_db, 2));
+                if (b.has_no_dpd) print_no_dpd_line(stdout, "baseline:   ", &b.no_dpd_test, &b.test);
                 if (b.has_true)
                     printf("true PA:    with the DPD, test ACLR %s dBc, EVM %s dB (see config.json for the PA without it)\n",
                            dd_cli_fmt(a1, sizeof a1, b.true_test.aclr.avg_db, 2),
@@ -1212,6 +1230,7 @@ static int overwrites_input(const char *in, const char *out, char which[4200]) {
 
 static void help_run(void) {
     printf("usage: distdpd run --run RUN --in X --out Y [options]\n"
+           "       distdpd run --run RUN --dpd-out FILE [--data DIR]\n"
            "\n"
            "Runs the best model of a training run (a PA model, or a DPD) over the I/Q file X\n"
            "of any length as one continuous stream (zero initial state, bounded memory) and\n"
@@ -1226,7 +1245,13 @@ static void help_run(void) {
            "  --out Y             output I/Q file\n"
            "  --ckpt C            best (default) or last\n"
            "  --through-pa        DPD runs: also pass the DPD output through the run's PA model\n"
-           "                      (writes PA_model(DPD(x)))\n"
+           "                      (writes PA_model(DPD(x)); with the run's spec, prints it\n"
+           "                      against G x next to the PA model without the DPD)\n"
+           "  --dpd-out FILE      DPD runs: OpenDPD's run_dpd output instead of (or as well as)\n"
+           "                      --in/--out: the test split of the data set as one stream,\n"
+           "                      CSV with columns I,Q,I_dpd,Q_dpd (input, DPD output), and\n"
+           "                      the PA model's result with and without the DPD\n"
+           "  --data DIR          the data set of --dpd-out (default: the run's)\n"
            "  --fs HZ             sample rate for SigMF output (default: the input's, else the\n"
            "                      run's data set)\n"
            "  -q, --quiet         no summary;  -v, --verbose: more log output\n"
@@ -1237,15 +1262,16 @@ static void help_run(void) {
 
 int dd_cmd_run(int argc, char **argv) {
     static const char *const NAME = "run";
-    enum { O_RUN = 256, O_IN, O_OUT, O_CKPT, O_THROUGH, O_FS };
+    enum { O_RUN = 256, O_IN, O_OUT, O_CKPT, O_THROUGH, O_FS, O_DPD_OUT, O_DATA };
     static const struct option longopts[] = {
         {"run", required_argument, NULL, O_RUN},       {"in", required_argument, NULL, O_IN},
         {"out", required_argument, NULL, O_OUT},       {"ckpt", required_argument, NULL, O_CKPT},
         {"through-pa", no_argument, NULL, O_THROUGH},  {"fs", required_argument, NULL, O_FS},
+        {"dpd-out", required_argument, NULL, O_DPD_OUT}, {"data", required_argument, NULL, O_DATA},
         {"verbose", no_argument, NULL, 'v'},           {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     static const char *const ckpts[] = {"best", "last", NULL};
-    const char *run = NULL, *in = NULL, *out = NULL;
+    const char *run = NULL, *in = NULL, *out = NULL, *dpd_out = NULL, *data = NULL;
     int ck = 0, through = 0, verbosity = 0, c, rc;
     double fs = 0;
     optind = 0;
@@ -1259,6 +1285,8 @@ int dd_cmd_run(int argc, char **argv) {
             if ((rc = dd_cli_parse_choice(NAME, "--ckpt", optarg, ckpts, &ck))) return rc;
             break;
         case O_THROUGH: through = 1; break;
+        case O_DPD_OUT: dpd_out = optarg; break;
+        case O_DATA: data = optarg; break;
         case O_FS:
             if ((rc = dd_cli_parse_double(NAME, "--fs", optarg, 1.0, 1e13, &fs))) return rc;
             break;
@@ -1270,6 +1298,16 @@ int dd_cmd_run(int argc, char **argv) {
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
     if (!run) return dd_cli_usage(NAME, "missing --run RUN");
+    if (data && !dpd_out) return dd_cli_usage(NAME, "--data is the data set of --dpd-out");
+    if (dpd_out && !in && !out) { /* OpenDPD's run_dpd alone */
+        dd_cli_log_init(verbosity);
+        dd_run_model rd;
+        dd_status sd = dd_run_model_load(run, ckpts[ck], &rd);
+        if (sd != DD_OK) return dd_cli_fail(NAME, sd);
+        int r = dd_cli_run_dpd_out(NAME, &rd, run, data, dpd_out, verbosity);
+        dd_run_model_free(&rd);
+        return r;
+    }
     if (!in) return dd_cli_usage(NAME, "missing --in X");
     if (!out) return dd_cli_usage(NAME, "missing --out Y");
     char same[4200];
@@ -1318,6 +1356,13 @@ int dd_cmd_run(int argc, char **argv) {
         printf("%s: %zu samples through %s (%s, epoch %d%s) in %.3f s\n", out, n, dd_model_name(rm.model),
                rm.cfg.task == DD_TRAIN_PA ? "PA model" : "DPD", rm.epoch, through ? ", then its PA model" : "",
                dd_now() - t0);
+    /* a DPD result through the PA model: with its baseline (the PA model alone) */
+    if (through && rm.has_spec && verbosity >= 0 && dd_cli_dpd_baseline(stdout, &rm, &rm.spec, x, y, n) != DD_OK)
+        printf("baseline not measured: %s\n", dd_last_error());
+    if (dpd_out && (rc = dd_cli_run_dpd_out(NAME, &rm, run, data, dpd_out, verbosity)) != DD_EXIT_OK) {
+        ret = rc;
+        goto cleanup;
+    }
     goto cleanup;
 fail:
     ret = dd_cli_fail(NAME, st);
@@ -1338,8 +1383,10 @@ static void help_eval(void) {
            "DIR (default: the data set the run was trained on) with the OpenDPD metrics:\n"
            "NMSE (segmented), ACLR (left, right, average) and spectral EVM. A PA run compares\n"
            "the model with the measured output; a DPD run compares PA_model(DPD(x)) with G x\n"
-           "and, on simulated data (pa.json / simulation.json), also measures the true PA\n"
-           "without and with the DPD.\n"
+           "next to its baseline, the same PA model without the DPD (PA_model(x) vs G x, and\n"
+           "the improvement in dB; JSON keys *_no_dpd_db, *_improvement_db) and, on simulated\n"
+           "data (pa.json / simulation.json), also measures the true PA without and with the\n"
+           "DPD (JSON keys true_*, no_dpd_val_*, no_dpd_test_*).\n"
            "\n"
            "options:\n"
            "  --run RUN           run directory (or a checkpoint file)\n"
@@ -1432,6 +1479,20 @@ int dd_cmd_eval(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "epoch", rec.epoch);
         json_metrics(o, "val", &rec.val);
         json_metrics(o, "test", &rec.test);
+        if (rec.has_no_dpd) {
+            const dd_eval_metrics *nd[2] = {&rec.no_dpd_val, &rec.no_dpd_test}, *wd[2] = {&rec.val, &rec.test};
+            for (int k = 0; k < 2; k++) {
+                char keys[DD_NO_DPD_KEYS][48];
+                double vals[DD_NO_DPD_KEYS];
+                dd_eval_no_dpd_keys(k == 0 ? "val" : "test", nd[k], wd[k], keys, vals);
+                for (int i = 0; i < DD_NO_DPD_KEYS; i++) {
+                    if (isfinite(vals[i]))
+                        cJSON_AddNumberToObject(o, keys[i], vals[i]);
+                    else
+                        cJSON_AddNullToObject(o, keys[i]);
+                }
+            }
+        }
         if (rec.has_true) {
             json_metrics(o, "true_val", &rec.true_val);
             json_metrics(o, "true_test", &rec.true_test);
@@ -1451,10 +1512,13 @@ int dd_cmd_eval(int argc, char **argv) {
         printf("%-26s %9s %9s %9s %9s %9s\n", "", "NMSE dB", "ACLR L", "ACLR R", "ACLR avg", "EVM dB");
         const char *what = rm.cfg.task == DD_TRAIN_PA ? "model" : "PA model + DPD";
         char lab[64];
+        if (rec.has_no_dpd) print_row("val: PA model, no DPD", &rec.no_dpd_val);
         snprintf(lab, sizeof lab, "val: %s", what);
         print_row(lab, &rec.val);
+        if (rec.has_no_dpd) print_row("test: PA model, no DPD", &rec.no_dpd_test);
         snprintf(lab, sizeof lab, "test: %s", what);
         print_row(lab, &rec.test);
+        if (rec.has_no_dpd) print_no_dpd_line(stdout, "", &rec.no_dpd_test, &rec.test);
         if (rec.has_true) {
             print_row("val: true PA, no DPD", &base[0]);
             print_row("val: true PA + DPD", &rec.true_val);

@@ -12,6 +12,7 @@ static int cmd_help(int argc, char **argv);
 static const dd_cli_cmd commands[] = {
     {"help", "list the commands, or show one command's help (distdpd help COMMAND)", cmd_help},
     {"metrics", "NMSE, ACLR and EVM of a test signal against a reference (OpenDPD metrics)", dd_cmd_metrics},
+    {"convert", "convert a data set between OpenDPD CSV, data.csv, SigMF and binary (streaming, --split)", dd_cmd_convert},
     {"inspect", "what a data set holds: splits, rates, PAPR, ACLR, gain-only NMSE", dd_cmd_inspect},
     {"simulate", "generate an OFDM test signal, pass it through a simulated PA, save a data set", dd_cmd_simulate},
     {"split", "cut a data set into federated benches by drive level or time segments", dd_cmd_split},

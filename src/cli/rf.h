@@ -86,6 +86,8 @@ typedef struct {
     dd_cf32 *x, *y;           /* PA input and output (owned copies) */
     double papr_in_db, papr_out_db;
     dd_aclr_result aclr_in[2], aclr_out[2]; /* [DD_ACLR_OPENDPD], [DD_ACLR_3GPP] */
+    dd_aclr_result aclr_in_welch, aclr_out_welch; /* OpenDPD bands on the Welch PSD
+                                                     (DD_ACLR_OPENDPD_WELCH) */
     dd_cf64 gain;             /* least-squares gain y ~ g x over all samples */
     double gain_nmse_db;      /* NMSE of that gain-only fit */
     int mp_ok;                /* the MP fit ran */

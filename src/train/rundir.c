@@ -145,6 +145,32 @@ static void json_metrics(tbuf *b, const char *pfx, const dd_eval_metrics *m) {
     tb_num(b, k, m->evm_db, 1);
 }
 
+void dd_eval_no_dpd_keys(const char *split, const dd_eval_metrics *no_dpd, const dd_eval_metrics *dpd,
+                         char keys[DD_NO_DPD_KEYS][48], double vals[DD_NO_DPD_KEYS]) {
+    static const char *const nm[DD_NO_DPD_KEYS] = {"nmse_no_dpd",     "aclr_l_no_dpd",     "aclr_r_no_dpd",
+                                                   "aclr_avg_no_dpd", "evm_no_dpd",        "nmse_improvement",
+                                                   "aclr_improvement", "evm_improvement"};
+    const double v[DD_NO_DPD_KEYS] = {no_dpd->nmse_db,
+                                      no_dpd->aclr.left_db,
+                                      no_dpd->aclr.right_db,
+                                      no_dpd->aclr.avg_db,
+                                      no_dpd->evm_db,
+                                      no_dpd->nmse_db - dpd->nmse_db,
+                                      no_dpd->aclr.avg_db - dpd->aclr.avg_db,
+                                      no_dpd->evm_db - dpd->evm_db};
+    for (int i = 0; i < DD_NO_DPD_KEYS; i++) {
+        snprintf(keys[i], 48, "%.20s_%s_db", split, nm[i]);
+        vals[i] = v[i];
+    }
+}
+
+static void json_no_dpd(tbuf *b, const char *split, const dd_eval_metrics *no_dpd, const dd_eval_metrics *dpd) {
+    char k[DD_NO_DPD_KEYS][48];
+    double v[DD_NO_DPD_KEYS];
+    dd_eval_no_dpd_keys(split, no_dpd, dpd, k, v);
+    for (int i = 0; i < DD_NO_DPD_KEYS; i++) tb_num(b, k[i], v[i], 1);
+}
+
 dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t nparams, const dd_epoch_record *rec,
                                size_t n) {
     char path[DD_TRAIN_PATH_MAX + 32];
@@ -179,6 +205,10 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
         if (r->has_true) {
             json_metrics(&j, "true_val", &r->true_val);
             json_metrics(&j, "true_test", &r->true_test);
+        }
+        if (r->has_no_dpd) {
+            json_no_dpd(&j, "val", &r->no_dpd_val, &r->val);
+            json_no_dpd(&j, "test", &r->no_dpd_test, &r->test);
         }
         tb_printf(&j, ",\"restart\":%d", r->restart);
         if (r->world_size > 0)
@@ -431,6 +461,14 @@ dd_status dd_run_evaluate(const char *run, const char *which, const dd_dataset *
         for (int k = 0; k < 4; k++) ms[k]->loss = ms[k]->nmse_db = ms[k]->evm_db = ms[k]->aclr.left_db =
             ms[k]->aclr.right_db = ms[k]->aclr.avg_db = NAN;
         if (base) base[0] = base[1] = rec->val;
+        rec->no_dpd_val = rec->no_dpd_test = rec->val;
+        if (tr->pa) {
+            rec->has_no_dpd = 1;
+            if (ds->n[DD_SPLIT_VAL] && (st = dd_trainer_no_dpd_baseline(tr, DD_SPLIT_VAL, &rec->no_dpd_val)) != DD_OK)
+                goto done;
+            if (ds->n[DD_SPLIT_TEST] && (st = dd_trainer_no_dpd_baseline(tr, DD_SPLIT_TEST, &rec->no_dpd_test)) != DD_OK)
+                goto done;
+        }
         if (ds->n[DD_SPLIT_VAL] && (st = dd_trainer_evaluate(tr, DD_SPLIT_VAL, &rec->val, NULL, NULL)) != DD_OK) goto done;
         if (ds->n[DD_SPLIT_TEST] && (st = dd_trainer_evaluate(tr, DD_SPLIT_TEST, &rec->test, NULL, NULL)) != DD_OK) goto done;
         if (tr->true_pa) {

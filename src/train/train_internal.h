@@ -35,6 +35,7 @@ typedef struct {
     dd_cf32 *tu;     /* DPD output stream (n) */
     dd_cf32 *ty;     /* true PA output (n) */
     dd_eval_metrics base; /* true PA without DPD */
+    dd_eval_metrics nodpd; /* the PA model without DPD (dd_trainer_no_dpd_baseline) */
 } dd_eval_split;
 
 struct dd_trainer {
@@ -105,6 +106,7 @@ struct dd_trainer {
     float *ews_m, *ews_p, *eout1;
     dd_eval_split ev[2];   /* [0] val, [1] test */
     dd_pa *true_pa;        /* noiseless clone (owned) or NULL */
+    int nodpd_ok;          /* ev[].nodpd holds the baseline of the current PA parameters */
 
     /* cursor and accumulators */
     int epoch;             /* completed epochs */

@@ -85,6 +85,8 @@ static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s)
     const size_t T = ds->spec.nperseg;
     ev->n = ds->n[s];
     metrics_nan(&ev->base);
+    metrics_nan(&ev->nodpd);
+    tr->nodpd_ok = 0;
     if (ev->n == 0) return DD_OK;
     ev->nseg = (ev->n + T - 1) / T;
     ev->npad = ev->nseg * T;
@@ -883,6 +885,44 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
     return DD_OK;
 }
 
+/* The PA model alone on the split's padded input segments (zero state per segment, as
+ * dd_trainer_evaluate runs PA_model(DPD(x))) into ev->pred. */
+static dd_status pa_only_forward(dd_trainer *tr, dd_eval_split *ev) {
+    const size_t T = tr->ds->spec.nperseg;
+    const dd_stage_src pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
+    for (size_t c = 0; tr->estream && c < ev->nseg; c++)
+        DD_TRY(dd_model_run_stream(tr->pa, tr->pa_params, ev->in + c * T, ev->pred + c * T, T));
+    for (size_t c = 0; !tr->estream && c < ev->nseg; c += tr->eb) {
+        size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
+        DD_TRY(dd_model_infer(tr->pa, &pas, (const float *)(ev->in + c * T), (float *)(ev->pred + c * T), (int)k, (int)T,
+                              tr->ews_p));
+    }
+    return DD_OK;
+}
+
+dd_status dd_trainer_no_dpd_baseline(dd_trainer *tr, dd_split s, dd_eval_metrics *m) {
+    if (!tr || !m) return dd_error(DD_ERR_ARG, "dd_trainer_no_dpd_baseline: NULL argument");
+    metrics_nan(m);
+    if (!tr->pa) return dd_error(DD_ERR_ARG, "a PA-model run has no no-DPD baseline");
+    if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
+    dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
+    if (ev->n == 0 || !tr->eval_here || tr->rank != 0)
+        return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
+    if (!tr->nodpd_ok) {
+        for (int k = 0; k < 2; k++) {
+            dd_eval_split *e = &tr->ev[k];
+            metrics_nan(&e->nodpd);
+            if (e->n == 0) continue;
+            DD_TRY(pa_only_forward(tr, e));
+            dd_status st = compute_metrics(tr, e->ref, e->pred, e->npad, &e->nodpd);
+            if (st != DD_OK) return dd_error_prefix(st, "%s split without DPD: ", k == 0 ? "val" : "test");
+        }
+        tr->nodpd_ok = 1;
+    }
+    *m = ev->nodpd;
+    return DD_OK;
+}
+
 dd_status dd_trainer_set_true_pa(dd_trainer *tr, const dd_pa *pa) {
     if (!tr || !pa) return dd_error(DD_ERR_ARG, "dd_trainer_set_true_pa: NULL argument");
     if (tr->cfg.task == DD_TRAIN_PA) return dd_error(DD_ERR_ARG, "a true PA is only used to measure DPDs");
@@ -942,10 +982,10 @@ dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *
 }
 
 /* Metrics of a record as a flat array, for the strategy's broadcast. */
-#define EVAL_VALS 24
+#define EVAL_VALS 36
 static void pack_eval(const dd_epoch_record *r, double *v) {
-    const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
-    for (int k = 0; k < 4; k++) {
+    const dd_eval_metrics *ms[6] = {&r->val, &r->test, &r->true_val, &r->true_test, &r->no_dpd_val, &r->no_dpd_test};
+    for (int k = 0; k < 6; k++) {
         v[6 * k + 0] = ms[k]->loss;
         v[6 * k + 1] = ms[k]->nmse_db;
         v[6 * k + 2] = ms[k]->aclr.left_db;
@@ -955,8 +995,8 @@ static void pack_eval(const dd_epoch_record *r, double *v) {
     }
 }
 static void unpack_eval(const double *v, dd_epoch_record *r) {
-    dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
-    for (int k = 0; k < 4; k++) {
+    dd_eval_metrics *ms[6] = {&r->val, &r->test, &r->true_val, &r->true_test, &r->no_dpd_val, &r->no_dpd_test};
+    for (int k = 0; k < 6; k++) {
         ms[k]->loss = v[6 * k + 0];
         ms[k]->nmse_db = v[6 * k + 1];
         ms[k]->aclr.left_db = v[6 * k + 2];
@@ -971,7 +1011,14 @@ static dd_status evaluate_all(dd_trainer *tr, dd_epoch_record *r) {
     metrics_nan(&r->test);
     metrics_nan(&r->true_val);
     metrics_nan(&r->true_test);
+    metrics_nan(&r->no_dpd_val);
+    metrics_nan(&r->no_dpd_test);
     r->has_true = tr->true_pa != NULL;
+    r->has_no_dpd = tr->pa != NULL;
+    if (tr->pa && tr->eval_here && tr->rank == 0) {
+        if (tr->ev[0].n) DD_TRY(dd_trainer_no_dpd_baseline(tr, DD_SPLIT_VAL, &r->no_dpd_val));
+        if (tr->ev[1].n) DD_TRY(dd_trainer_no_dpd_baseline(tr, DD_SPLIT_TEST, &r->no_dpd_test));
+    }
     if (tr->eval_here) {
         if (tr->ev[0].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_VAL, &r->val, NULL, NULL));
         if (tr->ev[1].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_TEST, &r->test, NULL, NULL));

@@ -8,10 +8,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-D=$TMP/sim
-run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
-expect_rc 0 "simulate"
-SMALL=(--model gru --hidden 6 --frame 32 --stride 4 --batch 32 --lr 2e-2)
+small_sim
 
 # ---- train-pa
 run train-pa --data "$D" "${SMALL[@]}" --epochs 2 --out "$TMP/pa" --progress lines
