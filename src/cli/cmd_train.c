@@ -588,6 +588,7 @@ static int load_config_file(const char *NAME, const char *path, int dpd, dd_trai
                             char *pa_run, size_t pcap) {
     static const char *const top_keys[] = {"generator", "run_id", "command", "data", "pa_run", "config", "spec",
                                            "model", "pa_model", "target_gain", "data_stats", "true_pa", "build",
+                                           "data_checksum",
                                            NULL};
     char *txt = NULL;
     if (dd_read_text(path, &txt, NULL) != DD_OK) return dd_cli_usage(NAME, "--config: %s", dd_last_error());

@@ -239,6 +239,7 @@ static dd_status write_config_json(const char *dir, dd_trainer *tr, const char *
     if (command) cJSON_AddStringToObject(root, "command", command);
     cJSON_AddStringToObject(root, "data", data ? data : "");
     if (pa_run) cJSON_AddStringToObject(root, "pa_run", pa_run);
+    dd_train_provenance(root, data);
     const dd_train_cfg *cfg = dd_trainer_cfg(tr);
     cJSON_AddItemToObject(root, "config", dd_train_cfg_json_obj(cfg));
     const dd_spec *sp = &tr->ds->spec;

@@ -31,8 +31,25 @@ C
 if cc -std=c11 "$TMP/use.c" $FLAGS -Wl,-rpath,"$LIBDIR" -o "$TMP/use" 2>"$TMP/cc.log"; then pass; else fail "compile against the installed library: $(cat "$TMP/cc.log")"; fi
 if [ -x "$TMP/use" ]; then
     got=$("$TMP/use")
-    ver=$(LD_LIBRARY_PATH="$LIBDIR" "$P/bin/distdpd" --version)
     has "$got" "0.000 e3069283" "installed library computes (PAPR of a constant = 0, CRC32C check value)"
-    has "$ver" "distdpd " "installed command runs"
+fi
+# the installed command finds its library without LD_LIBRARY_PATH (RUNPATH $ORIGIN/../lib),
+# also after the prefix is moved (what `make install PREFIX=/x` and `cmake --install
+# --prefix /x` give alike; README "Installing")
+set +e
+ver=$(env -u LD_LIBRARY_PATH "$P/bin/distdpd" --version 2>&1)
+set -e
+has "$ver" "distdpd " "installed command runs without LD_LIBRARY_PATH"
+if command -v readelf >/dev/null; then
+    rp=$(readelf -d "$P/bin/distdpd" | grep -E 'RUNPATH|RPATH' || true)
+    has "$rp" '$ORIGIN/../lib' "the command's RUNPATH is relative to it: $rp"
+fi
+mv "$P" "$TMP/moved"
+set +e
+ver=$(env -u LD_LIBRARY_PATH "$TMP/moved/bin/distdpd" --version 2>&1)
+set -e
+has "$ver" "distdpd " "a moved installation still runs"
+if command -v ldd >/dev/null; then
+    hasnot "$(env -u LD_LIBRARY_PATH ldd "$TMP/moved/bin/distdpd")" "libdistdpd.so.0 => not found" "ldd finds libdistdpd"
 fi
 finish
