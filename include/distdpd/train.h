@@ -158,7 +158,8 @@ typedef struct {
  * runs fewer segments per call to fit, and streams a segment that does not fit alone. */
 #define DD_TRAIN_EVAL_WS_CAP ((size_t)256 << 20)
 
-/* Defaults for a task (the reference recipe: gru, hidden 23, F 200, S 1, B 64, AdamW
+/* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
+ * arguments.py defaults: docs/opendpd.md; gru, hidden 23, F 200, S 1, B 64, AdamW
  * lr 5e-3, plateau schedule, clip 200, seed 0, 20 epochs). */
 void dd_train_cfg_default(dd_train_cfg *c, dd_train_task task);
 
