@@ -860,29 +860,31 @@ int dd_cmd_plan(int argc, char **argv) {
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
+    if (calibrate) {
+        if (model || have_params || nruns_arg)
+            return dd_cli_usage(NAME, "--calibrate measures this machine: it takes no --%s",
+                                model ? "model" : have_params ? "params" : "run");
+        return run_calibrate(cal_path ? cal_path : "distdpd-calibration.json", json);
+    }
+    /* the calibration file (every plan but --calibrate, which writes it) */
+    dd_plan_calib cal;
+    int have_cal = 0;
+    if (cal_path) {
+        dd_status st = dd_plan_calib_load(cal_path, &cal);
+        if (st != DD_OK) return dd_cli_fail(NAME, st);
+        have_cal = 1;
+    }
     if (nruns_arg) { /* the measured runs' plan: their step time, strong scaling of their global batch */
-        const char *bad = calibrate ? "--calibrate" : have_params ? "--params" : model ? "--model" : cluster ? "--cluster"
+        const char *bad = have_params ? "--params" : model ? "--model" : cluster ? "--cluster"
                         : ps_servers ? "--ps-servers" : json ? "--json" : ranks_arg ? "--ranks" : compute > 0 ? "--step-compute-s"
                         : estimate ? estimate : NULL;
         if (bad) return dd_cli_usage(NAME, "%s cannot be given with --run (the runs give the model, batch and times)", bad);
-        dd_plan_calib rcal;
-        int have_rcal = 0;
-        if (cal_path) {
-            dd_status st = dd_plan_calib_load(cal_path, &rcal);
-            if (st != DD_OK) return dd_cli_fail(NAME, st);
-            have_rcal = 1;
-        }
         dd_link rl, ri;
-        if (!link_name && have_rcal) link_name = "measured";
-        if (link_name && (rc = parse_link("--link", link_name, have_rcal, &rcal, &rl))) return rc;
-        if ((rc = parse_link("--intra", intra_name ? intra_name : have_rcal ? "measured" : "shm", have_rcal, &rcal, &ri)))
+        if (!link_name && have_cal) link_name = "measured";
+        if (link_name && (rc = parse_link("--link", link_name, have_cal, &cal, &rl))) return rc;
+        if ((rc = parse_link("--intra", intra_name ? intra_name : have_cal ? "measured" : "shm", have_cal, &cal, &ri)))
             return rc;
         return dd_plan_runs(NAME, run_args, nruns_arg, link_name ? &rl : NULL, &ri, (int)rpn, link_name);
-    }
-    if (calibrate) {
-        if (model || have_params)
-            return dd_cli_usage(NAME, "--calibrate measures this machine: it takes no --%s", model ? "model" : "params");
-        return run_calibrate(cal_path ? cal_path : "distdpd-calibration.json", json);
     }
     if (ps_servers) {
         if (!have_params) return dd_cli_usage(NAME, "--ps-servers needs --params P (the model's parameter count)");
@@ -897,20 +899,13 @@ int dd_cmd_plan(int argc, char **argv) {
         if (compute > 0 && estimate)
             return dd_cli_usage(NAME, "%s cannot be given with --step-compute-s (--samples and --flops estimate the "
                                       "compute time that --step-compute-s gives)", estimate);
-        dd_plan_calib pcal;
-        int have_pcal = 0;
-        if (cal_path) {
-            dd_status st = dd_plan_calib_load(cal_path, &pcal);
-            if (st != DD_OK) return dd_cli_fail(NAME, st);
-            have_pcal = 1;
-        }
-        if (!link_name) link_name = have_pcal ? "measured" : "ethernet-10g";
+        if (!link_name) link_name = have_cal ? "measured" : "ethernet-10g";
         dd_plan_ps_cfg pc = {.params = params, .workers = (int)ps_workers, .servers = (int)ps_servers};
         /* the cluster file's default: one replica when there is another server */
         pc.replicas = replicas_given ? (int)ps_replicas : ps_servers > 1 ? 1 : 0;
         pc.repl_floats = sc.opt != DD_OPTIM_SGD ? 3 : sc.momentum != 0 ? 2 : 1;
         pc.compute_s = compute > 0 ? compute : estimate ? 6.0 * params * samples / flops : 0;
-        if ((rc = parse_link("--link", link_name, have_pcal, &pcal, &pc.link))) return rc;
+        if ((rc = parse_link("--link", link_name, have_cal, &cal, &pc.link))) return rc;
         return run_ps_plan(&pc, link_name, sc.opt, sc.momentum, json);
     }
     if (workers_given || replicas_given)
@@ -968,14 +963,6 @@ int dd_cmd_plan(int argc, char **argv) {
         }
         if (nranks > 1 && !model)
             return dd_cli_usage(NAME, "--ranks: a list of rank counts needs --model NAME (--params takes one)");
-    }
-
-    dd_plan_calib cal;
-    int have_cal = 0;
-    if (cal_path) {
-        dd_status st = dd_plan_calib_load(cal_path, &cal);
-        if (st != DD_OK) return dd_cli_fail(NAME, st);
-        have_cal = 1;
     }
 
     if (model) {
