@@ -51,8 +51,8 @@ LIB=$(cd "$BUILD" && pwd)
 # helpers, built against the library in BUILD
 CC=${CC:-cc}
 CFL=(-O2 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Iinclude)
-$CC "${CFL[@]}" bench/recipe_export.c -L"$LIB" -ldistdpd -Wl,-rpath,"$LIB" -lm -o "$BIN/recipe_export"
-$CC "${CFL[@]}" bench/bench_train.c -L"$LIB" -ldistdpd -Wl,-rpath,"$LIB" -lm -o "$BIN/bench_train"
+$CC "${CFL[@]}" bench/recipe_export.c -L"$LIB" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$LIB" -lm -o "$BIN/recipe_export"
+$CC "${CFL[@]}" bench/bench_train.c -L"$LIB" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$LIB" -lm -o "$BIN/bench_train"
 $CC "${CFL[@]}" bench/maxrss.c -o "$BIN/maxrss"
 # shellcheck disable=SC2046
 $CC "${CFL[@]}" $(pkg-config --cflags openblas) bench/sgemm_peak.c $(pkg-config --libs openblas) -o "$BIN/sgemm_peak"

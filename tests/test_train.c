@@ -216,8 +216,9 @@ static void test_model_cfg(void) {
 
 /* ---------------------------------------------------------------- gradients */
 
-/* Max |fd - analytic| / max |analytic| over all parameters of the trainer's model. */
-static double fd_check(dd_trainer *tr, uint64_t batch) {
+/* Max |fd - analytic| / max |analytic| over all parameters of the trainer's model, with
+ * central differences of step h. */
+static double fd_check_h(dd_trainer *tr, uint64_t batch, float h) {
     size_t n = dd_trainer_num_floats(tr);
     float *p = dd_trainer_params(tr);
     float *g = malloc(n * sizeof *g);
@@ -234,10 +235,10 @@ static double fd_check(dd_trainer *tr, uint64_t batch) {
             size_t i = t->entries[e].offset + k;
             float p0 = p[i];
             double lp, lm;
-            p[i] = p0 + 1e-3f;
+            p[i] = p0 + h;
             float dp = p[i] - p0;
             dd_trainer_loss_grad(tr, 0, batch, &lp);
-            p[i] = p0 - 1e-3f;
+            p[i] = p0 - h;
             float dm = p0 - p[i];
             dd_trainer_loss_grad(tr, 0, batch, &lm);
             p[i] = p0;
@@ -247,6 +248,49 @@ static double fd_check(dd_trainer *tr, uint64_t batch) {
         }
     free(g);
     return gmax > 0 ? emax / gmax : INFINITY;
+}
+static double fd_check(dd_trainer *tr, uint64_t batch) { return fd_check_h(tr, batch, 1e-3f); }
+
+/* L1 loss (OpenDPD --loss_type l1): its hand-written gradient sign(e)/N against central
+ * finite differences, and mean|e| <= sqrt(mean e^2) against the L2 loss of the same batch
+ * (Cauchy-Schwarz; equality only when every |e| is the same). */
+static void test_l1_loss(void) {
+    size_t n[3] = {300, 256, 256};
+    dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 11, NULL);
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_PA, 3, 12, 5, 8, 1);
+    dd_trainer *t2 = NULL, *t1 = NULL;
+    CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &t2));
+    c.loss = 1;
+    CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &t1));
+    if (t1 && t2) {
+        double l1, l2;
+        CHECK_OK(dd_trainer_loss_grad(t2, 0, 2, &l2));
+        CHECK_OK(dd_trainer_loss_grad(t1, 0, 2, &l1));
+        printf("batch 2: L1 loss %.6g, L2 loss %.6g (sqrt %.6g)\n", l1, l2, sqrt(l2));
+        /* mean|e| <= sqrt(mean e^2); and with errors of rms 0.3 (mostly |e| < 1, where
+         * |e| > e^2) the L1 loss is well above the L2 loss: a trainer that ignored
+         * cfg.loss would give l1 == l2 */
+        CHECK(l1 > 0 && l1 < sqrt(l2) && l1 > 1.5 * l2, "L1 %g against L2 %g and sqrt(L2) %g", l1, l2, sqrt(l2));
+        /* a smaller step than for L2: |e| has a kink at 0, and a step of 1e-3 moves some of
+         * the 192 errors across it */
+        double e = fd_check_h(t1, 2, 1e-4f);
+        printf("finite differences (step 1e-4), PA step with the L1 loss: rel. error %.3g\n", e);
+        CHECK(e < 5e-3, "L1 gradient vs finite differences: rel. error %.3g", e);
+        /* the loss is part of the configuration's JSON (config.json, checkpoints) */
+        char *js = NULL;
+        dd_train_cfg back;
+        CHECK_OK(dd_train_cfg_to_json(&c, &js));
+        CHECK(js && strstr(js, "\"loss\":\"l1\""), "config JSON names the loss: %s", js ? js : "");
+        CHECK_OK(dd_train_cfg_from_json(js, "test", &back));
+        CHECK(back.loss == 1, "loss l1 read back");
+        dd_free(js);
+    }
+    dd_trainer_destroy(&t1);
+    dd_trainer_destroy(&t2);
+    dd_dataset_free(&ds);
 }
 
 static void test_gradients(void) {
@@ -954,6 +998,7 @@ int main(void) {
     test_model_cfg();
     test_batch_above_frames();
     test_gradients();
+    test_l1_loss();
     test_resume(tmp);
     test_strategy_threads();
     test_sim_pa(tmp);

@@ -117,7 +117,7 @@ typedef struct {
     size_t stride;               /* frame stride S, [1, 2^20]; default 1 */
     size_t batch;                /* global batch B (frames), [1, 2^20]; default 64 */
     int epochs;                  /* total epochs, [1, 100000]; default 20 */
-    char opt[16];                /* "sgd" | "adam" | "adamw" (default) */
+    char opt[16];                /* "sgd" | "adam" | "adamw" (default) | "rmsprop" */
     dd_optim_cfg optim;          /* optimiser hyper-parameters (torch defaults; lr below) */
     double lr;                   /* base learning rate, finite, > 0; default 5e-3 */
     dd_lr_cfg sched;             /* schedule, indexed by global step (warm-up, step_size and
@@ -148,13 +148,18 @@ typedef struct {
     int eval_test;               /* 1 (default): evaluate the test split every epoch */
     int select_true;             /* DPD with a true PA: 1 = pick the best epoch by the true
                                     PA's validation ACLR; 0 (default) = by the PA model's */
+    int loss;                    /* training loss: 0 (default) "l2" = mean squared error
+                                    (torch MSELoss), 1 "l1" = mean absolute error (torch
+                                    L1Loss, gradient sign(e)/N with sign(0) = 0); the
+                                    evaluation metrics (NMSE, ACLR, EVM) are the same for both */
 } dd_train_cfg;
 
 /* Bytes one evaluation forward call may use for its workspaces (256 MiB): the trainer
  * runs fewer segments per call to fit, and streams a segment that does not fit alone. */
 #define DD_TRAIN_EVAL_WS_CAP ((size_t)256 << 20)
 
-/* Defaults for a task (the reference recipe: gru, hidden 23, F 200, S 1, B 64, AdamW
+/* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
+ * arguments.py defaults: docs/opendpd.md; gru, hidden 23, F 200, S 1, B 64, AdamW
  * lr 5e-3, plateau schedule, clip 200, seed 0, 20 epochs). */
 void dd_train_cfg_default(dd_train_cfg *c, dd_train_task task);
 
@@ -412,15 +417,16 @@ void dd_trainer_batch_slice(const dd_trainer *tr, uint64_t batch, int w, int nw,
  * Errors: DD_ERR_ARG (bad range), the model's and the source's errors. */
 dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, uint64_t global,
                                    const dd_stage_src *src, double *sse);
-/* The MSE normaliser of a global batch of `global` frames: 1 / (global F 2). */
+/* The loss normaliser (the mean of MSE or L1) of a global batch of `global` frames:
+ * 1 / (global F 2). */
 double dd_trainer_loss_scale(const dd_trainer *tr, uint64_t global);
 /* The inputs and targets of positions [lo, hi) of epoch `epoch`'s frame order, each
  * (hi - lo, F, 2) floats (DPD: the targets scaled by the gain, ILA: the inputs scaled),
  * for strategies that run the stages themselves (pipelines). Errors: DD_ERR_ARG. */
 dd_status dd_trainer_gather(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, float *x, float *tgt);
-/* The MSE of nv floats of pred against tgt for a global batch of `global` frames:
- * writes dL/dpred into dpred and returns the sum of squared errors (the loss is that
- * times dd_trainer_loss_scale). */
+/* The training loss (cfg.loss: MSE, or L1) of nv floats of pred against tgt for a global
+ * batch of `global` frames: writes dL/dpred into dpred and returns the sum of squared
+ * errors (L1: of absolute errors); the loss is that times dd_trainer_loss_scale. */
 double dd_trainer_mse_grad(const dd_trainer *tr, const float *pred, const float *tgt, size_t nv, uint64_t global,
                            float *dpred);
 /* Ends a step after the gradients are reduced: clips with the global gradient norm

@@ -38,11 +38,20 @@ static const dd_cli_cmd commands[] = {
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
+/* OpenDPD's step names (main.py --step), accepted as commands (docs/opendpd.md). */
+static const struct {
+    const char *alias, *command;
+} aliases[] = {{"train_pa", "train-pa"}, {"train_dpd", "train-dpd"}, {"run_dpd", "run"}};
+static const size_t n_aliases = sizeof aliases / sizeof aliases[0];
+
 static void usage(FILE *f) {
     fprintf(f, "distdpd %s: neural PA modelling and DPD training, one core to MPI clusters\n\n"
                "usage: distdpd COMMAND [options]    (distdpd COMMAND --help for details)\n\n"
                "commands:\n", DD_VERSION_STRING);
     for (size_t i = 0; i < n_commands; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nOpenDPD's step names work as commands:");
+    for (size_t i = 0; i < n_aliases; i++) fprintf(f, "%s %s = %s", i ? "," : "", aliases[i].alias, aliases[i].command);
+    fprintf(f, " (docs/opendpd.md)\n");
     fprintf(f, "\noptions: --version, --help\n"
                "exit status: 0 success, 1 runtime error, 2 usage error; train-pa/train-dpd: 75 stopped\n"
                "by a signal with last.ckpt written (preempted: continue with --resume)\n"
@@ -50,9 +59,23 @@ static void usage(FILE *f) {
 }
 
 static const dd_cli_cmd *find(const char *name) {
+    for (size_t i = 0; i < n_aliases; i++)
+        if (strcmp(aliases[i].alias, name) == 0) name = aliases[i].command;
     for (size_t i = 0; i < n_commands; i++)
         if (strcmp(commands[i].name, name) == 0) return &commands[i];
     return NULL;
+}
+
+/* "unknown command 'X'", with the closest command name when X looks like a typo. */
+static int unknown_command(const char *who, const char *name) {
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < n_commands; i++) names[i] = commands[i].name;
+    const char *near = dd_cli_closest(name, strlen(name), names, n_commands);
+    if (near)
+        fprintf(stderr, "%s: unknown command '%s' (did you mean '%s'? see 'distdpd help')\n", who, name, near);
+    else
+        fprintf(stderr, "%s: unknown command '%s' (see 'distdpd help')\n", who, name);
+    return DD_EXIT_USAGE;
 }
 
 static int cmd_help(int argc, char **argv) {
@@ -69,10 +92,7 @@ static int cmd_help(int argc, char **argv) {
     }
     if (argc == 2) {
         const dd_cli_cmd *c = find(argv[1]);
-        if (!c) {
-            fprintf(stderr, "distdpd help: unknown command '%s' (see 'distdpd help')\n", argv[1]);
-            return DD_EXIT_USAGE;
-        }
+        if (!c) return unknown_command("distdpd help", argv[1]);
         char name[32], opt[8] = "--help";
         snprintf(name, sizeof name, "%s", c->name);
         char *sub[] = {name, opt, NULL};
@@ -101,8 +121,11 @@ int main(int argc, char **argv) {
         if (argv[1][0] == '-')
             fprintf(stderr, "distdpd: unknown option '%s' (see 'distdpd help')\n", argv[1]);
         else
-            fprintf(stderr, "distdpd: unknown command '%s' (see 'distdpd help')\n", argv[1]);
+            return unknown_command("distdpd", argv[1]);
         return DD_EXIT_USAGE;
     }
+    char name[32]; /* an alias runs as its command (messages say "distdpd train-pa: ...") */
+    snprintf(name, sizeof name, "%s", c->name);
+    argv[1] = name;
     return c->run(argc - 1, argv + 1);
 }

@@ -181,7 +181,8 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
         if (rec[i].best) best = i;
     int any_true = 0;
     for (size_t i = 0; i < n; i++) any_true |= rec[i].has_true;
-    tb_printf(&c, "EPOCH,N_EPOCH,TIME,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,"
+    /* OpenDPD's header exactly: its log dict has the key "TIME:" (modules/paths.py gen_log_stat) */
+    tb_printf(&c, "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,"
                   "VAL_LOSS,VAL_NMSE,VAL_EVM,VAL_ACLR_L,VAL_ACLR_R,VAL_ACLR_AVG,"
                   "TEST_LOSS,TEST_NMSE,TEST_EVM,TEST_ACLR_L,TEST_ACLR_R,TEST_ACLR_AVG");
     if (any_true)
@@ -268,6 +269,7 @@ static dd_status write_config_json(const char *dir, dd_trainer *tr, const char *
     if (command) cJSON_AddStringToObject(root, "command", command);
     cJSON_AddStringToObject(root, "data", data ? data : "");
     if (pa_run) cJSON_AddStringToObject(root, "pa_run", pa_run);
+    dd_train_provenance(root, data);
     const dd_train_cfg *cfg = dd_trainer_cfg(tr);
     cJSON_AddItemToObject(root, "config", dd_train_cfg_json_obj(cfg));
     const dd_spec *sp = &tr->ds->spec;

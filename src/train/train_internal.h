@@ -154,6 +154,11 @@ void dd_rec_unpack(const double *v, dd_epoch_record *r);
 /* The selection metric of a record (lower is better) under cfg. */
 double dd_rec_select_metric(const dd_train_cfg *cfg, const dd_epoch_record *r);
 
+/* Adds "build" (git commit and build type at configure time, SIMD path, BLAS and its core
+ * type) and "data_checksum" (CRC32C of each file of the data set `data` and of all of
+ * them in name order; "error" instead when one cannot be read) to config.json's root. */
+void dd_train_provenance(cJSON *root, const char *data);
+
 /* Configuration as a cJSON object (caller cJSON_Delete) / from one. */
 cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c);
 dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg *c);

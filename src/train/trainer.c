@@ -668,8 +668,17 @@ dd_status dd_trainer_gather(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_
 
 double dd_trainer_mse_grad(const dd_trainer *tr, const float *pred, const float *tgt, size_t nv, uint64_t global,
                            float *dpred) {
-    const float finv2 = (float)(2.0 * dd_trainer_loss_scale(tr, global));
     double sum = 0.0;
+    if (tr->cfg.loss == 1) { /* L1: mean |pred - tgt|, dL/dpred = sign(e) / N (torch: sign(0) = 0) */
+        const float finv = (float)dd_trainer_loss_scale(tr, global);
+        for (size_t k = 0; k < nv; k++) {
+            float e = pred[k] - tgt[k];
+            sum += fabs((double)e);
+            dpred[k] = e > 0 ? finv : e < 0 ? -finv : 0.0f;
+        }
+        return sum;
+    }
+    const float finv2 = (float)(2.0 * dd_trainer_loss_scale(tr, global));
     for (size_t k = 0; k < nv; k++) {
         float e = pred[k] - tgt[k];
         sum += (double)e * (double)e;
