@@ -183,8 +183,8 @@ typedef struct {
  * vector masked by tail). J and NV are compile-time constants after inlining. */
 static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF(gru_fctx) *x,
                                                                       const int J, const int NV,
-                                                                      size_t j0, size_t col,
-                                                                      VM tail) {
+                                                                      const int MT, size_t j0,
+                                                                      size_t col, VM tail) {
     const size_t H = x->H, TB = x->TB, D = x->D, c = x->c0 + col;
     VF acc[3 * FJ][FNV];
     /* r, z: (b_hh + b_ih) + W_i x_t + W_h h_{t-1};  hn: b_hn + W_hn h_{t-1} */
@@ -204,7 +204,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
         VF xv[FNV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            xv[v] = v == NV - 1 ? VLOADM(xd + (size_t)v * VW, tail) : VLOAD(xd + (size_t)v * VW);
+            xv[v] = MT && v == NV - 1 ? VLOADM(xd + (size_t)v * VW, tail) : VLOAD(xd + (size_t)v * VW);
 #pragma GCC unroll 8
         for (int g = 0; g < 2; g++)
 #pragma GCC unroll 8
@@ -219,7 +219,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
         VF hv[FNV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            hv[v] = v == NV - 1 ? VLOADM(hk + (size_t)v * VW, tail) : VLOAD(hk + (size_t)v * VW);
+            hv[v] = MT && v == NV - 1 ? VLOADM(hk + (size_t)v * VW, tail) : VLOAD(hk + (size_t)v * VW);
 #pragma GCC unroll 8
         for (int g = 0; g < 3; g++)
 #pragma GCC unroll 8
@@ -240,7 +240,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++) {
             const size_t o = (size_t)v * VW;
-            const int m = v == NV - 1;
+            const int m = MT && v == NV - 1;
             /* gx_n = b_in + W_in x_t */
             VF gxn = VSET1(x->b_ih ? x->b_ih[2 * H + j] : 0.0f);
             for (size_t d = 0; d < D; d++) {
@@ -272,7 +272,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
 
 #define FWD_CASE(J, NV)                                            \
     case (J) * 8 + (NV):                                           \
-        VSUF(gru_fwd_block)(x, (J), (NV), j0, col, tail);           \
+        VSUF(gru_fwd_block)(x, (J), (NV), 1, j0, col, tail);        \
         break;
 static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
     const size_t B = x->B, H = x->H;
@@ -282,6 +282,11 @@ static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
             const size_t rem = B - col;
             const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
             const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+            /* whole blocks (the recipe's B = 64: every block) without masked accesses */
+            if (rem >= (size_t)FNV * VW && J == FJ) {
+                VSUF(gru_fwd_block)(x, FJ, FNV, 0, j0, col, tail);
+                continue;
+            }
             switch (J * 8 + NV) {
                 FWD_CASE(1, 1)
                 FWD_CASE(1, 2)
@@ -326,8 +331,8 @@ typedef struct {
 /* dh[k0 .. k0+K-1, col .. col + NV*VW] += sum_m W_hh[m, k] dG[m, c0 + col ...], m < 3H. */
 static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF(gru_bctx) *x,
                                                                       const int K, const int NV,
-                                                                      size_t k0, size_t col,
-                                                                      VM tail) {
+                                                                      const int MT, size_t k0,
+                                                                      size_t col, VM tail) {
     const size_t B = x->B, TB = x->TB, H = x->H, M = 3 * H;
     VF acc[BK][FNV];
 #pragma GCC unroll 8
@@ -335,7 +340,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
         const float *d = x->dh + (k0 + (size_t)kk) * B + col;
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            acc[kk][v] = v == NV - 1 ? VLOADM(d + (size_t)v * VW, tail) : VLOAD(d + (size_t)v * VW);
+            acc[kk][v] = MT && v == NV - 1 ? VLOADM(d + (size_t)v * VW, tail) : VLOAD(d + (size_t)v * VW);
     }
     const float *g = x->dG + x->c0 + col;
     const float *w = x->w_hh + k0;
@@ -343,7 +348,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
         VF gv[FNV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            gv[v] = v == NV - 1 ? VLOADM(g + (size_t)v * VW, tail) : VLOAD(g + (size_t)v * VW);
+            gv[v] = MT && v == NV - 1 ? VLOADM(g + (size_t)v * VW, tail) : VLOAD(g + (size_t)v * VW);
 #pragma GCC unroll 8
         for (int kk = 0; kk < K; kk++) {
             const VF wv = VSET1(w[kk]);
@@ -356,7 +361,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
         float *d = x->dh + (k0 + (size_t)kk) * B + col;
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++) {
-            if (v == NV - 1) VSTOREM(d + (size_t)v * VW, acc[kk][v], tail);
+            if (MT && v == NV - 1) VSTOREM(d + (size_t)v * VW, acc[kk][v], tail);
             else VSTORE(d + (size_t)v * VW, acc[kk][v]);
         }
     }
@@ -364,7 +369,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
 
 #define BWD_CASE(K, NV)                                            \
     case (K) * 8 + (NV):                                           \
-        VSUF(gru_bwd_block)(x, (K), (NV), k0, col, tail);           \
+        VSUF(gru_bwd_block)(x, (K), (NV), 1, k0, col, tail);        \
         break;
 #define BWD_CASES(K) BWD_CASE(K, 1) BWD_CASE(K, 2)
 #define BWD_CASES4(K) BWD_CASE(K, 1) BWD_CASE(K, 2) BWD_CASE(K, 3) BWD_CASE(K, 4)
@@ -376,6 +381,10 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
             const size_t rem = B - col;
             const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
             const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+            if (rem >= (size_t)FNV * VW && K == BK) {
+                VSUF(gru_bwd_block)(x, BK, FNV, 0, k0, col, tail);
+                continue;
+            }
             switch (K * 8 + NV) {
 #if FNV > 2
                 BWD_CASES4(1)
