@@ -23,7 +23,10 @@
 #else
 #define FNV 2 /* 16 columns; 16 ymm registers */
 #define FJ 2  /* 12 accumulators */
-#define BK 4  /* 8 accumulators */
+#ifndef BK_AVX2
+#define BK_AVX2 6
+#endif
+#define BK BK_AVX2 /* 12 accumulators + 2 operands + a broadcast */
 #endif
 
 #if defined(DD_VEC_AVX512)
@@ -398,6 +401,10 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
                 BWD_CASES(2)
                 BWD_CASES(3)
                 BWD_CASES(4)
+#if BK > 4
+                BWD_CASES(5)
+                BWD_CASES(6)
+#endif
 #endif
             default: break;
             }
