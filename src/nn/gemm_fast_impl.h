@@ -93,9 +93,16 @@ static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
 void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size_t lda,
                               const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum) {
     if (M == 0) return;
+    /* threads: blocks of GM rows of C each (the same blocks for every chunk: static
+     * schedule), so every element is summed by one thread in chunk order */
+    const int nth = dd_nn_threads();
+    const long nblk = (long)((M + GM - 1) / GM);
+#pragma omp parallel num_threads(nth) if (nth > 1 && nblk > 1 && K >= 2 * GKC)
     for (size_t k0 = 0; k0 < K; k0 += GKC) {
         const size_t kn = K - k0 < GKC ? K - k0 : GKC;
-        for (size_t i0 = 0; i0 < M; i0 += GM) {
+#pragma omp for schedule(static) nowait
+        for (long ib = 0; ib < nblk; ib++) {
+            const size_t i0 = (size_t)ib * GM;
             const int mrows = M - i0 < GM ? (int)(M - i0) : GM;
             const float *a[GM];
             for (int i = 0; i < GM; i++) a[i] = A + (i0 + (size_t)(i < mrows ? i : mrows - 1)) * lda + k0;

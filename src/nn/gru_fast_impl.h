@@ -176,7 +176,7 @@ static void dd_nn_fm_to_bth_avx2(float *dst, const float *src, size_t ld, size_t
 #endif
 
 typedef struct {
-    size_t B, T, TB, D, H, c0;
+    size_t B, T, TB, D, H, c0, cb, ce; /* [cb, ce): this thread's columns of a step */
     float *hprev, *gates, *S;
     const float *xfm, *w_ih, *w_hh, *b_ih, *b_hh;
     int last; /* t == T - 1: h_t is not stored into hprev */
@@ -278,10 +278,10 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
         VSUF(gru_fwd_block)(x, (J), (NV), 1, j0, col, tail);        \
         break;
 static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
-    const size_t B = x->B, H = x->H;
+    const size_t B = x->ce, H = x->H;
     for (size_t j0 = 0; j0 < H; j0 += FJ) {
         const int J = H - j0 >= FJ ? FJ : (int)(H - j0);
-        for (size_t col = 0; col < B; col += (size_t)FNV * VW) {
+        for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
             const size_t rem = B - col;
             const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
             const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
@@ -312,13 +312,19 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
                               const float *w_ih, const float *w_hh, const float *b_ih,
                               const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
     const size_t TB = T * B;
-    VSUF(gru_fctx) x = {B, T, TB, D, H, 0, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
-    for (size_t t = 0; t < T; t++) {
-        const size_t c0 = t * B;
-        /* input and recurrent products and the cell, in registers */
-        x.c0 = c0;
-        x.last = t + 1 == T;
-        VSUF(gru_fwd_blocks)(&x);
+    /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
+     * recurrence needs only its own column, so no step waits for another thread */
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
+    {
+        VSUF(gru_fctx) x = {B, T, TB, D, H, 0, 0, B, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
+        dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
+        for (size_t t = 0; t < T && x.cb < x.ce; t++) {
+            /* input and recurrent products and the cell, in registers */
+            x.c0 = t * B;
+            x.last = t + 1 == T;
+            VSUF(gru_fwd_blocks)(&x);
+        }
     }
     /* 3. h_1..h_T to out (B, T, H): h_t is hprev column block t+1 (t < T-1), S (t = T-1) */
     if (T > 1) VFM_TO_BTH(out, hprev + B, TB, B, T - 1, T, H);
@@ -326,7 +332,7 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
 }
 
 typedef struct {
-    size_t B, TB, H, c0;
+    size_t B, TB, H, c0, cb, ce; /* [cb, ce): this thread's columns */
     float *dG, *dh;
     const float *w_hh;
 } VSUF(gru_bctx);
@@ -377,10 +383,10 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
 #define BWD_CASES(K) BWD_CASE(K, 1) BWD_CASE(K, 2)
 #define BWD_CASES4(K) BWD_CASE(K, 1) BWD_CASE(K, 2) BWD_CASE(K, 3) BWD_CASE(K, 4)
 static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
-    const size_t B = x->B, H = x->H;
+    const size_t B = x->ce, H = x->H;
     for (size_t k0 = 0; k0 < H; k0 += BK) {
         const int K = H - k0 >= BK ? BK : (int)(H - k0);
-        for (size_t col = 0; col < B; col += (size_t)FNV * VW) {
+        for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
             const size_t rem = B - col;
             const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
             const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
@@ -418,24 +424,28 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
 void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const float *gates,
                               const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
                               int want_dh0) {
-    const size_t TB = T * B, nfull = B / VW, rem = B % VW;
-    const VM tail = VMASK(rem ? (int)rem : VW);
+    const size_t TB = T * B;
     const VF one = VSET1(1.0f);
-    VSUF(gru_bctx) x = {B, TB, H, 0, dG, dh, w_hh};
     /* dout (B, T, H) feature-major into dG rows [3H, 4H) (step t reads its columns there
      * before it overwrites them with da_n); blocks of 16 frames, whole cache lines */
     VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, T, H);
-    for (size_t t = T; t-- > 0;) {
+    /* threads: whole vectors of columns each, all steps (as forward) */
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
+    {
+    VSUF(gru_bctx) x = {B, TB, H, 0, 0, B, dG, dh, w_hh};
+    dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
+    const size_t cb = x.cb, ce = x.ce;
+    const VM tail = VMASK((ce - cb) % VW ? (int)((ce - cb) % VW) : VW);
+    for (size_t t = T; cb < ce && t-- > 0;) {
         const size_t c0 = t * B;
         /* 1. cell backward, d = dh + dout_t */
         for (size_t j = 0; j < H; j++) {
             const size_t cr = j * TB + c0, cz = (H + j) * TB + c0, cn = (2 * H + j) * TB + c0;
             const size_t ch = (3 * H + j) * TB + c0;
             float *d = dh + j * B;
-            for (size_t v = 0; v <= nfull; v++) {
-                if (v == nfull && !rem) break;
-                const size_t o = v * VW;
-                const int m = v == nfull;
+            for (size_t o = cb; o < ce; o += VW) {
+                const int m = ce - o < VW;
                 VF dd = VADD(m ? VLOADM(d + o, tail) : VLOAD(d + o),
                              m ? VLOADM(dG + ch + o, tail) : VLOAD(dG + ch + o));
                 VF r = m ? VLOADM(gates + cr + o, tail) : VLOAD(gates + cr + o);
@@ -468,6 +478,7 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
             x.c0 = c0;
             VSUF(gru_bwd_blocks)(&x);
         }
+    }
     }
 }
 
