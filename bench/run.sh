@@ -8,6 +8,12 @@
 #    (median epoch time and speed-up, FLOPs, GFLOP/s against the sgemm peak, test NMSE
 #    after the same epochs, peak RSS against data size), and throughput by model;
 #    results and summary.md in BUILD_DIR/bench-results.
+# 1b. bench/simd_bench.sh (BENCH_SIMD=0 skips it; ~2 min): the processor, its SIMD paths
+#    and OpenBLAS's core; per path (AVX2 forced on AVX-512 machines, with OpenBLAS's
+#    Haswell kernel) the sgemm peak and gru 23 / tcn / resnet 512 x 8 GFLOP/s against the
+#    targets (50 % of peak, tcn = gru, 60 % of peak).
+# 1c. bench/threads_bench.sh (BENCH_THREADS=0 skips it; ~1 min): the recipe at 1 rank x 1
+#    thread, 1 x 2 threads, 2 ranks x 1 thread: speed-up against 1.7x, equal losses.
 # 2. bench/allreduce.sh: allreduce latency and bus bandwidth at 2 and 4 ranks
 #    (up to BENCH_ALLREDUCE_MAX bytes, default 16 MB). BENCH_ALLREDUCE=0 skips it.
 # 3. bench/shard_bench.sh (BENCH_SHARD=1, off by default: ~5 min): memory and step time of
@@ -25,11 +31,25 @@
 # 8. bench/launch_bench.sh (BENCH_LAUNCH=1, off by default: ~1 min): time lost per failure
 #    under distdpd launch (kill -9 of a rank, a SIGSTOPped rank; docs/elastic.md).
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
-# BENCH_RSS, BENCH_PYTHON.
+# BENCH_RSS, BENCH_RSS_SIZES, BENCH_PYTHON; of simd_bench.sh: BENCH_SIMD_ROUNDS,
+# BENCH_SIMD_LARGE, BENCH_SIMD_BASE; of threads_bench.sh: BENCH_THREADS_ROUNDS,
+# BENCH_THREADS_EPOCHS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 bash bench/recipe_bench.sh "$BUILD" "$BUILD/bench-results"
+if [ "${BENCH_SIMD:-1}" != 0 ]; then
+    echo
+    echo "## Per SIMD path against the sgemm peak (bench/simd_bench.sh)"
+    echo
+    bash bench/simd_bench.sh "$BUILD"
+fi
+if [ "${BENCH_THREADS:-1}" != 0 ]; then
+    echo
+    echo "## Threads inside a rank (bench/threads_bench.sh)"
+    echo
+    bash bench/threads_bench.sh "$BUILD"
+fi
 if [ "${BENCH_ALLREDUCE:-1}" != 0 ]; then
     echo
     echo "## Allreduce (bench/allreduce.sh)"
