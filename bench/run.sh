@@ -37,19 +37,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
+# section VAR DEFAULT TITLE COMMAND...: runs COMMAND under a "## TITLE" heading unless VAR
+# (default DEFAULT) is 0
+section() {
+    local var=$1 def=$2 title=$3
+    shift 3
+    if [ "${!var:-$def}" != 0 ]; then
+        echo
+        echo "## $title"
+        echo
+        "$@"
+    fi
+}
 bash bench/recipe_bench.sh "$BUILD" "$BUILD/bench-results"
-if [ "${BENCH_SIMD:-1}" != 0 ]; then
-    echo
-    echo "## Per SIMD path against the sgemm peak (bench/simd_bench.sh)"
-    echo
-    bash bench/simd_bench.sh "$BUILD"
-fi
-if [ "${BENCH_THREADS:-1}" != 0 ]; then
-    echo
-    echo "## Threads inside a rank (bench/threads_bench.sh)"
-    echo
-    bash bench/threads_bench.sh "$BUILD"
-fi
+section BENCH_SIMD 1 "Per SIMD path against the sgemm peak (bench/simd_bench.sh)" bash bench/simd_bench.sh "$BUILD"
+section BENCH_THREADS 1 "Threads inside a rank (bench/threads_bench.sh)" bash bench/threads_bench.sh "$BUILD"
 if [ "${BENCH_ALLREDUCE:-1}" != 0 ]; then
     echo
     echo "## Allreduce (bench/allreduce.sh)"
@@ -60,39 +62,9 @@ if [ "${BENCH_ALLREDUCE:-1}" != 0 ]; then
         echo "mpicc/mpirun not found: allreduce benchmark skipped"
     fi
 fi
-if [ "${BENCH_SHARD:-0}" != 0 ]; then
-    echo
-    echo "## Sharded data parallelism (bench/shard_bench.sh)"
-    echo
-    bash bench/shard_bench.sh "$BUILD"
-fi
-if [ "${BENCH_PP:-0}" != 0 ]; then
-    echo
-    echo "## Pipeline parallelism (bench/pipeline_bench.sh)"
-    echo
-    bash bench/pipeline_bench.sh "$BUILD"
-fi
-if [ "${BENCH_TP:-0}" != 0 ]; then
-    echo
-    echo "## Tensor parallelism of a GRU layer (bench/tp_bench.sh)"
-    echo
-    bash bench/tp_bench.sh "$BUILD"
-fi
-if [ "${BENCH_PLAN:-0}" != 0 ]; then
-    echo
-    echo "## The model-parallel plan against measured step times (bench/plan_check.sh)"
-    echo
-    bash bench/plan_check.sh "$BUILD"
-fi
-if [ "${BENCH_CKPT:-0}" != 0 ]; then
-    echo
-    echo "## Checkpoint stall: asynchronous against synchronous writing (bench/ckpt_stall.sh)"
-    echo
-    bash bench/ckpt_stall.sh "$BUILD"
-fi
-if [ "${BENCH_LAUNCH:-0}" != 0 ]; then
-    echo
-    echo "## Time lost per failure (bench/launch_bench.sh)"
-    echo
-    bash bench/launch_bench.sh "$BUILD"
-fi
+section BENCH_SHARD 0 "Sharded data parallelism (bench/shard_bench.sh)" bash bench/shard_bench.sh "$BUILD"
+section BENCH_PP 0 "Pipeline parallelism (bench/pipeline_bench.sh)" bash bench/pipeline_bench.sh "$BUILD"
+section BENCH_TP 0 "Tensor parallelism of a GRU layer (bench/tp_bench.sh)" bash bench/tp_bench.sh "$BUILD"
+section BENCH_PLAN 0 "The model-parallel plan against measured step times (bench/plan_check.sh)" bash bench/plan_check.sh "$BUILD"
+section BENCH_CKPT 0 "Checkpoint stall: asynchronous against synchronous writing (bench/ckpt_stall.sh)" bash bench/ckpt_stall.sh "$BUILD"
+section BENCH_LAUNCH 0 "Time lost per failure (bench/launch_bench.sh)" bash bench/launch_bench.sh "$BUILD"

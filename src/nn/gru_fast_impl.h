@@ -58,52 +58,7 @@ static inline __attribute__((always_inline)) void dd_nn_tr16_avx512(__m512 r[16]
     }
 }
 
-/* dd_nn_bth_to_fm / dd_nn_fm_to_bth (simd.h) by 16 x 16 tiles in registers. */
-static void dd_nn_bth_to_fm_avx512(float *dst, size_t ld, const float *src, size_t B, size_t T,
-                                   size_t C) {
-    __m512 r[16];
-    for (size_t b0 = 0; b0 < B; b0 += 16) {
-        const size_t nb = B - b0 < 16 ? B - b0 : 16;
-        const __mmask16 bm = VMASK((int)nb);
-        for (size_t t = 0; t < T; t++)
-            for (size_t c0 = 0; c0 < C; c0 += 16) {
-                const size_t nc = C - c0 < 16 ? C - c0 : 16;
-                const __mmask16 cm = VMASK((int)nc);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    r[i] = i < nb ? _mm512_maskz_loadu_ps(cm, src + ((b0 + i) * T + t) * C + c0)
-                                  : _mm512_setzero_ps();
-                dd_nn_tr16_avx512(r);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    if (i < nc) _mm512_mask_storeu_ps(dst + (c0 + i) * ld + t * B + b0, bm, r[i]);
-            }
-    }
-}
-
-static void dd_nn_fm_to_bth_avx512(float *dst, const float *src, size_t ld, size_t B, size_t nt,
-                                   size_t Ts, size_t C) {
-    __m512 r[16];
-    for (size_t b0 = 0; b0 < B; b0 += 16) {
-        const size_t nb = B - b0 < 16 ? B - b0 : 16;
-        const __mmask16 bm = VMASK((int)nb);
-        for (size_t t = 0; t < nt; t++)
-            for (size_t c0 = 0; c0 < C; c0 += 16) {
-                const size_t nc = C - c0 < 16 ? C - c0 : 16;
-                const __mmask16 cm = VMASK((int)nc);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    r[i] = i < nc ? _mm512_maskz_loadu_ps(bm, src + (c0 + i) * ld + t * B + b0)
-                                  : _mm512_setzero_ps();
-                dd_nn_tr16_avx512(r);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    if (i < nb) _mm512_mask_storeu_ps(dst + ((b0 + i) * Ts + t) * C + c0, cm, r[i]);
-            }
-    }
-}
-#define VBTH_TO_FM dd_nn_bth_to_fm_avx512
-#define VFM_TO_BTH dd_nn_fm_to_bth_avx512
+#define VTRANSPOSE dd_nn_tr16_avx512
 #else
 /* In-register transpose of an 8 x 8 tile: r[i] lane j <-> r[j] lane i (unpack within
  * 128-bit lanes, shuffle pairs, swap 128-bit halves). */
@@ -126,54 +81,54 @@ static inline __attribute__((always_inline)) void dd_nn_tr8_avx2(__m256 r[8]) {
     r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-/* dd_nn_bth_to_fm / dd_nn_fm_to_bth (simd.h) by 8 x 8 tiles in registers (the scalar
- * strided loops took 12 % of a gru training step at this level). */
-static void dd_nn_bth_to_fm_avx2(float *dst, size_t ld, const float *src, size_t B, size_t T,
-                                 size_t C) {
-    __m256 r[8];
-    for (size_t b0 = 0; b0 < B; b0 += 8) {
-        const size_t nb = B - b0 < 8 ? B - b0 : 8;
-        const __m256i bm = VMASK((int)nb);
+#define VTRANSPOSE dd_nn_tr8_avx2
+#endif
+
+/* dd_nn_bth_to_fm / dd_nn_fm_to_bth (simd.h) by VW x VW tiles transposed in registers
+ * (AVX2's were the scalar strided loops, 12 % of a gru step at that level). */
+static void VSUF(dd_nn_bth_to_fm)(float *dst, size_t ld, const float *src, size_t B, size_t T,
+                                  size_t C) {
+    VF r[VW];
+    for (size_t b0 = 0; b0 < B; b0 += VW) {
+        const size_t nb = B - b0 < VW ? B - b0 : VW;
+        const VM bm = VMASK((int)nb);
         for (size_t t = 0; t < T; t++)
-            for (size_t c0 = 0; c0 < C; c0 += 8) {
-                const size_t nc = C - c0 < 8 ? C - c0 : 8;
-                const __m256i cm = VMASK((int)nc);
-#pragma GCC unroll 8
-                for (size_t i = 0; i < 8; i++)
-                    r[i] = i < nb ? _mm256_maskload_ps(src + ((b0 + i) * T + t) * C + c0, cm)
-                                  : _mm256_setzero_ps();
-                dd_nn_tr8_avx2(r);
-#pragma GCC unroll 8
-                for (size_t i = 0; i < 8; i++)
-                    if (i < nc) _mm256_maskstore_ps(dst + (c0 + i) * ld + t * B + b0, bm, r[i]);
+            for (size_t c0 = 0; c0 < C; c0 += VW) {
+                const size_t nc = C - c0 < VW ? C - c0 : VW;
+                const VM cm = VMASK((int)nc);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    r[i] = i < nb ? VLOADM(src + ((b0 + i) * T + t) * C + c0, cm) : VZERO();
+                VTRANSPOSE(r);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    if (i < nc) VSTOREM(dst + (c0 + i) * ld + t * B + b0, r[i], bm);
             }
     }
 }
 
-static void dd_nn_fm_to_bth_avx2(float *dst, const float *src, size_t ld, size_t B, size_t nt,
-                                 size_t Ts, size_t C) {
-    __m256 r[8];
-    for (size_t b0 = 0; b0 < B; b0 += 8) {
-        const size_t nb = B - b0 < 8 ? B - b0 : 8;
-        const __m256i bm = VMASK((int)nb);
+static void VSUF(dd_nn_fm_to_bth)(float *dst, const float *src, size_t ld, size_t B, size_t nt,
+                                  size_t Ts, size_t C) {
+    VF r[VW];
+    for (size_t b0 = 0; b0 < B; b0 += VW) {
+        const size_t nb = B - b0 < VW ? B - b0 : VW;
+        const VM bm = VMASK((int)nb);
         for (size_t t = 0; t < nt; t++)
-            for (size_t c0 = 0; c0 < C; c0 += 8) {
-                const size_t nc = C - c0 < 8 ? C - c0 : 8;
-                const __m256i cm = VMASK((int)nc);
-#pragma GCC unroll 8
-                for (size_t i = 0; i < 8; i++)
-                    r[i] = i < nc ? _mm256_maskload_ps(src + (c0 + i) * ld + t * B + b0, bm)
-                                  : _mm256_setzero_ps();
-                dd_nn_tr8_avx2(r);
-#pragma GCC unroll 8
-                for (size_t i = 0; i < 8; i++)
-                    if (i < nb) _mm256_maskstore_ps(dst + ((b0 + i) * Ts + t) * C + c0, cm, r[i]);
+            for (size_t c0 = 0; c0 < C; c0 += VW) {
+                const size_t nc = C - c0 < VW ? C - c0 : VW;
+                const VM cm = VMASK((int)nc);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    r[i] = i < nc ? VLOADM(src + (c0 + i) * ld + t * B + b0, bm) : VZERO();
+                VTRANSPOSE(r);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    if (i < nb) VSTOREM(dst + ((b0 + i) * Ts + t) * C + c0, r[i], cm);
             }
     }
 }
-#define VBTH_TO_FM dd_nn_bth_to_fm_avx2
-#define VFM_TO_BTH dd_nn_fm_to_bth_avx2
-#endif
+#define VBTH_TO_FM VSUF(dd_nn_bth_to_fm)
+#define VFM_TO_BTH VSUF(dd_nn_fm_to_bth)
 
 typedef struct {
     size_t B, T, TB, D, H, c0, cb, ce; /* [cb, ce): this thread's columns of a step */
@@ -487,3 +442,4 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
 #undef BK
 #undef VBTH_TO_FM
 #undef VFM_TO_BTH
+#undef VTRANSPOSE
