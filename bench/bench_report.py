@@ -44,7 +44,8 @@ def main():
     m = j1(os.path.join(out, "machine.json"))
     p = print
     p(f"# distdpd benchmark ({m['date']})\n")
-    p(f"Machine: {m['nproc']} CPUs, {m['cpu']}, AVX-512 {'yes' if m['avx512'] else 'no'}; "
+    p(f"Machine: {m['nproc']} CPUs, {m['cpu']}, AVX-512 {'yes' if m['avx512'] else 'no'}, "
+      f"distdpd's SIMD path {m.get('simd', '?')}, OpenBLAS core {m.get('openblas_core', '?')}; "
       f"load average at start {m['load_start']}, at end "
       f"{open(os.path.join(out, 'load_end.txt')).read().strip()}. Data: {m['data']} ({m['data_kind']}, "
       f"{m['frames']} training frames). PyTorch: {m['torch_version'] if m['torch'] else 'not available, columns skipped'}.\n")

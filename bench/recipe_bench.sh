@@ -83,13 +83,22 @@ else
 fi
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# the SIMD path distdpd's kernels take: the CPU's best, lowered by DD_SIMD (src/nn/simd.c)
+SIMD=generic
+grep -q -m1 ' avx2' /proc/cpuinfo && grep -q -m1 ' fma' /proc/cpuinfo && SIMD=avx2
+grep -q -m1 avx512f /proc/cpuinfo && [ "$SIMD" = avx2 ] && SIMD=avx512
+case ${DD_SIMD:-} in
+generic | 0) SIMD=generic ;;
+avx2) [ "$SIMD" = avx512 ] && SIMD=avx2 ;;
+esac
 {
     echo "{\"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\", \"nproc\": $(getconf _NPROCESSORS_ONLN),"
     echo " \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\","
     echo " \"avx512\": $(grep -q -m1 avx512f /proc/cpuinfo && echo 1 || echo 0),"
     echo " \"torch\": $TORCH, \"torch_version\": \"$TORCH_VERSION\", \"data\": \"$DATA\", \"data_kind\": \"$DATA_KIND\","
     echo " \"ntrain\": $NTRAIN, \"frames\": $FRAMES, \"rounds\": $ROUNDS, \"epochs\": $EPOCHS,"
-    echo " \"simd\": \"${DD_SIMD:-auto}\", \"load_start\": \"$(load)\"}"
+    echo " \"simd\": \"$SIMD\", \"openblas_core\": \"$("$BIN/sgemm_peak" 64 1 | sed 's/.*"core": "\([^"]*\)".*/\1/')\","
+    echo " \"load_start\": \"$(load)\"}"
 } >"$OUT/machine.json"
 echo "machine: $(getconf _NPROCESSORS_ONLN) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load $(load)"
 

@@ -51,7 +51,15 @@ grep -q -m1 avx512f /proc/cpuinfo && PATHS="avx2 avx512"
 grep -q -m1 avx2 /proc/cpuinfo || PATHS="generic"
 core_of() { case $1 in avx512) echo SkylakeX ;; avx2) echo Haswell ;; *) echo "" ;; esac; }
 echo "processor: $CPU, $(getconf _NPROCESSORS_ONLN) CPUs; SIMD paths: $PATHS (default: ${DD_SIMD:-${PATHS##* }})"
-echo "OpenBLAS core detected: $(OPENBLAS_CORETYPE= "$OUT/bin/sgemm_peak" 64 1 | sed 's/.*"core": "\([^"]*\)".*/\1/')"
+# with_core PATH CMD...: CMD with OpenBLAS forced to the kernel of PATH's width (an empty
+# OPENBLAS_CORETYPE is not the same as none: OpenBLAS 0.3.21 then reports "Cooperlake")
+with_core() {
+    local c
+    c=$(core_of "$1")
+    shift
+    if [ -n "$c" ]; then OPENBLAS_CORETYPE=$c "$@"; else env -u OPENBLAS_CORETYPE "$@"; fi
+}
+echo "OpenBLAS core detected: $(env -u OPENBLAS_CORETYPE "$OUT/bin/sgemm_peak" 64 1 | sed 's/.*"core": "\([^"]*\)".*/\1/')"
 echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(load), $ROUNDS rounds"
 
 : >"$OUT/runs.jsonl"
@@ -60,13 +68,13 @@ models=("gru 23 60" "tcn 0 20")
 [ "$LARGE" != 0 ] && models+=("resnet 512 2 1 4 200 layers=8 kernel=3")
 for r in $(seq 1 "$ROUNDS"); do
     for p in $PATHS; do
-        OPENBLAS_CORETYPE=$(core_of "$p") "$OUT/bin/sgemm_peak" 2048 3 |
+        with_core "$p" "$OUT/bin/sgemm_peak" 2048 3 |
             sed "s/^{/{\"path\": \"$p\", /" >>"$OUT/sgemm.jsonl"
         for spec in "${models[@]}"; do
             # shellcheck disable=SC2086
             set -- $spec
             for b in "" ${BASE:+_base}; do
-                DD_SIMD=$p OPENBLAS_CORETYPE=$(core_of "$p") "$OUT/bin/bench_train$b" "$DATA" "$@" |
+                DD_SIMD=$p with_core "$p" "$OUT/bin/bench_train$b" "$DATA" "$@" |
                     sed "s/^{/{\"path\": \"$p\", \"build\": \"${b:-new}\", /" >>"$OUT/runs.jsonl"
             done
         done
