@@ -66,6 +66,9 @@ static pid_t spawn(char *const *argv, const char *log) {
                 close(fd);
             }
         }
+        /* several processes share this machine's cores: one kernel thread each unless
+         * the user says otherwise (train-pa's --threads default is every owned core) */
+        if (!getenv("DD_THREADS")) setenv("DD_THREADS", "1", 1);
         execv("/proc/self/exe", argv);
         fprintf(stderr, "distdpd ps-local: cannot start %s: %s\n", argv[1], strerror(errno));
         _exit(127);
