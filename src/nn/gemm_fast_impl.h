@@ -95,12 +95,16 @@ void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size
     if (M == 0) return;
     /* threads: blocks of GM rows of C each (the same blocks for every chunk: static
      * schedule), so every element is summed by one thread in chunk order */
-    const int nth = dd_nn_threads();
     const long nblk = (long)((M + GM - 1) / GM);
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
+    const int nth = dd_nn_threads();
 #pragma omp parallel num_threads(nth) if (nth > 1 && nblk > 1 && K >= 2 * GKC)
+#endif
     for (size_t k0 = 0; k0 < K; k0 += GKC) {
         const size_t kn = K - k0 < GKC ? K - k0 : GKC;
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
 #pragma omp for schedule(static) nowait
+#endif
         for (long ib = 0; ib < nblk; ib++) {
             const size_t i0 = (size_t)ib * GM;
             const int mrows = M - i0 < GM ? (int)(M - i0) : GM;

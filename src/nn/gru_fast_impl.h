@@ -269,8 +269,10 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
     const size_t TB = T * B;
     /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
      * recurrence needs only its own column, so no step waits for another thread */
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
     const int nth = dd_nn_threads();
 #pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
+#endif
     {
         VSUF(gru_fctx) x = {B, T, TB, D, H, 0, 0, B, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
         dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
@@ -385,8 +387,10 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
      * before it overwrites them with da_n); blocks of 16 frames, whole cache lines */
     VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, T, H);
     /* threads: whole vectors of columns each, all steps (as forward) */
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
     const int nth = dd_nn_threads();
 #pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
+#endif
     {
     VSUF(gru_bctx) x = {B, TB, H, 0, 0, B, dG, dh, w_hh};
     dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
