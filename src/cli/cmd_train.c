@@ -35,6 +35,7 @@
 #include "distdpd/comm.h"
 #include "distdpd/dataset.h"
 #include "distdpd/model.h"
+#include "distdpd/nn.h"
 #include "distdpd/parallel.h"
 #include "distdpd/train.h"
 #include "rf.h"
@@ -535,7 +536,11 @@ static void help_train(int dpd) {
            "  after the same step with RUN/last.ckpt written (exit 75). The options below\n"
            "  choose the strategy (distdpd strategies lists them and what chooses each).\n");
     dd_cli_help_strategy_opts();
-    printf(           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
+    printf(           "  --threads N         threads per rank for the layer kernels (default: DD_THREADS,\n"
+           "                      else the cores the rank may run on divided among the ranks\n"
+           "                      of its node); never changes a result (bit-identical losses);\n"
+           "                      on a machine shared with other jobs set OMP_WAIT_POLICY=passive\n"
+           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"
            "                      naming what, how much and the limit (default: none);\n"
            "                      RUN/parallel.json records each kind's peak (\"memory\")\n"
@@ -686,6 +691,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
         O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_MEMLIMIT, O_CKPTSTEPS, O_CKPTSECS, O_KEEPLAST, O_RSBATCH, O_RSWARMUP,
         O_LOSS, O_RECIPE, O_CONFIG,
+        O_THREADS,
         O_MOPT = 1024, /* + k: --NAME of model option k (the model registry's) */
         O_SOPT = 2048  /* + k: --NAME of strategy option k (the strategy registry's) */
     };
@@ -706,7 +712,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"pa-run", required_argument, NULL, O_PARUN},       {"ila", no_argument, NULL, O_ILA},
         {"gain", required_argument, NULL, O_GAIN},          {"gain-mode", required_argument, NULL, O_GAINMODE},
         {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
-        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
+        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT}, {"threads", required_argument, NULL, O_THREADS},
         {"ckpt-every-steps", required_argument, NULL, O_CKPTSTEPS}, {"ckpt-every-s", required_argument, NULL, O_CKPTSECS},
         {"keep-last", required_argument, NULL, O_KEEPLAST},
         {"rescale-batch", required_argument, NULL, O_RSBATCH}, {"rescale-warmup", required_argument, NULL, O_RSWARMUP},
@@ -757,7 +763,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
     int want_list = 0;
     dd_strategy_args sargs; /* the strategy options given */
     memset(&sargs, 0, sizeof sargs);
-    size_t mem_limit_mb = 0, rescale_batch = 0, rescale_warmup = 0;
+    size_t mem_limit_mb = 0, rescale_batch = 0, rescale_warmup = 0, threads = 0;
     int rescale_warmup_given = 0;
     /* every rank parses the same options: only rank 0 prints usage errors and help */
     quiet_streams q;
@@ -905,6 +911,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
             break;
         case O_MEMLIMIT:
             if ((rc = dd_cli_parse_size(NAME, "--mem-limit-mb", optarg, 1, (size_t)1 << 30, &mem_limit_mb))) return rc;
+            break;
+        case O_THREADS:
+            if ((rc = dd_cli_parse_size(NAME, "--threads", optarg, 1, 256, &threads))) return rc;
             break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
@@ -1092,6 +1101,11 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if (rank == 0) fprintf(stderr, "distdpd %s: run directory %s (no --out given)\n", NAME, out);
     }
     if (mem_limit_mb) dd_mem_set_limit(mem_limit_mb * (size_t)1048576);
+    {
+        const char *env = getenv("DD_THREADS");
+        const int nt = dd_nn_threads_set(threads ? (int)threads : env && *env ? dd_nn_threads() : dd_nn_threads_owned());
+        if (verbosity > 0 && rank == 0) fprintf(stderr, "%s: %d thread(s) per rank\n", NAME, nt);
+    }
     sargs.nranks = nranks;
     if ((st = dd_strategy_choose(&sargs, &sdef)) != DD_OK) goto fail;
     if (sdef) {

@@ -21,6 +21,9 @@ pid_t dd_cli_spawn(const char *cmd, char *const *argv, const char *log) {
                 close(fd);
             }
         }
+        /* several processes share this machine's cores (ps-local, fed-sim): one kernel
+         * thread each unless the user says otherwise (--threads defaults to every owned core) */
+        if (!getenv("DD_THREADS")) setenv("DD_THREADS", "1", 1);
         execv("/proc/self/exe", argv);
         fprintf(stderr, "distdpd %s: cannot start %s: %s\n", cmd, argv[1], strerror(errno));
         _exit(127);
