@@ -167,8 +167,8 @@ static void test_cluster(const char *dir) {
     cluster_err(dir, "{\"servers\": [{\"address\": \"tcp://h:1\"}], \"replicas\": 1}", 1,
                 "replicas: 1 replicas need at least 2 servers, the file has 1");
     cluster_err(dir, "{\"servers\": [{\"address\": \"tcp://h:1\"}], \"vnodes\": 0}", 1, "vnodes: expected an integer in [1, 4096]");
-    cluster_err(dir, "{\"servers\": [{\"address\": \"tcp://h:1\"}], \"optimizer\": {\"kind\": \"rmsprop\"}}", 1,
-                "optimizer.kind: expected \"sgd\", \"adam\" or \"adamw\"");
+    cluster_err(dir, "{\"servers\": [{\"address\": \"tcp://h:1\"}], \"optimizer\": {\"kind\": \"lamb\"}}", 1,
+                "optimizer.kind: expected \"sgd\", \"adam\", \"adamw\" or \"rmsprop\"");
     cluster_err(dir, "{\"servers\": [{\"address\": \"tcp://h:1\"}], \"optimizer\": {\"kind\": \"sgd\", \"lr\": 1}}", 1,
                 "optimizer: unknown field 'lr'");
     cluster_err(dir, "{\"servers\": [{\"address\": \"tcp://h:1\"}], \"optimizer\": {\"kind\": \"sgd\", \"nesterov\": true}}", 1,

@@ -102,7 +102,7 @@ static dd_status parse(const char *path, const cJSON *root, int insecure, dd_ps_
         if (!cJSON_IsObject(op)) return dd_error(DD_ERR_FORMAT, "%s: optimizer: expected an object", path);
         const cJSON *kind = cJSON_GetObjectItemCaseSensitive(op, "kind");
         if (!cJSON_IsString(kind) || dd_optim_kind_parse(kind->valuestring, &c->optim) != DD_OK)
-            return dd_error(DD_ERR_FORMAT, "%s: optimizer.kind: expected \"sgd\", \"adam\" or \"adamw\"", path);
+            return dd_error(DD_ERR_FORMAT, "%s: optimizer.kind: expected \"sgd\", \"adam\", \"adamw\" or \"rmsprop\"", path);
     }
     c->optim_cfg = dd_optim_cfg_default(c->optim);
     if (op) {
