@@ -132,6 +132,9 @@ pid_t dd_cli_spawn(const char *cmd, char *const *argv, const char *log);
 /* SIGTERM to every pid[i] > 0, SIGKILL after grace_ms to those still running; reaps them
  * and sets their entries to 0. */
 void dd_cli_end_all(pid_t *pid, int n, int grace_ms);
+/* SIGTERM and SIGINT call handler (sigaction, no SA_RESTART); SIGPIPE is ignored. For
+ * servers that stop cleanly on a signal (ps-server, fed-server, fed-client). */
+void dd_cli_catch_stop(void (*handler)(int));
 
 /* Formats a number for tables ("%.2f"; "n/a" if not finite) into buf. */
 const char *dd_cli_fmt(char *buf, size_t n, double v, int decimals);

@@ -20,14 +20,6 @@ static void on_signal(int s) {
     (void)s;
     stop_flag = 1;
 }
-static void catch_signals(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
 
 static void join_argv(char *buf, size_t cap, int argc, char **argv) {
     size_t n = 0;
@@ -282,7 +274,7 @@ int dd_cmd_fed_server(int argc, char **argv) {
     join_argv(cmdline, sizeof cmdline, argc, argv);
     o.command = cmdline;
     dd_cli_log_init(verbosity);
-    catch_signals();
+    dd_cli_catch_stop(on_signal);
     o.stop = &stop_flag;
     dd_status st = dd_fed_server_run(&o);
     if (st) return dd_cli_fail(NAME, st);
@@ -373,7 +365,7 @@ int dd_cmd_fed_client(int argc, char **argv) {
     if (!o.key_path) return dd_cli_usage(NAME, "missing --key KEY (this bench's secret key)");
     if (!o.data) return dd_cli_usage(NAME, "missing --data DIR");
     dd_cli_log_init(verbosity);
-    catch_signals();
+    dd_cli_catch_stop(on_signal);
     o.stop = &stop_flag;
     dd_status st = dd_fed_client_run(&o);
     if (st) return dd_cli_fail(NAME, st);
@@ -391,7 +383,7 @@ static void help_sim(void) {
            "free loopback port and N fed-client processes, bench i training on DIR/bench-<i>\n"
            "(i = 00, 01, ...; distdpd simulate writes them). Bench logs: RUN/fed/bench-NN.log.\n"
            "Every option that is not fed-sim's goes to fed-server (see distdpd fed-server --help),\n"
-           "except --bind, --key, --allow, which fed-sim sets.\n"
+           "except --bind, --key, --allow, which fed-sim sets; --start-clients defaults to N.\n"
            "\n"
            "  --clients N           benches (1..64)\n"
            "  --data DIR            directory of the benches' data sets DIR/bench-00, ...\n"
@@ -564,7 +556,17 @@ int dd_cmd_fed_sim(int argc, char **argv) {
     sa[ns++] = allow;
     sa[ns++] = "--out";
     sa[ns++] = (char *)out;
-    for (int k = 0; k < nf; k++) sa[ns++] = fwd[k];
+    int start_given = 0;
+    for (int k = 0; k < nf; k++) {
+        start_given |= strcmp(fwd[k], "--start-clients") == 0;
+        sa[ns++] = fwd[k];
+    }
+    char nstart[16];
+    if (!start_given) { /* round 1 waits for every bench unless told otherwise */
+        snprintf(nstart, sizeof nstart, "%zu", nc);
+        sa[ns++] = "--start-clients";
+        sa[ns++] = nstart;
+    }
     sa[ns] = NULL;
     const pid_t coord = dd_cli_spawn(NAME, sa, NULL);
     pid[0] = coord;

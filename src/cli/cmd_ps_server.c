@@ -111,12 +111,7 @@ int dd_cmd_ps_server(int argc, char **argv) {
     if (o.insecure)
         fprintf(stderr, "distdpd ps-server: warning: --insecure: plain TCP, no CURVE, no allow file: anyone who can "
                         "reach the port can read and change the parameters\n");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    dd_cli_catch_stop(on_signal);
     o.stop = &stop_flag;
     dd_ps_server_stats st;
     dd_status s = dd_ps_server_run(&o, &st);

@@ -49,3 +49,12 @@ void dd_cli_end_all(pid_t *pid, int n, int grace_ms) {
             pid[i] = 0;
         }
 }
+
+void dd_cli_catch_stop(void (*handler)(int)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}

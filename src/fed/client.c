@@ -117,6 +117,7 @@ static dd_status local_train(cl_t *c, const dd_fed_round *rm, const dd_fed_algo 
         }
         DD_TRY(dd_optim_step(dd_trainer_optim(tr), p, g, c->cfg.lr));
         c->batch++;
+        if (dd_net_ms() - c->last_sent > PING_MS) csend(c, DD_MSG_PING, NULL, 0); /* alive while training */
         sum += loss;
     }
     L.steps = steps;
@@ -319,7 +320,7 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
             if (now - c->last_sent > PING_MS) csend(c, DD_MSG_PING, NULL, 0);
         }
         dd_net_msg m;
-        int r = dd_net_recv(c->sock, 0, 100, c->n ? (uint32_t)(c->n * 8 + 4096) : (1u << 20), &m);
+        int r = dd_net_recv(c->sock, 0, 100, c->n ? (uint32_t)(c->n * 8 + (1u << 17)) : (1u << 20), &m);
         if (r < 0) {
             st = DD_ERR_COMM;
             break;

@@ -492,7 +492,7 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
     dd_status st = DD_OK;
     dd_run_lock *lock = NULL;
     dd_model *model = NULL;
-    float *w = NULL, *c = NULL, *agg = NULL, *dcsum = NULL, *best_w = NULL;
+    float *w = NULL, *c = NULL, *agg = NULL, *dcsum = NULL;
     const float **upd = NULL;
     double *wts = NULL, *rdp = NULL, orders[256];
     int *idx = NULL, *sel = NULL, n_orders = 0;
@@ -517,7 +517,6 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
     s->n = dd_model_params(model)->total;
     w = calloc(s->n, sizeof *w);
     agg = calloc(s->n, sizeof *agg);
-    best_w = calloc(s->n, sizeof *best_w);
     upd = calloc(DD_FED_MAX_CLIENTS, sizeof *upd);
     wts = calloc(DD_FED_MAX_CLIENTS, sizeof *wts);
     idx = calloc(DD_FED_MAX_CLIENTS, sizeof *idx);
@@ -526,7 +525,7 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
         c = calloc(s->n, sizeof *c);
         dcsum = calloc(s->n, sizeof *dcsum);
     }
-    if (!w || !agg || !best_w || !upd || !wts || !idx || !sel || (s->algo->control && (!c || !dcsum))) {
+    if (!w || !agg || !upd || !wts || !idx || !sel || (s->algo->control && (!c || !dcsum))) {
         st = dd_error(DD_ERR_NOMEM, WHO ": %zu parameters", s->n);
         goto done;
     }
@@ -549,7 +548,9 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
         goto done;
     }
     /* the socket */
-    s->max_payload = (uint32_t)(dd_fed_update_bytes(s->n, 1) + 4096);
+    /* an update with a control delta, or a secure-aggregation message: the masked vector
+     * (ring 64: 8 bytes a value) or the key shares of up to 255 benches (124 bytes each) */
+    s->max_payload = (uint32_t)(dd_fed_update_bytes(s->n, 1) + (1u << 17));
     if ((st = dd_net_key_read(o->key_path, 1, sec)) != DD_OK) goto done;
     {
         dd_net_allow *allow = NULL;
@@ -569,8 +570,7 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
     if ((st = wait_for_benches(s, o->start_clients > o->min_clients ? o->start_clients : o->min_clients, o->wait_s)) != DD_OK)
         goto done;
 
-    double best = INFINITY, rdp_q_note = NAN;
-    (void)rdp_q_note;
+    double best = INFINITY;
     dd_rng noise;
     {
         uint64_t seed = 0;
@@ -785,7 +785,6 @@ done:
     free(c);
     free(agg);
     free(dcsum);
-    free(best_w);
     free(upd);
     free(wts);
     free(idx);

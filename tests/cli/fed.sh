@@ -13,6 +13,8 @@
 #  4. malformed messages (--attack 1=malformed: five per round) are refused and counted,
 #     and the run is identical to case 1 (test NMSE per round).
 #  5. a bench sending NaN: --agg mean diverges (exit 1, "diverged"); --agg median learns.
+#     Huge (+-1e6) updates: mean ends above +50 dB, trimmed mean learns; sign-flipped
+#     (-10x) updates: mean gets worse every round, median learns.
 #  6. --secure (secure aggregation over the same transport): every round's test NMSE
 #     equals case 1's within 1e-4 dB (the benches have equal frame counts, so the
 #     unweighted mean of the sum is case 1's weighted mean, up to the fixed-point
@@ -89,6 +91,21 @@ expect_rc 0 "median with a NaN bench"
 first=$(col "$TMP/r5d" test_nmse_db | sed -n 1p)
 last=$(col "$TMP/r5d" test_nmse_db | tail -1)
 if awk -v a="$first" -v b="$last" 'BEGIN { exit !(b <= a - 2) }'; then pass; else fail "median did not learn: $first -> $last dB"; fi
+learns() { # RUN MARGIN: the last round's test NMSE at least MARGIN dB below the first
+    awk -v a="$(col "$1" test_nmse_db | sed -n 1p)" -v b="$(col "$1" test_nmse_db | tail -1)" -v m="$2" 'BEGIN { exit !(b <= a - m) }'
+}
+for atk in huge:trimmed signflip:median; do
+    run fed-sim --clients 3 --data "$D" --out "$TMP/r5-${atk%%:*}-mean" --rounds 3 --local-steps 10 --start-clients 3 --attack "0=${atk%%:*}" --agg mean "${M[@]}"
+    expect_rc 0 "mean with a ${atk%%:*} bench"
+    run fed-sim --clients 3 --data "$D" --out "$TMP/r5-${atk%%:*}-robust" --rounds 3 --local-steps 10 --start-clients 3 --min-clients 3 --attack "0=${atk%%:*}" --agg "${atk##*:}" "${M[@]}"
+    expect_rc 0 "${atk##*:} with a ${atk%%:*} bench"
+    learns "$TMP/r5-${atk%%:*}-robust" 2 && pass || fail "${atk##*:} did not learn against ${atk%%:*}: $(col "$TMP/r5-${atk%%:*}-robust" test_nmse_db | tr '\n' ' ')"
+done
+python3 -c "import json,sys; sys.exit(not json.loads(open(sys.argv[1]).readlines()[-1])['test_nmse_db'] > 50)" "$TMP/r5-huge-mean/metrics.jsonl" &&
+    pass || fail "mean against huge updates: $(col "$TMP/r5-huge-mean" test_nmse_db | tr '\n' ' ')"
+python3 -c "import json,sys
+v = [json.loads(l)['test_nmse_db'] for l in open(sys.argv[1])]
+sys.exit(not (v[0] < v[1] < v[2]))" "$TMP/r5-signflip-mean/metrics.jsonl" && pass || fail "mean against sign flips: $(col "$TMP/r5-signflip-mean" test_nmse_db | tr '\n' ' ')"
 
 # 6. secure aggregation
 R6="$TMP/r6"

@@ -11,6 +11,8 @@
 #     federation to its end.
 #  4. algorithms and options: scaffold sends twice the vector, fedprox, FedAvgM, FedAdam
 #     and DP learn or run; DP reports an epsilon that grows with the rounds.
+#  6. SIGTERM to fed-sim after round 1: the coordinator stops after the round in progress
+#     (exit 0, fewer rounds than asked, last.ckpt readable) and every bench ends.
 #  5. refusals: --secure with a robust aggregation, --secure-range alone, --trim without trimmed, Krum with too few benches, a missing
 #     bench directory, a bench without --server.
 set -euo pipefail
@@ -94,6 +96,28 @@ expect_rc 0 "DP"
 eps=$(col "$TMP/dp" epsilon | tr '\n' ' ')
 python3 -c "import sys; e = [float(x) for x in sys.argv[1].split()]; sys.exit(not (len(e) == 3 and 0 < e[0] < e[1] < e[2]))" "$eps" &&
     pass || fail "epsilon per round: $eps"
+
+# 6. a signal
+"$DD_CLI" fed-sim --clients 3 --data "$D" --out "$TMP/sig" --rounds 500 "${M[@]}" >"$TMP/sig.out" 2>"$TMP/sig.err" &
+SIM=$!
+watchdog $SIM
+for _ in $(seq 600); do
+    [ -s "$TMP/sig/metrics.jsonl" ] && break
+    sleep 0.1
+done
+kill -TERM $SIM
+set +e
+wait $SIM
+src=$?
+set -e
+kill "$WATCHDOG" 2>/dev/null || true
+[ "$src" -eq 0 ] && pass || fail "fed-sim after SIGTERM: exit $src: $(tail -3 "$TMP/sig.err")"
+nr=$(wc -l <"$TMP/sig/metrics.jsonl")
+[ "$nr" -ge 1 ] && [ "$nr" -lt 500 ] && pass || fail "rounds after SIGTERM: $nr"
+run eval --run "$TMP/sig" --ckpt last --data "$D/bench-00/data.ddb"
+expect_rc 0 "last.ckpt after SIGTERM"
+left=$(pgrep -f "$TMP/sig/fed/bench" || true)
+[ -z "$left" ] && pass || fail "benches still running after fed-sim ended: $left"
 
 # 5. refusals
 run fed-server --bind tcp://127.0.0.1:1 --key x --allow y --out "$TMP/z" --secure --agg median --min-clients 3
