@@ -74,12 +74,15 @@ step() { echo "[$(($(date +%s) - T0)) s] $*" >&2; }
 
 # JSON helpers (python3): every analysis reads the runs' own files
 py() { python3 - "$@"; }
-fedsim() { # RUN ARGS...: fed-sim bounded in time; the exit status is kept in RUN.rc
+# fed-sim bounded in time, the exit status kept in RUN.rc. --dead-ms 60000: on a loaded
+# machine a bench can be starved for more than the default 10 s during its local epoch,
+# and a bench declared gone is not taken back (its messages are refused until the run ends)
+fedsim() { # RUN ARGS...
     local run=$1
     shift
     set +e
     local n=${FS_N:-$NB}
-    "$CLI" fed-sim --clients "$n" --start-clients "$n" --min-clients "$n" --out "$run" "${M[@]}" --timeout 600 --client-timeout 120 "$@" \
+    "$CLI" fed-sim --clients "$n" --start-clients "$n" --min-clients "$n" --out "$run" "${M[@]}" --timeout 600 --client-timeout 120 --dead-ms 60000 "$@" \
         >"$run.log" 2>&1
     echo $? >"$run.rc"
     set -e
