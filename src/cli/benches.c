@@ -80,7 +80,7 @@ static int uses_rapp(const char *family) {
            !strcmp(family, "hammerstein") || !strcmp(family, "wiener-hammerstein");
 }
 
-/* The memory polynomials diverge above an input peak (docs/domain.md): 0.75 for
+/* The memory polynomials diverge above an input peak (docs/pa.md): 0.75 for
  * mp-ding, 0.9 for mp-warp. Returns the largest drive offset that keeps the peak below
  * that with a PAPR of papr_db (+0.2 dB margin), or +inf for the other families. */
 static double drive_cap_db(const dd_pa_params *p, const char *family, double papr_db) {

@@ -29,6 +29,7 @@ typedef struct {
     char name[96];  /* the allow file's label of its key (or its peer string) */
     char peer[192];
     int alive;
+    int gone;       /* declared gone for its silence (not left, not replaced): taken back when heard again */
     uint32_t index;
     int64_t heard;  /* ms of the last message */
     uint64_t frames;
@@ -65,6 +66,22 @@ typedef struct {
 static bench_t *find(srv_t *s, const dd_net_msg *m) {
     for (int i = 0; i < s->nb; i++)
         if (s->b[i].alive && s->b[i].rid_n == m->rid_n && memcmp(s->b[i].rid, m->rid, m->rid_n) == 0) return &s->b[i];
+    return NULL;
+}
+
+/* A bench declared gone for its silence that is heard again (a bench starved of CPU, a
+ * network stall longer than --dead-ms) is a member again: its later messages are served
+ * (a late update of a closed round is discarded as any late update). */
+static bench_t *revive(srv_t *s, const dd_net_msg *m) {
+    for (int i = 0; i < s->nb; i++) {
+        bench_t *b = &s->b[i];
+        if (b->gone && b->rid_n == m->rid_n && memcmp(b->rid, m->rid, m->rid_n) == 0) {
+            b->alive = 1;
+            b->gone = 0;
+            dd_log(DD_LOG_WARN, WHO ": bench %s is heard again: a member again", b->name);
+            return b;
+        }
+    }
     return NULL;
 }
 
@@ -219,6 +236,7 @@ static dd_status pump(srv_t *s, long wait_ms) {
     int64_t now = dd_net_ms();
     if (r > 0) {
         bench_t *b = m.ok ? find(s, &m) : NULL;
+        if (!b && m.ok) b = revive(s, &m);
         if (b) b->heard = now;
         if (!m.ok) refuse(s, &m, m.err);
         else if (m.h.type == DD_MSG_FED_HELLO) on_hello(s, &m);
@@ -239,8 +257,10 @@ static dd_status pump(srv_t *s, long wait_ms) {
     dd_net_msg_free(&m);
     for (int i = 0; i < s->nb; i++)
         if (s->b[i].alive && now - s->b[i].heard > s->o->dead_ms) {
-            dd_log(DD_LOG_WARN, WHO ": bench %s silent for %d ms: it is gone", s->b[i].name, s->o->dead_ms);
+            dd_log(DD_LOG_WARN, WHO ": bench %s silent for %d ms: it is gone (until heard again)", s->b[i].name,
+                   s->o->dead_ms);
             s->b[i].alive = 0;
+            s->b[i].gone = 1;
         }
     return DD_OK;
 }

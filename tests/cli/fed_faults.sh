@@ -6,6 +6,7 @@
 #     and round 3 goes on with the 2 that are left.
 #  2. a straggler whose updates come after the round's timeout: counted as late and
 #     discarded (the rounds aggregate the other two), the run completes.
+#  2b. a bench silent past --dead-ms is declared gone and taken back when heard again.
 #  3. a bench whose key is not enrolled gets no welcome (exit 1 naming the allow file),
 #     the coordinator logs the refused CURVE client, and an enrolled bench then runs the
 #     federation to its end.
@@ -49,6 +50,15 @@ late=$(col "$TMP/s" late | paste -sd+ | bc)
 [ "${late:-0}" -ge 1 ] && pass || fail "no late update counted: $(col "$TMP/s" late | tr '\n' ' ')"
 has "$ERR" "late update of round 1 from bench bench-02 discarded" "the late update is logged"
 [ "$(col "$TMP/s" clients | tr '\n' ' ')" = "2 2 " ] && pass || fail "clients: $(col "$TMP/s" clients | tr '\n' ' ')"
+
+# 2b. a bench silent past --dead-ms (starved, stalled) is declared gone, and taken back when
+# heard again: with --min-clients 3 round 2 starts only when it is back, and samples it
+run fed-sim --clients 3 --data "$D" --out "$TMP/g" --rounds 2 --straggle-ms 2=3000 --dead-ms 1500 --min-completion 0.6 \
+    --min-clients 3 "${M[@]}"
+expect_rc 0 "a bench silent past --dead-ms"
+has "$ERR" "bench bench-02 silent for 1500 ms: it is gone" "the silent bench is declared gone"
+has "$ERR" "bench bench-02 is heard again: a member again" "and taken back when heard again"
+[ "$(col "$TMP/g" sampled | tr '\n' ' ')" = "3 3 " ] && pass || fail "sampled: $(col "$TMP/g" sampled | tr '\n' ' ')"
 
 # 3. an unenrolled key
 K="$TMP/keys"
