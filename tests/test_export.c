@@ -5,9 +5,12 @@
  * tensor; and the C runtime (the code --format c generates) against independent
  * double-precision GRU and LSTM stacks and a DGRU written here: float32 within 1e-5, int16 and int8 within the
  * resolution of their formats, with the calibrated formats checked against their
- * definition. */
+ * definition. The ONNX file read back with protobuf-c (onnx__model_proto__unpack, code
+ * generated from third_party/onnx/onnx.proto): node op types, initializer names, dims and
+ * the z, r, h gate blocks against the r, z, n blocks of the parameters. */
 #include <complex.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 #include "dd_test.h"
 #include "distdpd/export.h"
 #include "distdpd/model.h"
+#include "onnx.pb-c.h"
 
 static unsigned char *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -331,9 +335,114 @@ static void test_runtime(const char *model) {
     dd_free(p);
 }
 
+/* The float32 initializer at index i: its name, dims and little-endian raw_data as read back. */
+static void check_init(const Onnx__TensorProto *t, const char *name, int ndim, const int64_t *dims) {
+    CHECK(t->name && strcmp(t->name, name) == 0, "initializer %s: got %s", name, t->name ? t->name : "(none)");
+    CHECK(t->n_dims == (size_t)ndim, "%s: %zu dims, expected %d", name, t->n_dims, ndim);
+    size_t n = 1;
+    for (int d = 0; d < ndim && (size_t)d < t->n_dims; d++) {
+        CHECK(t->dims[d] == dims[d], "%s dim %d: %lld, expected %lld", name, d, (long long)t->dims[d], (long long)dims[d]);
+        n *= (size_t)dims[d];
+    }
+    CHECK(t->has_data_type && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, "%s: float32", name);
+    CHECK(t->has_raw_data && t->raw_data.len == 4 * n, "%s: %zu raw bytes, expected %zu", name, t->raw_data.len, 4 * n);
+}
+
+/* Value i of a float32 initializer's little-endian raw_data. */
+static float raw_f32(const Onnx__TensorProto *t, size_t i) {
+    uint32_t u = 0;
+    for (int k = 0; k < 4; k++) u |= (uint32_t)t->raw_data.data[4 * i + (size_t)k] << (8 * k);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* dd_export_onnx of a 2-layer gru (H = 5) read back with onnx__model_proto__unpack. */
+static void test_onnx_unpack(const char *dir) {
+    float *p = NULL;
+    const int H = 5;
+    dd_model *m = make_rnn("gru", H, 2, &p);
+    CHECK(m != NULL, "gru");
+    if (!m) return;
+    for (size_t i = 0; i < dd_model_params(m)->total; i++) p[i] = (float)(i + 1) * 1e-3f; /* all distinct */
+    char path[600];
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    CHECK_OK(dd_export_onnx(m, p, path));
+    size_t n = 0;
+    unsigned char *b = slurp(path, &n);
+    Onnx__ModelProto *mp = b ? onnx__model_proto__unpack(NULL, n, b) : NULL;
+    CHECK(mp != NULL, "onnx__model_proto__unpack of %s (%zu bytes)", path, n);
+    if (mp) {
+        CHECK(mp->has_ir_version && mp->ir_version == 7, "ir_version 7");
+        CHECK(mp->n_opset_import == 1 && mp->opset_import[0]->version == 13 &&
+                  (!mp->opset_import[0]->domain || !*mp->opset_import[0]->domain),
+              "opset 13 of the default domain");
+        const Onnx__GraphProto *g = mp->graph;
+        CHECK(g != NULL, "graph");
+        if (!g) goto out;
+        static const char *const ops[6] = {"GRU", "Squeeze", "GRU", "Squeeze", "MatMul", "Add"};
+        CHECK(g->n_node == 6, "%zu nodes, expected 6", g->n_node);
+        for (size_t i = 0; i < g->n_node && i < 6; i++)
+            CHECK(strcmp(g->node[i]->op_type, ops[i]) == 0, "node %zu: %s, expected %s", i, g->node[i]->op_type, ops[i]);
+        if (g->n_node == 6) {
+            const Onnx__NodeProto *gru = g->node[2];
+            CHECK(gru->n_input == 4 && strcmp(gru->input[0], "h_l0") == 0 && strcmp(gru->input[1], "W_l1") == 0,
+                  "GRU_l1 reads h_l0 and W_l1");
+            int hs = 0, lbr = 0;
+            for (size_t a = 0; a < gru->n_attribute; a++) {
+                const Onnx__AttributeProto *at = gru->attribute[a];
+                CHECK(at->has_type && at->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, "%s: INT", at->name);
+                if (strcmp(at->name, "hidden_size") == 0) hs = (int)at->i;
+                if (strcmp(at->name, "linear_before_reset") == 0) lbr = (int)at->i;
+            }
+            CHECK(hs == H && lbr == 1, "GRU hidden_size %d (expected %d), linear_before_reset %d (expected 1)", hs, H, lbr);
+            CHECK(g->node[5]->n_output == 1 && strcmp(g->node[5]->output[0], "y") == 0, "Add writes y");
+        }
+        CHECK(g->n_initializer == 9, "%zu initializers, expected 9", g->n_initializer);
+        CHECK(g->n_input == 1 && strcmp(g->input[0]->name, "x") == 0 && g->n_output == 1 &&
+                  strcmp(g->output[0]->name, "y") == 0, "graph x -> y");
+        if (g->n_initializer == 9) {
+            const Onnx__TensorProto *ax = g->initializer[0];
+            CHECK(strcmp(ax->name, "squeeze_axes") == 0 && ax->n_dims == 1 && ax->dims[0] == 1 &&
+                      ax->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 && ax->n_int64_data == 1 &&
+                      ax->int64_data[0] == 1,
+                  "squeeze_axes = int64 [1]");
+            const int64_t w0[3] = {1, 3 * H, 2}, r[3] = {1, 3 * H, H}, bb[2] = {1, 6 * H}, fw[2] = {H, 2}, fb[1] = {2};
+            check_init(g->initializer[1], "W_l0", 3, w0);
+            check_init(g->initializer[2], "R_l0", 3, r);
+            check_init(g->initializer[3], "B_l0", 2, bb);
+            check_init(g->initializer[4], "W_l1", 3, r);
+            check_init(g->initializer[5], "R_l1", 3, r);
+            check_init(g->initializer[6], "B_l1", 2, bb);
+            check_init(g->initializer[7], "fc_out.weight_T", 2, fw);
+            check_init(g->initializer[8], "fc_out.bias", 1, fb);
+            /* gate blocks: ONNX z, r, h = PyTorch blocks 1, 0, 2 (r, z, n); fc_out transposed */
+            const dd_param_table *t = dd_model_params(m);
+            const float *wih = p + dd_param_table_find(t, "rnn.weight_ih_l0")->offset;
+            const float *bhh = p + dd_param_table_find(t, "rnn.bias_hh_l1")->offset;
+            const float *fcw = p + dd_param_table_find(t, "fc_out.weight")->offset;
+            static const int perm[3] = {1, 0, 2};
+            int bad = 0;
+            for (size_t i = 0; i < (size_t)(3 * H * 2) && g->initializer[1]->raw_data.len == 4 * (size_t)(3 * H * 2); i++)
+                bad += raw_f32(g->initializer[1], i) != wih[(size_t)perm[i / (size_t)(2 * H)] * (size_t)(2 * H) + i % (size_t)(2 * H)];
+            for (size_t i = 0; i < (size_t)(3 * H) && g->initializer[6]->raw_data.len == 4 * (size_t)(6 * H); i++)
+                bad += raw_f32(g->initializer[6], (size_t)(3 * H) + i) != bhh[(size_t)perm[i / (size_t)H] * (size_t)H + i % (size_t)H];
+            for (size_t i = 0; i < (size_t)(2 * H) && g->initializer[7]->raw_data.len == 4 * (size_t)(2 * H); i++)
+                bad += raw_f32(g->initializer[7], i) != fcw[(i % 2) * (size_t)H + i / 2];
+            CHECK(bad == 0, "%d values of W_l0, B_l1 (recurrent half) or fc_out.weight_T differ from the parameters", bad);
+        }
+    out:
+        onnx__model_proto__free_unpacked(mp, NULL);
+    }
+    free(b);
+    dd_model_destroy(&m);
+    dd_free(p);
+}
+
 int main(void) {
     const char *dir = dd_test_tmpdir();
     test_roundtrip(dir);
+    test_onnx_unpack(dir);
     test_truncations(dir);
     test_runtime("gru");
     test_runtime("lstm");
