@@ -100,6 +100,9 @@ void dd_nbuf_u64(dd_nbuf *b, uint64_t v);
 void dd_nbuf_f64(dd_nbuf *b, double v);
 void dd_nbuf_bytes(dd_nbuf *b, const void *p, size_t n);
 void dd_nbuf_str(dd_nbuf *b, const char *s); /* u16 length + bytes */
+/* Appends n zero bytes and returns where they start (for the caller to fill), or NULL
+ * (b->oom) when the buffer cannot grow. The pointer is valid until the next append. */
+uint8_t *dd_nbuf_room(dd_nbuf *b, size_t n);
 
 typedef struct {
     const uint8_t *p;

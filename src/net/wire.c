@@ -140,6 +140,11 @@ void dd_nbuf_bytes(dd_nbuf *b, const void *src, size_t n) {
     uint8_t *p = grow(b, n);
     if (p) memcpy(p, src, n);
 }
+uint8_t *dd_nbuf_room(dd_nbuf *b, size_t n) {
+    uint8_t *p = grow(b, n);
+    if (p) memset(p, 0, n);
+    return p;
+}
 void dd_nbuf_str(dd_nbuf *b, const char *s) {
     size_t n = strlen(s);
     dd_nbuf_u16(b, (uint16_t)n);
