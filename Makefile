@@ -2,8 +2,9 @@
 #   make demo   install missing Debian packages, build, run the main job on the embedded default
 #   make test   install missing Debian packages, build, run the whole suite (ctest),
 #               then rebuild with AddressSanitizer + UBSan and run the unit tests again
+#               and the libFuzzer targets for FUZZ_CI_SECONDS (20) each (make fuzz-ci)
 # Other targets: make (build only), make install PREFIX=..., make check (suite, no ASan),
-# make bench, make clean.
+# make fuzz / fuzz-run (docs/testing.md), make bench, make clean.
 PREFIX ?= /usr/local
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -13,7 +14,7 @@ DEMO_OUT ?= demo-out
 DD_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: all build deps demo test check asan-test install bench clean
+.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci
 
 all: build
 
@@ -42,6 +43,20 @@ asan-test:
 test: deps
 	$(MAKE) check
 	$(MAKE) asan-test
+	$(MAKE) fuzz-ci
+
+# libFuzzer targets (docs/testing.md): clang, ASan + UBSan, into build-fuzz/.
+# fuzz-run: FUZZ_SECONDS per target; fuzz-ci: the short run of `make test`.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_CI_SECONDS ?= 20
+fuzz:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DDD_FUZZ=ON -DBUILD_SHARED_LIBS=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz
+fuzz-run: fuzz
+	FUZZ_BUILD=$(FUZZ_BUILD) bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+fuzz-ci: fuzz
+	FUZZ_BUILD=$(FUZZ_BUILD) bash scripts/fuzz.sh $(FUZZ_CI_SECONDS) $(FUZZ_TARGETS)
 
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
@@ -53,4 +68,4 @@ bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
