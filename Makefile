@@ -2,9 +2,10 @@
 #   make demo   install missing Debian packages, build, run the main job on the embedded default
 #   make test   install missing Debian packages, build, run the whole suite (ctest),
 #               then rebuild with AddressSanitizer + UBSan and run the unit tests again
-#               and the libFuzzer targets for FUZZ_CI_SECONDS (20) each (make fuzz-ci)
+#               and the libFuzzer targets for FUZZ_CI_SECONDS (20) each (make fuzz-ci),
+#               and the allocation / I/O fault-injection scenarios (make fault-test)
 # Other targets: make (build only), make install PREFIX=..., make check (suite, no ASan),
-# make fuzz / fuzz-run (docs/testing.md), make bench, make clean.
+# make fuzz / fuzz-run / fault (docs/testing.md), make bench, make clean.
 PREFIX ?= /usr/local
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -14,7 +15,7 @@ DEMO_OUT ?= demo-out
 DD_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci
+.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci fault fault-test
 
 all: build
 
@@ -44,6 +45,7 @@ test: deps
 	$(MAKE) check
 	$(MAKE) asan-test
 	$(MAKE) fuzz-ci
+	$(MAKE) fault-test
 
 # libFuzzer targets (docs/testing.md): clang, ASan + UBSan, into build-fuzz/.
 # fuzz-run: FUZZ_SECONDS per target; fuzz-ci: the short run of `make test`.
@@ -58,6 +60,16 @@ fuzz-run: fuzz
 fuzz-ci: fuzz
 	FUZZ_BUILD=$(FUZZ_BUILD) bash scripts/fuzz.sh $(FUZZ_CI_SECONDS) $(FUZZ_TARGETS)
 
+# Fault injection (docs/testing.md): every allocation / file write of a training run
+# failing in turn, under ASan + UBSan, into build-fault/ (FAULT_MAX_N caps N; 0: none).
+FAULT_BUILD ?= build-fault
+FAULT_MAX_N ?= 0
+fault:
+	cmake -S . -B $(FAULT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDD_SANITIZE=ON -DDD_FAULT=ON
+	cmake --build $(FAULT_BUILD) -j $(JOBS) --target distdpd_cli
+fault-test: fault build
+	bash tests/fault/run.sh $(FAULT_BUILD) $(BUILD) $(FAULT_MAX_N)
+
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
@@ -68,4 +80,4 @@ bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD)

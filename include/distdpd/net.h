@@ -14,7 +14,11 @@
  *
  * Test-only fault injection: DD_NET_DROP=P (0 <= P < 1) makes dd_net_send() drop each
  * message with probability P (as ps-lite's PS_DROP_RATE), so that the resend and
- * deduplication paths run. Never set it in production.
+ * deduplication paths run; likewise DD_NET_DUP=P sends a message twice, DD_NET_REORDER=P
+ * holds it back until after the thread's next message on the same socket (delayed and
+ * reordered; lost when the next send goes to another socket), DD_NET_TRUNC=P cuts it to a
+ * random shorter length (the receiver's dd_net_parse refuses it). Never set them in
+ * production.
  *
  * Thread safety: a socket belongs to one thread (ZeroMQ's rule); the ZAP handler runs its
  * own thread. This module never includes mpi.h. */
@@ -187,6 +191,8 @@ int dd_net_send(void *sock, const void *rid, size_t rid_n, int type, uint64_t se
 /* The drop probability DD_NET_DROP (read once; 0 without it) and messages dropped by it. */
 double dd_net_drop_rate(void);
 uint64_t dd_net_dropped(void);
+/* Messages this process disturbed on purpose so far (each pointer may be NULL). */
+void dd_net_fault_counts(uint64_t *dropped, uint64_t *duplicated, uint64_t *reordered, uint64_t *truncated);
 
 /* Milliseconds of a monotonic clock. */
 int64_t dd_net_ms(void);

@@ -7,6 +7,7 @@
  * header, for the server's dd_net_parse); the rest is the payload, framed with a valid
  * header and CRC so that the decoders see it. Blocks persist between inputs (an INIT
  * then a PUSH), as on a real server. */
+#include <errno.h>
 #include <pthread.h>
 #include <zmq.h>
 
@@ -81,9 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* the answer (ack, reply or refusal) */
     zmq_msg_t m;
     zmq_msg_init(&m);
-    if (zmq_msg_recv(&m, sock, 0) < 0) {
-        fprintf(stderr, "fuzz_ps_server: no answer in 5 s (%s)\n", zmq_strerror(zmq_errno()));
-        abort();
+    int64_t t0 = dd_net_ms();
+    while (zmq_msg_recv(&m, sock, 0) < 0) { /* EINTR: libFuzzer's SIGALRM (-timeout) */
+        if (zmq_errno() != EINTR || dd_net_ms() - t0 > 5000) {
+            fprintf(stderr, "fuzz_ps_server: no answer in 5 s (%s)\n", zmq_strerror(zmq_errno()));
+            abort();
+        }
     }
     dd_net_hdr h;
     const uint8_t *rp;
