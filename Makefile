@@ -15,7 +15,7 @@ DEMO_OUT ?= demo-out
 DD_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci fault fault-test
+.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci fault fault-test coverage lint
 
 all: build
 
@@ -70,6 +70,28 @@ fault:
 fault-test: fault build
 	bash tests/fault/run.sh $(FAULT_BUILD) $(BUILD) $(FAULT_MAX_N)
 
+# Line and branch coverage of the unit label (COV_LABEL) with gcov + lcov, into
+# build-cov/ (report: build-cov/coverage/index.html; docs/testing.md).
+COV_BUILD ?= build-cov
+COV_LABEL ?= unit
+coverage:
+	cmake -S . -B $(COV_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDD_COVERAGE=ON
+	cmake --build $(COV_BUILD) -j $(JOBS)
+	lcov --quiet --zerocounters --directory $(COV_BUILD)
+	-cd $(COV_BUILD) && ctest -j $(JOBS) -L $(COV_LABEL) --timeout 1800
+	lcov --quiet --capture --rc lcov_branch_coverage=1 --directory $(COV_BUILD) --output-file $(COV_BUILD)/all.info
+	lcov --quiet --rc lcov_branch_coverage=1 --extract $(COV_BUILD)/all.info '$(CURDIR)/src/*' --output-file $(COV_BUILD)/src.info
+	lcov --rc lcov_branch_coverage=1 --summary $(COV_BUILD)/src.info
+	genhtml --quiet --branch-coverage $(COV_BUILD)/src.info --output-directory $(COV_BUILD)/coverage
+
+# Static analysis: clang-tidy (the selection in .clang-tidy) over src/, and cppcheck.
+LINT_BUILD ?= build-lint
+lint:
+	cmake -S . -B $(LINT_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+	ls src/*/*.c | xargs -P $(JOBS) -n 8 clang-tidy -p $(LINT_BUILD) --quiet --warnings-as-errors='*'
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 \
+	  -D__GNUC__ -D__x86_64__ -I include -I src --suppress=missingIncludeSystem src
+
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
@@ -80,4 +102,4 @@ bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD) $(COV_BUILD) $(LINT_BUILD)

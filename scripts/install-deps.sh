@@ -9,7 +9,8 @@ PKGS=(build-essential cmake pkg-config
       libzmq3-dev   # ZeroMQ with CURVE: the parameter server's transport (docs/ps.md)
       iproute2   # ip netns: the emulated multi-host MPI test
       time       # /usr/bin/time -v: peak memory of the command-line tests
-      clang libclang-rt-14-dev)  # make fuzz: libFuzzer + ASan/UBSan (tests/fuzz, docs/testing.md)
+      clang libclang-rt-14-dev   # make fuzz: libFuzzer + ASan/UBSan (tests/fuzz, docs/testing.md)
+      clang-tidy cppcheck lcov)  # make lint, make coverage (docs/testing.md)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -26,19 +26,28 @@ export OPENBLAS_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTI
 TRAIN=(--model gmp --memory 2 --order 2 --frame 50 --batch 16)
 "$REF" train-pa --data "$T/data" "${TRAIN[@]}" --epochs 1 --out "$T/base" >/dev/null 2>&1 || exit 1
 
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3 # not a version-manager shim: one start per N
 valid_run() { # DIR: the run's files are whole
   local d=$1 f
   for f in last.ckpt best.ckpt; do
     [ -f "$d/$f" ] || continue
     "$REF" inspect "$d/$f" >/dev/null 2>&1 || { echo "$f does not verify"; return 1; }
   done
-  if [ -f "$d/config.json" ]; then
-    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$d/config.json" 2>/dev/null || { echo "config.json torn"; return 1; }
-  fi
-  if [ -f "$d/metrics.jsonl" ]; then
-    python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$d/metrics.jsonl" 2>/dev/null ||
-      { echo "metrics.jsonl torn"; return 1; }
-  fi
+  "$PY" - "$d" <<'PYEOF' || return 1
+import json, os, sys
+d = sys.argv[1]
+try:
+    if os.path.exists(d + "/config.json"):
+        json.load(open(d + "/config.json"))
+except ValueError:
+    print("config.json torn"); sys.exit(1)
+try:
+    if os.path.exists(d + "/metrics.jsonl"):
+        [json.loads(l) for l in open(d + "/metrics.jsonl")]
+except ValueError:
+    print("metrics.jsonl torn"); sys.exit(1)
+PYEOF
   return 0
 }
 
