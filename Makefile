@@ -15,7 +15,7 @@ DEMO_OUT ?= demo-out
 DD_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci fault fault-test coverage lint
+.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci fault fault-test coverage lint valgrind
 
 all: build
 
@@ -83,6 +83,17 @@ coverage:
 	lcov --quiet --rc lcov_branch_coverage=1 --extract $(COV_BUILD)/all.info '$(CURDIR)/src/*' --output-file $(COV_BUILD)/src.info
 	lcov --rc lcov_branch_coverage=1 --summary $(COV_BUILD)/src.info
 	genhtml --quiet --branch-coverage $(COV_BUILD)/src.info --output-directory $(COV_BUILD)/coverage
+
+# valgrind memcheck over the unit label (VG_TESTS: a ctest -R filter), every test
+# executable run through valgrind (CMAKE_CROSSCOMPILING_EMULATOR), into build-valgrind/;
+# suppressions (tests/valgrind.supp) only for Open MPI's own reports.
+VG_BUILD ?= build-valgrind
+VG_TESTS ?= .
+valgrind:
+	cmake -S . -B $(VG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CROSSCOMPILING_EMULATOR=valgrind;--error-exitcode=99;--leak-check=full;--errors-for-leak-kinds=definite;--track-origins=yes;--suppressions=$(CURDIR)/tests/valgrind.supp"
+	cmake --build $(VG_BUILD) -j $(JOBS)
+	cd $(VG_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit -R '$(VG_TESTS)' --timeout 3600
 
 # Static analysis: clang-tidy (the selection in .clang-tidy) over src/, and cppcheck.
 LINT_BUILD ?= build-lint

@@ -45,27 +45,19 @@ static void arm(void) {
     atexit(report);
 }
 
-static int fail_alloc(void) {
+/* 1 when this call (counted in *calls) is the at-th: the one to fail, with errno err. */
+static int fail_nth(atomic_ulong *calls, const unsigned long *at, int err) {
     arm();
-    unsigned long k = atomic_fetch_add(&n_alloc, 1) + 1;
-    if (at_alloc && k == at_alloc) {
+    unsigned long k = atomic_fetch_add(calls, 1) + 1;
+    if (*at && k == *at) {
         atomic_store(&fired, 1);
-        errno = ENOMEM;
+        errno = err;
         return 1;
     }
     return 0;
 }
-
-static int fail_io(void) {
-    arm();
-    unsigned long k = atomic_fetch_add(&n_io, 1) + 1;
-    if (at_io && k == at_io) {
-        atomic_store(&fired, 1);
-        errno = EIO;
-        return 1;
-    }
-    return 0;
-}
+static int fail_alloc(void) { return fail_nth(&n_alloc, &at_alloc, ENOMEM); }
+static int fail_io(void) { return fail_nth(&n_io, &at_io, EIO); }
 
 void *dd_fault_malloc(size_t n) { return fail_alloc() ? NULL : malloc(n); }
 void *dd_fault_calloc(size_t a, size_t b) { return fail_alloc() ? NULL : calloc(a, b); }

@@ -32,7 +32,8 @@ valid_run() { # DIR: the run's files are whole
   local d=$1 f
   for f in last.ckpt best.ckpt; do
     [ -f "$d/$f" ] || continue
-    "$REF" inspect "$d/$f" >/dev/null 2>&1 || { echo "$f does not verify"; return 1; }
+    "$REF" inspect "$d/$f" >/dev/null 2>"$T/inspect.err" ||
+      { echo "$f does not verify: $(tail -1 "$T/inspect.err")"; mkdir -p fault-failures; cp -a "$d" "fault-failures/torn-$$-$RANDOM"; return 1; }
   done
   "$PY" - "$d" <<'PYEOF' || return 1
 import json, os, sys

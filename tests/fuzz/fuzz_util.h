@@ -5,6 +5,8 @@
 #ifndef DD_FUZZ_UTIL_H
 #define DD_FUZZ_UTIL_H
 
+#include <complex.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +71,18 @@ static inline void dd_fuzz_split(const uint8_t *d, size_t n, const uint8_t **a, 
             *nb = n - i - 4;
             return;
         }
+}
+
+/* The check of the sample readers' results: on success n finite samples (then freed), on
+ * failure *x left NULL. Aborts (a finding) otherwise. */
+static inline void dd_fuzz_check_samples(dd_status st, dd_cf32 *x, size_t n) {
+    if (st == DD_OK) {
+        for (size_t i = 0; i < n; i++)
+            if (!isfinite(crealf(x[i])) || !isfinite(cimagf(x[i]))) abort();
+        dd_free(x);
+    } else if (x != NULL) {
+        abort();
+    }
 }
 
 /* A NUL-terminated copy of the input (string parsers); caller free()s. */
