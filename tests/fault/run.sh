@@ -12,11 +12,16 @@
 # Scenarios: resume (load the data set, load last.ckpt, train an epoch, save checkpoints,
 # rewrite config.json/metrics, write report.html) and fresh (a new run directory:
 # the same from scratch), both of the gmp model on a small simulated data set.
-# Usage: tests/fault/run.sh FAULT_BUILD REF_BUILD [MAX_N]   (MAX_N: stop there; 0 = no cap)
+# Usage: tests/fault/run.sh FAULT_BUILD REF_BUILD [MAX_N [FROM_N [SCENARIOS [KINDS]]]]
+#   MAX_N: stop there (0 = no cap); FROM_N: start there (default 1); SCENARIOS: "resume
+#   fresh" (default); KINDS: "ALLOC IO" (default).
 set -uo pipefail
 FB=${1:?usage: run.sh FAULT_BUILD REF_BUILD [MAX_N]}
 RB=${2:?usage: run.sh FAULT_BUILD REF_BUILD [MAX_N]}
 MAXN=${3:-0}
+FROM=${4:-1}
+SCENS=${5:-resume fresh}
+KINDS=${6:-ALLOC IO}
 FAULT="$(cd "$FB" && pwd)/distdpd"
 REF="$(cd "$RB" && pwd)/distdpd"
 T=$(mktemp -d /tmp/ddfault.XXXXXX)
@@ -54,11 +59,11 @@ PYEOF
 
 fail=0
 summary=()
-for scen in resume fresh; do
-  for kind in ALLOC IO; do
+for scen in $SCENS; do
+  for kind in $KINDS; do
     code=DD_ERR_NOMEM
     [ $kind = IO ] && code=DD_ERR_IO
-    n=0 points=0 clean_ok=0 errs=0
+    n=$((FROM - 1)) points=0 clean_ok=0 errs=0
     while :; do
       n=$((n + 1))
       rm -rf "$T/run"
