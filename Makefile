@@ -101,7 +101,7 @@ valgrind:
 LINT_BUILD ?= build-lint
 lint:
 	cmake -S . -B $(LINT_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
-	ls src/*/*.c | xargs -P $(JOBS) -n 8 clang-tidy -p $(LINT_BUILD) --quiet --warnings-as-errors='*'
+	ls src/*/*.c | xargs -P $(JOBS) -n 8 sh -c 'clang-tidy -p $(LINT_BUILD) --quiet --warnings-as-errors="*" "$$@" || exit 1' clang-tidy
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 \
 	  -D__GNUC__ -D__x86_64__ -I include -I src --suppress=missingIncludeSystem src
 
