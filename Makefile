@@ -2,8 +2,11 @@
 #   make demo   install missing Debian packages, build, run the main job on the embedded default
 #   make test   install missing Debian packages, build, run the whole suite (ctest),
 #               then rebuild with AddressSanitizer + UBSan and run the unit tests again
+#               and the libFuzzer targets for FUZZ_CI_SECONDS (20) each (make fuzz-ci),
+#               and the first FAULT_CI_MAX_N (40) allocation / I/O failure points of the
+#               fault-injection scenarios (make fault-test: all of them)
 # Other targets: make (build only), make install PREFIX=..., make check (suite, no ASan),
-# make bench, make clean.
+# make fuzz / fuzz-run / fault (docs/testing.md), make bench, make clean.
 PREFIX ?= /usr/local
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -13,7 +16,7 @@ DEMO_OUT ?= demo-out
 DD_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: all build deps demo test check asan-test install bench clean
+.PHONY: all build deps demo test check asan-test install bench clean fuzz fuzz-run fuzz-ci fault fault-test coverage lint valgrind
 
 all: build
 
@@ -42,6 +45,65 @@ asan-test:
 test: deps
 	$(MAKE) check
 	$(MAKE) asan-test
+	$(MAKE) fuzz-ci
+	$(MAKE) fault-test FAULT_MAX_N=$(FAULT_CI_MAX_N)
+
+# libFuzzer targets (docs/testing.md): clang, ASan + UBSan, into build-fuzz/.
+# fuzz-run: FUZZ_SECONDS per target; fuzz-ci: the short run of `make test`.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_CI_SECONDS ?= 20
+fuzz:
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" -DDD_FUZZ=ON -DBUILD_SHARED_LIBS=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz
+fuzz-run: fuzz
+	FUZZ_BUILD=$(FUZZ_BUILD) bash scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+fuzz-ci: fuzz
+	FUZZ_BUILD=$(FUZZ_BUILD) bash scripts/fuzz.sh $(FUZZ_CI_SECONDS) $(FUZZ_TARGETS)
+
+# Fault injection (docs/testing.md): every allocation / file write of a training run
+# failing in turn, under ASan + UBSan, into build-fault/ (FAULT_MAX_N caps N; 0: none).
+FAULT_BUILD ?= build-fault
+FAULT_MAX_N ?= 0
+FAULT_CI_MAX_N ?= 40
+fault:
+	cmake -S . -B $(FAULT_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDD_SANITIZE=ON -DDD_FAULT=ON
+	cmake --build $(FAULT_BUILD) -j $(JOBS) --target distdpd_cli
+fault-test: fault build
+	bash tests/fault/run.sh $(FAULT_BUILD) $(BUILD) $(FAULT_MAX_N)
+
+# Line and branch coverage of the unit label (COV_LABEL) with gcov + lcov, into
+# build-cov/ (report: build-cov/coverage/index.html; docs/testing.md).
+COV_BUILD ?= build-cov
+COV_LABEL ?= unit
+coverage:
+	cmake -S . -B $(COV_BUILD) -DCMAKE_BUILD_TYPE=Debug -DDD_COVERAGE=ON
+	cmake --build $(COV_BUILD) -j $(JOBS)
+	lcov --quiet --zerocounters --directory $(COV_BUILD)
+	-cd $(COV_BUILD) && ctest -j $(JOBS) -L $(COV_LABEL) --timeout 1800
+	lcov --quiet --capture --rc lcov_branch_coverage=1 --directory $(COV_BUILD) --output-file $(COV_BUILD)/all.info
+	lcov --quiet --rc lcov_branch_coverage=1 --extract $(COV_BUILD)/all.info '$(CURDIR)/src/*' --output-file $(COV_BUILD)/src.info
+	lcov --rc lcov_branch_coverage=1 --summary $(COV_BUILD)/src.info
+	genhtml --quiet --branch-coverage $(COV_BUILD)/src.info --output-directory $(COV_BUILD)/coverage
+
+# valgrind memcheck over the unit label (VG_TESTS: a ctest -R filter), every test
+# executable run through valgrind (CMAKE_CROSSCOMPILING_EMULATOR), into build-valgrind/;
+# suppressions (tests/valgrind.supp) only for Open MPI's own reports.
+VG_BUILD ?= build-valgrind
+VG_TESTS ?= .
+valgrind:
+	cmake -S . -B $(VG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CROSSCOMPILING_EMULATOR=valgrind;--error-exitcode=99;--leak-check=full;--errors-for-leak-kinds=definite;--track-origins=yes;--suppressions=$(CURDIR)/tests/valgrind.supp"
+	cmake --build $(VG_BUILD) -j $(JOBS)
+	cd $(VG_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit -R '$(VG_TESTS)' --timeout 3600
+
+# Static analysis: clang-tidy (the selection in .clang-tidy) over src/, and cppcheck.
+LINT_BUILD ?= build-lint
+lint:
+	cmake -S . -B $(LINT_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+	ls src/*/*.c | xargs -P $(JOBS) -n 8 sh -c 'clang-tidy -p $(LINT_BUILD) --quiet --warnings-as-errors="*" "$$@" || exit 1' clang-tidy
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 \
+	  -D__GNUC__ -D__x86_64__ -I include -I src --suppress=missingIncludeSystem src
 
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
@@ -53,4 +115,4 @@ bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD) $(COV_BUILD) $(LINT_BUILD) $(VG_BUILD)

@@ -12,7 +12,9 @@ PKGS=(build-essential cmake pkg-config
       libprotobuf-c-dev protobuf-c-compiler   # ONNX export, from third_party/onnx/onnx.proto
       python3-numpy python3-onnx   # tests/cli/export_onnx.sh checks the ONNX export
       iproute2   # ip netns: the emulated multi-host MPI test
-      time)      # /usr/bin/time -v: peak memory of the command-line tests
+      time       # /usr/bin/time -v: peak memory of the command-line tests
+      clang libclang-rt-14-dev   # make fuzz: libFuzzer + ASan/UBSan (tests/fuzz, docs/testing.md)
+      clang-tidy cppcheck lcov valgrind)  # make lint, make coverage, make valgrind (docs/testing.md)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -155,6 +155,9 @@ static void test_cfg_json(void) {
     CHECK_ERR(dd_train_cfg_from_json("{\"task\":\"pa\",\"frame\":\"x\"}", "cfg.json", &d), DD_ERR_FORMAT, "'frame'");
     CHECK_ERR(dd_train_cfg_from_json("{\"task\":\"pa\",\"batch\":0}", "cfg.json", &d), DD_ERR_ARG, "batch");
     CHECK_ERR(dd_train_cfg_from_json("not json", "cfg.json", &d), DD_ERR_FORMAT, "cfg.json");
+    /* found by fuzz_config: 1e999 parses to inf, which to_json wrote back as null */
+    CHECK_ERR(dd_train_cfg_from_json("{\"task\":\"pa\",\"eps\":1e999}", "cfg.json", &d), DD_ERR_FORMAT,
+              "cfg.json: key 'eps' is not a finite number");
     dd_train_cfg_default(&c, DD_TRAIN_PA);
     snprintf(c.opt, sizeof c.opt, "lion");
     CHECK_ERR(dd_train_cfg_check(&c), DD_ERR_ARG, "lion");

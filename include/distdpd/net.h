@@ -14,7 +14,11 @@
  *
  * Test-only fault injection: DD_NET_DROP=P (0 <= P < 1) makes dd_net_send() drop each
  * message with probability P (as ps-lite's PS_DROP_RATE), so that the resend and
- * deduplication paths run. Never set it in production.
+ * deduplication paths run; likewise DD_NET_DUP=P sends a message twice, DD_NET_REORDER=P
+ * holds it back until after the thread's next message on the same socket (delayed and
+ * reordered; lost when the next send goes to another socket), DD_NET_TRUNC=P cuts it to a
+ * random shorter length (the receiver's dd_net_parse refuses it). Never set them in
+ * production.
  *
  * Thread safety: a socket belongs to one thread (ZeroMQ's rule); the ZAP handler runs its
  * own thread. This module never includes mpi.h. */
@@ -112,6 +116,9 @@ void dd_nbuf_u64(dd_nbuf *b, uint64_t v);
 void dd_nbuf_f64(dd_nbuf *b, double v);
 void dd_nbuf_bytes(dd_nbuf *b, const void *p, size_t n);
 void dd_nbuf_str(dd_nbuf *b, const char *s); /* u16 length + bytes */
+/* Appends n zero bytes and returns where they start (for the caller to fill), or NULL
+ * (b->oom) when the buffer cannot grow. The pointer is valid until the next append. */
+uint8_t *dd_nbuf_room(dd_nbuf *b, size_t n);
 
 typedef struct {
     const uint8_t *p;
@@ -196,6 +203,8 @@ int dd_net_send(void *sock, const void *rid, size_t rid_n, int type, uint64_t se
 /* The drop probability DD_NET_DROP (read once; 0 without it) and messages dropped by it. */
 double dd_net_drop_rate(void);
 uint64_t dd_net_dropped(void);
+/* Messages this process disturbed on purpose so far (each pointer may be NULL). */
+void dd_net_fault_counts(uint64_t *dropped, uint64_t *duplicated, uint64_t *reordered, uint64_t *truncated);
 
 /* ---- receiving ---- */
 /* One received message: the routing id of its peer (ROUTER sockets; rid_n = 0 on a

@@ -491,7 +491,7 @@ static dd_status verify(dd_ckpt_reader *r) {
     /* Magic: a file too short to hold it counts as a truncated checkpoint only when what
      * it has matches the magic so far. */
     size_t mlen = fsz < 8 ? fsz : 8;
-    if (memcmp(b, DD_CKPT_MAGIC, mlen) != 0) {
+    if (mlen && memcmp(b, DD_CKPT_MAGIC, mlen) != 0) { /* an empty file may have no buffer */
         char shown[40];
         size_t o = 0;
         for (size_t i = 0; i < mlen; i++) {
@@ -695,8 +695,8 @@ dd_status dd_ckpt_get(const dd_ckpt_reader *r, const char *name, const void **da
 }
 
 dd_status dd_ckpt_get_copy(const dd_ckpt_reader *r, const char *name, void *dst, size_t bytes) {
-    const void *p;
-    size_t n;
+    const void *p = NULL;
+    size_t n = 0;
     DD_TRY(dd_ckpt_get(r, name, &p, &n));
     if (n != bytes)
         return dd_error(DD_ERR_MISMATCH, "%s: section '%s' has %zu bytes, expected %zu", r->path,
@@ -709,8 +709,8 @@ dd_status dd_ckpt_get_copy(const dd_ckpt_reader *r, const char *name, void *dst,
 }
 
 static dd_status get_scalar(const dd_ckpt_reader *r, const char *name, void *v, const char *what) {
-    const void *p;
-    size_t n;
+    const void *p = NULL;
+    size_t n = 0;
     DD_TRY(dd_ckpt_get(r, name, &p, &n));
     if (n != 8)
         return dd_error(DD_ERR_FORMAT, "%s: section '%s' has %zu bytes, a %s needs 8", r->path, name,
@@ -731,8 +731,8 @@ dd_status dd_ckpt_get_f64(const dd_ckpt_reader *r, const char *name, double *v) 
 
 dd_status dd_ckpt_get_str(const dd_ckpt_reader *r, const char *name, const char **s) {
     if (!s) return dd_error(DD_ERR_ARG, "dd_ckpt_get_str: NULL argument");
-    const void *p;
-    size_t n;
+    const void *p = NULL;
+    size_t n = 0;
     DD_TRY(dd_ckpt_get(r, name, &p, &n));
     const char *c = p;
     if (n == 0 || c[n - 1] != '\0' || memchr(c, '\0', n - 1) != NULL)

@@ -52,6 +52,11 @@ int dd_cmd_import(int argc, char **argv);
 /* Prints "distdpd NAME: error: <dd_last_error()> (STATUS)" to stderr and returns 1. */
 int dd_cli_fail(const char *cmd, dd_status s);
 
+/* A failed check of the user's options: dd_cli_usage with dd_last_error() (exit 2), unless
+ * s is a failure of the machine, not of the options (DD_ERR_NOMEM, DD_ERR_IO): then
+ * dd_cli_fail (exit 1). */
+int dd_cli_refuse(const char *cmd, dd_status s);
+
 /* Prints "distdpd CMD: <message>" and "Try 'distdpd CMD --help'." to stderr and
  * returns 2. */
 int dd_cli_usage(const char *cmd, const char *fmt, ...)

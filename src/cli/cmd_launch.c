@@ -185,13 +185,26 @@ static int run_capture(const char *cmd, double timeout, char **out, char *why, s
     close(fd[1]);
     size_t n = 0, cap = 4096;
     char *buf = malloc(cap);
+    if (!buf) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(fd[0]);
+        snprintf(why, whylen, "out of memory reading its output");
+        return -1;
+    }
     const double t0 = now_s();
     int status = 0, done = 0, eof = 0;
     while (!done || !eof) {
         if (!eof) {
             struct pollfd p = {fd[0], POLLIN, 0};
             if (poll(&p, 1, 100) > 0) {
-                if (n + 1024 > cap && n < (1u << 20)) buf = realloc(buf, cap *= 2);
+                if (n + 1024 > cap && n < (1u << 20)) { /* on failure: read on into the room left */
+                    char *nb = realloc(buf, cap * 2);
+                    if (nb) {
+                        buf = nb;
+                        cap *= 2;
+                    }
+                }
                 ssize_t k = read(fd[0], buf + n, cap - n - 1);
                 if (k <= 0) eof = 1;
                 else if (n + (size_t)k < (1u << 20)) n += (size_t)k;

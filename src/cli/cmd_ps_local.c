@@ -246,7 +246,10 @@ int dd_cmd_ps_local(int argc, char **argv) {
     int base = nc;
     /* the workers' arguments: --resume RUN becomes --out RUN with the run's data (and PA run) */
     char **wa = calloc((size_t)ntargs + 24, sizeof *wa);
-    if (!wa) return DD_EXIT_RUNTIME;
+    if (!wa) {
+        free(ca);
+        return DD_EXIT_RUNTIME;
+    }
     int nwa = 0;
     for (int k = 0; k < base; k++) {
         if (resume && strcmp(ca[k], "--resume") == 0 && k + 1 < base) {

@@ -47,7 +47,8 @@ static void help(void) {
            "  -q, --quiet       errors only (refusals are warnings)\n"
            "  -h, --help        this help\n"
            "\n"
-           "environment: DD_NET_DROP=P drops each sent message with probability P (tests only)\n"
+           "environment: DD_NET_DROP=P drops each sent message with probability P, DD_NET_DUP=P\n"
+           "  duplicates, DD_NET_REORDER=P delays it past the next, DD_NET_TRUNC=P truncates it (tests only)\n"
            "exit status: 0 stopped by SIGTERM/SIGINT, 1 cannot start (file, key, bind: the\n"
            "message names it), 2 usage error\n");
 }

@@ -1054,7 +1054,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if (step_size) cfg.sched.step_size = (int64_t)step_size;
         cfg.sched.warmup = (int64_t)warmup;
         cfg.sched.base_lr = cfg.lr;
-        if (dd_train_cfg_check(&cfg) != DD_OK) return dd_cli_usage(NAME, "%s", dd_last_error());
+        dd_status cst;
+        if ((cst = dd_train_cfg_check(&cfg)) != DD_OK) return dd_cli_refuse(NAME, cst);
         if (!out) { /* runs/<task>-<model>-<time>; ranks agree on rank 0's name once MPI runs */
             if ((rc = auto_run_name(NAME, &cfg, auto_name, sizeof auto_name))) return rc;
             out = auto_name;
@@ -1063,7 +1064,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {
             if (!dd_model_find(cfg.model)) return dd_cli_usage(NAME, "--model: unknown model '%s' (--model list shows them)", cfg.model);
             dd_model *m = NULL;
-            if (dd_model_create(cfg.model, &cfg.model_cfg, &m) != DD_OK) return dd_cli_usage(NAME, "%s", dd_last_error());
+            if ((cst = dd_model_create(cfg.model, &cfg.model_cfg, &m)) != DD_OK) return dd_cli_refuse(NAME, cst);
             dd_model_destroy(&m);
         }
     }
@@ -1074,8 +1075,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
     sargs.resume = resume ? out : NULL;
     sargs.out = out;
     const dd_strategy_def *sdef = NULL;
-    if (dd_strategy_args_resume(&sargs) != DD_OK || dd_strategy_choose(&sargs, &sdef) != DD_OK)
-        return dd_cli_usage(NAME, "%s", dd_last_error());
+    dd_status sst;
+    if ((sst = dd_strategy_args_resume(&sargs)) != DD_OK || (sst = dd_strategy_choose(&sargs, &sdef)) != DD_OK)
+        return dd_cli_refuse(NAME, sst);
     if (rescale_batch && (dd_strategy_arg(&sargs, "tp") || dd_strategy_arg(&sargs, "pp")))
         return dd_cli_usage(NAME, "--rescale-batch does not apply to a --tp/--pp run (its pipeline buffers are sized "
                                   "for the batch at its start)");

@@ -23,6 +23,11 @@ int dd_cli_fail(const char *cmd, dd_status s) {
     return DD_EXIT_RUNTIME;
 }
 
+int dd_cli_refuse(const char *cmd, dd_status s) {
+    if (s == DD_ERR_NOMEM || s == DD_ERR_IO) return dd_cli_fail(cmd, s);
+    return dd_cli_usage(cmd, "%s", dd_last_error());
+}
+
 int dd_cli_usage(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

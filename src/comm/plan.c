@@ -244,7 +244,8 @@ dd_status dd_plan_run(const dd_plan_cfg *cfg, dd_plan_result *out) {
     if (out->efficiency >= 0.9) {
         out->compression_ratio = 1;
     } else {
-        for (double r = 2; r <= 1024; r *= 2) {
+        for (int k = 1; k <= 10; k++) { /* ratios 2, 4, ..., 1024 (cert-flp30-c: no float counter) */
+            const double r = (double)(1 << k);
             double best = 0;
             for (int a = 0; a < dd_allreduce_count(); a++)
                 if (recommendable(a)) best = fmax(best, best_eff(cfg, (dd_allreduce_algo)a, cfg->ranks, G / r, NULL));

@@ -1141,6 +1141,7 @@ static dd_status eval_mp_micro(const dd_plan_mp_cfg *c, const mp_model *x, int P
             best = cur;
         }
     }
+    if (!have) return dd_error(DD_ERR_ARG, "model-parallel plan: no micro-batch count to try");
     *o = best;
     return DD_OK;
 }

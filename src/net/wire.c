@@ -143,6 +143,11 @@ void dd_nbuf_bytes(dd_nbuf *b, const void *src, size_t n) {
     uint8_t *p = grow(b, n);
     if (p) memcpy(p, src, n);
 }
+uint8_t *dd_nbuf_room(dd_nbuf *b, size_t n) {
+    uint8_t *p = grow(b, n);
+    if (p) memset(p, 0, n);
+    return p;
+}
 void dd_nbuf_str(dd_nbuf *b, const char *s) {
     size_t n = strlen(s);
     dd_nbuf_u16(b, (uint16_t)n);
@@ -207,65 +212,120 @@ void dd_nrd_str(dd_nrd *r, char *out, size_t cap) {
     out[n] = 0;
 }
 
-/* ---- sending, drop rate ---- */
-static pthread_once_t drop_once = PTHREAD_ONCE_INIT;
-static double drop_p;
-static atomic_uint_fast64_t dropped;
-static _Thread_local uint64_t drop_state;
+/* ---- sending, test-only network faults ---- */
+/* DD_NET_DROP, DD_NET_DUP, DD_NET_REORDER, DD_NET_TRUNC (net.h): probabilities read once. */
+enum { F_DROP, F_DUP, F_REORDER, F_TRUNC, F_KINDS };
+static const char *const fault_env[F_KINDS] = {"DD_NET_DROP", "DD_NET_DUP", "DD_NET_REORDER", "DD_NET_TRUNC"};
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+static double fault_p[F_KINDS];
+static atomic_uint_fast64_t fault_n[F_KINDS];
+static _Thread_local uint64_t fault_state;
 
-static void drop_init(void) {
-    const char *e = getenv("DD_NET_DROP");
-    if (e && *e) {
+static void fault_init(void) {
+    for (int k = 0; k < F_KINDS; k++) {
+        const char *e = getenv(fault_env[k]);
+        if (!e || !*e) continue;
         char *end;
         double p = strtod(e, &end);
-        if (*end == 0 && isfinite(p) && p >= 0 && p < 1) drop_p = p;
-        else dd_log(DD_LOG_WARN, "DD_NET_DROP='%s' ignored: expected a probability in [0, 1)", e);
-        if (drop_p > 0) dd_log(DD_LOG_WARN, "DD_NET_DROP=%g: dropping messages on purpose (test only)", drop_p);
+        if (*end == 0 && isfinite(p) && p >= 0 && p < 1) fault_p[k] = p;
+        else dd_log(DD_LOG_WARN, "%s='%s' ignored: expected a probability in [0, 1)", fault_env[k], e);
+        if (fault_p[k] > 0) dd_log(DD_LOG_WARN, "%s=%g: disturbing messages on purpose (test only)", fault_env[k], fault_p[k]);
     }
 }
 double dd_net_drop_rate(void) {
-    pthread_once(&drop_once, drop_init);
-    return drop_p;
+    pthread_once(&fault_once, fault_init);
+    return fault_p[F_DROP];
 }
-uint64_t dd_net_dropped(void) { return atomic_load(&dropped); }
+uint64_t dd_net_dropped(void) { return atomic_load(&fault_n[F_DROP]); }
+void dd_net_fault_counts(uint64_t *dropped, uint64_t *duplicated, uint64_t *reordered, uint64_t *truncated) {
+    if (dropped) *dropped = atomic_load(&fault_n[F_DROP]);
+    if (duplicated) *duplicated = atomic_load(&fault_n[F_DUP]);
+    if (reordered) *reordered = atomic_load(&fault_n[F_REORDER]);
+    if (truncated) *truncated = atomic_load(&fault_n[F_TRUNC]);
+}
 
-static int drop_now(void) {
-    if (dd_net_drop_rate() <= 0) return 0;
-    if (!drop_state) {
+static uint64_t fault_rand(void) {
+    if (!fault_state) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        drop_state = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)&drop_state;
-        if (!drop_state) drop_state = 1;
+        fault_state = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)&fault_state;
+        if (!fault_state) fault_state = 1;
     }
     /* xorshift64* */
-    drop_state ^= drop_state >> 12;
-    drop_state ^= drop_state << 25;
-    drop_state ^= drop_state >> 27;
-    double u = (double)((drop_state * 2685821657736338717ull) >> 11) * 0x1.0p-53;
-    if (u < drop_p) {
-        atomic_fetch_add(&dropped, 1);
-        return 1;
-    }
-    return 0;
+    fault_state ^= fault_state >> 12;
+    fault_state ^= fault_state << 25;
+    fault_state ^= fault_state >> 27;
+    return fault_state * 2685821657736338717ull;
+}
+static int fault_now(int k) {
+    pthread_once(&fault_once, fault_init);
+    if (fault_p[k] <= 0) return 0;
+    if ((double)(fault_rand() >> 11) * 0x1.0p-53 >= fault_p[k]) return 0;
+    atomic_fetch_add(&fault_n[k], 1);
+    return 1;
 }
 
-int dd_net_send(void *sock, const void *rid, size_t rid_n, int type, uint64_t seq, uint64_t sender,
-                const void *payload, uint32_t len) {
-    if (drop_now()) return 0;
-    zmq_msg_t m;
-    if (zmq_msg_init_size(&m, DD_NET_HEADER + (size_t)len) != 0) return 0;
-    uint8_t *d = zmq_msg_data(&m);
-    dd_net_hdr_write(d, type, seq, sender, payload, len);
-    if (len) memcpy(d + DD_NET_HEADER, payload, len);
-    if (rid && zmq_send(sock, rid, rid_n, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&m);
-        return 0;
-    }
-    if (zmq_msg_send(&m, sock, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&m);
+/* One frame (after the routing id, if any); 0 when the queue refuses it. Takes m. */
+static int send_frame(void *sock, const void *rid, size_t rid_n, zmq_msg_t *m) {
+    if ((rid && zmq_send(sock, rid, rid_n, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) || zmq_msg_send(m, sock, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(m);
         return 0;
     }
     return 1;
+}
+
+/* DD_NET_REORDER: one message per thread held back and sent after the next message on
+ * the same socket (delayed and reordered); a send on another socket first drops it (the
+ * held socket may be closed by then), as does a thread's exit (a loss, which the
+ * protocol recovers from like a drop). */
+static _Thread_local struct {
+    void *sock;
+    uint8_t rid[256];
+    size_t rid_n;
+    int has_rid, held;
+    zmq_msg_t m;
+} held;
+
+int dd_net_send(void *sock, const void *rid, size_t rid_n, int type, uint64_t seq, uint64_t sender,
+                const void *payload, uint32_t len) {
+    if (fault_now(F_DROP)) return 0;
+    zmq_msg_t m;
+    size_t n = DD_NET_HEADER + (size_t)len;
+    if (zmq_msg_init_size(&m, n) != 0) return 0;
+    uint8_t *d = zmq_msg_data(&m);
+    dd_net_hdr_write(d, type, seq, sender, payload, len);
+    if (len) memcpy(d + DD_NET_HEADER, payload, len);
+    if (fault_now(F_TRUNC)) { /* the receiver sees a cut message */
+        zmq_msg_t t;
+        size_t cut = (size_t)(fault_rand() % n);
+        if (zmq_msg_init_size(&t, cut) == 0) {
+            if (cut) memcpy(zmq_msg_data(&t), d, cut);
+            zmq_msg_close(&m);
+            m = t;
+        }
+    }
+    if (held.held && held.sock != sock) {
+        zmq_msg_close(&held.m);
+        held.held = 0;
+    }
+    if (!held.held && rid_n <= sizeof held.rid && fault_now(F_REORDER)) {
+        held.sock = sock;
+        held.has_rid = rid != NULL;
+        held.rid_n = rid_n;
+        if (rid_n) memcpy(held.rid, rid, rid_n);
+        held.m = m;
+        held.held = 1;
+        return 1;
+    }
+    zmq_msg_t dup;
+    int twice = fault_now(F_DUP) && zmq_msg_init(&dup) == 0 && zmq_msg_copy(&dup, &m) == 0;
+    int ok = send_frame(sock, rid, rid_n, &m);
+    if (twice) send_frame(sock, rid, rid_n, &dup);
+    if (held.held) { /* after the newer message: reordered */
+        held.held = 0;
+        send_frame(sock, held.has_rid ? held.rid : NULL, held.rid_n, &held.m);
+    }
+    return ok;
 }
 
 int64_t dd_net_ms(void) {

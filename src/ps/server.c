@@ -587,9 +587,8 @@ static void on_pull(server *sv, const dd_net_hdr *h, const uint8_t *pl, const ui
         if (state) {
             size_t sb = dd_optim_state_bytes(b->opt);
             dd_nbuf_u32(&out, (uint32_t)sb);
-            size_t at = out.n;
-            dd_nbuf_bytes(&out, b->w, sb); /* room; overwritten below */
-            if (!out.oom) dd_optim_state_save(b->opt, out.p + at, sb);
+            uint8_t *room = dd_nbuf_room(&out, sb);
+            if (room) dd_optim_state_save(b->opt, room, sb);
         }
     }
     if (r.off != h->len) {
@@ -791,9 +790,8 @@ static void state_item(server *sv, dd_nbuf *o, block *b) {
     dd_nbuf_bytes(o, b->w, (size_t)b->n * 4);
     size_t sb = dd_optim_state_bytes(b->opt);
     dd_nbuf_u32(o, (uint32_t)sb);
-    size_t at = o->n;
-    dd_nbuf_bytes(o, b->w, sb); /* room; overwritten below */
-    if (!o->oom) dd_optim_state_save(b->opt, o->p + at, sb);
+    uint8_t *room = dd_nbuf_room(o, sb);
+    if (room) dd_optim_state_save(b->opt, room, sb);
     (void)sv;
     dd_nbuf_u32(o, (uint32_t)b->ndd);
     for (size_t i = 0; i < b->ndd; i++) {

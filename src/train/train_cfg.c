@@ -189,6 +189,8 @@ static dd_status get_num(const cJSON *o, const char *where, const char *k, doubl
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, k);
     if (!j) return DD_OK;
     if (!cJSON_IsNumber(j)) return dd_error(DD_ERR_FORMAT, "%s: key '%s' is not a number", where, k);
+    /* cJSON reads 1e999 as inf, which to_json would write as null (fuzz_config) */
+    if (!isfinite(j->valuedouble)) return dd_error(DD_ERR_FORMAT, "%s: key '%s' is not a finite number", where, k);
     *v = j->valuedouble;
     return DD_OK;
 }

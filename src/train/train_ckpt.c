@@ -555,7 +555,10 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
         h = malloc(nhist * sizeof *h);
         if (!h) return dd_error(DD_ERR_NOMEM, "out of memory loading the history");
         const double *hv;
-        DD_TRY(dd_ckpt_get(r, "history", (const void **)&hv, &hbytes));
+        if ((st = dd_ckpt_get(r, "history", (const void **)&hv, &hbytes)) != DD_OK) {
+            free(h); /* clang-tidy unix.Malloc: DD_TRY returned without it */
+            return st;
+        }
         for (size_t i = 0; i < nhist; i++) {
             double tmp[DD_REC_FIELDS];
             memcpy(tmp, (const char *)hv + (1 + i * DD_REC_FIELDS) * sizeof(double), sizeof tmp);

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Seed messages for fuzz_net and fuzz_ps_server (called by make_corpus.sh CORPUS_DIR).
+
+Layouts from docs/ps.md ("Payloads") and src/ps/server.c: 32-byte header (magic "DDPS",
+version 1, type, flags 0, u64 seq, u64 sender, u32 payload length, u32 CRC32C of the
+payload), little-endian; strings are a u16 length and bytes. fuzz_ps_server's inputs
+are one selector byte (index into its type table) and the bare payload."""
+import os
+import struct
+import sys
+
+
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def msg(t, payload, seq=1, sender=7):
+    return struct.pack('<IBBHQQII', 0x53504444, 1, t, 0, seq, sender, len(payload), crc32c(payload)) + payload
+
+
+def s(x):
+    return struct.pack('<H', len(x)) + x
+
+
+def floats(n, v=0.5):
+    return struct.pack('<%df' % n, *([v] * n))
+
+
+def adam_state(n, step=3):  # optim.c: "DDOPTST1", version 1, kind 1 (adam), n, step, nstate = 2n
+    return b'DDOPTST1' + struct.pack('<IIQQQ', 1, 1, n, step, 2 * n) + bytes(24) + floats(2 * n, 0.1)
+
+
+PUSH, PULL, INIT, PING, REPL, STATE, RESTORE, ACK = 1, 2, 3, 4, 5, 6, 7, 16
+# fuzz_ps_server.c: types[] = INIT, PUSH, RESTORE, PULL, STATE, PING, REPL, ACK
+SEL = {INIT: 0, PUSH: 1, RESTORE: 2, PULL: 3, STATE: 4, PING: 5, REPL: 6, ACK: 7}
+
+payloads = {
+    'init_w': (INIT, struct.pack('<I', 2) + s(b'w') + struct.pack('<I', 4) + floats(4) + s(b'b#0') + struct.pack('<I', 2) + floats(2)),
+    'push_w': (PUSH, struct.pack('<dI', 0.01, 1) + s(b'w') + struct.pack('<I', 4) + floats(4, 1.0)),
+    'push_bad_lr': (PUSH, struct.pack('<dI', -1.0, 1) + s(b'w') + struct.pack('<I', 4) + floats(4, 1.0)),
+    'restore_w': (RESTORE, struct.pack('<I', 1) + s(b'w') + struct.pack('<I', 4) + floats(4) + struct.pack('<QI', 3, 64 + 32) + adam_state(4)),
+    'pull_w': (PULL, struct.pack('<I', 1) + s(b'w') + struct.pack('<Q', 0xFFFFFFFFFFFFFFFF)),
+    'state_w': (STATE, struct.pack('<I', 2) + s(b'w') + struct.pack('<Q', 0) + s(b'b#0') + struct.pack('<Q', 0)),
+    'ping': (PING, b''),
+    'repl_r': (REPL, struct.pack('<I', 1) + s(b'r') + struct.pack('<QI', 5, 4) + floats(4) + struct.pack('<I', 64 + 32) + adam_state(4)
+               + struct.pack('<I', 1) + struct.pack('<QQ', 7, 9)),
+    'repl_empty': (REPL, struct.pack('<I', 0)),
+    'ack_as_request': (ACK, struct.pack('<I', 0)),
+    'pull_trailing': (PULL, struct.pack('<I', 1) + s(b'w') + struct.pack('<Q', 0) + b'xx'),
+    'init_count_zero': (INIT, struct.pack('<I', 0)),
+}
+
+out = sys.argv[1]
+os.makedirs(os.path.join(out, 'net'), exist_ok=True)
+os.makedirs(os.path.join(out, 'ps_server'), exist_ok=True)
+for name, (t, p) in payloads.items():
+    with open(os.path.join(out, 'ps_server', name), 'wb') as f:
+        f.write(bytes([SEL[t]]) + p)
+    with open(os.path.join(out, 'net', name), 'wb') as f:
+        f.write(msg(t, p))
+good = msg(PUSH, b'hello', 42, 7)
+# the refusals of tests/test_net.c test_header: truncated, trailing, bad magic/version/type/flags/CRC
+bad = {
+    'truncated_header': good[:7], 'truncated_payload': good[:35], 'trailing': good + b'xy',
+    'bad_magic': bytes([good[0] ^ 1]) + good[1:], 'bad_version': good[:4] + b'\x09' + good[5:],
+    'bad_type': good[:5] + b'\x4d' + good[6:], 'bad_flags': good[:6] + b'\x01' + good[7:],
+    'bad_crc': good[:32] + b'j' + good[33:], 'hello': good,
+}
+for name, m in bad.items():
+    with open(os.path.join(out, 'net', name), 'wb') as f:
+        f.write(m)
+    with open(os.path.join(out, 'ps_server', 'raw_' + name), 'wb') as f:
+        f.write(b'\x80' + m)
