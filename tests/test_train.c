@@ -8,7 +8,8 @@
  * larger than the training frames (memory and time bounded by the data, the same result
  * as batch = frames, a warning), and bounded evaluation memory (the same metrics whatever
  * the evaluation workspace cap; nperseg 2^20 on splits of a few thousand samples
- * evaluates in about 100 MB). */
+ * evaluates in about 100 MB; at nperseg 32768 the evaluation workspace stays under one
+ * segment's forward workspace and the peak RSS near the split copies). */
 #include <complex.h>
 #include <math.h>
 #include <pthread.h>
@@ -840,6 +841,71 @@ static dd_status eval_probe_fn(void *arg) {
     return st;
 }
 
+/* Activation-arena bytes dd_trainer_create allocates (dd_mem_stats). */
+static size_t create_activations(const dd_train_cfg *c, const dd_dataset *ds, dd_trainer **tr) {
+    dd_mem_stats m0, m1;
+    dd_mem_stats_get(&m0);
+    CHECK_OK(dd_trainer_create(c, ds, NULL, NULL, tr));
+    dd_mem_stats_get(&m1);
+    return m1.cur[DD_MEM_ACTIVATIONS] - m0.cur[DD_MEM_ACTIVATIONS];
+}
+
+/* (c) nperseg 32768, the simulated presets': the evaluation workspace is the forward
+ * pass of a bounded number of samples, not eval_batch x 32768 columns (GRU hidden 23:
+ * 0.55 KB per column, 290 MB at 16 segments before), and evaluating splits of 8 and 2
+ * segments grows the peak RSS by little more than their padded reference and
+ * prediction copies (16 bytes a sample; the input is read in place). */
+static void test_eval_nperseg_32768(void) {
+    const size_t T = 32768;
+    size_t n[3] = {6000, 8 * T - 1000, 2 * T}, none[3] = {n[0], 0, 0};
+    dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 13, NULL);
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    dd_spec sp = ds->spec;
+    sp.nperseg = T;
+    dd_dataset *big = NULL, *train_only = NULL;
+    const dd_cf32 *in[3] = {ds->in[0], ds->in[1], ds->in[2]}, *out[3] = {ds->out[0], ds->out[1], ds->out[2]};
+    CHECK_OK(dd_dataset_from_arrays(&sp, n, in, out, &big));
+    CHECK_OK(dd_dataset_from_arrays(&sp, none, in, out, &train_only));
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_PA, 23, 200, 200, 16, 1);
+    c.eval_batch = 16;
+    if (big && train_only) {
+        dd_trainer *a = NULL, *b = NULL;
+        size_t with = create_activations(&c, big, &a), without = create_activations(&c, train_only, &b);
+        size_t eval_bytes = with - without, one_seg = 0;
+        if (a) one_seg = (dd_model_infer_workspace(dd_trainer_model(a), 1, (int)T) + 16) * sizeof(float);
+        printf("nperseg %zu, GRU hidden 23, eval_batch 16, val 8 segments: evaluation arena %.1f MiB (one "
+               "segment's forward workspace: %.1f MiB; streamed in 4096-sample chunks when above the cap)\n",
+               T, (double)eval_bytes / 1048576.0, (double)one_seg / 1048576.0);
+        CHECK(a && b && with >= without, "activations: %zu with evaluation, %zu without", with, without);
+        CHECK(eval_bytes <= ((size_t)16 << 20) && eval_bytes <= one_seg,
+              "evaluation workspace %zu bytes at nperseg %zu: above 16 MiB or one segment's %zu", eval_bytes, T,
+              one_seg);
+        dd_trainer_destroy(&a);
+        dd_trainer_destroy(&b);
+    }
+    if (PROBE_ASAN) {
+        printf("skipped under ASan: evaluation RSS at nperseg 32768\n");
+    } else if (big) {
+        eval_probe_arg a = {.ds = big, .cfg = &c};
+        probe_res r;
+        const long copies_kb = (long)((n[1] + T - 1) / T + n[2] / T) * (long)T * 16 / 1024;
+        if (probe_run(eval_probe_fn, &a, 300, 1024, &r) == 0) {
+            printf("evaluation at nperseg 32768 (val %zu, test %zu samples): %s, %.2f s, peak RSS +%ld KiB "
+                   "(padded reference and prediction: %ld KiB)%s%s\n",
+                   n[1], n[2], r.exited ? dd_status_str(r.status) : "killed", r.secs, r.rss_kb, copies_kb,
+                   r.msg[0] ? ": " : "", r.msg);
+            CHECK(r.exited && r.status == DD_OK, "evaluation at nperseg 32768: %s", r.msg);
+            CHECK(r.rss_kb <= copies_kb + 24 * 1024, "evaluation at nperseg 32768: peak RSS grew by %ld KiB (limit %ld KiB)",
+                  r.rss_kb, copies_kb + 24 * 1024);
+        }
+    }
+    dd_dataset_free(&big);
+    dd_dataset_free(&train_only);
+    dd_dataset_free(&ds);
+}
+
 static void test_eval_bounded(void) {
     /* (a) the workspace cap changes how segments are batched, never the numbers:
      * recurrent and feed-forward PA models, and a DPD through a frozen PA model */
@@ -893,6 +959,7 @@ static void test_eval_bounded(void) {
         dd_dataset_free(&big);
     }
     dd_dataset_free(&ds);
+    test_eval_nperseg_32768();
 }
 
 int main(void) {

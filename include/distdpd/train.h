@@ -150,9 +150,10 @@ typedef struct {
                                     PA's validation ACLR; 0 (default) = by the PA model's */
 } dd_train_cfg;
 
-/* Bytes one evaluation forward call may use for its workspaces (256 MiB): the trainer
- * runs fewer segments per call to fit, and streams a segment that does not fit alone. */
-#define DD_TRAIN_EVAL_WS_CAP ((size_t)256 << 20)
+/* Bytes one evaluation forward call may use for its workspaces (16 MiB): the trainer
+ * runs fewer segments per call to fit, and streams a segment that does not fit alone
+ * (4096-sample chunks, about 2 MB for GRU hidden 23; same numbers either way). */
+#define DD_TRAIN_EVAL_WS_CAP ((size_t)16 << 20)
 
 /* Defaults for a task (the reference recipe: gru, hidden 23, F 200, S 1, B 64, AdamW
  * lr 5e-3, plateau schedule, clip 200, seed 0, 20 epochs). */

@@ -27,7 +27,9 @@ typedef struct {
     size_t n;        /* samples in the split (0 = not evaluated) */
     size_t nseg;     /* ceil(n / nperseg) */
     size_t npad;     /* nseg * nperseg */
-    dd_cf32 *in;     /* model input, padded (owned) */
+    size_t nfull;    /* whole segments, read in place from the data set */
+    dd_cf32 *tail;   /* the last, partial segment's input, zero-padded to nperseg
+                        (owned; NULL when n is a multiple of nperseg) */
     dd_cf32 *ref;    /* reference output, padded (owned) */
     dd_cf32 *pred;   /* last prediction (owned) */
     /* true PA evaluation (DPD with a simulated PA) */

@@ -88,11 +88,17 @@ static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s)
     if (ev->n == 0) return DD_OK;
     ev->nseg = (ev->n + T - 1) / T;
     ev->npad = ev->nseg * T;
-    ev->in = dd_calloc(ev->npad, sizeof(dd_cf32));
+    ev->nfull = ev->n / T;
+    /* the model reads whole segments in place (ds->in[s]); only a partial last one is
+     * copied, zero-padded */
+    if (ev->nfull < ev->nseg) {
+        ev->tail = dd_calloc(T, sizeof(dd_cf32));
+        if (!ev->tail) return dd_error(DD_ERR_NOMEM, "out of memory for the %s split", dd_split_name(s));
+        memcpy(ev->tail, ds->in[s] + ev->nfull * T, (ev->n - ev->nfull * T) * sizeof(dd_cf32));
+    }
     ev->ref = dd_calloc(ev->npad, sizeof(dd_cf32));
     ev->pred = dd_calloc(ev->npad, sizeof(dd_cf32));
-    if (!ev->in || !ev->ref || !ev->pred) return dd_error(DD_ERR_NOMEM, "out of memory for the %s split", dd_split_name(s));
-    memcpy(ev->in, ds->in[s], ev->n * sizeof(dd_cf32));
+    if (!ev->ref || !ev->pred) return dd_error(DD_ERR_NOMEM, "out of memory for the %s split", dd_split_name(s));
     if (tr->cfg.task == DD_TRAIN_PA) {
         memcpy(ev->ref, ds->out[s], ev->n * sizeof(dd_cf32));
     } else {
@@ -103,7 +109,7 @@ static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s)
 }
 
 static void free_split(dd_eval_split *ev) {
-    dd_free(ev->in);
+    dd_free(ev->tail);
     dd_free(ev->ref);
     dd_free(ev->pred);
     dd_free(ev->tref);
@@ -852,9 +858,11 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
     const size_t T = tr->ds->spec.nperseg;
     const dd_stage_src ps = param_src(tr), pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
+    const dd_cf32 *din = tr->ds->in[s];
+    size_t k = 1;
     for (size_t c = 0; tr->estream && c < ev->nseg; c++) {
         /* one segment at a time from zero state, in bounded chunks (same outputs) */
-        const dd_cf32 *in = ev->in + c * T;
+        const dd_cf32 *in = c < ev->nfull ? din + c * T : ev->tail;
         dd_cf32 *out = ev->pred + c * T;
         if (tr->pa) {
             dd_cf32 *u = (dd_cf32 *)(void *)tr->eout1;
@@ -864,9 +872,11 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
             DD_TRY(dd_model_run_stream_src(tr->m, &ps, in, out, T));
         }
     }
-    for (size_t c = 0; !tr->estream && c < ev->nseg; c += tr->eb) {
-        size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
-        const float *in = (const float *)(ev->in + c * T); /* (k, T, 2) */
+    for (size_t c = 0; !tr->estream && c < ev->nseg; c += k) {
+        /* whole segments in place, the padded last one in a call of its own (each
+         * segment's output does not depend on the others of its call) */
+        k = c < ev->nfull ? (ev->nfull - c < tr->eb ? ev->nfull - c : tr->eb) : 1;
+        const float *in = (const float *)(c < ev->nfull ? din + c * T : ev->tail); /* (k, T, 2) */
         float *out = (float *)(ev->pred + c * T);
         if (tr->pa) {
             DD_TRY(dd_model_infer(tr->m, &ps, in, tr->eout1, (int)k, (int)T, tr->ews_m));
