@@ -792,27 +792,40 @@ static int same_metrics(const dd_eval_metrics *a, const dd_eval_metrics *b) {
 
 /* Trainers that differ only in the evaluation workspace cap (so in the segments per
  * forward call, or streamed segments) give bit-identical predictions and metrics. */
-static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa) {
-    const size_t T = ds->spec.nperseg, keep = dd_eval_ws_cap;
-    dd_trainer *tr[3] = {NULL, NULL, NULL};
+static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa,
+                          int recurrent) {
+    const size_t T = ds->spec.nperseg, keep = dd_eval_ws_cap, keep_chunk = dd_eval_chunk;
+    dd_trainer *tr[4] = {NULL, NULL, NULL, NULL};
     CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[0])); /* default cap: eval_batch segments per call */
     if (!tr[0]) return;
     dd_eval_ws_cap = one_segment_bytes(tr[0], T); /* exactly one segment per call */
     CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[1]));
     dd_eval_ws_cap = 1; /* not even one: streamed */
     CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[2]));
+    /* one segment does not fit, chunks of 100 steps of every segment do (recurrent
+     * models; 100 does not divide the 512-step segments: a partial last chunk) */
+    dd_eval_ws_cap = one_segment_bytes(tr[0], T) - 1;
+    dd_eval_chunk = 100;
+    CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[3]));
     dd_eval_ws_cap = keep;
-    if (tr[1] && tr[2]) {
+    dd_eval_chunk = keep_chunk;
+    if (tr[1] && tr[2] && tr[3]) {
         CHECK(tr[0]->eb > 1 && !tr[0]->estream, "%s: default: %zu segments per call, streamed %d", what, tr[0]->eb, tr[0]->estream);
         CHECK(tr[1]->eb == 1 && !tr[1]->estream, "%s: cap of one segment: %zu per call, streamed %d", what, tr[1]->eb, tr[1]->estream);
         CHECK(tr[2]->eb == 1 && tr[2]->estream && !tr[2]->ews_m && !tr[2]->ews_p, "%s: tiny cap: streamed", what);
+        if (recurrent)
+            CHECK(tr[3]->eb == tr[0]->eb && tr[3]->echunk == 100 && !tr[3]->estream,
+                  "%s: below one segment: %zu segments per call (default %zu) in chunks of %zu, streamed %d", what,
+                  tr[3]->eb, tr[0]->eb, tr[3]->echunk, tr[3]->estream);
+        else
+            CHECK(tr[3]->eb == 1 && tr[3]->estream && tr[3]->echunk == 0, "%s: below one segment: streamed", what);
         for (int s = 0; s < 2; s++) {
             dd_split sp = s ? DD_SPLIT_TEST : DD_SPLIT_VAL;
-            dd_eval_metrics m[3];
-            const dd_cf32 *p[3];
-            size_t np[3];
-            for (int k = 0; k < 3; k++) CHECK_OK(dd_trainer_evaluate(tr[k], sp, &m[k], &p[k], &np[k]));
-            for (int k = 1; k < 3; k++) {
+            dd_eval_metrics m[4];
+            const dd_cf32 *p[4];
+            size_t np[4];
+            for (int k = 0; k < 4; k++) CHECK_OK(dd_trainer_evaluate(tr[k], sp, &m[k], &p[k], &np[k]));
+            for (int k = 1; k < 4; k++) {
                 CHECK(np[k] == np[0] && memcmp(p[k], p[0], np[0] * sizeof *p[0]) == 0,
                       "%s, %s split: predictions with cap %d differ from the default", what, dd_split_name(sp), k);
                 CHECK(same_metrics(&m[k], &m[0]), "%s, %s split: metrics with cap %d differ: NMSE %.17g vs %.17g", what,
@@ -820,7 +833,7 @@ static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_data
             }
         }
     }
-    for (int k = 0; k < 3; k++) dd_trainer_destroy(&tr[k]);
+    for (int k = 0; k < 4; k++) dd_trainer_destroy(&tr[k]);
 }
 
 typedef struct {
@@ -852,7 +865,8 @@ static size_t create_activations(const dd_train_cfg *c, const dd_dataset *ds, dd
 
 /* (c) nperseg 32768, the simulated presets': the evaluation workspace is the forward
  * pass of a bounded number of samples, not eval_batch x 32768 columns (GRU hidden 23:
- * 0.55 KB per column, 290 MB at 16 segments before), and evaluating splits of 8 and 2
+ * about 1 KB per column, 0.55 KB of it touched: 290 MB at 16 segments before): all 8
+ * segments per call, in chunks of steps. Evaluating splits of 8 and 2
  * segments grows the peak RSS by little more than their padded reference and
  * prediction copies (16 bytes a sample; the input is read in place). */
 static void test_eval_nperseg_32768(void) {
@@ -876,12 +890,15 @@ static void test_eval_nperseg_32768(void) {
         size_t eval_bytes = with - without, one_seg = 0;
         if (a) one_seg = (dd_model_infer_workspace(dd_trainer_model(a), 1, (int)T) + 16) * sizeof(float);
         printf("nperseg %zu, GRU hidden 23, eval_batch 16, val 8 segments: evaluation arena %.1f MiB (one "
-               "segment's forward workspace: %.1f MiB; streamed in 4096-sample chunks when above the cap)\n",
+               "segment's forward workspace: %.1f MiB; the segments run in chunks above the cap)\n",
                T, (double)eval_bytes / 1048576.0, (double)one_seg / 1048576.0);
         CHECK(a && b && with >= without, "activations: %zu with evaluation, %zu without", with, without);
         CHECK(eval_bytes <= ((size_t)16 << 20) && eval_bytes <= one_seg,
               "evaluation workspace %zu bytes at nperseg %zu: above 16 MiB or one segment's %zu", eval_bytes, T,
               one_seg);
+        CHECK(a && a->eb == 8 && a->echunk >= DD_TRAIN_EVAL_CHUNK_MIN && !a->estream,
+              "nperseg 32768: %zu segments per call in chunks of %zu (want 8, chunked)", a ? a->eb : 0,
+              a ? a->echunk : 0);
         dd_trainer_destroy(&a);
         dd_trainer_destroy(&b);
     }
@@ -913,12 +930,12 @@ static void test_eval_bounded(void) {
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 11, NULL);
     CHECK(ds != NULL, "data set");
     if (!ds) return;
-    static const char *const models[3] = {"gru", "tcn", "rvtdnn"};
-    for (int k = 0; k < 3; k++) {
+    static const char *const models[5] = {"gru", "tcn", "rvtdnn", "lstm", "dgru"};
+    for (int k = 0; k < 5; k++) {
         dd_train_cfg c;
         tt_cfg(&c, DD_TRAIN_PA, 4, 40, 20, 8, 1);
         snprintf(c.model, sizeof c.model, "%s", models[k]);
-        eval_cap_case(models[k], &c, ds, NULL);
+        eval_cap_case(models[k], &c, ds, NULL, k == 0 || k >= 3);
     }
     {
         dd_train_cfg cp, cd;
@@ -928,7 +945,7 @@ static void test_eval_bounded(void) {
         if (pt) {
             dd_model_ref pa = {"gru", *dd_model_config(dd_trainer_model(pt)), dd_trainer_params(pt), dd_trainer_num_floats(pt)};
             tt_cfg(&cd, DD_TRAIN_DLA, 3, 40, 20, 8, 1);
-            eval_cap_case("DPD through a frozen PA", &cd, ds, &pa);
+            eval_cap_case("DPD through a frozen PA", &cd, ds, &pa, 1);
         }
         dd_trainer_destroy(&pt);
     }

@@ -154,6 +154,25 @@ typedef struct {
  * runs fewer segments per call to fit, and streams a segment that does not fit alone
  * (4096-sample chunks, about 2 MB for GRU hidden 23; same numbers either way). */
 #define DD_TRAIN_EVAL_WS_CAP ((size_t)16 << 20)
+/* Steps per chunk when the segments of a recurrent model are run in chunks because one
+ * segment's whole workspace would pass the cap (dd_model_infer_chunked: eval_batch
+ * segments per call still, each stage's state carried between chunks): at most 4096,
+ * halved down to 256 to fit the cap before the segments per call are lowered. */
+#define DD_TRAIN_EVAL_CHUNK 4096
+#define DD_TRAIN_EVAL_CHUNK_MIN 256
+
+/* How evaluation runs eval_batch segments of T samples within cap bytes of workspace per
+ * call (chunk: DD_TRAIN_EVAL_CHUNK): the trainer's choice, and the planner's prediction. */
+typedef struct {
+    size_t eb;    /* segments per forward call (>= 1; 0 when eval_batch or T is 0) */
+    size_t chunk; /* > 0: in chunks of this many steps (dd_model_infer_chunked) */
+    int stream;   /* 1: one segment at a time, streamed (dd_model_run_stream; no arena) */
+    size_t ws_m;  /* floats of the model's workspace (0 when streamed) */
+    size_t ws_p;  /* floats of the PA model's (0 when streamed or without one) */
+    size_t out1;  /* floats of the buffer between the model and the PA model (0 without) */
+} dd_eval_fit;
+void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eval_batch, size_t T, size_t cap, size_t chunk,
+                       dd_eval_fit *f);
 
 /* Defaults for a task (the reference recipe: gru, hidden 23, F 200, S 1, B 64, AdamW
  * lr 5e-3, plateau schedule, clip 200, seed 0, 20 epochs). */

@@ -21,6 +21,7 @@
  * segment is streamed through dd_model_run_stream in bounded chunks instead (same
  * outputs). A variable so that tests can lower it. */
 extern size_t dd_eval_ws_cap; /* DD_TRAIN_EVAL_WS_CAP unless a test lowers it */
+extern size_t dd_eval_chunk;  /* DD_TRAIN_EVAL_CHUNK unless a test changes it */
 
 /* One evaluation split cut into padded segments. */
 typedef struct {
@@ -103,7 +104,10 @@ struct dd_trainer {
     int eval_here;         /* this rank runs evaluation forwards (rank 0, or every rank
                               with collective evaluation) */
     size_t eb;             /* segments per forward (cfg.eval_batch, lowered to fit dd_eval_ws_cap) */
-    int estream;           /* 1: one segment's workspace exceeds the cap: segments are streamed */
+    int estream;           /* 1: one segment's workspace exceeds the cap and the models are not
+                              all recurrent (or eb chunks do not fit): segments are streamed */
+    size_t echunk;         /* > 0: eb segments per call in chunks of echunk steps
+                              (dd_model_infer_chunked: recurrent models, long segments) */
     float *ews_m, *ews_p, *eout1;
     dd_eval_split ev[2];   /* [0] val, [1] test */
     dd_pa *true_pa;        /* noiseless clone (owned) or NULL */

@@ -71,13 +71,49 @@ void dd_trainer_set_data_path(dd_trainer *tr, const char *path) {
 /* ---------------------------------------------------------------- create / destroy */
 
 size_t dd_eval_ws_cap = DD_TRAIN_EVAL_WS_CAP;
+size_t dd_eval_chunk = DD_TRAIN_EVAL_CHUNK;
 
-/* Bytes of evaluation workspace for eb segments of T samples per forward call (forward
- * only: dd_model_infer). */
-static size_t eval_ws_bytes(const dd_trainer *tr, size_t eb, size_t T) {
-    size_t f = dd_model_infer_workspace(tr->m, (int)eb, (int)T) + 16;
-    if (tr->pa) f += dd_model_infer_workspace(tr->pa, (int)eb, (int)T) + 16 + eb * T * 2;
-    return f * sizeof(float);
+/* Floats of evaluation workspace for eb segments of T samples per forward call, whole
+ * (Tc = 0: dd_model_infer) or in chunks of Tc steps (dd_model_infer_chunked), into *wm
+ * and *wp (the model's and the PA model's); the total with the buffer between them, 0
+ * when chunks are asked of a model that is not recurrent. */
+static size_t eval_floats(const dd_model *m, const dd_model *pa, size_t eb, size_t T, size_t Tc, size_t *wm, size_t *wp) {
+    if (Tc && (dd_model_history(m) >= 0 || (pa && dd_model_history(pa) >= 0))) return 0;
+    *wm = (Tc ? dd_model_infer_chunked_workspace(m, (int)eb, (int)Tc) : dd_model_infer_workspace(m, (int)eb, (int)T)) + 16;
+    *wp = !pa ? 0 : (Tc ? dd_model_infer_chunked_workspace(pa, (int)eb, (int)Tc) : dd_model_infer_workspace(pa, (int)eb, (int)T)) + 16;
+    return *wm + *wp + (pa ? eb * T * 2 : 0);
+}
+
+static int eval_fits(const dd_model *m, const dd_model *pa, size_t eb, size_t T, size_t Tc, size_t cap) {
+    size_t wm, wp, f = eval_floats(m, pa, eb, T, Tc, &wm, &wp);
+    return f && f <= cap / sizeof(float);
+}
+
+void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eb, size_t T, size_t cap, size_t chunk,
+                       dd_eval_fit *f) {
+    memset(f, 0, sizeof *f);
+    if (!m || eb == 0 || T == 0) return;
+    size_t wm, wp, Tc = 0;
+    if (eval_fits(m, pa, 1, T, 0, cap)) {
+        while (eb > 1 && !eval_fits(m, pa, eb, T, 0, cap)) eb--;
+    } else {
+        Tc = chunk < T ? chunk : T;
+        if (Tc == 0) Tc = 1;
+        while (Tc >= 2 * DD_TRAIN_EVAL_CHUNK_MIN && !eval_fits(m, pa, eb, T, Tc, cap)) Tc /= 2; /* shorter chunks first */
+        while (eb > 1 && !eval_fits(m, pa, eb, T, Tc, cap)) eb--;
+        if (!eval_fits(m, pa, eb, T, Tc, cap)) {
+            f->eb = 1;
+            f->stream = 1;
+            f->out1 = pa ? T * 2 : 0;
+            return;
+        }
+    }
+    eval_floats(m, pa, eb, T, Tc, &wm, &wp);
+    f->eb = eb;
+    f->chunk = Tc;
+    f->ws_m = wm;
+    f->ws_p = pa ? wp : 0;
+    f->out1 = pa ? eb * T * 2 : 0;
 }
 
 static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s) {
@@ -141,20 +177,24 @@ static dd_status setup_eval_ws(dd_trainer *tr) {
     size_t maxseg = tr->ev[0].nseg > tr->ev[1].nseg ? tr->ev[0].nseg : tr->ev[1].nseg;
     tr->eb = tr->cfg.eval_batch < maxseg ? tr->cfg.eval_batch : maxseg;
     tr->estream = 0;
+    tr->echunk = 0;
     if (tr->eb > 0) {
+        /* workspace per forward call capped: fewer segments per call, down to one; when
+         * one segment is too large alone, recurrent models run the segments in chunks
+         * (dd_model_infer_chunked), other models stream one segment at a time in bounded
+         * chunks (all give the same numbers) */
+        dd_eval_fit f;
+        dd_train_eval_fit(tr->m, tr->pa, tr->eb, tr->ds->spec.nperseg, dd_eval_ws_cap, dd_eval_chunk, &f);
+        tr->eb = f.eb;
+        tr->echunk = f.chunk;
+        tr->estream = f.stream;
         const int T = (int)tr->ds->spec.nperseg;
-        /* workspace per forward call capped: fewer segments per call, down to one; a
-         * segment too large even alone is streamed in bounded chunks */
-        while (tr->eb > 1 && eval_ws_bytes(tr, tr->eb, (size_t)T) > dd_eval_ws_cap) tr->eb--;
-        tr->estream = eval_ws_bytes(tr, 1, (size_t)T) > dd_eval_ws_cap;
         int ok = 1;
         if (!tr->estream) {
-            tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->m, (int)tr->eb, T) + 16,
-                                        sizeof(float), "the evaluation workspace");
+            tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, f.ws_m, sizeof(float), "the evaluation workspace");
             ok = tr->ews_m != NULL;
             if (ok && tr->pa) {
-                tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->pa, (int)tr->eb, T) + 16,
-                                            sizeof(float), "the PA model's evaluation workspace");
+                tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, f.ws_p, sizeof(float), "the PA model's evaluation workspace");
                 ok = tr->ews_p != NULL;
             }
         }
@@ -850,6 +890,13 @@ static dd_status compute_metrics(const dd_trainer *tr, const dd_cf32 *ref, const
     return DD_OK;
 }
 
+/* One evaluation forward of k whole segments (chunked when setup_eval_ws chose so). */
+static dd_status eval_forward(const dd_trainer *tr, const dd_model *mod, const dd_stage_src *src, const float *x,
+                              float *y, size_t k, size_t T, float *ws) {
+    if (tr->echunk) return dd_model_infer_chunked(mod, src, x, y, (int)k, (int)T, (int)tr->echunk, ws);
+    return dd_model_infer(mod, src, x, y, (int)k, (int)T, ws);
+}
+
 dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, const dd_cf32 **pred, size_t *npred) {
     if (!tr || !m) return dd_error(DD_ERR_ARG, "dd_trainer_evaluate: NULL argument");
     if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
@@ -879,10 +926,10 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
         const float *in = (const float *)(c < ev->nfull ? din + c * T : ev->tail); /* (k, T, 2) */
         float *out = (float *)(ev->pred + c * T);
         if (tr->pa) {
-            DD_TRY(dd_model_infer(tr->m, &ps, in, tr->eout1, (int)k, (int)T, tr->ews_m));
-            DD_TRY(dd_model_infer(tr->pa, &pas, tr->eout1, out, (int)k, (int)T, tr->ews_p));
+            DD_TRY(eval_forward(tr, tr->m, &ps, in, tr->eout1, k, T, tr->ews_m));
+            DD_TRY(eval_forward(tr, tr->pa, &pas, tr->eout1, out, k, T, tr->ews_p));
         } else {
-            DD_TRY(dd_model_infer(tr->m, &ps, in, out, (int)k, (int)T, tr->ews_m));
+            DD_TRY(eval_forward(tr, tr->m, &ps, in, out, k, T, tr->ews_m));
         }
     }
     if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
