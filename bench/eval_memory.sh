@@ -8,9 +8,9 @@
 #   EVAL_MEM_SIZES="400000 2000000" bash bench/eval_memory.sh
 #
 # Disk: 16 bytes a sample (complex64 input and output): 6.4 MB, 32 MB, 160 MB and 800 MB;
-# one data set at a time is on disk (each is deleted after its run). Time: about 4 minutes
-# for the four sizes on one idle core (most of it the 50 M evaluation: 20 M samples of val
-# and test through the model). The run evaluated is a GRU hidden 23 trained one epoch
+# one data set at a time is on disk (each is deleted after its run). Time: about 7 minutes
+# for the four sizes on a loaded 2-core machine (the 50 M evaluation, 20 M samples of val
+# and test through the model, 106 s of it). The run evaluated is a GRU hidden 23 trained one epoch
 # (stride 1000) on the smallest set; `distdpd eval` builds the trainer's evaluation (the
 # same code as the validation and test evaluation of train-pa / train-dpd), nperseg 32768
 # (the simulated presets'). Peak RSS from /usr/bin/time -v.

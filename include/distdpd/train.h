@@ -395,7 +395,9 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec);
  * passes together and only rank 0 computes the metrics. */
 dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m,
                               const dd_cf32 **pred, size_t *npred);
-/* The same for the true PA driven by the DPD (as one stream over the split). */
+/* The same for the true PA driven by the DPD (as one stream over the split; the DPD's
+ * output goes through the buffer of dd_trainer_evaluate's prediction, which it
+ * overwrites). */
 dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *m,
                                    const dd_cf32 **pred, size_t *npred);
 

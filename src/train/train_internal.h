@@ -33,9 +33,8 @@ typedef struct {
                         (owned; NULL when n is a multiple of nperseg) */
     dd_cf32 *ref;    /* reference output, padded (owned) */
     dd_cf32 *pred;   /* last prediction (owned) */
-    /* true PA evaluation (DPD with a simulated PA) */
-    dd_cf32 *tref;   /* G x, unpadded (n) */
-    dd_cf32 *tu;     /* DPD output stream (n) */
+    /* true PA evaluation (DPD with a simulated PA; the reference is ref's first n
+     * samples, G x, and the DPD's output goes through pred) */
     dd_cf32 *ty;     /* true PA output (n) */
     dd_eval_metrics base; /* true PA without DPD */
 } dd_eval_split;

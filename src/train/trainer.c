@@ -148,8 +148,6 @@ static void free_split(dd_eval_split *ev) {
     dd_free(ev->tail);
     dd_free(ev->ref);
     dd_free(ev->pred);
-    dd_free(ev->tref);
-    dd_free(ev->tu);
     dd_free(ev->ty);
     memset(ev, 0, sizeof *ev);
 }
@@ -950,22 +948,17 @@ dd_status dd_trainer_set_true_pa(dd_trainer *tr, const dd_pa *pa) {
         dd_eval_split *ev = &tr->ev[k];
         if (ev->n == 0) continue;
         dd_split s = k == 0 ? DD_SPLIT_VAL : DD_SPLIT_TEST;
-        dd_free(ev->tref);
-        dd_free(ev->tu);
         dd_free(ev->ty);
-        ev->tref = dd_calloc(ev->n, sizeof(dd_cf32));
-        ev->tu = dd_calloc(ev->n, sizeof(dd_cf32));
         ev->ty = dd_calloc(ev->n, sizeof(dd_cf32));
-        if (!ev->tref || !ev->tu || !ev->ty) {
+        if (!ev->ty) {
             st = DD_ERR_NOMEM;
             break;
         }
-        const float g = (float)tr->cfg.gain;
-        for (size_t i = 0; i < ev->n; i++) ev->tref[i] = tr->ds->in[s][i] * g;
-        /* baseline: the true PA without DPD */
+        /* baseline: the true PA without DPD, against G x (a DPD's ev->ref: its first n
+         * samples) */
         dd_pa_reset(tr->true_pa);
         if ((st = dd_pa_apply(tr->true_pa, tr->ds->in[s], ev->ty, ev->n)) != DD_OK) break;
-        if ((st = compute_metrics(tr, ev->tref, ev->ty, ev->n, &ev->base)) != DD_OK) break;
+        if ((st = compute_metrics(tr, ev->ref, ev->ty, ev->n, &ev->base)) != DD_OK) break;
     }
     if (st != DD_OK) dd_pa_destroy(&tr->true_pa);
     return st;
@@ -987,11 +980,12 @@ dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *
     dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
     const dd_stage_src ps = param_src(tr);
-    DD_TRY(dd_model_run_stream_src(tr->m, &ps, tr->ds->in[s], ev->tu, ev->n));
+    dd_cf32 *tu = ev->pred; /* the DPD's output, in the buffer of the last prediction (npad >= n) */
+    DD_TRY(dd_model_run_stream_src(tr->m, &ps, tr->ds->in[s], tu, ev->n));
     if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
     dd_pa_reset(tr->true_pa);
-    DD_TRY(dd_pa_apply(tr->true_pa, ev->tu, ev->ty, ev->n));
-    dd_status st = compute_metrics(tr, ev->tref, ev->ty, ev->n, m);
+    DD_TRY(dd_pa_apply(tr->true_pa, tu, ev->ty, ev->n));
+    dd_status st = compute_metrics(tr, ev->ref, ev->ty, ev->n, m);
     if (st != DD_OK) return dd_error_prefix(st, "true PA, %s split: ", dd_split_name(s));
     if (pred) *pred = ev->ty;
     if (npred) *npred = ev->n;
