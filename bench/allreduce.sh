@@ -14,7 +14,7 @@ if [ ! -e "$BUILD/libdistdpd.so" ] && [ ! -e "$BUILD/libdistdpd.a" ]; then
     exit 1
 fi
 BIN="$BUILD/bench_allreduce"
-mpicc -O2 -Iinclude bench/bench_allreduce.c -L"$BUILD" -ldistdpd -Wl,-rpath,"$PWD/$BUILD" -lm -o "$BIN"
+mpicc -O2 -Iinclude bench/bench_allreduce.c -L"$BUILD" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$PWD/$BUILD" -lm -o "$BIN"
 # running as root, oversubscribed, in containers (docs: distributed.md)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1

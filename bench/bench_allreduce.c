@@ -11,7 +11,7 @@
  *
  * Build and run both rank counts with bench/allreduce.sh, or by hand (source root, library
  * built in build/):
- *   mpicc -O2 -Iinclude bench/bench_allreduce.c -Lbuild -ldistdpd -Wl,-rpath,$PWD/build -o bench_allreduce
+ *   mpicc -O2 -Iinclude bench/bench_allreduce.c -Lbuild -ldistdpd -ldistdpd_rf -Wl,-rpath,$PWD/build -o bench_allreduce
  *   mpirun -np 2 ./bench_allreduce [max_bytes]          (default 67108864)
  * HIER uses the node split (MPI_Comm_split_type); set DD_COMM_RANKS_PER_NODE=k to
  * simulate nodes of k ranks on one machine. */

@@ -2,7 +2,7 @@
  * LSTM, dense and the TCN's depthwise conv, forward and forward+backward, one thread.
  *
  * Build (from the source root, after the library is built in build/):
- *   cc -O2 -Iinclude -Isrc bench/bench_nn.c -Lbuild -ldistdpd -Wl,-rpath,$PWD/build -lm -o bench_nn
+ *   cc -O2 -Iinclude -Isrc bench/bench_nn.c -Lbuild -ldistdpd -ldistdpd_rf -Wl,-rpath,$PWD/build -lm -o bench_nn
  * Run:  OPENBLAS_NUM_THREADS=1 ./bench_nn [B T H reps]      (default 64 200 23 20)
  *       OPENBLAS_NUM_THREADS=1 ./bench_nn --dispatch [reps]  (default 5)
  *

@@ -44,7 +44,8 @@ def main():
     m = j1(os.path.join(out, "machine.json"))
     p = print
     p(f"# distdpd benchmark ({m['date']})\n")
-    p(f"Machine: {m['nproc']} CPUs, {m['cpu']}, AVX-512 {'yes' if m['avx512'] else 'no'}; "
+    p(f"Machine: {m['nproc']} CPUs, {m['cpu']}, AVX-512 {'yes' if m['avx512'] else 'no'}, "
+      f"distdpd's SIMD path {m.get('simd', '?')}, OpenBLAS core {m.get('openblas_core', '?')}; "
       f"load average at start {m['load_start']}, at end "
       f"{open(os.path.join(out, 'load_end.txt')).read().strip()}. Data: {m['data']} ({m['data_kind']}, "
       f"{m['frames']} training frames). PyTorch: {m['torch_version'] if m['torch'] else 'not available, columns skipped'}.\n")
@@ -173,6 +174,11 @@ def main():
                 slope = fmt((rss - prev[1]) / (dmb - prev[0]), 2)
             p(f"| {r['samples']} | {fmt(dmb, 1)} | {fmt(rss, 1)} | {slope} |")
             prev = (dmb, rss)
+        if len(rs) > 1:
+            a, b = rs[0], rs[-1]
+            g = (b["rss"]["maxrss_kb"] - a["rss"]["maxrss_kb"]) * 1024 / (b["file_bytes"] - a["file_bytes"])
+            p(f"\nRSS growth per byte of data from {a['samples']} to {b['samples']} samples: "
+              f"**{g:.2f}** (target: <= ~1 beyond a fixed overhead: {'met' if g <= 1.1 else 'not met'}).")
         p("\nSimulated data (nperseg 32768, binary format, memory-mapped), frame stride 1000. "
           "The evaluation workspace grows with the number of evaluation segments up to "
           "eval_batch (16) of them, then stays fixed; beyond that the slope is the memory "

@@ -6,7 +6,7 @@
  * coordinator then reconstructs their mask keys). Median of reps.
  *
  * Build (from the source root, after the library is built in build/):
- *   mpicc -O2 -Iinclude bench/bench_secagg.c -Lbuild -ldistdpd -Wl,-rpath,$PWD/build -lsodium -lm -o bench_secagg
+ *   mpicc -O2 -Iinclude bench/bench_secagg.c -Lbuild -ldistdpd -ldistdpd_rf -Wl,-rpath,$PWD/build -lsodium -lm -o bench_secagg
  * Run:  ./bench_secagg [n reps]      (default 8 5; d = 1e4 and 1e5, rings 2^32 and 2^64) */
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,11 +2,13 @@
  * `distdpd train-pa`, without the run directory): the reference recipe's data handling
  * (frames F 200, stride 1, batch 64, AdamW lr 5e-3, clip 200), one process, one thread.
  *
- * Usage: bench_train DATA MODEL HIDDEN [STEPS [EPOCHS]]
+ * Usage: bench_train DATA MODEL HIDDEN [STEPS [EPOCHS [BATCH [FRAME [KEY=VALUE...]]]]]
  *   DATA    a data set path (dd_dataset_load)
  *   MODEL   registry name (gru, dgru, tcn, ...); HIDDEN 0 = the model's default
  *   STEPS   > 0: time this many optimiser steps after 3 warm-up steps and stop;
  *           0 (default): train EPOCHS (default 1) whole epochs with evaluation
+ *   BATCH, FRAME  frames per batch and samples per frame (0 or absent: 64, 200)
+ *   KEY=VALUE     more model settings (layers=8, kernel=3, ...: large models)
  * Prints one JSON object per line:
  *   steps mode:  {"model", "hidden", "params", "steps", "samples", "time_s", "cpu_s",
  *                 "msamples_per_s", "flops_per_sample", "gflops"}
@@ -42,7 +44,7 @@ static long maxrss_kb(void) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: bench_train DATA MODEL HIDDEN [STEPS [EPOCHS]]\n");
+        fprintf(stderr, "usage: bench_train DATA MODEL HIDDEN [STEPS [EPOCHS [BATCH [FRAME [KEY=VALUE...]]]]]\n");
         return 2;
     }
     const char *data = argv[1], *model = argv[2];
@@ -61,6 +63,22 @@ int main(int argc, char **argv) {
     snprintf(cfg.model, sizeof cfg.model, "%s", model);
     dd_model_cfg_set(&cfg.model_cfg, "hidden", hidden);
     cfg.epochs = epochs < 1 ? 1 : epochs;
+    if (argc > 6 && atoi(argv[6]) > 0) cfg.batch = (size_t)atoi(argv[6]);
+    if (argc > 7 && atoi(argv[7]) > 0) cfg.frame = (size_t)atoi(argv[7]);
+    for (int a = 8; a < argc; a++) {
+        char key[64];
+        const char *eq = strchr(argv[a], '=');
+        if (!eq || (size_t)(eq - argv[a]) >= sizeof key) {
+            fprintf(stderr, "bench_train: '%s': expected KEY=VALUE\n", argv[a]);
+            goto done;
+        }
+        memcpy(key, argv[a], (size_t)(eq - argv[a]));
+        key[eq - argv[a]] = 0;
+        if (dd_model_cfg_set(&cfg.model_cfg, key, atoi(eq + 1)) != DD_OK) {
+            fprintf(stderr, "bench_train: %s\n", dd_last_error());
+            goto done;
+        }
+    }
     if (dd_trainer_create(&cfg, ds, NULL, NULL, &tr) != DD_OK) {
         fprintf(stderr, "bench_train: %s\n", dd_last_error());
         goto done;

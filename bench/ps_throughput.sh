@@ -14,7 +14,7 @@ BUILD=${1:-build}
 OUT=${2:-$(mktemp -d /tmp/ps_tp.XXXXXX)}
 mkdir -p "$OUT"
 export DD_CLI=$(realpath "$BUILD/distdpd")
-cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Itests bench/bench_ps.c -L"$BUILD" -ldistdpd \
+cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Itests bench/bench_ps.c -L"$BUILD" -ldistdpd -ldistdpd_rf \
     -Wl,-rpath,"$(realpath "$BUILD")" -lzmq -lm -o "$OUT/bench_ps"
 run() { # K N P STEPS R
     "$OUT/bench_ps" "$@" | sed -n 's/^json: //p'

@@ -24,7 +24,9 @@
 # (distdpd simulate --signal 10x20 --samples 38400). PyTorch: Debian's /usr/bin/python3
 # with torch; without it the PyTorch columns are skipped (said in the report).
 # Environment: BENCH_ROUNDS (3), BENCH_EPOCHS (2), BENCH_STEPS (60), BENCH_TWO_THREADS (1),
-# BENCH_RSS (1: run step 5), BENCH_PYTHON (/usr/bin/python3).
+# BENCH_RSS (1: run step 5), BENCH_RSS_SIZES (samples of step 5's data sets, default
+# "384000 3200000 6400000"; the issue's range: "400000 3200000 12800000 50000000", 2 GB of
+# disk and about 6 minutes), BENCH_PYTHON (/usr/bin/python3).
 # One core: OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 (torch.set_num_threads(1) too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,8 +53,8 @@ LIB=$(cd "$BUILD" && pwd)
 # helpers, built against the library in BUILD
 CC=${CC:-cc}
 CFL=(-O2 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Iinclude)
-$CC "${CFL[@]}" bench/recipe_export.c -L"$LIB" -ldistdpd -Wl,-rpath,"$LIB" -lm -o "$BIN/recipe_export"
-$CC "${CFL[@]}" bench/bench_train.c -L"$LIB" -ldistdpd -Wl,-rpath,"$LIB" -lm -o "$BIN/bench_train"
+$CC "${CFL[@]}" bench/recipe_export.c -L"$LIB" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$LIB" -lm -o "$BIN/recipe_export"
+$CC "${CFL[@]}" bench/bench_train.c -L"$LIB" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$LIB" -lm -o "$BIN/bench_train"
 $CC "${CFL[@]}" bench/maxrss.c -o "$BIN/maxrss"
 # shellcheck disable=SC2046
 $CC "${CFL[@]}" $(pkg-config --cflags openblas) bench/sgemm_peak.c $(pkg-config --libs openblas) -o "$BIN/sgemm_peak"
@@ -81,13 +83,22 @@ else
 fi
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# the SIMD path distdpd's kernels take: the CPU's best, lowered by DD_SIMD (src/nn/simd.c)
+SIMD=generic
+grep -q -m1 ' avx2' /proc/cpuinfo && grep -q -m1 ' fma' /proc/cpuinfo && SIMD=avx2
+grep -q -m1 avx512f /proc/cpuinfo && [ "$SIMD" = avx2 ] && SIMD=avx512
+case ${DD_SIMD:-} in
+generic | 0) SIMD=generic ;;
+avx2) [ "$SIMD" = avx512 ] && SIMD=avx2 ;;
+esac
 {
     echo "{\"date\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\", \"nproc\": $(getconf _NPROCESSORS_ONLN),"
     echo " \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\","
     echo " \"avx512\": $(grep -q -m1 avx512f /proc/cpuinfo && echo 1 || echo 0),"
     echo " \"torch\": $TORCH, \"torch_version\": \"$TORCH_VERSION\", \"data\": \"$DATA\", \"data_kind\": \"$DATA_KIND\","
     echo " \"ntrain\": $NTRAIN, \"frames\": $FRAMES, \"rounds\": $ROUNDS, \"epochs\": $EPOCHS,"
-    echo " \"simd\": \"${DD_SIMD:-auto}\", \"load_start\": \"$(load)\"}"
+    echo " \"simd\": \"$SIMD\", \"openblas_core\": \"$("$BIN/sgemm_peak" 64 1 | sed 's/.*"core": "\([^"]*\)".*/\1/')\","
+    echo " \"load_start\": \"$(load)\"}"
 } >"$OUT/machine.json"
 echo "machine: $(getconf _NPROCESSORS_ONLN) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load $(load)"
 
@@ -144,9 +155,10 @@ done
 
 # 5. memory against data size (binary data sets are memory-mapped; their pages count)
 if [ "$RSS" != 0 ]; then
-    echo "memory: simulated data sets of 0.4M, 3.2M and 6.4M samples"
+    SIZES=${BENCH_RSS_SIZES:-384000 3200000 6400000}
+    echo "memory: simulated data sets of $SIZES samples"
     : >"$OUT/rss.jsonl"
-    for n in 384000 3200000 6400000; do
+    for n in $SIZES; do
         "$DD" simulate --out "$OUT/rss_sim_$n" --signal 10x20 --samples "$n" --format bin -q
         "$BIN/maxrss" "$OUT/rss_$n.json" "$DD" train-pa --data "$OUT/rss_sim_$n/data.ddb" --model gru --hidden 23 \
             --epochs 1 --stride 1000 --out "$OUT/rss_run_$n" --progress none >"$OUT/rss_$n.log" 2>&1

@@ -8,6 +8,12 @@
 #    (median epoch time and speed-up, FLOPs, GFLOP/s against the sgemm peak, test NMSE
 #    after the same epochs, peak RSS against data size), and throughput by model;
 #    results and summary.md in BUILD_DIR/bench-results.
+# 1b. bench/simd_bench.sh (BENCH_SIMD=0 skips it; ~2 min): the processor, its SIMD paths
+#    and OpenBLAS's core; per path (AVX2 forced on AVX-512 machines, with OpenBLAS's
+#    Haswell kernel) the sgemm peak and gru 23 / tcn / resnet 512 x 8 GFLOP/s against the
+#    targets (50 % of peak, tcn = gru, 60 % of peak).
+# 1c. bench/threads_bench.sh (BENCH_THREADS=0 skips it; ~1 min): the recipe at 1 rank x 1
+#    thread, 1 x 2 threads, 2 ranks x 1 thread: speed-up against 1.7x, equal losses.
 # 2. bench/allreduce.sh: allreduce latency and bus bandwidth at 2 and 4 ranks
 #    (up to BENCH_ALLREDUCE_MAX bytes, default 16 MB). BENCH_ALLREDUCE=0 skips it.
 # 3. bench/shard_bench.sh (BENCH_SHARD=1, off by default: ~5 min): memory and step time of
@@ -25,11 +31,27 @@
 # 8. bench/launch_bench.sh (BENCH_LAUNCH=1, off by default: ~1 min): time lost per failure
 #    under distdpd launch (kill -9 of a rank, a SIGSTOPped rank; docs/elastic.md).
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
-# BENCH_RSS, BENCH_PYTHON.
+# BENCH_RSS, BENCH_RSS_SIZES, BENCH_PYTHON; of simd_bench.sh: BENCH_SIMD_ROUNDS,
+# BENCH_SIMD_LARGE, BENCH_SIMD_BASE; of threads_bench.sh: BENCH_THREADS_ROUNDS,
+# BENCH_THREADS_EPOCHS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
+# section VAR DEFAULT TITLE COMMAND...: runs COMMAND under a "## TITLE" heading unless VAR
+# (default DEFAULT) is 0
+section() {
+    local var=$1 def=$2 title=$3
+    shift 3
+    if [ "${!var:-$def}" != 0 ]; then
+        echo
+        echo "## $title"
+        echo
+        "$@"
+    fi
+}
 bash bench/recipe_bench.sh "$BUILD" "$BUILD/bench-results"
+section BENCH_SIMD 1 "Per SIMD path against the sgemm peak (bench/simd_bench.sh)" bash bench/simd_bench.sh "$BUILD"
+section BENCH_THREADS 1 "Threads inside a rank (bench/threads_bench.sh)" bash bench/threads_bench.sh "$BUILD"
 if [ "${BENCH_ALLREDUCE:-1}" != 0 ]; then
     echo
     echo "## Allreduce (bench/allreduce.sh)"
@@ -40,39 +62,9 @@ if [ "${BENCH_ALLREDUCE:-1}" != 0 ]; then
         echo "mpicc/mpirun not found: allreduce benchmark skipped"
     fi
 fi
-if [ "${BENCH_SHARD:-0}" != 0 ]; then
-    echo
-    echo "## Sharded data parallelism (bench/shard_bench.sh)"
-    echo
-    bash bench/shard_bench.sh "$BUILD"
-fi
-if [ "${BENCH_PP:-0}" != 0 ]; then
-    echo
-    echo "## Pipeline parallelism (bench/pipeline_bench.sh)"
-    echo
-    bash bench/pipeline_bench.sh "$BUILD"
-fi
-if [ "${BENCH_TP:-0}" != 0 ]; then
-    echo
-    echo "## Tensor parallelism of a GRU layer (bench/tp_bench.sh)"
-    echo
-    bash bench/tp_bench.sh "$BUILD"
-fi
-if [ "${BENCH_PLAN:-0}" != 0 ]; then
-    echo
-    echo "## The model-parallel plan against measured step times (bench/plan_check.sh)"
-    echo
-    bash bench/plan_check.sh "$BUILD"
-fi
-if [ "${BENCH_CKPT:-0}" != 0 ]; then
-    echo
-    echo "## Checkpoint stall: asynchronous against synchronous writing (bench/ckpt_stall.sh)"
-    echo
-    bash bench/ckpt_stall.sh "$BUILD"
-fi
-if [ "${BENCH_LAUNCH:-0}" != 0 ]; then
-    echo
-    echo "## Time lost per failure (bench/launch_bench.sh)"
-    echo
-    bash bench/launch_bench.sh "$BUILD"
-fi
+section BENCH_SHARD 0 "Sharded data parallelism (bench/shard_bench.sh)" bash bench/shard_bench.sh "$BUILD"
+section BENCH_PP 0 "Pipeline parallelism (bench/pipeline_bench.sh)" bash bench/pipeline_bench.sh "$BUILD"
+section BENCH_TP 0 "Tensor parallelism of a GRU layer (bench/tp_bench.sh)" bash bench/tp_bench.sh "$BUILD"
+section BENCH_PLAN 0 "The model-parallel plan against measured step times (bench/plan_check.sh)" bash bench/plan_check.sh "$BUILD"
+section BENCH_CKPT 0 "Checkpoint stall: asynchronous against synchronous writing (bench/ckpt_stall.sh)" bash bench/ckpt_stall.sh "$BUILD"
+section BENCH_LAUNCH 0 "Time lost per failure (bench/launch_bench.sh)" bash bench/launch_bench.sh "$BUILD"

@@ -27,7 +27,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/shardbench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-mpicc -O2 -Iinclude bench/bench_shard.c -L"$BUILD" -ldistdpd -Wl,-rpath,"$(realpath "$BUILD")" -lm -o "$W/bench_shard"
+mpicc -O2 -Iinclude bench/bench_shard.c -L"$BUILD" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$(realpath "$BUILD")" -lm -o "$W/bench_shard"
 echo "processor: $(lscpu | sed -n 's/^Model name: *//p' | head -1); SIMD: $(grep -o -w 'avx512f\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "date: $(date -u +%Y-%m-%d); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

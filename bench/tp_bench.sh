@@ -21,7 +21,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1 OMPI_MCA_mpi_yield_when_idle=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/tpbench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-mpicc -O2 -Iinclude bench/bench_tp.c -L"$BUILD" -ldistdpd -Wl,-rpath,"$(realpath "$BUILD")" -lm -o "$W/bench_tp"
+mpicc -O2 -Iinclude bench/bench_tp.c -L"$BUILD" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$(realpath "$BUILD")" -lm -o "$W/bench_tp"
 echo "processor: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; SIMD: $(grep -o -w 'avx512f\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "caches: L2 $(lscpu | sed -n 's/^L2 cache: *//p'), L3 $(lscpu | sed -n 's/^L3 cache: *//p')"
 echo "date: $(date -u +%Y-%m-%d); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

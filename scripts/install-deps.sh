@@ -8,6 +8,8 @@ PKGS=(build-essential cmake pkg-config
       libfftw3-dev libcjson-dev
       libzmq3-dev   # ZeroMQ with CURVE: the parameter server's transport (docs/ps.md)
       libsodium-dev   # X25519, ChaCha20, crypto_box: secure aggregation (docs/federated.md)
+      libzip-dev    # .npz model export / import (docs/deploy.md)
+      python3-numpy python3-onnx   # tests/cli/export_onnx.sh checks the ONNX export
       iproute2   # ip netns: the emulated multi-host MPI test
       time)      # /usr/bin/time -v: peak memory of the command-line tests
 missing=()

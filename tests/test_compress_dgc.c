@@ -360,8 +360,55 @@ static void test_accumulation(void) {
     free(g);
 }
 
+/* Too sparse to train: dgc at its default density 0.001 on a 1,911-value gradient (the
+ * gru's) sends 2 values a step, and the first exchange warns once naming both numbers and
+ * a density that sends 8; density 0.01 (20 values) and a 100,000-value bucket at 0.001
+ * (100 values) do not warn. */
+static char g_warned[1024];
+static int g_nwarn;
+static void capture(dd_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level != DD_LOG_WARN) return;
+    g_nwarn++;
+    snprintf(g_warned, sizeof g_warned, "%s", msg);
+}
+static void test_too_sparse_warning(void) {
+    static float x[100000];
+    const struct {
+        const char *spec;
+        size_t n;
+        int warns;
+    } cases[] = {{"dgc", 1911, 1}, {"topk,density=0.002", 1911, 1}, {"dgc,density=0.01", 1911, 0}, {"dgc", 100000, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        g_nwarn = 0;
+        g_warned[0] = '\0';
+        dd_log_set(capture, NULL, DD_LOG_WARN);
+        dd_compressor *c = make(cases[i].spec, NULL);
+        fill_normal(x, cases[i].n, 3 + i);
+        if (c) {
+            exch(c, 1, 0, x, cases[i].n);
+            exch(c, 2, 0, x, cases[i].n);
+        }
+        dd_log_set(NULL, NULL, DD_LOG_WARN);
+        CHECK(g_nwarn == cases[i].warns, "%s on %zu values: %d warnings, want %d (%s)", cases[i].spec, cases[i].n,
+              g_nwarn, cases[i].warns, g_warned);
+        dd_compress_destroy(&c);
+    }
+    /* the message of the first case, again, to check its numbers */
+    dd_log_set(capture, NULL, DD_LOG_WARN);
+    dd_compressor *c = make("dgc", NULL);
+    fill_normal(x, 1911, 3);
+    if (c) exch(c, 1, 0, x, 1911);
+    dd_log_set(NULL, NULL, DD_LOG_WARN);
+    CHECK(strstr(g_warned, "sends 2 of the 1911 gradient values") && strstr(g_warned, "once every 956 steps") &&
+              strstr(g_warned, "at least 0.005"),
+          "warning text: %s", g_warned);
+    dd_compress_destroy(&c);
+}
+
 int main(void) {
     CHECK_OK(dd_comm_self(&g_self));
+    test_too_sparse_warning();
     double t0 = dd_now();
     test_momentum_correction();
     test_masking();

@@ -9,7 +9,7 @@
  * the rank's own round trip, the accounting matches the block layout, the final
  * encoding is visible in out (fp16/bf16 values representable; sign: one magnitude per
  * chunk of each block), and |out - sum over ranks of mine| stays within the bound of
- * docs/compress_quant.md: with M = max over ranks and elements of |mine|, a block passes
+ * docs/compress.md ("Error bound of the ring"): with M = max over ranks and elements of |mine|, a block passes
  * p encodings (the first sender's mine, p-2 partial sums, the owner's final sum); the
  * k-th encodes values of magnitude at most A_k = k M + E_{k-1} and adds at most
  * d A_k + a (d: relative step, a: absolute floor) plus one float32 addition 2^-24 A_k:

@@ -17,42 +17,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-static char g_dir[512];
-
-/* DIR/name in one of 8 rotating buffers. */
-static const char *P(const char *name) {
-    static char buf[8][1024];
-    static int k;
-    char *b = buf[k++ & 7];
-    snprintf(b, sizeof buf[0], "%s/%s", g_dir, name);
-    return b;
-}
-
-static void write_bytes(const char *path, const void *data, size_t n) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, n, f) != n) {
-        perror(path);
-        exit(2);
-    }
-    fclose(f);
-}
-
-/* Reads a whole file (caller frees); *n its size. */
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)len + 1);
-    if (!b || fread(b, 1, (size_t)len, f) != (size_t)len) exit(2);
-    fclose(f);
-    *n = (size_t)len;
-    return b;
-}
+#include "data_test_util.h"
 
 static int exists(const char *path) {
     struct stat st;
@@ -100,13 +65,7 @@ static int same_spec(const dd_spec *a, const dd_spec *b) {
 /* A random dataset with the given counts and a non-default spec. */
 static dd_dataset *make_ds(size_t n0, size_t n1, size_t n2, uint64_t seed) {
     dd_spec sp;
-    dd_spec_default(&sp);
-    sp.fs = 491.52e6;
-    sp.bw_main = 100e6;
-    sp.bw_sub = 20e6;
-    sp.n_sub = 5;
-    sp.nperseg = 1024;
-    sp.bw_occupied = 98.3e6;
+    data_test_spec(&sp);
     sp.split[0] = 0.5;
     sp.split[1] = 0.25;
     sp.split[2] = 0.25;

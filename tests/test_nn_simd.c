@@ -13,7 +13,8 @@
  * - every case under each route (simd.h): AUTO (the measured thresholds), FAST (the
  *   kernels wherever they apply) and BLAS (OpenBLAS wherever it applies: sgemm paths of
  *   the GRU, im2col convolutions, dense layers);
- * - dd_nn_simd_set clamps to the supported level.
+ * - dd_nn_simd_set clamps to the supported level;
+ * - threads (distdpd/nn.h): the GRU layer on 2 and 3 threads gives one thread's bits.
  * On a CPU without AVX2 only the generic level runs (the checks still apply). */
 #include <stdint.h>
 
@@ -141,6 +142,20 @@ static void test_gru(gru_case c) {
         if (c.bias) e = fmax(e, fmax(doubled(fdbi, dbi2, G3), doubled(fdbh, dbh2, G3)));
         CHECK(e < 1e-5, "%s, %s: backward does not add (err %.3g)", name, lv, e);
         CHECK(memcmp(fy, y2, ny * sizeof(float)) == 0, "%s, %s: forward not deterministic", name, lv);
+        /* 2 and 3 threads give one thread's bits (frames / gradient rows split) */
+        for (int nt = 2; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+            float *ty = fzero(ny), *tdx = fzero(nx), *tdh0 = fzero(B * H), *tdwi = fzero(G3 * D);
+            float *tdwh = fzero(G3 * H), *tdbi = fzero(G3), *tdbh = fzero(G3);
+            gru_run_f(&c, fx, fh0, fwi, fwh, fbi, fbh, fG, ty, tdx, tdh0, tdwi, tdwh, tdbi, tdbh);
+            CHECK(memcmp(fy, ty, ny * sizeof(float)) == 0 && memcmp(fdx, tdx, nx * sizeof(float)) == 0 &&
+                      memcmp(fdh0, tdh0, B * H * sizeof(float)) == 0 &&
+                      memcmp(fdwi, tdwi, G3 * D * sizeof(float)) == 0 &&
+                      memcmp(fdwh, tdwh, G3 * H * sizeof(float)) == 0 &&
+                      memcmp(fdbi, tdbi, G3 * sizeof(float)) == 0 && memcmp(fdbh, tdbh, G3 * sizeof(float)) == 0,
+                  "%s, %s: %d threads differ from one", name, lv, nt);
+            dd_free(ty), dd_free(tdx), dd_free(tdh0), dd_free(tdwi), dd_free(tdwh), dd_free(tdbi), dd_free(tdbh);
+        }
+        dd_nn_threads_set(1);
         dd_free(y2), dd_free(dx2), dd_free(dh02), dd_free(dwi2), dd_free(dwh2);
         dd_free(dbi2), dd_free(dbh2);
         dd_free(fdx), dd_free(fdh0), dd_free(fdwi), dd_free(fdwh), dd_free(fdbi), dd_free(fdbh);
@@ -318,9 +333,13 @@ int main(void) {
     printf("\n");
     CHECK(dd_nn_simd_set(99) == sup && dd_nn_simd_set(-1) == DD_SIMD_GENERIC, "dd_nn_simd_set clamps");
     CHECK(dd_nn_simd_level() == DD_SIMD_GENERIC, "the set level is in use");
+    CHECK(dd_nn_threads_set(0) == 1 && dd_nn_threads() == 1, "dd_nn_threads_set clamps to >= 1");
+    printf("threads: %s\n", dd_nn_threads_set(2) == 2 ? "1, 2 and 3 compared (OpenMP)" : "1 only (built without OpenMP)");
+    dd_nn_threads_set(1);
 
     const gru_case gc[] = {
         {64, 12, 2, 23, 1, 0}, /* the recipe's shape (shorter): whole 64-column blocks */
+        {64, 40, 2, 23, 1, 1}, /* TB = 2560: the weight gradients split between threads too */
         {37, 9, 2, 23, 1, 1},  /* masked tail vector, odd H, h0 */
         {1, 20, 2, 5, 1, 1},   /* one frame (the streaming case) */
         {17, 6, 6, 28, 1, 0},  /* dgru's input width, H = 28 */

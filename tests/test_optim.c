@@ -407,6 +407,46 @@ static void test_adam_first_step(void) {
     }
 }
 
+/* RMSprop, two steps worked by hand (alpha 0.99, eps 1e-8, lr 0.01, wd 0.1 on the second
+ * coordinate): step 1, g = 0.5: s = 0.01 * 0.25 = 0.0025, sqrt(s) = 0.05, w = 1 - 0.01 *
+ * 0.5 / 0.05 = 0.9 (the first step is lr * sign(g), the 1 - alpha scaling cancels up to
+ * 1/sqrt(1 - alpha)); step 2, g = -0.25: s = 0.99 * 0.0025 + 0.01 * 0.0625 = 0.003100,
+ * sqrt = 0.0556776, w = 0.9 + 0.01 * 0.25 / 0.0556776 = 0.9449013. With L2 wd 0.1 on
+ * w = 2, g = 0: g' = 0.2, s = 0.0004, sqrt = 0.02, w = 2 - 0.01 * 0.2 / 0.02 = 1.9. */
+static void test_rmsprop_hand(void) {
+    dd_optim *o = NULL;
+    dd_optim_cfg c = dd_optim_cfg_default(DD_OPTIM_RMSPROP);
+    CHECK(c.alpha == 0.99 && c.eps == 1e-8 && c.weight_decay == 0.0, "RMSprop defaults are torch's");
+    CHECK_OK(dd_optim_create("rmsprop", &c, 1, &o));
+    float w[1] = {1.0f}, g[1] = {0.5f};
+    CHECK_OK(dd_optim_step(o, w, g, 0.01));
+    CHECK_NEAR(w[0], 0.9, 1e-6);
+    size_t ns = 0;
+    float *st = dd_optim_state(o, &ns);
+    CHECK(st && ns == 1 && dd_optim_state_arrays(o) == 1, "RMSprop keeps one array (square_avg), got %zu", ns);
+    if (st) CHECK_NEAR(st[0], 0.0025, 1e-9);
+    g[0] = -0.25f;
+    CHECK_OK(dd_optim_step(o, w, g, 0.01));
+    CHECK_NEAR(w[0], 0.9 + 0.01 * 0.25 / sqrt(0.99 * 0.0025 + 0.01 * 0.0625), 1e-6);
+    CHECK_NEAR(w[0], 0.9449013, 1e-6);
+    dd_optim_destroy(&o);
+    c.weight_decay = 0.1;
+    CHECK_OK(dd_optim_create("rmsprop", &c, 1, &o));
+    w[0] = 2.0f;
+    g[0] = 0.0f;
+    CHECK_OK(dd_optim_step(o, w, g, 0.01));
+    CHECK_NEAR(w[0], 1.9, 1e-6);
+    dd_optim_destroy(&o);
+    /* alpha is range-checked by name */
+    c.alpha = 1.0;
+    CHECK(dd_optim_create("rmsprop", &c, 1, &o) == DD_ERR_ARG && strstr(dd_last_error(), "alpha"),
+          "alpha = 1 refused naming alpha: %s", dd_last_error());
+    dd_optim_kind k;
+    CHECK(dd_optim_kind_parse("rmsprop", &k) == DD_OK && k == DD_OPTIM_RMSPROP &&
+              strcmp(dd_optim_kind_name(DD_OPTIM_RMSPROP), "rmsprop") == 0,
+          "rmsprop parses and names itself");
+}
+
 /* AdamW with zero gradients only decays: w *= (1 - lr wd). Adam's L2 decay equals Adam on
  * the gradient g + wd*w. */
 static void test_weight_decay_forms(void) {
@@ -559,7 +599,7 @@ static void test_state_save_load(void) {
 static void test_config_validation(void) {
     dd_optim *o = (dd_optim *)&o; /* must be NULLed on failure */
     dd_optim_cfg c = dd_optim_cfg_default(DD_OPTIM_SGD);
-    CHECK_ERR(dd_optim_create("rmsprop", &c, 10, &o), DD_ERR_ARG, "rmsprop");
+    CHECK_ERR(dd_optim_create("adabound", &c, 10, &o), DD_ERR_ARG, "adabound");
     CHECK(o == NULL, "create must set *out = NULL on failure");
     c.momentum = 1.0;
     CHECK_ERR(dd_optim_create("sgd", &c, 10, &o), DD_ERR_ARG, "momentum");
@@ -864,6 +904,7 @@ int main(void) {
     test_reference_schedules();
     test_sgd_plain_exact();
     test_adam_first_step();
+    test_rmsprop_hand();
     test_weight_decay_forms();
     test_momentum_geometric();
     test_zero_padding_stays_zero();

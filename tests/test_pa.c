@@ -61,7 +61,7 @@ static void test_static(void) {
         CHECK_NEAR(cabsf(y[i]), A, 2e-6 * A);
         CHECK_NEAR(carg((dd_cf64)y[i] * conj((dd_cf64)x[i])), Phi, 2e-6);
     }
-    /* AM/PM at r = 1 is about 23 degrees (docs/domain.md) */
+    /* AM/PM at r = 1 is about 23 degrees (docs/pa.md "Sources") */
     CHECK_NEAR(4.0033 / (1 + 9.1040) * 180 / PI, 22.7, 0.1);
     dd_pa_destroy(&pa);
     CHECK(pa == NULL, "destroy NULLs");

@@ -217,8 +217,9 @@ static void test_model_cfg(void) {
 
 /* ---------------------------------------------------------------- gradients */
 
-/* Max |fd - analytic| / max |analytic| over all parameters of the trainer's model. */
-static double fd_check(dd_trainer *tr, uint64_t batch) {
+/* Max |fd - analytic| / max |analytic| over all parameters of the trainer's model, with
+ * central differences of step h. */
+static double fd_check_h(dd_trainer *tr, uint64_t batch, float h) {
     size_t n = dd_trainer_num_floats(tr);
     float *p = dd_trainer_params(tr);
     float *g = malloc(n * sizeof *g);
@@ -235,10 +236,10 @@ static double fd_check(dd_trainer *tr, uint64_t batch) {
             size_t i = t->entries[e].offset + k;
             float p0 = p[i];
             double lp, lm;
-            p[i] = p0 + 1e-3f;
+            p[i] = p0 + h;
             float dp = p[i] - p0;
             dd_trainer_loss_grad(tr, 0, batch, &lp);
-            p[i] = p0 - 1e-3f;
+            p[i] = p0 - h;
             float dm = p0 - p[i];
             dd_trainer_loss_grad(tr, 0, batch, &lm);
             p[i] = p0;
@@ -248,6 +249,49 @@ static double fd_check(dd_trainer *tr, uint64_t batch) {
         }
     free(g);
     return gmax > 0 ? emax / gmax : INFINITY;
+}
+static double fd_check(dd_trainer *tr, uint64_t batch) { return fd_check_h(tr, batch, 1e-3f); }
+
+/* L1 loss (OpenDPD --loss_type l1): its hand-written gradient sign(e)/N against central
+ * finite differences, and mean|e| <= sqrt(mean e^2) against the L2 loss of the same batch
+ * (Cauchy-Schwarz; equality only when every |e| is the same). */
+static void test_l1_loss(void) {
+    size_t n[3] = {300, 256, 256};
+    dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 11, NULL);
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_PA, 3, 12, 5, 8, 1);
+    dd_trainer *t2 = NULL, *t1 = NULL;
+    CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &t2));
+    c.loss = 1;
+    CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &t1));
+    if (t1 && t2) {
+        double l1, l2;
+        CHECK_OK(dd_trainer_loss_grad(t2, 0, 2, &l2));
+        CHECK_OK(dd_trainer_loss_grad(t1, 0, 2, &l1));
+        printf("batch 2: L1 loss %.6g, L2 loss %.6g (sqrt %.6g)\n", l1, l2, sqrt(l2));
+        /* mean|e| <= sqrt(mean e^2); and with errors of rms 0.3 (mostly |e| < 1, where
+         * |e| > e^2) the L1 loss is well above the L2 loss: a trainer that ignored
+         * cfg.loss would give l1 == l2 */
+        CHECK(l1 > 0 && l1 < sqrt(l2) && l1 > 1.5 * l2, "L1 %g against L2 %g and sqrt(L2) %g", l1, l2, sqrt(l2));
+        /* a smaller step than for L2: |e| has a kink at 0, and a step of 1e-3 moves some of
+         * the 192 errors across it */
+        double e = fd_check_h(t1, 2, 1e-4f);
+        printf("finite differences (step 1e-4), PA step with the L1 loss: rel. error %.3g\n", e);
+        CHECK(e < 5e-3, "L1 gradient vs finite differences: rel. error %.3g", e);
+        /* the loss is part of the configuration's JSON (config.json, checkpoints) */
+        char *js = NULL;
+        dd_train_cfg back;
+        CHECK_OK(dd_train_cfg_to_json(&c, &js));
+        CHECK(js && strstr(js, "\"loss\":\"l1\""), "config JSON names the loss: %s", js ? js : "");
+        CHECK_OK(dd_train_cfg_from_json(js, "test", &back));
+        CHECK(back.loss == 1, "loss l1 read back");
+        dd_free(js);
+    }
+    dd_trainer_destroy(&t1);
+    dd_trainer_destroy(&t2);
+    dd_dataset_free(&ds);
 }
 
 static void test_gradients(void) {
@@ -790,6 +834,44 @@ static int same_metrics(const dd_eval_metrics *a, const dd_eval_metrics *b) {
            a->aclr.right_db == b->aclr.right_db && a->aclr.avg_db == b->aclr.avg_db;
 }
 
+/* The no-DPD baseline of a DPD trainer against an independent computation: the PA
+ * model run as a stream over each zero-padded nperseg segment from a zero state
+ * (dd_model_run_stream), against G x, with dd_metrics_compute. Also: the metrics.jsonl
+ * keys of dd_eval_no_dpd_keys and their improvements; a PA trainer has no baseline. */
+static void check_no_dpd(dd_trainer *td, const dd_dataset *ds, const dd_model *pm, const float *pp) {
+    const size_t T = ds->spec.nperseg;
+    const double g = dd_trainer_cfg(td)->gain;
+    for (int s = 1; s <= 2; s++) {
+        const size_t n = ds->n[s], npad = (n + T - 1) / T * T;
+        dd_cf32 *ref = calloc(npad, sizeof *ref), *in = calloc(npad, sizeof *in), *y = calloc(npad, sizeof *y);
+        for (size_t i = 0; i < n; i++) {
+            in[i] = ds->in[s][i];
+            ref[i] = (float)g * ds->in[s][i];
+        }
+        for (size_t c = 0; c < npad; c += T) CHECK_OK(dd_model_run_stream(pm, pp, in + c, y + c, T));
+        dd_metric_set want;
+        CHECK_OK(dd_metrics_compute(ref, y, npad, &ds->spec, DD_ACLR_OPENDPD, 0, &want));
+        dd_eval_metrics b, w;
+        CHECK_OK(dd_trainer_no_dpd_baseline(td, (dd_split)s, &b));
+        CHECK_NEAR(b.nmse_db, want.nmse_db, 1e-3);
+        CHECK_NEAR(b.aclr.avg_db, want.aclr.avg_db, 1e-3);
+        CHECK_NEAR(b.evm_db, want.evm_db, 1e-3);
+        CHECK(b.nmse_db > -60 && b.nmse_db < 10, "baseline NMSE %.2f dB", b.nmse_db);
+        CHECK_OK(dd_trainer_evaluate(td, (dd_split)s, &w, NULL, NULL));
+        char keys[DD_NO_DPD_KEYS][48];
+        double v[DD_NO_DPD_KEYS];
+        dd_eval_no_dpd_keys(dd_split_name((dd_split)s), &b, &w, keys, v);
+        char k0[48];
+        snprintf(k0, sizeof k0, "%s_aclr_avg_no_dpd_db", dd_split_name((dd_split)s));
+        CHECK(strcmp(keys[3], k0) == 0 && v[3] == b.aclr.avg_db, "key %s = %g", keys[3], v[3]);
+        CHECK(strstr(keys[5], "_nmse_improvement_db") && v[5] == b.nmse_db - w.nmse_db, "key %s = %g", keys[5], v[5]);
+        CHECK(strstr(keys[6], "_aclr_improvement_db") && v[6] == b.aclr.avg_db - w.aclr.avg_db, "key %s", keys[6]);
+        free(ref);
+        free(in);
+        free(y);
+    }
+}
+
 /* Trainers that differ only in the evaluation workspace cap (so in the segments per
  * forward call, or streamed segments) give bit-identical predictions and metrics. */
 static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa,
@@ -830,6 +912,13 @@ static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_data
                       "%s, %s split: predictions with cap %d differ from the default", what, dd_split_name(sp), k);
                 CHECK(same_metrics(&m[k], &m[0]), "%s, %s split: metrics with cap %d differ: NMSE %.17g vs %.17g", what,
                       dd_split_name(sp), k, m[k].nmse_db, m[0].nmse_db);
+            }
+            if (pa) { /* the no-DPD baseline too (the PA model alone, batched or streamed) */
+                dd_eval_metrics b[3];
+                for (int k = 0; k < 3; k++) CHECK_OK(dd_trainer_no_dpd_baseline(tr[k], sp, &b[k]));
+                for (int k = 1; k < 3; k++)
+                    CHECK(same_metrics(&b[k], &b[0]), "%s, %s split: the no-DPD baseline with cap %d differs", what,
+                          dd_split_name(sp), k);
             }
         }
     }
@@ -946,6 +1035,12 @@ static void test_eval_bounded(void) {
             dd_model_ref pa = {"gru", *dd_model_config(dd_trainer_model(pt)), dd_trainer_params(pt), dd_trainer_num_floats(pt)};
             tt_cfg(&cd, DD_TRAIN_DLA, 3, 40, 20, 8, 1);
             eval_cap_case("DPD through a frozen PA", &cd, ds, &pa, 1);
+            dd_trainer *td = NULL;
+            CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &td));
+            if (td) check_no_dpd(td, ds, dd_trainer_model(pt), dd_trainer_params(pt));
+            dd_trainer_destroy(&td);
+            dd_eval_metrics nb;
+            CHECK_ERR(dd_trainer_no_dpd_baseline(pt, DD_SPLIT_TEST, &nb), DD_ERR_ARG, "PA-model run");
         }
         dd_trainer_destroy(&pt);
     }
@@ -987,6 +1082,7 @@ int main(void) {
     test_model_cfg();
     test_batch_above_frames();
     test_gradients();
+    test_l1_loss();
     test_resume(tmp);
     test_strategy_threads();
     test_sim_pa(tmp);

@@ -112,7 +112,9 @@ int main(void) {
     free(m1);
     snprintf(path, sizeof path, "%s/history.csv", run1);
     char *h1 = slurp(path);
-    CHECK(h1 && strncmp(h1, "EPOCH,N_EPOCH,TIME,LR,", 22) == 0, "history.csv header");
+    /* OpenDPD's columns to the letter (its time column is called "TIME:") */
+    CHECK(h1 && strncmp(h1, "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,VAL_LOSS,", 96) == 0,
+          "history.csv header: %.100s", h1 ? h1 : "");
     lines = count_lines(h1, "\n", &nbest);
     CHECK(lines == 4, "history.csv: %d lines", lines);
     free(h1);

@@ -3,7 +3,7 @@
 
 Writes tests/data/pa_reference.csv: a 512-sample band-limited test input (peak 1) and
 the noiseless output of every built-in model at its default parameters, computed here
-from the formulas and parameter sets of docs/domain.md / docs/pa.md, independently of
+from the formulas and parameter sets of docs/pa.md ("Sources"), independently of
 the C code. tests/test_pa.c feeds the same input to dd_pa_apply() (noise off) and
 compares.
 

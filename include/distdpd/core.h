@@ -1,7 +1,7 @@
 /* distdpd core: status codes, error messages, aligned allocation, RNG, logging,
  * CRC32C and timing. Every other module of libdistdpd builds on this header.
  *
- * Conventions (see docs/architecture.md):
+ * Conventions (every module follows them; README.md "Layout" lists the modules):
  * - Functions that can fail return dd_status (DD_OK == 0, negative on error) and,
  *   on error, record a human-readable message naming the file, line or field
  *   involved; read it with dd_last_error(). The library never exits and never prints

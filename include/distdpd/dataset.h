@@ -93,6 +93,10 @@ dd_status dd_spec_check(const dd_spec *s, const char *where);
 dd_status dd_csv_read_iq(const char *path, dd_cf32 **x, size_t *n);
 /* Writes x as "I,Q" CSV with "%.9g" values (atomically; refuses NaN/Inf). */
 dd_status dd_csv_write_iq(const char *path, const dd_cf32 *x, size_t n);
+/* Writes ncplx complex columns of n samples each as CSV under the header line `header`
+ * (e.g. "I,Q,I_dpd,Q_dpd": 2 ncplx names), "%.9g" values, atomically; refuses NaN/Inf. */
+dd_status dd_csv_write_columns(const char *path, const char *header, const dd_cf32 *const *cols, int ncplx,
+                               size_t n);
 /* Reads spec.json: input_signal_fs, bw_main_ch, bw_sub_ch, n_sub_ch, nperseg required;
  * split_ratios ({"train","val","test"} or [r0,r1,r2], default 0.6/0.2/0.2),
  * dataset_format ("split_csv" (default) or "single_csv"; else DD_ERR_UNSUPPORTED) and
@@ -162,6 +166,67 @@ dd_status dd_bin_writer_append(dd_bin_writer *w, dd_split s, const dd_cf32 *in,
                                const dd_cf32 *out, size_t count);
 dd_status dd_bin_writer_commit(dd_bin_writer **w);
 void dd_bin_writer_abort(dd_bin_writer **w);
+
+/* Partition of a data set into parts (federated benches from one measurement, `distdpd
+ * split`), each split separately so every part keeps its train/val/test:
+ * - DD_PART_TIME: part p of split s is the contiguous segment
+ *   [floor(p n / P), floor((p+1) n / P)) of its n samples;
+ * - DD_PART_DRIVE: the split is cut into floor(n / frame) frames of `frame` samples (the
+ *   last one takes the remainder), ordered by their mean input power |x|^2 (ties by
+ *   position), and part p gets the frames of ranks [floor(p F / P), floor((p+1) F / P)),
+ *   in time order: N power-quantile bands, part 0 the lowest drive.
+ * The parts' samples of every split are a partition of the split's (none lost, none
+ * doubled); range k of part p, split s: samples [start[s][k], start[s][k] + len[s][k]) of
+ * the source split, concatenated in this order. */
+typedef enum { DD_PART_TIME = 0, DD_PART_DRIVE = 1 } dd_part_by;
+typedef struct {
+    dd_dataset *ds;                         /* the part (in memory; spec of the source) */
+    size_t n_ranges[DD_SPLIT_COUNT];        /* contiguous source ranges per split */
+    size_t *start[DD_SPLIT_COUNT], *len[DD_SPLIT_COUNT];
+    size_t frames[DD_SPLIT_COUNT];          /* frames (drive) or 1 segment (time) */
+    double power_lo_db[DD_SPLIT_COUNT];     /* lowest and highest mean input power of its */
+    double power_hi_db[DD_SPLIT_COUNT];     /* frames (drive) or of the segment (time), dB */
+} dd_part;
+/* Fills parts[0..n_parts) (2 <= n_parts <= 1024; frame >= 1, used by DD_PART_DRIVE).
+ * Every non-empty split needs at least n_parts frames (drive) or samples (time):
+ * DD_ERR_RANGE naming the split, its frames and n_parts otherwise. Free with
+ * dd_part_free (also after an error). */
+dd_status dd_dataset_partition(const dd_dataset *ds, dd_part_by by, int n_parts, size_t frame, dd_part *parts);
+void dd_part_free(dd_part *parts, int n_parts);
+/* Conversion between the four dataset layouts, streaming: samples go from the source
+ * to the destination in chunks of o->chunk samples (default 65536), so a dataset larger
+ * than memory converts in bounded memory (one chunk, the writers' I/O buffers; the
+ * binary source is read through its map and each chunk's pages are dropped after use).
+ *   DD_FMT_CSV_DIR  OpenDPD directory: spec.json + {train,val,test}_{input,output}.csv
+ *   DD_FMT_CSV      OpenDPD single file: DIR/data.csv (I_in,Q_in,I_out,Q_out) + spec.json
+ *   DD_FMT_SIGMF    PREFIX_input / PREFIX_output .sigmf-data/.sigmf-meta (cf32_le)
+ *   DD_FMT_BIN      distdpd binary file
+ * The source is any path dd_dataset_load takes (format detected the same way, the same
+ * errors naming file, line and field); it is read twice when it is CSV (rows are counted
+ * and checked first, so a bad line fails before anything is written). The spec is carried
+ * over; with o->has_split the recording (all splits in time order) is re-split by
+ * dd_split_counts(N, o->split) and the spec's split ratios become o->split. Every value
+ * is float32 in every format and the CSV writers print "%.9g", so samples are bit-exact
+ * through any chain of conversions. Outputs are written atomically (temporary names,
+ * renamed at the end). `out` may not be the source. info (may be NULL) receives the
+ * source's format, the spec written and the split counts written. */
+typedef enum { DD_FMT_CSV_DIR = 0, DD_FMT_CSV = 1, DD_FMT_SIGMF = 2, DD_FMT_BIN = 3 } dd_data_format;
+typedef struct {
+    int has_split;   /* re-split by split[] */
+    double split[3]; /* train, val, test ratios (>= 0, sum 1 within 1e-6) */
+    size_t chunk;    /* samples per chunk; 0 = 65536 */
+} dd_convert_opts;
+typedef struct {
+    dd_data_format from;
+    dd_spec spec;
+    size_t n[DD_SPLIT_COUNT];
+} dd_convert_info;
+/* "csv-dir", "csv", "sigmf", "bin". */
+const char *dd_data_format_name(dd_data_format f);
+/* The inverse; DD_ERR_ARG naming the choices for an unknown name. */
+dd_status dd_data_format_parse(const char *name, dd_data_format *f);
+dd_status dd_dataset_convert(const char *in, const char *out, dd_data_format to,
+                             const dd_convert_opts *o, dd_convert_info *info);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,7 @@ int dd_rdp_default_orders(double *orders, int cap);
 /* RDP at each order of `steps` compositions of the sampled Gaussian mechanism with
  * sampling rate q (0 <= q <= 1) and noise multiplier sigma (> 0; noise std = sigma x the
  * clipping norm). Matches TF Privacy's compute_rdp (golden values in
- * ../shared/docs/scale-out.md; orders may be fractional). Errors: DD_ERR_ARG (q outside
+ * docs/federated.md; orders may be fractional). Errors: DD_ERR_ARG (q outside
  * [0,1], sigma <= 0, order <= 1, steps < 0). q = 0 gives 0; sigma -> 0 gives +inf. */
 dd_status dd_rdp_compute(double q, double sigma, long steps, const double *orders, int n_orders,
                          double *rdp);

@@ -43,7 +43,7 @@ extern "C" {
  * Coefficient order (the layout of dd_gmp.coef): aligned terms first, exponent-major
  * (for each used k ascending, l = 0..la-1), then lagging (k ascending, then l, then m),
  * then leading (same). For MP that is "rows = order, columns = tap", as the published
- * sets in docs/domain.md are written. */
+ * sets in docs/pa.md ("Sources") are written. */
 typedef struct {
     int ka;       /* aligned: orders 1..ka; [1, 16] */
     int la;       /* aligned: taps 0..la-1; [1, 64] */

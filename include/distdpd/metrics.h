@@ -42,6 +42,13 @@ dd_status dd_welch(const dd_cf32 *x, size_t n, double fs, size_t nperseg,
 dd_status dd_psd_segmented(const dd_cf32 *x, size_t n, double fs, size_t nperseg,
                            dd_psd_scaling scaling, double *psd, double *freq);
 
+/* The reference level of the reports' spectra: the mean of psd[k] over the bins with
+ * |freq_hz[k]| < 0.45 x the occupied bandwidth (spec->bw_occupied, or bw_main when it
+ * is 0), i.e. inside 0.9 x the occupied band. Every report plots a PSD as
+ * 10 log10(psd / this mean of the reference signal) ("dB relative to the in-band mean").
+ * Returns 1.0 when no bin is in the band or their mean is not > 0. */
+double dd_psd_inband_mean(const dd_spec *spec, const double *psd, const double *freq_hz, size_t n);
+
 /* Pooled NMSE in dB: 10 log10(sum|test-ref|^2 / sum|ref|^2). n >= 1; DD_ERR_RANGE if
  * ref has zero energy; test == ref gives the -400 dB floor of dd_db10. */
 dd_status dd_nmse_db(const dd_cf32 *ref, const dd_cf32 *test, size_t n, double *nmse_db);
@@ -53,7 +60,10 @@ dd_status dd_nmse_segmented_db(const dd_cf32 *ref, const dd_cf32 *test, size_t n
 
 typedef enum {
     DD_ACLR_OPENDPD = 0, /* adjacent sub-channel-wide bands vs max sub-channel power */
-    DD_ACLR_3GPP = 1     /* adjacent channels at +-bw_main, measured over bw_occupied */
+    DD_ACLR_3GPP = 1,    /* adjacent channels at +-bw_main, measured over bw_occupied */
+    DD_ACLR_OPENDPD_WELCH = 2 /* OpenDPD's bands on the Welch PSD of the whole signal
+                               * (50 % overlapping Hann segments, mean removed), not on
+                               * segments aligned to multiples of nperseg; n >= nperseg */
 } dd_aclr_def;
 
 typedef struct {
@@ -75,6 +85,17 @@ typedef struct {
 dd_status dd_aclr(const dd_cf32 *x, size_t n, const dd_spec *spec, dd_aclr_def def,
                   dd_aclr_result *out);
 
+/* The reports' sentence for an OpenDPD ACLR (aligned segments) that disagrees with the
+ * same bands on the Welch PSD: when |aligned.avg - welch.avg| > tol_db, writes one
+ * sentence naming both numbers and the likely cause, found from the numbers: aligned far
+ * below Welch (> 20 dB) = a signal repeating in aligned nperseg-sample blocks; aligned
+ * below Welch = changes at the block edges; aligned above Welch with n (the samples
+ * measured, the shortest split) not a multiple of nperseg = the zero-padded last segment;
+ * into buf, and returns 1; else returns 0 with buf "". what names the signal. */
+#define DD_ACLR_AGREE_DB 3.0 /* "a few dB": the reports' tol_db */
+int dd_aclr_disagreement(const char *what, const dd_aclr_result *aligned, const dd_aclr_result *welch, size_t n,
+                         size_t nperseg, double tol_db, char *buf, size_t cap);
+
 /* OpenDPD's spectral "EVM" proxy in dB (per segment FFT, per sub-channel mean
  * |X_test - X_ref| / mean |X_ref|, averaged over sub-channels, mean over segments,
  * 20 log10). Same spec ranges as dd_aclr (OpenDPD); n >= 1; DD_ERR_RANGE if a
@@ -93,6 +114,17 @@ typedef struct {
 dd_status dd_metrics_compute(const dd_cf32 *ref, const dd_cf32 *test, size_t n,
                              const dd_spec *spec, dd_aclr_def aclr_def, int nmse_pooled,
                              dd_metric_set *out);
+
+/* The same after normalising TEST by a complex gain g (test / g), so that a signal at
+ * another level (a PA output against its input) is compared in shape: auto_gain != 0
+ * takes the least-squares gain of test ~ g ref, g = sum test ref* / sum |ref|^2 (no
+ * delay search: align first), else g = gain (finite, |g| > 0). *gain_used (may be
+ * NULL) receives g. ACLR does not depend on the scale. DD_ERR_RANGE when ref has no
+ * energy or g is zero/not finite. */
+dd_status dd_metrics_compute_gain(const dd_cf32 *ref, const dd_cf32 *test, size_t n,
+                                  const dd_spec *spec, dd_aclr_def aclr_def, int nmse_pooled,
+                                  int auto_gain, dd_cf64 gain, dd_cf64 *gain_used,
+                                  dd_metric_set *out);
 
 /* Alignment: integer delay d in [-max_lag, max_lag] maximising |sum y(k+d) x*(k)|, and
  * the least-squares complex gain g with y(k+d) ~ g x(k). Sums run over the overlap

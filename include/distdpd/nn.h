@@ -57,6 +57,21 @@ void dd_dense_backward_f64(double *din, double *dw, double *db, const double *do
                            const double *w, size_t N, int in_dim, int out_dim);
 
 /* ------------------------------------------------------------------------------------
+ * Threads inside a process (docs/performance.md, "Threads inside a rank"). The float32
+ * kernels of the GRU (fused recurrence: columns = frames split between threads) and of
+ * the weight gradients (output rows split) run on up to n threads (OpenMP). Each output
+ * is computed by one thread with the same operations as on one thread, so the thread
+ * count never changes a result (bit-identical). Default: the environment variable
+ * DD_THREADS, else 1. dd_nn_threads_set clamps to [1, 256] and returns the count in use;
+ * not thread-safe against running kernels. Without OpenMP in the build: always 1. */
+int dd_nn_threads_set(int n);
+int dd_nn_threads(void);
+/* The cores this process may run on (sched_getaffinity) divided among the ranks of its
+ * node (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE; 1 when
+ * none is set), at least 1: the default of the command's --threads. */
+int dd_nn_threads_owned(void);
+
+/* ------------------------------------------------------------------------------------
  * GRU (torch.nn.GRU, one layer, one direction, batch_first). Gate rows in order r, z, n:
  *   r  = sigmoid(W_ir x + b_ir + W_hr h + b_hr)
  *   z  = sigmoid(W_iz x + b_iz + W_hz h + b_hz)

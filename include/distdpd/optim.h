@@ -33,7 +33,8 @@ extern "C" {
 typedef enum {
     DD_OPTIM_SGD = 0,   /* "sgd":   torch.optim.SGD (momentum, dampening, Nesterov, L2) */
     DD_OPTIM_ADAM = 1,  /* "adam":  torch.optim.Adam (L2 weight decay added to the gradient) */
-    DD_OPTIM_ADAMW = 2  /* "adamw": torch.optim.AdamW (decoupled weight decay) */
+    DD_OPTIM_ADAMW = 2, /* "adamw": torch.optim.AdamW (decoupled weight decay) */
+    DD_OPTIM_RMSPROP = 3 /* "rmsprop": torch.optim.RMSprop (not centred, no momentum, L2) */
 } dd_optim_kind;
 
 /* Hyper-parameters. Fields an optimiser does not use are ignored (not validated). */
@@ -46,25 +47,30 @@ typedef struct {
     double beta1;        /* Adam/AdamW: first-moment decay in [0, 1) */
     double beta2;        /* Adam/AdamW: second-moment decay in [0, 1) */
     double eps;          /* Adam/AdamW: denominator term, finite, >= 0 */
-    double weight_decay; /* all: finite, >= 0. SGD/Adam: g += wd*w (L2, coupled);
+    double weight_decay; /* all: finite, >= 0. SGD/Adam/RMSprop: g += wd*w (L2, coupled);
                             AdamW: w *= 1 - lr*wd before the Adam update (decoupled) */
+    double alpha;        /* RMSprop: smoothing constant in [0, 1) of the squared-gradient
+                            average (torch's alpha, default 0.99); eps as above */
 } dd_optim_cfg;
 
 /* PyTorch's defaults: SGD lr 0.01 (torch has none), momentum 0, dampening 0, no Nesterov,
- * wd 0; Adam lr 1e-3, betas (0.9, 0.999), eps 1e-8, wd 0; AdamW the same with wd 1e-2. */
+ * wd 0; Adam lr 1e-3, betas (0.9, 0.999), eps 1e-8, wd 0; AdamW the same with wd 1e-2;
+ * RMSprop lr 1e-2, alpha 0.99, eps 1e-8, wd 0. */
 dd_optim_cfg dd_optim_cfg_default(dd_optim_kind kind);
 
-/* "sgd" | "adam" | "adamw" (case-sensitive) -> kind. DD_ERR_ARG names the bad string. */
+/* "sgd" | "adam" | "adamw" | "rmsprop" (case-sensitive) -> kind. DD_ERR_ARG names the
+ * bad string. */
 dd_status dd_optim_kind_parse(const char *name, dd_optim_kind *kind);
-/* The name of a kind ("sgd", "adam", "adamw"; "?" for an invalid value). */
+/* The name of a kind ("sgd", "adam", "adamw", "rmsprop"; "?" for an invalid value). */
 const char *dd_optim_kind_name(dd_optim_kind kind);
 
 /* Opaque optimiser: kind, configuration, step count and state arena. */
 typedef struct dd_optim dd_optim;
 
-/* Creates an optimiser for arenas of n floats (n >= 1). kind: "sgd", "adam", "adamw".
- * cfg: validated (ranges above); NULL means dd_optim_cfg_default(kind). The state arena
- * (zeroed) holds n floats for SGD with momentum, 2n for Adam/AdamW (exp_avg then
+/* Creates an optimiser for arenas of n floats (n >= 1). kind: "sgd", "adam", "adamw",
+ * "rmsprop". cfg: validated (ranges above); NULL means dd_optim_cfg_default(kind). The
+ * state arena (zeroed) holds n floats for SGD with momentum and for RMSprop (square_avg),
+ * 2n for Adam/AdamW (exp_avg then
  * exp_avg_sq), none for plain SGD. On success *out is new and the caller frees it with
  * dd_optim_destroy(); on error *out is NULL. Errors: DD_ERR_ARG (unknown kind, value out
  * of range: the message names the field), DD_ERR_NOMEM. */
@@ -100,8 +106,8 @@ dd_optim_kind dd_optim_get_kind(const dd_optim *opt);
 const dd_optim_cfg *dd_optim_get_cfg(const dd_optim *opt);
 
 /* The state arena: *count receives its length in floats (0, n or 2n; may be NULL).
- * Layout: SGD with momentum: momentum_buffer[n]; Adam/AdamW: exp_avg[n] then
- * exp_avg_sq[n]. Owned by opt (NULL when there is no state). A caller may read or write
+ * Layout: SGD with momentum: momentum_buffer[n]; RMSprop: square_avg[n]; Adam/AdamW:
+ * exp_avg[n] then exp_avg_sq[n]. Owned by opt (NULL when there is no state). A caller may read or write
  * it (e.g. to shard it), but the usual way to save it is dd_optim_state_save(). */
 float *dd_optim_state(dd_optim *opt, size_t *count);
 
@@ -124,7 +130,7 @@ dd_status dd_optim_state_load(dd_optim *opt, const void *buf, size_t bytes);
 /* Sharded optimisers (ZeRO): an optimiser of n elements may own the slice [lo, lo + n)
  * of a model of n_total parameters; its checkpoint is still the blob of the whole model.
  * The blob's data (after the DD_OPTIM_STATE_HEADER-byte header) holds
- * dd_optim_state_arrays() arrays of n_total floats each (SGD momentum: 1; Adam/AdamW:
+ * dd_optim_state_arrays() arrays of n_total floats each (SGD momentum, RMSprop: 1; Adam/AdamW:
  * exp_avg then exp_avg_sq: 2; plain SGD: 0); element i of array j is float
  * j * n_total + i, so each slice's part can be placed by its owner. */
 #define DD_OPTIM_STATE_HEADER 64

@@ -117,7 +117,7 @@ typedef struct {
     size_t stride;               /* frame stride S, [1, 2^20]; default 1 */
     size_t batch;                /* global batch B (frames), [1, 2^20]; default 64 */
     int epochs;                  /* total epochs, [1, 100000]; default 20 */
-    char opt[16];                /* "sgd" | "adam" | "adamw" (default) */
+    char opt[16];                /* "sgd" | "adam" | "adamw" (default) | "rmsprop" */
     dd_optim_cfg optim;          /* optimiser hyper-parameters (torch defaults; lr below) */
     double lr;                   /* base learning rate, finite, > 0; default 5e-3 */
     dd_lr_cfg sched;             /* schedule, indexed by global step (warm-up, step_size and
@@ -148,6 +148,10 @@ typedef struct {
     int eval_test;               /* 1 (default): evaluate the test split every epoch */
     int select_true;             /* DPD with a true PA: 1 = pick the best epoch by the true
                                     PA's validation ACLR; 0 (default) = by the PA model's */
+    int loss;                    /* training loss: 0 (default) "l2" = mean squared error
+                                    (torch MSELoss), 1 "l1" = mean absolute error (torch
+                                    L1Loss, gradient sign(e)/N with sign(0) = 0); the
+                                    evaluation metrics (NMSE, ACLR, EVM) are the same for both */
 } dd_train_cfg;
 
 /* Bytes one evaluation forward call may use for its workspaces (16 MiB): the trainer
@@ -174,7 +178,8 @@ typedef struct {
 void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eval_batch, size_t T, size_t cap, size_t chunk,
                        dd_eval_fit *f);
 
-/* Defaults for a task (the reference recipe: gru, hidden 23, F 200, S 1, B 64, AdamW
+/* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
+ * arguments.py defaults: docs/opendpd.md; gru, hidden 23, F 200, S 1, B 64, AdamW
  * lr 5e-3, plateau schedule, clip 200, seed 0, 20 epochs). */
 void dd_train_cfg_default(dd_train_cfg *c, dd_train_task task);
 
@@ -319,6 +324,10 @@ typedef struct {
     int has_true;           /* DPD on simulated data: the true-PA fields below are set */
     dd_eval_metrics true_val, true_test; /* true noiseless PA driven by the DPD (as one
                                             stream over the split) vs G x */
+    int has_no_dpd;         /* DPD runs: the baseline fields below are set */
+    dd_eval_metrics no_dpd_val, no_dpd_test; /* the same PA model without the DPD:
+                               PA_model(x) vs G x, evaluated like val/test (a constant of
+                               the run; metrics.jsonl *_no_dpd_db keys) */
     int best;               /* 1 if this epoch is the best so far (best.ckpt) */
     double comm_bytes_per_step; /* parallel strategy (epoch_stats): bytes each rank
                                    sent per step, mean over ranks; NaN without one */
@@ -373,6 +382,11 @@ dd_status dd_trainer_set_true_pa(dd_trainer *tr, const dd_pa *pa);
 /* Baseline of the true PA without DPD (PA(x) vs G x) for a split; DD_ERR_ARG if no true
  * PA is set. */
 dd_status dd_trainer_true_baseline(const dd_trainer *tr, dd_split s, dd_eval_metrics *m);
+/* DPD runs: the baseline of the trained-on data without the DPD, through the same frozen
+ * PA model (PA_model(x) vs G x on split s, the same padded segments and metrics as
+ * dd_trainer_evaluate). Computed once per PA model parameters (rank 0 of the ranks that
+ * evaluate). DD_ERR_ARG for a PA-model run or a split not evaluated here. */
+dd_status dd_trainer_no_dpd_baseline(dd_trainer *tr, dd_split s, dd_eval_metrics *m);
 
 /* One optimiser step on the next global batch of the current epoch, made by the strategy
  * (gather, forward, loss, backward, reduction, clip, step). *loss (may be NULL) receives
@@ -425,15 +439,16 @@ void dd_trainer_batch_slice(const dd_trainer *tr, uint64_t batch, int w, int nw,
  * Errors: DD_ERR_ARG (bad range), the model's and the source's errors. */
 dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, uint64_t global,
                                    const dd_stage_src *src, double *sse);
-/* The MSE normaliser of a global batch of `global` frames: 1 / (global F 2). */
+/* The loss normaliser (the mean of MSE or L1) of a global batch of `global` frames:
+ * 1 / (global F 2). */
 double dd_trainer_loss_scale(const dd_trainer *tr, uint64_t global);
 /* The inputs and targets of positions [lo, hi) of epoch `epoch`'s frame order, each
  * (hi - lo, F, 2) floats (DPD: the targets scaled by the gain, ILA: the inputs scaled),
  * for strategies that run the stages themselves (pipelines). Errors: DD_ERR_ARG. */
 dd_status dd_trainer_gather(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, float *x, float *tgt);
-/* The MSE of nv floats of pred against tgt for a global batch of `global` frames:
- * writes dL/dpred into dpred and returns the sum of squared errors (the loss is that
- * times dd_trainer_loss_scale). */
+/* The training loss (cfg.loss: MSE, or L1) of nv floats of pred against tgt for a global
+ * batch of `global` frames: writes dL/dpred into dpred and returns the sum of squared
+ * errors (L1: of absolute errors); the loss is that times dd_trainer_loss_scale. */
 double dd_trainer_mse_grad(const dd_trainer *tr, const float *pred, const float *tgt, size_t nv, uint64_t global,
                            float *dpred);
 /* Ends a step after the gradients are reduced: clips with the global gradient norm
@@ -653,6 +668,16 @@ dd_status dd_run_model_save(const char *path, const dd_train_cfg *cfg, const cha
  * base[1] (test); base may be NULL). *rec: epoch = the checkpoint's, train fields NaN. */
 dd_status dd_run_evaluate(const char *run, const char *which, const dd_dataset *ds,
                           const dd_pa *true_pa, dd_epoch_record *rec, dd_eval_metrics *base);
+
+/* The keys of a DPD result's baseline for one split (split = "val" or "test"):
+ * SPLIT_nmse_no_dpd_db, SPLIT_aclr_l_no_dpd_db, SPLIT_aclr_r_no_dpd_db,
+ * SPLIT_aclr_avg_no_dpd_db, SPLIT_evm_no_dpd_db (no_dpd's values) and the improvements
+ * SPLIT_nmse_improvement_db, SPLIT_aclr_improvement_db (average), SPLIT_evm_improvement_db
+ * = the value without minus the value with the DPD (positive: the DPD helps). keys
+ * receive DD_NO_DPD_KEYS names, vals their values (NaN when either side is missing). */
+#define DD_NO_DPD_KEYS 8
+void dd_eval_no_dpd_keys(const char *split, const dd_eval_metrics *no_dpd, const dd_eval_metrics *dpd,
+                         char keys[DD_NO_DPD_KEYS][48], double vals[DD_NO_DPD_KEYS]);
 
 /* Writes metrics.jsonl and history.csv of `n` records into dir (atomically). */
 dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t nparams,

@@ -31,6 +31,7 @@ typedef struct {
 /* The sub-commands (one file each: cmd_<name>.c). */
 int dd_cmd_metrics(int argc, char **argv);
 int dd_cmd_inspect(int argc, char **argv);
+int dd_cmd_convert(int argc, char **argv);
 int dd_cmd_simulate(int argc, char **argv);
 int dd_cmd_report(int argc, char **argv);
 int dd_cmd_demo(int argc, char **argv);
@@ -39,11 +40,14 @@ int dd_cmd_compressors(int argc, char **argv);
 int dd_cmd_strategies(int argc, char **argv);
 int dd_cmd_launch(int argc, char **argv);
 int dd_cmd_keygen(int argc, char **argv);
+int dd_cmd_split(int argc, char **argv);
 int dd_cmd_ps_server(int argc, char **argv);
 int dd_cmd_ps_local(int argc, char **argv);
 int dd_cmd_fed_server(int argc, char **argv);
 int dd_cmd_fed_client(int argc, char **argv);
 int dd_cmd_fed_sim(int argc, char **argv);
+int dd_cmd_export(int argc, char **argv);
+int dd_cmd_import(int argc, char **argv);
 
 /* Prints "distdpd NAME: error: <dd_last_error()> (STATUS)" to stderr and returns 1. */
 int dd_cli_fail(const char *cmd, dd_status s);
@@ -59,8 +63,17 @@ int dd_cli_usage(const char *cmd, const char *fmt, ...)
 /* Reports a getopt_long() failure (return value c = '?' or ':'; optstrings start with
  * ':') as "unknown option '--x'", "ambiguous option '--e' (could be --epochs,
  * --eval-batch, ...)" (an abbreviation of several entries of longopts, the table given to
- * getopt_long), "option '--x' takes no value" or "option '--x' needs a value"; returns 2. */
+ * getopt_long), "option '--x' takes no value" or "option '--x' needs a value"; returns 2.
+ * An unknown long option gets a hint: OpenDPD's spelling (--n_epochs, --PA_backbone, ...)
+ * names the distdpd option that replaces it, a typo the closest option of longopts. */
 int dd_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts);
+
+/* "Did you mean": the optimal-string-alignment edit distance of a[0..na) and b[0..nb)
+ * (case-insensitive, '_' equal to '-'), and the name of names[0..count) closest to
+ * word[0..n) when it is within a typo's reach (1 edit, or a third of the length), else
+ * NULL. dd_cli_getopt_error uses them for unknown options, main.c for unknown commands. */
+int dd_cli_edit_distance(const char *a, size_t na, const char *b, size_t nb);
+const char *dd_cli_closest(const char *word, size_t n, const char *const *names, size_t count);
 
 /* Value parsers. Each returns 0 and stores the value, or prints
  *   distdpd CMD: OPT: expected a positive integer, got 'abc'

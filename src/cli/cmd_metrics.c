@@ -1,7 +1,10 @@
 /* `distdpd metrics`: the OpenDPD-compatible metric set (NMSE, ACLR, spectral EVM) of a
  * test signal against a reference, as text or as one JSON object (a fixed interface
  * that other tools call). */
+#include <complex.h>
 #include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -30,8 +33,16 @@ static void help(void) {
            "                      +-bw_main over bw_occupied)\n"
            "  --nmse MODE         segmented (default: mean of per-nperseg-segment NMSE in dB,\n"
            "                      as OpenDPD) or pooled (one ratio over the whole signal)\n"
+           "  --gain auto|G       divide TEST by a gain before NMSE and EVM (ACLR does not\n"
+           "                      depend on it), so a PA output compares with its input:\n"
+           "                      auto = the least-squares complex gain of TEST ~ g REF\n"
+           "                      (no delay search: align the files first); G = a real gain,\n"
+           "                      linear (\"12.5\") or in dB with the suffix dB (\"21.9dB\" =\n"
+           "                      10^(21.9/20)). The gain used is printed (JSON: gain_re,\n"
+           "                      gain_im, gain_db, gain_deg). Default: none (g = 1)\n"
            "  --json              print exactly one JSON object:\n"
            "                      {\"nmse_db\",\"aclr_l_db\",\"aclr_r_db\",\"aclr_avg_db\",\"evm_db\"}\n"
+           "                      (plus the gain keys with --gain)\n"
            "  -v, --verbose       more log output;  -q, --quiet: errors only\n"
            "  -h, --help          this help\n"
            "\n"
@@ -49,18 +60,40 @@ static dd_status read_signal(const char *path, dd_cf32 **x, size_t *n) {
     return dd_csv_read_iq(path, x, n);
 }
 
+/* --gain: "auto", a linear gain ("12.5") or one in dB ("21.9dB"). Returns 0 or the
+ * usage exit code. */
+static int parse_gain(const char *arg, int *is_auto, double *g) {
+    if (strcmp(arg, "auto") == 0) {
+        *is_auto = 1;
+        return 0;
+    }
+    *is_auto = 0;
+    char *end = NULL;
+    double v = strtod(arg, &end);
+    int db = end && (strcmp(end, "dB") == 0 || strcmp(end, "db") == 0 || strcmp(end, "DB") == 0);
+    if (end == arg || (!db && *end) || !isfinite(v))
+        return dd_cli_usage(NAME, "--gain '%s': expected auto, a linear gain (12.5) or one in dB (21.9dB)", arg);
+    if (db) v = pow(10.0, v / 20.0);
+    if (!(v > 0) || !isfinite(v))
+        return dd_cli_usage(NAME, "--gain '%s': the gain must be > 0 (linear) or finite (dB)", arg);
+    *g = v;
+    return 0;
+}
+
 int dd_cmd_metrics(int argc, char **argv) {
-    enum { O_REF = 256, O_TEST, O_SPEC, O_ACLR, O_NMSE, O_JSON };
+    enum { O_REF = 256, O_TEST, O_SPEC, O_ACLR, O_NMSE, O_JSON, O_GAIN };
     static const struct option longopts[] = {
         {"ref", required_argument, NULL, O_REF},   {"test", required_argument, NULL, O_TEST},
         {"spec", required_argument, NULL, O_SPEC}, {"aclr", required_argument, NULL, O_ACLR},
         {"nmse", required_argument, NULL, O_NMSE}, {"json", no_argument, NULL, O_JSON},
+        {"gain", required_argument, NULL, O_GAIN},
         {"verbose", no_argument, NULL, 'v'},       {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     static const char *const aclr_names[] = {"opendpd", "3gpp", NULL};
     static const char *const nmse_names[] = {"segmented", "pooled", NULL};
     const char *ref_path = NULL, *test_path = NULL, *spec_path = NULL;
-    int aclr = 0, pooled = 0, json = 0, verbosity = 0, c, rc;
+    int aclr = 0, pooled = 0, json = 0, verbosity = 0, c, rc, has_gain = 0, gain_auto = 0;
+    double gain_lin = 1.0;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
@@ -75,6 +108,10 @@ int dd_cmd_metrics(int argc, char **argv) {
             if ((rc = dd_cli_parse_choice(NAME, "--nmse", optarg, nmse_names, &pooled))) return rc;
             break;
         case O_JSON: json = 1; break;
+        case O_GAIN:
+            if ((rc = parse_gain(optarg, &gain_auto, &gain_lin))) return rc;
+            has_gain = 1;
+            break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help(); return DD_EXIT_OK;
@@ -106,8 +143,11 @@ int dd_cmd_metrics(int argc, char **argv) {
         st = dd_error(DD_ERR_RANGE, "%s holds no samples", ref_path);
         goto fail;
     }
-    if ((st = dd_metrics_compute(ref, test, nref, &spec, aclr ? DD_ACLR_3GPP : DD_ACLR_OPENDPD, pooled, &m)) != DD_OK)
+    dd_cf64 g = 1.0;
+    if ((st = dd_metrics_compute_gain(ref, test, nref, &spec, aclr ? DD_ACLR_3GPP : DD_ACLR_OPENDPD, pooled, gain_auto,
+                                      gain_lin, &g, &m)) != DD_OK)
         goto fail;
+    const double g_db = 20.0 * log10(cabs(g)), g_deg = carg(g) * 180.0 / M_PI;
 
     if (json) {
         cJSON *o = cJSON_CreateObject();
@@ -116,7 +156,9 @@ int dd_cmd_metrics(int argc, char **argv) {
             cJSON_AddNumberToObject(o, "aclr_l_db", m.aclr.left_db) &&
             cJSON_AddNumberToObject(o, "aclr_r_db", m.aclr.right_db) &&
             cJSON_AddNumberToObject(o, "aclr_avg_db", m.aclr.avg_db) &&
-            cJSON_AddNumberToObject(o, "evm_db", m.evm_db))
+            cJSON_AddNumberToObject(o, "evm_db", m.evm_db) &&
+            (!has_gain || (cJSON_AddNumberToObject(o, "gain_re", creal(g)) && cJSON_AddNumberToObject(o, "gain_im", cimag(g)) &&
+                           cJSON_AddNumberToObject(o, "gain_db", g_db) && cJSON_AddNumberToObject(o, "gain_deg", g_deg))))
             txt = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
         if (!txt) {
@@ -130,6 +172,9 @@ int dd_cmd_metrics(int argc, char **argv) {
         printf("test:      %s (%zu samples)\n", test_path, ntest);
         printf("spec:      %s: fs %.6g MHz, main channel %.6g MHz = %d x %.6g MHz, nperseg %zu\n", spec_path,
                spec.fs / 1e6, spec.bw_main / 1e6, spec.n_sub, spec.bw_sub / 1e6, spec.nperseg);
+        if (has_gain)
+            printf("gain:      %s%.6g%+.6gi (%.3f dB, %.2f deg): test divided by it before NMSE and EVM\n",
+                   gain_auto ? "least-squares " : "", creal(g), cimag(g), g_db, g_deg);
         char label[64];
         snprintf(label, sizeof label, "NMSE (%s, test vs ref):", pooled ? "pooled" : "segmented");
         printf("%-32s %9.3f dB\n", label, m.nmse_db);

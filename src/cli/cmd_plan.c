@@ -31,6 +31,7 @@ static void help(void) {
            "       distdpd plan --model NAME [...] --measure-compute\n"
            "       distdpd plan --params P --ps-servers K [--workers N] [--replicas R] [--link NAME]\n"
            "       mpirun -np N distdpd plan --calibrate [--calibration FILE]\n"
+           "       distdpd plan --run RUN [--run RUN2 ...] [--link NAME] [--calibration FILE]\n"
            "\n"
            "Predicts, from an alpha-beta-gamma cost model, the time of one allreduce of all\n"
            "gradients (4 P bytes of float32) with each algorithm (ring, tree, rhd, hier, mpi)\n"
@@ -64,6 +65,14 @@ static void help(void) {
            "                         --calibration FILE (default distdpd-calibration.json), and\n"
            "                         print predicted vs measured allreduce times (64 KB .. 4 MB)\n"
            "  --json                 print one JSON object instead of text\n"
+           "\n");
+    printf("measured runs (--run RUN, repeatable: runs of one configuration on different rank counts):\n"
+           "  the compute per step is the run's (RUN/dp_steps.csv: median of step - exposed\n"
+           "  communication; a one-process run: metrics.jsonl), --batch is the GLOBAL batch (strong\n"
+           "  scaling: N ranks take B/N frames, compute x R/N), the allreduce is modelled on --link\n"
+           "  (default: shm when the runs ran on one host, else ethernet-10g, or the calibration's);\n"
+           "  each row shows the measured efficiency of the runs at that rank count, or says that it\n"
+           "  is a prediction no run measured; rows stop at B ranks (one frame each)\n"
            "\n"
            "parameter server (--params P --ps-servers K): one synchronous step of --ps training,\n"
            "every worker pushes M = 4 P bytes and pulls M bytes over K servers:\n"
@@ -611,11 +620,12 @@ int dd_cmd_plan(int argc, char **argv) {
         O_PARAMS = 256, O_RANKS, O_LINK, O_INTRA, O_RPN, O_COMPUTE, O_SAMPLES, O_FLOPS, O_BUCKET,
         O_NOOVERLAP, O_CALFILE, O_CALIBRATE, O_JSON, O_MODEL, O_TASK, O_PAMODEL, O_BATCH, O_FRAME, O_FRAMES,
         O_EVALBATCH, O_NPERSEG, O_EVALSEG, O_SHARD, O_OPT, O_MOMENTUM, O_ALLREDUCE, O_CLUSTER, O_MICRO,
-        O_SCHEDULE, O_VIRTUAL, O_GFLOPS, O_MEASURE, O_PSSERVERS, O_WORKERS, O_REPLICAS,
+        O_SCHEDULE, O_VIRTUAL, O_GFLOPS, O_MEASURE, O_PSSERVERS, O_WORKERS, O_REPLICAS, O_RUN,
         O_MOPT = 512,                /* + k: --NAME of model option k */
         O_PAOPT = O_MOPT + MAX_MOPTS /* + k: --pa-NAME */
     };
     static const struct option base[] = {{"params", required_argument, NULL, O_PARAMS},
+                                         {"run", required_argument, NULL, O_RUN},
                                          {"ranks", required_argument, NULL, O_RANKS},
                                          {"link", required_argument, NULL, O_LINK},
                                          {"intra", required_argument, NULL, O_INTRA},
@@ -682,6 +692,8 @@ int dd_cmd_plan(int argc, char **argv) {
     int mode = -1; /* --shard all */
     /* --cluster: the model-parallel layouts */
     const char *cluster = NULL, *cluster_only = NULL, *shard_arg = NULL;
+    const char *run_args[DD_PLAN_MAX_RUNS];
+    int nruns_arg = 0;
     int micro = 0, virt = 1, measure = 0, sched = DD_PP_1F1B;
     double gflops = 0;
     /* --ps-servers: the parameter-server step model */
@@ -839,15 +851,40 @@ int dd_cmd_plan(int argc, char **argv) {
             if (!model_only) model_only = "allreduce";
             break;
         }
+        case O_RUN:
+            if (nruns_arg == DD_PLAN_MAX_RUNS) return dd_cli_usage(NAME, "--run: at most %d runs", DD_PLAN_MAX_RUNS);
+            run_args[nruns_arg++] = optarg;
+            break;
         case 'h': help(); return DD_EXIT_OK;
         default: return dd_cli_getopt_error(NAME, c, argv, longopts);
         }
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
     if (calibrate) {
-        if (model || have_params)
-            return dd_cli_usage(NAME, "--calibrate measures this machine: it takes no --%s", model ? "model" : "params");
+        if (model || have_params || nruns_arg)
+            return dd_cli_usage(NAME, "--calibrate measures this machine: it takes no --%s",
+                                model ? "model" : have_params ? "params" : "run");
         return run_calibrate(cal_path ? cal_path : "distdpd-calibration.json", json);
+    }
+    /* the calibration file (every plan but --calibrate, which writes it) */
+    dd_plan_calib cal;
+    int have_cal = 0;
+    if (cal_path) {
+        dd_status st = dd_plan_calib_load(cal_path, &cal);
+        if (st != DD_OK) return dd_cli_fail(NAME, st);
+        have_cal = 1;
+    }
+    if (nruns_arg) { /* the measured runs' plan: their step time, strong scaling of their global batch */
+        const char *bad = have_params ? "--params" : model ? "--model" : cluster ? "--cluster"
+                        : ps_servers ? "--ps-servers" : json ? "--json" : ranks_arg ? "--ranks" : compute > 0 ? "--step-compute-s"
+                        : estimate ? estimate : NULL;
+        if (bad) return dd_cli_usage(NAME, "%s cannot be given with --run (the runs give the model, batch and times)", bad);
+        dd_link rl, ri;
+        if (!link_name && have_cal) link_name = "measured";
+        if (link_name && (rc = parse_link("--link", link_name, have_cal, &cal, &rl))) return rc;
+        if ((rc = parse_link("--intra", intra_name ? intra_name : have_cal ? "measured" : "shm", have_cal, &cal, &ri)))
+            return rc;
+        return dd_plan_runs(NAME, run_args, nruns_arg, link_name ? &rl : NULL, &ri, (int)rpn, link_name);
     }
     if (ps_servers) {
         if (!have_params) return dd_cli_usage(NAME, "--ps-servers needs --params P (the model's parameter count)");
@@ -862,20 +899,13 @@ int dd_cmd_plan(int argc, char **argv) {
         if (compute > 0 && estimate)
             return dd_cli_usage(NAME, "%s cannot be given with --step-compute-s (--samples and --flops estimate the "
                                       "compute time that --step-compute-s gives)", estimate);
-        dd_plan_calib pcal;
-        int have_pcal = 0;
-        if (cal_path) {
-            dd_status st = dd_plan_calib_load(cal_path, &pcal);
-            if (st != DD_OK) return dd_cli_fail(NAME, st);
-            have_pcal = 1;
-        }
-        if (!link_name) link_name = have_pcal ? "measured" : "ethernet-10g";
+        if (!link_name) link_name = have_cal ? "measured" : "ethernet-10g";
         dd_plan_ps_cfg pc = {.params = params, .workers = (int)ps_workers, .servers = (int)ps_servers};
         /* the cluster file's default: one replica when there is another server */
         pc.replicas = replicas_given ? (int)ps_replicas : ps_servers > 1 ? 1 : 0;
         pc.repl_floats = sc.opt != DD_OPTIM_SGD ? 3 : sc.momentum != 0 ? 2 : 1;
         pc.compute_s = compute > 0 ? compute : estimate ? 6.0 * params * samples / flops : 0;
-        if ((rc = parse_link("--link", link_name, have_pcal, &pcal, &pc.link))) return rc;
+        if ((rc = parse_link("--link", link_name, have_cal, &cal, &pc.link))) return rc;
         return run_ps_plan(&pc, link_name, sc.opt, sc.momentum, json);
     }
     if (workers_given || replicas_given)
@@ -933,14 +963,6 @@ int dd_cmd_plan(int argc, char **argv) {
         }
         if (nranks > 1 && !model)
             return dd_cli_usage(NAME, "--ranks: a list of rank counts needs --model NAME (--params takes one)");
-    }
-
-    dd_plan_calib cal;
-    int have_cal = 0;
-    if (cal_path) {
-        dd_status st = dd_plan_calib_load(cal_path, &cal);
-        if (st != DD_OK) return dd_cli_fail(NAME, st);
-        have_cal = 1;
     }
 
     if (model) {
@@ -1061,11 +1083,21 @@ int dd_cmd_plan(int argc, char **argv) {
     else
         printf("  compression: no ratio up to 1024x reaches 90 %% (latency-bound): synchronise less often\n"
                "  instead (larger local batches, local SGD / federated averaging every H steps).\n");
-    if (r.max_ranks_90 > 0)
-        printf("  scaling (weak, fixed local batch): efficiency >= 90 %% up to %d ranks", r.max_ranks_90);
+    /* one statement per threshold, and none that the other implies ("at least 90 % up to
+     * 4096, at least 50 % up to 4096" said the same twice) */
+    const int top = r.rows[r.nrows - 1].ranks > 4096 ? r.rows[r.nrows - 1].ranks : 4096;
+    printf("  scaling (weak: every rank keeps its local batch; the strong scaling of a measured run's\n"
+           "  global batch: distdpd plan --run RUN): ");
+    if (r.max_ranks_90 >= top)
+        printf("efficiency >= 90 %% at every rank count of the table (8 .. %d).\n", top);
+    else if (r.max_ranks_90 > 0 && r.max_ranks_50 >= top)
+        printf("efficiency >= 90 %% up to %d ranks, >= 50 %% up to %d.\n", r.max_ranks_90, top);
+    else if (r.max_ranks_90 > 0)
+        printf("efficiency >= 90 %% up to %d ranks, >= 50 %% up to %d, below 50 %% beyond.\n", r.max_ranks_90,
+               r.max_ranks_50);
+    else if (r.max_ranks_50 > 0)
+        printf("efficiency < 90 %% from 8 ranks on, >= 50 %% up to %d ranks.\n", r.max_ranks_50);
     else
-        printf("  scaling (weak, fixed local batch): efficiency < 90 %% from 8 ranks on");
-    if (r.max_ranks_50 > 0) printf(", >= 50 %% up to %d ranks", r.max_ranks_50);
-    printf(" (of 8 .. 4096).\n");
+        printf("efficiency < 50 %% from 8 ranks on.\n");
     return DD_EXIT_OK;
 }

@@ -8,12 +8,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "benches.h"
 #include "cli.h"
 #include "rf.h"
 
 static const char *const NAME = "simulate";
 static const char *const presets[] = {"default", "1x20", "1x100", "2x100", "5x40", "10x20", NULL};
 static const char *const formats[] = {"opendpd", "bin", "sigmf", NULL};
+static const char *const hets[] = {"low", "high", NULL};
 
 /* The files of a data set that simulate writes (in any format), and its sidecars. */
 static const char *const dataset_files[] = {
@@ -23,7 +25,7 @@ static const char *const dataset_files[] = {
     "pa.json",          NULL};
 
 /* Lists (up to 3) files of dataset_files present in dir into buf; returns how many exist. */
-static int existing_dataset(const char *dir, char *buf, size_t cap) {
+int dd_sim_existing_dataset(const char *dir, char *buf, size_t cap) {
     int n = 0;
     size_t used = 0;
     buf[0] = '\0';
@@ -43,7 +45,7 @@ static int existing_dataset(const char *dir, char *buf, size_t cap) {
 
 /* --force: removes the data set files of every format, so that DIR then holds exactly the
  * new data set (a bin data set next to old CSVs would be ambiguous). */
-static dd_status remove_dataset(const char *dir) {
+dd_status dd_sim_remove_dataset(const char *dir) {
     for (int k = 0; dataset_files[k]; k++) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, dataset_files[k]);
@@ -55,6 +57,7 @@ static dd_status remove_dataset(const char *dir) {
 
 static void help(void) {
     printf("usage: distdpd simulate --out DIR [options]\n"
+           "       distdpd simulate --benches N [--heterogeneity low|high] --out DIR [options]\n"
            "\n"
            "Generates a 5G NR-like OFDM frame, passes it through a simulated power amplifier\n"
            "and writes PA input and output as a data set in DIR, split in time order\n"
@@ -82,11 +85,25 @@ static void help(void) {
            "  --symbols N         OFDM symbols per frame (default: preset, 1 ms)\n"
            "  --format F          opendpd (default: spec.json + {train,val,test}_{input,output}.csv),\n"
            "                      bin (DIR/data.ddb) or sigmf (DIR/signal_{input,output}.sigmf-*)\n"
+           "  --benches N         non-IID test benches for federated learning: DIR/bench-00 ..\n"
+           "                      DIR/bench-(N-1) (N in 1..64), one data set each, from campaign\n"
+           "                      presets that differ per bench (PA family and parameters,\n"
+           "                      drive, temperature, carrier layout and bandwidth, CFR, SNR,\n"
+           "                      size), drawn from --seed; each bench's spec.json and\n"
+           "                      simulation.json record its preset under \"bench\", and\n"
+           "                      DIR/benches.json lists them with measured properties.\n"
+           "                      --samples is the base size (default 20000); --pa, --signal,\n"
+           "                      --drive, --snr, --qam, --papr, --symbols are the presets' own\n"
+           "  --heterogeneity H   low: the same PA family with a few %% parameter spread, drive\n"
+           "                      +-1 dB, 20..30 C, SNR 42..48 dB, one layout, sizes within 1.4x;\n"
+           "                      high (default): 8 PA families, drive -4..+3 dB, -20..85 C,\n"
+           "                      SNR 35..55 dB, 8 layouts, CFR targets, sizes up to 4x apart\n"
            "  -v, --verbose       more output (PA description);  -q, --quiet: no summary\n"
            "  -h, --help          this help\n"
            "\n"
            "output: a summary (signal, PA, files, ACLR of input and output, gain-only NMSE,\n"
-           "EVM of the output). exit status: 0 ok, 1 runtime error, 2 usage\n");
+           "EVM of the output); with --benches one line per bench. exit status: 0 ok,\n"
+           "1 runtime error, 2 usage\n");
 }
 
 static void list_models(void) {
@@ -107,7 +124,7 @@ static void list_presets(void) {
 }
 
 int dd_cmd_simulate(int argc, char **argv) {
-    enum { O_OUT = 256, O_PA, O_SIGNAL, O_SAMPLES, O_SEED, O_DRIVE, O_SNR, O_QAM, O_PAPR, O_SYMBOLS, O_FORMAT, O_FORCE };
+    enum { O_OUT = 256, O_PA, O_SIGNAL, O_SAMPLES, O_SEED, O_DRIVE, O_SNR, O_QAM, O_PAPR, O_SYMBOLS, O_FORMAT, O_FORCE, O_BENCHES, O_HET };
     static const struct option longopts[] = {
         {"out", required_argument, NULL, O_OUT},         {"pa", required_argument, NULL, O_PA},
         {"signal", required_argument, NULL, O_SIGNAL},   {"samples", required_argument, NULL, O_SAMPLES},
@@ -115,24 +132,29 @@ int dd_cmd_simulate(int argc, char **argv) {
         {"snr", required_argument, NULL, O_SNR},         {"qam", required_argument, NULL, O_QAM},
         {"papr", required_argument, NULL, O_PAPR},       {"symbols", required_argument, NULL, O_SYMBOLS},
         {"format", required_argument, NULL, O_FORMAT},   {"force", no_argument, NULL, O_FORCE},
+        {"benches", required_argument, NULL, O_BENCHES}, {"heterogeneity", required_argument, NULL, O_HET},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},               {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     dd_sim_cfg cfg;
     dd_sim_cfg_default(&cfg);
     const char *out = NULL;
-    int format = 0, verbosity = 0, c, rc, want_pa_list = 0, want_sig_list = 0, force = 0;
-    size_t v;
+    int format = 0, verbosity = 0, c, rc, want_pa_list = 0, want_sig_list = 0, force = 0, het = 1;
+    size_t v, benches = 0;
+    const char *own = NULL; /* an option the bench presets choose */
+    int het_given = 0;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
         switch (c) {
         case O_OUT: out = optarg; break;
         case O_PA:
+            own = "--pa";
             if (strcmp(optarg, "list") == 0) want_pa_list = 1;
             cfg.pa = optarg;
             break;
         case O_SIGNAL:
+            own = "--signal";
             if (strcmp(optarg, "list") == 0) want_sig_list = 1;
             cfg.signal = optarg;
             break;
@@ -143,12 +165,15 @@ int dd_cmd_simulate(int argc, char **argv) {
             if ((rc = dd_cli_parse_u64(NAME, "--seed", optarg, &cfg.seed))) return rc;
             break;
         case O_DRIVE:
+            own = "--drive";
             if ((rc = dd_cli_parse_double(NAME, "--drive", optarg, -60.0, 40.0, &cfg.drive_db))) return rc;
             break;
         case O_SNR:
+            own = "--snr";
             if ((rc = dd_cli_parse_double(NAME, "--snr", optarg, 0.0, 200.0, &cfg.snr_db))) return rc;
             break;
         case O_QAM:
+            own = "--qam";
             if ((rc = dd_cli_parse_size(NAME, "--qam", optarg, 4, 1024, &v))) return rc;
             if (v != 4 && v != 16 && v != 64 && v != 256 && v != 1024) {
                 fprintf(stderr, "distdpd %s: --qam: expected one of 4, 16, 64, 256, 1024; got '%s'\n", NAME, optarg);
@@ -157,6 +182,7 @@ int dd_cmd_simulate(int argc, char **argv) {
             cfg.qam = (int)v;
             break;
         case O_PAPR:
+            own = "--papr";
             if ((rc = dd_cli_parse_double(NAME, "--papr", optarg, 0.0, 20.0, &cfg.papr_db))) return rc;
             if (cfg.papr_db > 0 && cfg.papr_db < 3.0) {
                 fprintf(stderr, "distdpd %s: --papr: must be 0 (off) or in [3, 20], got '%s'\n", NAME, optarg);
@@ -164,6 +190,7 @@ int dd_cmd_simulate(int argc, char **argv) {
             }
             break;
         case O_SYMBOLS:
+            own = "--symbols";
             if ((rc = dd_cli_parse_size(NAME, "--symbols", optarg, 1, 100000, &v))) return rc;
             cfg.symbols = (int)v;
             break;
@@ -171,6 +198,13 @@ int dd_cmd_simulate(int argc, char **argv) {
             if ((rc = dd_cli_parse_choice(NAME, "--format", optarg, formats, &format))) return rc;
             break;
         case O_FORCE: force = 1; break;
+        case O_BENCHES:
+            if ((rc = dd_cli_parse_size(NAME, "--benches", optarg, 1, DD_BENCHES_MAX, &benches))) return rc;
+            break;
+        case O_HET:
+            if ((rc = dd_cli_parse_choice(NAME, "--heterogeneity", optarg, hets, &het))) return rc;
+            het_given = 1;
+            break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
         case 'h': help(); return DD_EXIT_OK;
@@ -185,9 +219,16 @@ int dd_cmd_simulate(int argc, char **argv) {
     }
     if (!out) return dd_cli_usage(NAME, "missing --out DIR");
     dd_cli_log_init(verbosity);
+    if (het_given && !benches) return dd_cli_usage(NAME, "--heterogeneity needs --benches N");
+    if (benches) {
+        if (own) return dd_cli_usage(NAME, "%s: the bench presets choose it; not with --benches", own);
+        dd_status bs = dd_benches_simulate(out, (int)benches, (dd_het)het, cfg.seed, cfg.samples ? cfg.samples : 20000,
+                                           format, force, verbosity);
+        return bs == DD_OK ? DD_EXIT_OK : dd_cli_fail(NAME, bs);
+    }
     {
         char found[256];
-        if (existing_dataset(out, found, sizeof found) > 0 && !force)
+        if (dd_sim_existing_dataset(out, found, sizeof found) > 0 && !force)
             return dd_cli_fail(NAME, dd_error(DD_ERR_ARG, "%s already holds a data set (%s): choose another --out, or "
                                                           "give --force to replace it",
                                               out, found));
@@ -203,7 +244,7 @@ int dd_cmd_simulate(int argc, char **argv) {
     double t0 = dd_now();
     if ((st = dd_sim_run(&cfg, &sim)) != DD_OK) return dd_cli_fail(NAME, st);
     if ((st = dd_sim_dataset(&sim, &ds)) != DD_OK) goto fail;
-    if (force && (st = remove_dataset(out)) != DD_OK) goto fail;
+    if (force && (st = dd_sim_remove_dataset(out)) != DD_OK) goto fail;
     if ((st = dd_sim_save(&cfg, &sim, ds, out, format, &data_path)) != DD_OK) goto fail;
     if (verbosity >= 0) {
         dd_rf_opts ro;

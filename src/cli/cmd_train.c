@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -34,6 +35,7 @@
 #include "distdpd/comm.h"
 #include "distdpd/dataset.h"
 #include "distdpd/model.h"
+#include "distdpd/nn.h"
 #include "distdpd/parallel.h"
 #include "distdpd/train.h"
 #include "rf.h"
@@ -151,8 +153,21 @@ static void print_epoch_line(FILE *f, const dd_epoch_record *r, int epochs, int 
     fprintf(f, "epoch %3d/%d  loss %.4e  val NMSE %s dB  test NMSE %s dB  %s ACLR %s dBc", r->epoch, epochs,
             r->train_loss, dd_cli_fmt(a, sizeof a, r->val.nmse_db, 2), dd_cli_fmt(b, sizeof b, r->test.nmse_db, 2),
             is_dpd ? "val" : "test", dd_cli_fmt(c, sizeof c, is_dpd ? r->val.aclr.avg_db : r->test.aclr.avg_db, 2));
+    if (r->has_no_dpd) fprintf(f, " (no DPD %s)", dd_cli_fmt(a, sizeof a, r->no_dpd_val.aclr.avg_db, 2));
     if (r->has_true) fprintf(f, "  true PA ACLR %s dBc", dd_cli_fmt(a, sizeof a, r->true_test.aclr.avg_db, 2));
     fprintf(f, "  %.2f s + %.2f s eval  lr %.3g%s\n", r->time_s, r->eval_time_s, r->lr, r->best ? "  *best*" : "");
+}
+
+/* The baseline of a DPD result: the same PA model without the DPD, and what the DPD
+ * gains (dB, positive = better). */
+static void print_no_dpd_line(FILE *f, const char *lead, const dd_eval_metrics *no, const dd_eval_metrics *with) {
+    char a[32], b[32], c[32], d[32], e[32], g[32];
+    fprintf(f,
+            "%sthe PA model without the DPD: test NMSE %s dB, ACLR %s dBc, EVM %s dB; the DPD improves NMSE by %s dB, "
+            "ACLR by %s dB, EVM by %s dB\n",
+            lead, dd_cli_fmt(a, sizeof a, no->nmse_db, 2), dd_cli_fmt(b, sizeof b, no->aclr.avg_db, 2),
+            dd_cli_fmt(c, sizeof c, no->evm_db, 2), dd_cli_fmt(d, sizeof d, no->nmse_db - with->nmse_db, 2),
+            dd_cli_fmt(e, sizeof e, no->aclr.avg_db - with->aclr.avg_db, 2), dd_cli_fmt(g, sizeof g, no->evm_db - with->evm_db, 2));
 }
 
 static void on_progress(void *user, const dd_train_progress *p) {
@@ -257,6 +272,10 @@ static int read_best(const char *run, dd_epoch_record *r) {
             r->true_test.aclr.avg_db = NUM("true_test_aclr_avg_db");
             r->true_test.evm_db = NUM("true_test_evm_db");
             r->has_true = !isnan(r->true_test.aclr.avg_db);
+            r->no_dpd_test.nmse_db = NUM("test_nmse_no_dpd_db");
+            r->no_dpd_test.aclr.avg_db = NUM("test_aclr_avg_no_dpd_db");
+            r->no_dpd_test.evm_db = NUM("test_evm_no_dpd_db");
+            r->has_no_dpd = !isnan(r->no_dpd_test.aclr.avg_db);
 #undef NUM
             found = 1;
         }
@@ -417,8 +436,9 @@ static dd_status write_parallel_json(const char *out, int nranks, const dd_strat
 
 static void help_train(int dpd) {
     if (!dpd)
-        printf("usage: distdpd train-pa --data DIR --model NAME [options] --out RUN\n"
+        printf("usage: distdpd train-pa --data DIR --model NAME [options] [--out RUN]\n"
                "       distdpd train-pa --resume RUN [--epochs E]\n"
+               "       (OpenDPD's name train_pa works too; docs/opendpd.md maps its options)\n"
                "\n"
                "Trains a PA behavioural model x -> y on the training split of DIR: frames of\n"
                "length F cut with stride S (by index, never copied), shuffled each epoch by\n"
@@ -427,8 +447,9 @@ static void help_train(int dpd) {
                "segments with OpenDPD's metrics (NMSE, ACLR, spectral EVM); the best epoch\n"
                "is the one with the lowest validation NMSE.\n");
     else
-        printf("usage: distdpd train-dpd --pa-run RUN_PA --model NAME [--data DIR] [options] --out RUN\n"
+        printf("usage: distdpd train-dpd --pa-run RUN_PA --model NAME [--data DIR] [options] [--out RUN]\n"
                "       distdpd train-dpd --resume RUN [--epochs E]\n"
+               "       (OpenDPD's name train_dpd works too; docs/opendpd.md maps its options)\n"
                "\n"
                "Trains a DPD d so that PA(d(x)) = G x, with PA the best model of the PA run\n"
                "RUN_PA (frozen). Direct learning (default) back-propagates through the PA\n"
@@ -447,7 +468,15 @@ static void help_train(int dpd) {
            "  --NAME V            the model's options (defaults and ranges: distdpd models):\n",
            dpd ? " (default: the PA run's)" : "");
     dd_cli_help_model_opts("  --", "");
-    printf("  --out RUN           run directory (created; must not hold a run yet)\n"
+    printf("  --out RUN           run directory (created; must not hold a run yet; default:\n"
+           "                      runs/<task>-<model>-<YYYYmmdd-HHMMSS>, printed on stderr)\n"
+           "  --config FILE       a recipe: JSON with the keys of a run's config.json (its\n"
+           "                      \"config\" object, \"data\", \"pa_run\"); options given here win;\n"
+           "                      an unknown key is refused naming it\n"
+           "  --recipe R          distdpd (default: the published OpenDPD GRU recipe as measured\n"
+           "                      here, below) or opendpd: OpenDPD's arguments.py defaults (batch\n"
+           "                      256, 100 epochs, lr 5e-4, no schedule, eval batch 256, DPD hidden\n"
+           "                      15; --opt sgd then has momentum 0.9); options given here win\n"
            "  --resume RUN        continue RUN from last.ckpt exactly (only --epochs, --data and\n"
            "                      display options may be given)\n"
            "  --rescale-batch B   with --resume: from the next epoch boundary the global batch\n"
@@ -464,7 +493,8 @@ static void help_train(int dpd) {
                "  --select S          best epoch by the PA model's validation ACLR (model,\n"
                "                      default) or by the true PA's (true; simulated data only)\n");
     printf("\n"
-           "training (defaults: the OpenDPD reference recipe):\n"
+           "training (defaults: the published OpenDPD GRU recipe as measured here, docs/training.md;\n"
+           "it is not OpenDPD's arguments.py defaults: --recipe opendpd sets those):\n"
            "  --frame F           frame length (default 200)\n"
            "  --stride S          frame stride (default 1)\n"
            "  --batch B           frames per batch (default 64; the last partial batch is kept;\n"
@@ -472,9 +502,10 @@ static void help_train(int dpd) {
            "  --epochs E          epochs (default 20)\n"
            "  --lr LR             learning rate (default 5e-3)\n"
            "  --opt O             adamw (default; betas 0.9/0.999, eps 1e-8, weight decay 0.01),\n"
-           "                      adam or sgd\n"
+           "                      adam, sgd or rmsprop (alpha 0.99, eps 1e-8; torch's defaults)\n"
+           "  --loss L            l2 (default: mean squared error) or l1 (mean absolute error)\n"
            "  --weight-decay WD   weight decay (default: the optimiser's)\n"
-           "  --momentum M        SGD momentum (default 0; --opt sgd only)\n"
+           "  --momentum M        SGD momentum (default 0, 0.9 with --recipe opendpd; --opt sgd only)\n"
            "  --lr-schedule S     plateau (default: x0.5 after 5 epochs without improvement of\n"
            "                      the selection metric, down to 5e-5), constant, step, cosine\n"
            "  --patience P, --factor F, --min-lr LR   plateau only (--min-lr at most --lr)\n"
@@ -505,7 +536,11 @@ static void help_train(int dpd) {
            "  after the same step with RUN/last.ckpt written (exit 75). The options below\n"
            "  choose the strategy (distdpd strategies lists them and what chooses each).\n");
     dd_cli_help_strategy_opts();
-    printf(           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
+    printf(           "  --threads N         threads per rank for the layer kernels (default: DD_THREADS,\n"
+           "                      else the cores the rank may run on divided among the ranks\n"
+           "                      of its node); never changes a result (bit-identical losses);\n"
+           "                      on a machine shared with other jobs set OMP_WAIT_POLICY=passive\n"
+           "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"
            "                      naming what, how much and the limit (default: none);\n"
            "                      RUN/parallel.json records each kind's peak (\"memory\")\n"
@@ -565,6 +600,89 @@ static int resumed_task(const char *run, dd_train_task *task) {
     return found;
 }
 
+/* --config FILE: a JSON object with the keys of a run's config.json (docs/cli.md). Its
+ * "config" object is the training configuration (every key optional, the defaults for the
+ * rest); "data" and "pa_run" are the defaults of --data and --pa-run; the other keys a
+ * config.json holds (what the run measured and where it ran) are accepted and not used,
+ * so a run's config.json repeats its recipe. A key config.json does not have is refused,
+ * naming the key and the file. Returns 0 or the exit status. */
+static int load_config_file(const char *NAME, const char *path, int dpd, dd_train_cfg *cfg, char *data, size_t dcap,
+                            char *pa_run, size_t pcap) {
+    static const char *const top_keys[] = {"generator", "run_id", "command", "data", "pa_run", "config", "spec",
+                                           "model", "pa_model", "target_gain", "data_stats", "true_pa", "build",
+                                           "data_checksum",
+                                           NULL};
+    char *txt = NULL;
+    if (dd_read_text(path, &txt, NULL) != DD_OK) return dd_cli_usage(NAME, "--config: %s", dd_last_error());
+    cJSON *j = cJSON_Parse(txt);
+    free(txt);
+    int rc = 0;
+    if (!cJSON_IsObject(j)) {
+        rc = dd_cli_usage(NAME, "--config: %s: not a JSON object", path);
+        goto done;
+    }
+    for (const cJSON *k = j->child; k && !rc; k = k->next) {
+        int known = 0;
+        for (int i = 0; top_keys[i] && !known; i++) known = strcmp(k->string, top_keys[i]) == 0;
+        if (!known) rc = dd_cli_usage(NAME, "--config: %s: unknown key '%s' (the keys are those of a run's config.json)", path, k->string);
+    }
+    const cJSON *co = cJSON_GetObjectItemCaseSensitive(j, "config");
+    if (!rc && co && !cJSON_IsObject(co)) rc = dd_cli_usage(NAME, "--config: %s: key 'config' is not an object", path);
+    if (!rc && co) { /* the keys of the configuration: those dd_train_cfg_json_obj writes */
+        dd_train_cfg d;
+        dd_train_cfg_default(&d, DD_TRAIN_PA);
+        char *dj = NULL;
+        cJSON *ref = dd_train_cfg_to_json(&d, &dj) == DD_OK ? cJSON_Parse(dj) : NULL;
+        dd_free(dj);
+        if (!ref) rc = dd_cli_fail(NAME, DD_ERR_NOMEM);
+        for (const cJSON *k = co->child; k && !rc && ref; k = k->next)
+            if (!cJSON_GetObjectItemCaseSensitive(ref, k->string))
+                rc = dd_cli_usage(NAME, "--config: %s: unknown key 'config.%s'", path, k->string);
+        cJSON_Delete(ref);
+    }
+    if (!rc) {
+        char *ct = co ? cJSON_PrintUnformatted(co) : NULL;
+        char where[4300];
+        snprintf(where, sizeof where, "--config %s", path);
+        if (dd_train_cfg_from_json(ct ? ct : "{}", where, cfg) != DD_OK) rc = dd_cli_usage(NAME, "%s", dd_last_error());
+        cJSON_free(ct);
+        if (!rc && !(co && cJSON_GetObjectItemCaseSensitive(co, "task"))) cfg->task = dpd ? DD_TRAIN_DLA : DD_TRAIN_PA;
+    }
+    if (!rc && (cfg->task != DD_TRAIN_PA) != dpd)
+        rc = dd_cli_usage(NAME, "--config: %s holds a %s recipe (task %s): use it with 'distdpd %s'", path,
+                          cfg->task == DD_TRAIN_PA ? "PA model" : "DPD", dd_train_task_name(cfg->task),
+                          cfg->task == DD_TRAIN_PA ? "train-pa" : "train-dpd");
+    const char *keys[2] = {"data", "pa_run"};
+    char *dst[2] = {data, pa_run};
+    size_t cap[2] = {dcap, pcap};
+    for (int i = 0; i < 2 && !rc; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+        if (v && !cJSON_IsString(v)) rc = dd_cli_usage(NAME, "--config: %s: key '%s' is not a string", path, keys[i]);
+        else if (v && strlen(v->valuestring) >= cap[i]) rc = dd_cli_usage(NAME, "--config: %s: key '%s' is too long", path, keys[i]);
+        else if (v) snprintf(dst[i], cap[i], "%s", v->valuestring);
+    }
+done:
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* runs/<task>-<model>-<YYYYmmdd-HHMMSS> (local time), with -2, -3, ... when that exists. */
+static int auto_run_name(const char *NAME, const dd_train_cfg *cfg, char *buf, size_t cap) {
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime_r(&now, &tmv));
+    struct stat sb;
+    for (int k = 1; k < 1000; k++) {
+        if (k == 1)
+            snprintf(buf, cap, "runs/%s-%s-%s", dd_train_task_name(cfg->task), cfg->model, stamp);
+        else
+            snprintf(buf, cap, "runs/%s-%s-%s-%d", dd_train_task_name(cfg->task), cfg->model, stamp, k);
+        if (stat(buf, &sb) != 0) return 0;
+    }
+    return dd_cli_usage(NAME, "runs/: no free run directory name for %s (give --out RUN)", stamp);
+}
+
 static int cmd_train(int argc, char **argv, int dpd) {
     const char *NAME = dpd ? "train-dpd" : "train-pa";
     enum {
@@ -572,6 +690,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
         O_EPOCHS, O_LR, O_OPT, O_WD, O_MOMENTUM, O_SCHED, O_PATIENCE, O_FACTOR, O_MINLR, O_STEPSIZE, O_GAMMA, O_WARMUP,
         O_CLIP, O_SEED, O_NOSHUFFLE, O_EVALBATCH, O_CKPTEVERY, O_NOTEST, O_NOREPORT, O_OUT, O_RESUME, O_PARUN, O_ILA,
         O_GAIN, O_GAINMODE, O_SELECT, O_PROGRESS, O_MEMLIMIT, O_CKPTSTEPS, O_CKPTSECS, O_KEEPLAST, O_RSBATCH, O_RSWARMUP,
+        O_LOSS, O_RECIPE, O_CONFIG,
+        O_THREADS,
         O_MOPT = 1024, /* + k: --NAME of model option k (the model registry's) */
         O_SOPT = 2048  /* + k: --NAME of strategy option k (the strategy registry's) */
     };
@@ -592,10 +712,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
         {"pa-run", required_argument, NULL, O_PARUN},       {"ila", no_argument, NULL, O_ILA},
         {"gain", required_argument, NULL, O_GAIN},          {"gain-mode", required_argument, NULL, O_GAINMODE},
         {"select", required_argument, NULL, O_SELECT},      {"progress", required_argument, NULL, O_PROGRESS},
-        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT},
+        {"mem-limit-mb", required_argument, NULL, O_MEMLIMIT}, {"threads", required_argument, NULL, O_THREADS},
         {"ckpt-every-steps", required_argument, NULL, O_CKPTSTEPS}, {"ckpt-every-s", required_argument, NULL, O_CKPTSECS},
         {"keep-last", required_argument, NULL, O_KEEPLAST},
         {"rescale-batch", required_argument, NULL, O_RSBATCH}, {"rescale-warmup", required_argument, NULL, O_RSWARMUP},
+        {"loss", required_argument, NULL, O_LOSS},          {"recipe", required_argument, NULL, O_RECIPE},
+        {"config", required_argument, NULL, O_CONFIG},
         {"verbose", no_argument, NULL, 'v'},                {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},                   {NULL, 0, NULL, 0}};
     /* the models' options (--hidden, --layers, ...) come from the registry, so a new
@@ -620,7 +742,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
     }
     for (size_t k = 0; k < ns; k++) longopts[nlo++] = (struct option){snames[k], required_argument, NULL, O_SOPT + (int)k};
     longopts[nlo] = (struct option){NULL, 0, NULL, 0};
-    static const char *const opts_opt[] = {"sgd", "adam", "adamw", NULL};
+    static const char *const opts_opt[] = {"sgd", "adam", "adamw", "rmsprop", NULL}; /* dd_optim_kind order */
+    static const char *const opts_loss[] = {"l2", "l1", NULL};
+    static const char *const opts_recipe[] = {"distdpd", "opendpd", NULL};
     static const char *const opts_sched[] = {"constant", "step", "cosine", "plateau", NULL};
     static const char *const opts_gain[] = {"max", "ls", NULL};
     static const char *const opts_select[] = {"model", "true", NULL};
@@ -635,16 +759,51 @@ static int cmd_train(int argc, char **argv, int dpd) {
     size_t v, step_size = 0, warmup = 0;
     uint64_t u;
     char model_buf[DD_TRAIN_NAME_MAX] = "gru";
+    char auto_name[256];
     int want_list = 0;
     dd_strategy_args sargs; /* the strategy options given */
     memset(&sargs, 0, sizeof sargs);
-    size_t mem_limit_mb = 0, rescale_batch = 0, rescale_warmup = 0;
+    size_t mem_limit_mb = 0, rescale_batch = 0, rescale_warmup = 0, threads = 0;
     int rescale_warmup_given = 0;
     /* every rank parses the same options: only rank 0 prints usage errors and help */
     quiet_streams q;
     quiet_begin(&q, launcher_rank() > 0);
+    /* --recipe and --config first: they set the defaults that the other options change,
+     * wherever they stand on the command line (docs/cli.md) */
+    int recipe = 0, auto_out = 0;
+    const char *config_path = NULL;
+    char config_data[4200] = "", config_pa_run[4200] = "";
     optind = 0;
     opterr = 0;
+    while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
+        if (c == O_RECIPE && (rc = dd_cli_parse_choice(NAME, "--recipe", optarg, opts_recipe, &recipe))) return rc;
+        if (c == O_CONFIG) config_path = optarg;
+    }
+    if (recipe && config_path)
+        return dd_cli_usage(NAME, "--recipe and --config both set every training default: give one of them");
+    if (recipe == 1) { /* OpenDPD's arguments.py defaults (lab-emi/OpenDPD, docs/opendpd.md) */
+        cfg.batch = 256;
+        cfg.eval_batch = 256;
+        cfg.epochs = 100;
+        cfg.lr = 5e-4;
+        sched_kind = DD_LR_CONSTANT; /* --lr_schedule 0 */
+        if (dpd) dd_model_cfg_set(&cfg.model_cfg, "hidden", 15); /* --DPD_hidden_size 15 (PA: 23, ours) */
+    }
+    if (config_path) {
+        if ((rc = load_config_file(NAME, config_path, dpd, &cfg, config_data, sizeof config_data, config_pa_run,
+                                   sizeof config_pa_run)))
+            return rc;
+        opt_kind = (int)DD_OPTIM_ADAMW;
+        dd_optim_kind ok;
+        if (dd_optim_kind_parse(cfg.opt, &ok) == DD_OK) opt_kind = (int)ok;
+        sched_kind = (int)cfg.sched.kind;
+        warmup = (size_t)cfg.sched.warmup;
+        snprintf(model_buf, sizeof model_buf, "%s", cfg.model);
+        ila = cfg.task == DD_TRAIN_ILA;
+        if (config_data[0]) data = config_data;
+        if (config_pa_run[0]) pa_run = config_pa_run;
+    }
+    optind = 0;
     while ((c = getopt_long(argc, argv, ":vqh", longopts, NULL)) != -1) {
         const char *oname = NULL; /* a configuration option (refused with --resume) */
         switch (c) {
@@ -706,6 +865,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
             oname = "--opt";
             if ((rc = dd_cli_parse_choice(NAME, "--opt", optarg, opts_opt, &opt_kind))) return rc;
             break;
+        case O_LOSS:
+            oname = "--loss";
+            if ((rc = dd_cli_parse_choice(NAME, "--loss", optarg, opts_loss, &cfg.loss))) return rc;
+            break;
+        case O_RECIPE: oname = "--recipe"; break; /* read above */
+        case O_CONFIG: oname = "--config"; break;
         case O_SCHED:
             oname = "--lr-schedule";
             sched_given = 1;
@@ -746,6 +911,9 @@ static int cmd_train(int argc, char **argv, int dpd) {
             break;
         case O_MEMLIMIT:
             if ((rc = dd_cli_parse_size(NAME, "--mem-limit-mb", optarg, 1, (size_t)1 << 30, &mem_limit_mb))) return rc;
+            break;
+        case O_THREADS:
+            if ((rc = dd_cli_parse_size(NAME, "--threads", optarg, 1, 256, &threads))) return rc;
             break;
         case 'v': verbosity++; break;
         case 'q': verbosity = -1; break;
@@ -832,7 +1000,6 @@ static int cmd_train(int argc, char **argv, int dpd) {
                                 rt == DD_TRAIN_PA ? "PA model" : "DPD", dd_train_task_name(rt),
                                 rt == DD_TRAIN_PA ? "train-pa" : "train-dpd", resume);
     } else {
-        if (!out) return dd_cli_usage(NAME, "missing --out RUN");
         if (!dpd && !data) return dd_cli_usage(NAME, "missing --data DIR");
         if (dpd && !pa_run) return dd_cli_usage(NAME, "missing --pa-run RUN_PA");
         if (cfg.lr <= 0) return dd_cli_usage(NAME, "--lr: must be > 0, got %g", cfg.lr);
@@ -841,8 +1008,12 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if (!isnan(gamma) && gamma <= 0) return dd_cli_usage(NAME, "--gamma: must be > 0, got %g", gamma);
         snprintf(cfg.model, sizeof cfg.model, "%s", model_buf);
         if (ila) cfg.task = DD_TRAIN_ILA;
-        snprintf(cfg.opt, sizeof cfg.opt, "%s", opts_opt[opt_kind]);
-        cfg.optim = dd_optim_cfg_default((dd_optim_kind)opt_kind);
+        if (strcmp(cfg.opt, opts_opt[opt_kind]) != 0) { /* another optimiser than the default's or --config's */
+            snprintf(cfg.opt, sizeof cfg.opt, "%s", opts_opt[opt_kind]);
+            cfg.optim = dd_optim_cfg_default((dd_optim_kind)opt_kind);
+            /* OpenDPD builds SGD with momentum 0.9 (project.py build_optimizer) */
+            if (recipe == 1 && opt_kind == DD_OPTIM_SGD) cfg.optim.momentum = 0.9;
+        }
         if (!isnan(wd)) cfg.optim.weight_decay = wd;
         if (!isnan(momentum)) {
             if (opt_kind != DD_OPTIM_SGD) return dd_cli_usage(NAME, "--momentum applies to --opt sgd only");
@@ -868,8 +1039,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
         if (gain_given && gain_mode_given)
             return dd_cli_usage(NAME, "--gain-mode chooses how G is derived from the training split: it cannot be given "
                                       "with --gain");
-        dd_lr_cfg base = cfg.sched; /* keeps the OpenDPD plateau settings */
-        if (sched_kind != DD_LR_PLATEAU) {
+        dd_lr_cfg base = cfg.sched; /* keeps the plateau settings (the default's or --config's) */
+        if (sched_kind != (int)cfg.sched.kind) {
             cfg.sched = dd_lr_cfg_default((dd_lr_kind)sched_kind, cfg.lr);
             cfg.sched.t_max = 0;
             cfg.sched.factor = base.factor;
@@ -884,6 +1055,11 @@ static int cmd_train(int argc, char **argv, int dpd) {
         cfg.sched.warmup = (int64_t)warmup;
         cfg.sched.base_lr = cfg.lr;
         if (dd_train_cfg_check(&cfg) != DD_OK) return dd_cli_usage(NAME, "%s", dd_last_error());
+        if (!out) { /* runs/<task>-<model>-<time>; ranks agree on rank 0's name once MPI runs */
+            if ((rc = auto_run_name(NAME, &cfg, auto_name, sizeof auto_name))) return rc;
+            out = auto_name;
+            auto_out = 1;
+        }
         {
             if (!dd_model_find(cfg.model)) return dd_cli_usage(NAME, "--model: unknown model '%s' (--model list shows them)", cfg.model);
             dd_model *m = NULL;
@@ -919,7 +1095,17 @@ static int cmd_train(int argc, char **argv, int dpd) {
     if (st != DD_OK) return dd_cli_fail(NAME, st);
     rank = dd_comm_rank(world);
     nranks = dd_comm_size(world);
+    if (auto_out) { /* rank 0's name (the ranks may have read the clock a second apart) */
+        if (nranks > 1 && (st = dd_comm_bcast(world, auto_name, sizeof auto_name, 0)) != DD_OK) goto fail;
+        sargs.out = out;
+        if (rank == 0) fprintf(stderr, "distdpd %s: run directory %s (no --out given)\n", NAME, out);
+    }
     if (mem_limit_mb) dd_mem_set_limit(mem_limit_mb * (size_t)1048576);
+    {
+        const char *env = getenv("DD_THREADS");
+        const int nt = dd_nn_threads_set(threads ? (int)threads : env && *env ? dd_nn_threads() : dd_nn_threads_owned());
+        if (verbosity > 0 && rank == 0) fprintf(stderr, "%s: %d thread(s) per rank\n", NAME, nt);
+    }
     sargs.nranks = nranks;
     if ((st = dd_strategy_choose(&sargs, &sdef)) != DD_OK) goto fail;
     if (sdef) {
@@ -1043,6 +1229,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
                 printf("best epoch: %d: val NMSE %s dB, test NMSE %s dB, test ACLR %s dBc, test EVM %s dB\n", b.epoch,
                        dd_cli_fmt(a1, sizeof a1, b.val.nmse_db, 2), dd_cli_fmt(a2, sizeof a2, b.test.nmse_db, 2),
                        dd_cli_fmt(a3, sizeof a3, b.test.aclr.avg_db, 2), dd_cli_fmt(a4, sizeof a4, b.test.evm_db, 2));
+                if (b.has_no_dpd) print_no_dpd_line(stdout, "baseline:   ", &b.no_dpd_test, &b.test);
                 if (b.has_true)
                     printf("true PA:    with the DPD, test ACLR %s dBc, EVM %s dB (see config.json for the PA without it)\n",
                            dd_cli_fmt(a1, sizeof a1, b.true_test.aclr.avg_db, 2),
@@ -1212,6 +1399,7 @@ static int overwrites_input(const char *in, const char *out, char which[4200]) {
 
 static void help_run(void) {
     printf("usage: distdpd run --run RUN --in X --out Y [options]\n"
+           "       distdpd run --run RUN --dpd-out FILE [--data DIR]\n"
            "\n"
            "Runs the best model of a training run (a PA model, or a DPD) over the I/Q file X\n"
            "of any length as one continuous stream (zero initial state, bounded memory) and\n"
@@ -1226,7 +1414,13 @@ static void help_run(void) {
            "  --out Y             output I/Q file\n"
            "  --ckpt C            best (default) or last\n"
            "  --through-pa        DPD runs: also pass the DPD output through the run's PA model\n"
-           "                      (writes PA_model(DPD(x)))\n"
+           "                      (writes PA_model(DPD(x)); with the run's spec, prints it\n"
+           "                      against G x next to the PA model without the DPD)\n"
+           "  --dpd-out FILE      DPD runs: OpenDPD's run_dpd output instead of (or as well as)\n"
+           "                      --in/--out: the test split of the data set as one stream,\n"
+           "                      CSV with columns I,Q,I_dpd,Q_dpd (input, DPD output), and\n"
+           "                      the PA model's result with and without the DPD\n"
+           "  --data DIR          the data set of --dpd-out (default: the run's)\n"
            "  --fs HZ             sample rate for SigMF output (default: the input's, else the\n"
            "                      run's data set)\n"
            "  -q, --quiet         no summary;  -v, --verbose: more log output\n"
@@ -1237,15 +1431,16 @@ static void help_run(void) {
 
 int dd_cmd_run(int argc, char **argv) {
     static const char *const NAME = "run";
-    enum { O_RUN = 256, O_IN, O_OUT, O_CKPT, O_THROUGH, O_FS };
+    enum { O_RUN = 256, O_IN, O_OUT, O_CKPT, O_THROUGH, O_FS, O_DPD_OUT, O_DATA };
     static const struct option longopts[] = {
         {"run", required_argument, NULL, O_RUN},       {"in", required_argument, NULL, O_IN},
         {"out", required_argument, NULL, O_OUT},       {"ckpt", required_argument, NULL, O_CKPT},
         {"through-pa", no_argument, NULL, O_THROUGH},  {"fs", required_argument, NULL, O_FS},
+        {"dpd-out", required_argument, NULL, O_DPD_OUT}, {"data", required_argument, NULL, O_DATA},
         {"verbose", no_argument, NULL, 'v'},           {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0}};
     static const char *const ckpts[] = {"best", "last", NULL};
-    const char *run = NULL, *in = NULL, *out = NULL;
+    const char *run = NULL, *in = NULL, *out = NULL, *dpd_out = NULL, *data = NULL;
     int ck = 0, through = 0, verbosity = 0, c, rc;
     double fs = 0;
     optind = 0;
@@ -1259,6 +1454,8 @@ int dd_cmd_run(int argc, char **argv) {
             if ((rc = dd_cli_parse_choice(NAME, "--ckpt", optarg, ckpts, &ck))) return rc;
             break;
         case O_THROUGH: through = 1; break;
+        case O_DPD_OUT: dpd_out = optarg; break;
+        case O_DATA: data = optarg; break;
         case O_FS:
             if ((rc = dd_cli_parse_double(NAME, "--fs", optarg, 1.0, 1e13, &fs))) return rc;
             break;
@@ -1270,6 +1467,16 @@ int dd_cmd_run(int argc, char **argv) {
     }
     if (optind < argc) return dd_cli_usage(NAME, "unexpected argument '%s'", argv[optind]);
     if (!run) return dd_cli_usage(NAME, "missing --run RUN");
+    if (data && !dpd_out) return dd_cli_usage(NAME, "--data is the data set of --dpd-out");
+    if (dpd_out && !in && !out) { /* OpenDPD's run_dpd alone */
+        dd_cli_log_init(verbosity);
+        dd_run_model rd;
+        dd_status sd = dd_run_model_load(run, ckpts[ck], &rd);
+        if (sd != DD_OK) return dd_cli_fail(NAME, sd);
+        int r = dd_cli_run_dpd_out(NAME, &rd, run, data, dpd_out, verbosity);
+        dd_run_model_free(&rd);
+        return r;
+    }
     if (!in) return dd_cli_usage(NAME, "missing --in X");
     if (!out) return dd_cli_usage(NAME, "missing --out Y");
     char same[4200];
@@ -1318,6 +1525,13 @@ int dd_cmd_run(int argc, char **argv) {
         printf("%s: %zu samples through %s (%s, epoch %d%s) in %.3f s\n", out, n, dd_model_name(rm.model),
                rm.cfg.task == DD_TRAIN_PA ? "PA model" : "DPD", rm.epoch, through ? ", then its PA model" : "",
                dd_now() - t0);
+    /* a DPD result through the PA model: with its baseline (the PA model alone) */
+    if (through && rm.has_spec && verbosity >= 0 && dd_cli_dpd_baseline(stdout, &rm, &rm.spec, x, y, n) != DD_OK)
+        printf("baseline not measured: %s\n", dd_last_error());
+    if (dpd_out && (rc = dd_cli_run_dpd_out(NAME, &rm, run, data, dpd_out, verbosity)) != DD_EXIT_OK) {
+        ret = rc;
+        goto cleanup;
+    }
     goto cleanup;
 fail:
     ret = dd_cli_fail(NAME, st);
@@ -1338,8 +1552,10 @@ static void help_eval(void) {
            "DIR (default: the data set the run was trained on) with the OpenDPD metrics:\n"
            "NMSE (segmented), ACLR (left, right, average) and spectral EVM. A PA run compares\n"
            "the model with the measured output; a DPD run compares PA_model(DPD(x)) with G x\n"
-           "and, on simulated data (pa.json / simulation.json), also measures the true PA\n"
-           "without and with the DPD.\n"
+           "next to its baseline, the same PA model without the DPD (PA_model(x) vs G x, and\n"
+           "the improvement in dB; JSON keys *_no_dpd_db, *_improvement_db) and, on simulated\n"
+           "data (pa.json / simulation.json), also measures the true PA without and with the\n"
+           "DPD (JSON keys true_*, no_dpd_val_*, no_dpd_test_*).\n"
            "\n"
            "options:\n"
            "  --run RUN           run directory (or a checkpoint file)\n"
@@ -1432,6 +1648,20 @@ int dd_cmd_eval(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "epoch", rec.epoch);
         json_metrics(o, "val", &rec.val);
         json_metrics(o, "test", &rec.test);
+        if (rec.has_no_dpd) {
+            const dd_eval_metrics *nd[2] = {&rec.no_dpd_val, &rec.no_dpd_test}, *wd[2] = {&rec.val, &rec.test};
+            for (int k = 0; k < 2; k++) {
+                char keys[DD_NO_DPD_KEYS][48];
+                double vals[DD_NO_DPD_KEYS];
+                dd_eval_no_dpd_keys(k == 0 ? "val" : "test", nd[k], wd[k], keys, vals);
+                for (int i = 0; i < DD_NO_DPD_KEYS; i++) {
+                    if (isfinite(vals[i]))
+                        cJSON_AddNumberToObject(o, keys[i], vals[i]);
+                    else
+                        cJSON_AddNullToObject(o, keys[i]);
+                }
+            }
+        }
         if (rec.has_true) {
             json_metrics(o, "true_val", &rec.true_val);
             json_metrics(o, "true_test", &rec.true_test);
@@ -1451,10 +1681,13 @@ int dd_cmd_eval(int argc, char **argv) {
         printf("%-26s %9s %9s %9s %9s %9s\n", "", "NMSE dB", "ACLR L", "ACLR R", "ACLR avg", "EVM dB");
         const char *what = rm.cfg.task == DD_TRAIN_PA ? "model" : "PA model + DPD";
         char lab[64];
+        if (rec.has_no_dpd) print_row("val: PA model, no DPD", &rec.no_dpd_val);
         snprintf(lab, sizeof lab, "val: %s", what);
         print_row(lab, &rec.val);
+        if (rec.has_no_dpd) print_row("test: PA model, no DPD", &rec.no_dpd_test);
         snprintf(lab, sizeof lab, "test: %s", what);
         print_row(lab, &rec.test);
+        if (rec.has_no_dpd) print_no_dpd_line(stdout, "", &rec.no_dpd_test, &rec.test);
         if (rec.has_true) {
             print_row("val: true PA, no DPD", &base[0]);
             print_row("val: true PA + DPD", &rec.true_val);

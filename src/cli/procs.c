@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,9 @@ pid_t dd_cli_spawn(const char *cmd, char *const *argv, const char *log) {
                 close(fd);
             }
         }
+        /* several processes share this machine's cores (ps-local, fed-sim): one kernel
+         * thread each unless the user says otherwise (--threads defaults to every owned core) */
+        if (!getenv("DD_THREADS")) setenv("DD_THREADS", "1", 1);
         execv("/proc/self/exe", argv);
         fprintf(stderr, "distdpd %s: cannot start %s: %s\n", cmd, argv[1], strerror(errno));
         _exit(127);

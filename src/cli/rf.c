@@ -31,6 +31,8 @@ void dd_sim_cfg_default(dd_sim_cfg *c) {
     c->qam = 0;
     c->papr_db = NAN;
     c->symbols = 0;
+    c->ofdm = NULL;
+    c->pa_params = NULL;
 }
 
 void dd_sim_free(dd_sim *s) {
@@ -46,7 +48,10 @@ dd_status dd_sim_run(const dd_sim_cfg *c, dd_sim *s) {
     dd_ofdm_cfg oc;
     dd_status st;
     dd_cf32 *warm = NULL;
-    if ((st = dd_ofdm_cfg_default(&oc, c->signal)) != DD_OK) return dd_error_prefix(st, "--signal: ");
+    if (c->ofdm)
+        oc = *c->ofdm;
+    else if ((st = dd_ofdm_cfg_default(&oc, c->signal)) != DD_OK)
+        return dd_error_prefix(st, "--signal: ");
     oc.seed = c->seed;
     if (c->qam) oc.qam = c->qam;
     if (!isnan(c->papr_db)) oc.papr_target_db = c->papr_db;
@@ -55,7 +60,9 @@ dd_status dd_sim_run(const dd_sim_cfg *c, dd_sim *s) {
     if ((st = dd_ofdm_spec(&oc, &s->spec)) != DD_OK) goto fail;
     const dd_cf32 *fr = dd_ofdm_samples(s->frame, &s->frame_len);
 
-    if ((st = dd_pa_params_default(c->pa, &s->params)) != DD_OK) {
+    if (c->pa_params)
+        s->params = *c->pa_params;
+    else if ((st = dd_pa_params_default(c->pa, &s->params)) != DD_OK) {
         dd_error_prefix(st, "--pa: ");
         goto fail;
     }
@@ -373,15 +380,7 @@ static dd_status psd_rel(const dd_rf_analysis *a, const dd_cf32 *x, size_t nper,
 dd_status dd_rf_psd_rel(const dd_spec *sp, const dd_cf32 *x, size_t n, size_t nper, double *freq_mhz,
                         double *out_db) {
     DD_TRY(dd_welch(x, n, sp->fs, nper, DD_PSD_DENSITY, 0, out_db, freq_mhz));
-    double bw = sp->bw_occupied > 0 ? sp->bw_occupied : sp->bw_main;
-    double sum = 0;
-    size_t cnt = 0;
-    for (size_t i = 0; i < nper; i++)
-        if (fabs(freq_mhz[i]) < 0.45 * bw) {
-            sum += out_db[i];
-            cnt++;
-        }
-    double ref = cnt && sum > 0 ? sum / (double)cnt : 1.0;
+    const double ref = dd_psd_inband_mean(sp, out_db, freq_mhz, nper);
     for (size_t i = 0; i < nper; i++) {
         out_db[i] = dd_db10(out_db[i] / ref);
         freq_mhz[i] /= 1e6;
@@ -400,7 +399,7 @@ static void aclr_splits(const dd_rf_analysis *a, const dd_cf32 *x, dd_aclr_def d
         if (nk == 0) continue;
         if (dd_aclr(x + split_off(a, k), nk, &a->spec, d, &rk) != DD_OK || !isfinite(rk.left_db) ||
             !isfinite(rk.right_db)) {
-            dd_log(DD_LOG_INFO, "ACLR (%s) of the %s split not measured: %s", d ? "3gpp" : "opendpd",
+            dd_log(DD_LOG_INFO, "ACLR (%s) of the %s split not measured: %s", d == DD_ACLR_3GPP ? "3gpp" : "opendpd",
                    dd_split_name((dd_split)k), dd_last_error());
             continue;
         }
@@ -410,7 +409,7 @@ static void aclr_splits(const dd_rf_analysis *a, const dd_cf32 *x, dd_aclr_def d
     }
     if (w == 0) {
         r->left_db = r->right_db = r->avg_db = NAN;
-        dd_log(DD_LOG_WARN, "ACLR (%s) could not be measured on any split", d ? "3gpp" : "opendpd");
+        dd_log(DD_LOG_WARN, "ACLR (%s) could not be measured on any split", d == DD_ACLR_3GPP ? "3gpp" : "opendpd");
         return;
     }
     r->left_db = wl / w;
@@ -460,6 +459,8 @@ dd_status dd_rf_analyze(const dd_dataset *ds, const dd_ofdm *frame, const dd_rf_
         aclr_splits(a, a->x, (dd_aclr_def)d, &a->aclr_in[d]);
         aclr_splits(a, a->y, (dd_aclr_def)d, &a->aclr_out[d]);
     }
+    aclr_splits(a, a->x, DD_ACLR_OPENDPD_WELCH, &a->aclr_in_welch);
+    aclr_splits(a, a->y, DD_ACLR_OPENDPD_WELCH, &a->aclr_out_welch);
     if ((st = dd_fit_gain(a->x, a->y, n, &a->gain, &a->gain_nmse_db)) != DD_OK) goto fail;
 
     /* MP fit on train, evaluated on train and test */
@@ -676,6 +677,8 @@ dd_status dd_rf_report_sections(dd_report *r, const dd_rf_analysis *a, const cha
         TRY_R(row4(r, an[d][1], f2(b1, a->aclr_in[d].right_db), f2(b2, a->aclr_out[d].right_db), "dBc"));
         TRY_R(row4(r, an[d][2], f2(b1, a->aclr_in[d].avg_db), f2(b2, a->aclr_out[d].avg_db), "dBc"));
     }
+    TRY_R(row4(r, "ACLR (OpenDPD bands, Welch PSD) average", f2(b1, a->aclr_in_welch.avg_db),
+               f2(b2, a->aclr_out_welch.avg_db), "dBc"));
     if (a->evm_ok) {
         TRY_R(row4(r, "EVM (demodulated, known symbols)", f2(b1, a->evm_in_pct), f2(b2, a->evm_out_pct), "%"));
         TRY_R(row4(r, "EVM (demodulated, known symbols)", f2(b1, a->evm_in_db), f2(b2, a->evm_out_db), "dB"));
@@ -687,6 +690,16 @@ dd_status dd_rf_report_sections(dd_report *r, const dd_rf_analysis *a, const cha
         snprintf(txt, sizeof txt, "EVM not available: %s.", a->evm_note);
         TRY_R(dd_report_paragraph(r, txt));
     }
+    /* the aligned-segment ACLR against the Welch one: one sentence when they disagree */
+    size_t nshort = 0; /* the shortest split: its padding matters most */
+    for (int k = 0; k < DD_SPLIT_COUNT; k++)
+        if (a->n_split[k] && (!nshort || a->n_split[k] < nshort)) nshort = a->n_split[k];
+    if (dd_aclr_disagreement("the PA input", &a->aclr_in[0], &a->aclr_in_welch, nshort, sp->nperseg, DD_ACLR_AGREE_DB, txt,
+                             sizeof txt))
+        TRY_R(dd_report_paragraph(r, txt));
+    if (dd_aclr_disagreement("the PA output", &a->aclr_out[0], &a->aclr_out_welch, nshort, sp->nperseg, DD_ACLR_AGREE_DB, txt,
+                             sizeof txt))
+        TRY_R(dd_report_paragraph(r, txt));
 
     const char *fh[4] = {"Model (PA output from PA input)", "Coefficients", "NMSE train (dB)", "NMSE test (dB)"};
     TRY_R(dd_report_table_begin(r, "Least-squares behavioural fits", 4, fh));

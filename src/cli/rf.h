@@ -28,6 +28,12 @@ typedef struct {
     int qam;            /* 0 = the preset's constellation */
     double papr_db;     /* crest-factor reduction target; NaN = preset (off), 0 = off */
     int symbols;        /* OFDM symbols per frame; 0 = the preset's */
+    const dd_ofdm_cfg *ofdm;      /* NULL = the preset `signal` (+ qam, papr_db, symbols);
+                                     else this configuration (its seed replaced by `seed`;
+                                     `signal` then only names it) */
+    const dd_pa_params *pa_params; /* NULL = the defaults of model `pa`; else these (fs and
+                                      seed set by the run; drive_db and snr_db applied on
+                                      top as for the defaults) */
 } dd_sim_cfg;
 
 void dd_sim_cfg_default(dd_sim_cfg *c);
@@ -80,6 +86,8 @@ typedef struct {
     dd_cf32 *x, *y;           /* PA input and output (owned copies) */
     double papr_in_db, papr_out_db;
     dd_aclr_result aclr_in[2], aclr_out[2]; /* [DD_ACLR_OPENDPD], [DD_ACLR_3GPP] */
+    dd_aclr_result aclr_in_welch, aclr_out_welch; /* OpenDPD bands on the Welch PSD
+                                                     (DD_ACLR_OPENDPD_WELCH) */
     dd_cf64 gain;             /* least-squares gain y ~ g x over all samples */
     double gain_nmse_db;      /* NMSE of that gain-only fit */
     int mp_ok;                /* the MP fit ran */

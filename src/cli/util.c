@@ -48,6 +48,87 @@ static int prefix_matches(const struct option *longopts, const char *name, size_
     return k;
 }
 
+/* ---- "did you mean": edit distance and OpenDPD's spellings ---- */
+
+/* Optimal-string-alignment distance (insertions, deletions, substitutions, swaps of two
+ * neighbours) of a[0..na) and b[0..nb), case-insensitive, '_' and '-' the same letter;
+ * names longer than 63 characters count as far from everything. */
+static int fold(int ch) {
+    ch = ch == '_' ? '-' : ch;
+    return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
+}
+int dd_cli_edit_distance(const char *a, size_t na, const char *b, size_t nb) {
+    enum { MAXL = 64 };
+    if (na >= MAXL || nb >= MAXL) return 1000;
+    int d[MAXL][MAXL];
+    for (size_t i = 0; i <= na; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int cost = fold(a[i - 1]) != fold(b[j - 1]);
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && fold(a[i - 1]) == fold(b[j - 2]) && fold(a[i - 2]) == fold(b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[na][nb];
+}
+
+const char *dd_cli_closest(const char *word, size_t n, const char *const *names, size_t count) {
+    const char *best = NULL;
+    int bd = 1000;
+    for (size_t i = 0; i < count; i++) {
+        int dist = dd_cli_edit_distance(word, n, names[i], strlen(names[i]));
+        if (dist < bd) {
+            bd = dist;
+            best = names[i];
+        }
+    }
+    /* close enough to be a typo: 1 edit for short names, up to a third of the length */
+    int limit = (int)(n / 3) > 1 ? (int)(n / 3) : 1;
+    return bd <= limit ? best : NULL;
+}
+
+/* OpenDPD's options (arguments.py of lab-emi/OpenDPD) and what distdpd takes instead:
+ * flag is the distdpd option (the hint is given where the command has it; NULL: the hint
+ * holds in every command), hint the text after "here:". docs/opendpd.md has the table. */
+static const struct {
+    const char *opendpd, *flag, *hint;
+} opendpd_opts[] = {
+    {"dataset_path", "data", "--data DIR (a directory with spec.json and the split CSVs, a data.csv, SigMF or .ddb)"},
+    {"dataset_name", "data", "--data DIR (the data set's directory, e.g. datasets/DPA_200MHz)"},
+    {"filename", "out", "--out RUN (the run directory; omitted: runs/<task>-<model>-<time>)"},
+    {"step", NULL, "the command: distdpd train-pa | train-dpd | run (aliases train_pa, train_dpd, run_dpd)"},
+    {"n_epochs", "epochs", "--epochs E"},
+    {"batch_size", "batch", "--batch B (the global batch)"},
+    {"batch_size_eval", "eval-batch", "--eval-batch N"},
+    {"frame_length", "frame", "--frame F"},
+    {"frame_stride", "stride", "--stride S"},
+    {"opt_type", "opt", "--opt adamw|adam|sgd|rmsprop"},
+    {"loss_type", "loss", "--loss l2|l1"},
+    {"lr_schedule", "lr-schedule", "--lr-schedule plateau|constant (OpenDPD 1|0)"},
+    {"lr_end", "min-lr", "--min-lr LR"},
+    {"decay_factor", "factor", "--factor F"},
+    {"grad_clip_val", "clip", "--clip C"},
+    {"eval_test", "no-test", "--no-test (OpenDPD --eval_test 0)"},
+    {"eval_val", NULL, "no option: the validation split is always evaluated (it selects the best epoch)"},
+    {"PA_backbone", "model", "--model NAME of train-pa (distdpd models lists them)"},
+    {"DPD_backbone", "model", "--model NAME of train-dpd (distdpd models lists them)"},
+    {"PA_hidden_size", "hidden", "--hidden H of train-pa"},
+    {"DPD_hidden_size", "hidden", "--hidden H of train-dpd"},
+    {"PA_num_layers", "layers", "--layers L of train-pa"},
+    {"DPD_num_layers", "layers", "--layers L of train-dpd"},
+    {"K", "order", "--order K (--model gmp or mp)"},
+    {"accelerator", NULL, "no option: distdpd trains on CPU cores; mpirun -np N trains on N processes"},
+    {"devices", NULL, "no option: distdpd trains on CPU cores; mpirun -np N trains on N processes"},
+    {"re_level", NULL, "no option: every run is reproducible bit for bit (--seed S)"},
+    {"log_precision", NULL, "no option: metrics.jsonl and history.csv keep 10 to 17 significant digits"},
+    {"pretrained_model", "resume", "--resume RUN (continue a run), or train-dpd --pa-run RUN_PA"},
+};
+
 int dd_cli_getopt_error(const char *cmd, int c, char **argv, const struct option *longopts) {
     const char *word = (optind > 0) ? argv[optind - 1] : "?";
     if (c == ':') return dd_cli_usage(cmd, "option '%s' needs a value", word);
@@ -61,6 +142,22 @@ int dd_cli_getopt_error(const char *cmd, int c, char **argv, const struct option
         char cand[1024];
         if (n > 0 && prefix_matches(longopts, word + 2, n, cand, sizeof cand) > 1)
             return dd_cli_usage(cmd, "ambiguous option '--%.*s' (could be %s)", (int)n, word + 2, cand);
+        /* an OpenDPD spelling: what distdpd takes instead (when this command has it) */
+        for (size_t i = 0; i < sizeof opendpd_opts / sizeof opendpd_opts[0]; i++) {
+            if (strlen(opendpd_opts[i].opendpd) != n || strncmp(opendpd_opts[i].opendpd, word + 2, n) != 0) continue;
+            int here = opendpd_opts[i].flag == NULL;
+            for (const struct option *o = longopts; !here && o && o->name; o++)
+                here = strcmp(o->name, opendpd_opts[i].flag) == 0;
+            if (here)
+                return dd_cli_usage(cmd, "unknown option '%s' (OpenDPD's spelling; here: %s; docs/opendpd.md)", word,
+                                    opendpd_opts[i].hint);
+        }
+        /* a typo of one of this command's options */
+        const char *names[512];
+        size_t k = 0;
+        for (const struct option *o = longopts; o && o->name && k < 512; o++) names[k++] = o->name;
+        const char *near = n > 0 ? dd_cli_closest(word + 2, n, names, k) : NULL;
+        if (near) return dd_cli_usage(cmd, "unknown option '%s' (did you mean --%s?)", word, near);
         return dd_cli_usage(cmd, "unknown option '%s'", word);
     }
     if (optopt > 0 && optopt < 128) return dd_cli_usage(cmd, "unknown option '-%c'", optopt);

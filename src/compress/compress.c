@@ -27,6 +27,7 @@ struct dd_compressor {
     void *slot[CX_SLOTS];
     size_t slot_cap[CX_SLOTS];
     dd_compress_stats st;
+    int warned_sparse;   /* the too-few-values warning was given */
 };
 
 /* ---------------------------------------------------------------- names */
@@ -402,6 +403,22 @@ dd_status dd_compress_exchange(dd_compressor *c, dd_comm *comm, dd_allreduce_alg
     x.density = dd_compress_density_now(c);
     x.b = b;
     x.owner = c;
+    if (c->codec->uses_density && !c->warned_sparse && n > 0) {
+        /* a density that leaves a few values of the bucket a step updates each parameter
+         * once in hundreds of steps: say so (once, on rank 0) instead of training slowly */
+        const size_t k = dd_cx_sparse_k(c->cfg.density, n);
+        if (k < DD_CX_MIN_KEPT && k < n) {
+            c->warned_sparse = 1;
+            if (x.rank == 0)
+                dd_log(DD_LOG_WARN,
+                       "%s at density %g sends %zu of the %zu gradient values of bucket [%zu, %zu) per step: each "
+                       "parameter is updated about once every %.0f steps, too rarely to train (fewer than %d values a "
+                       "step). Raise the density to at least %.2g, or use int8/fp16 or no compression for a model "
+                       "this small (docs/compress.md \"Too sparse\")",
+                       c->cfg.name, c->cfg.density, k, n, lo, hi, (double)n / (double)k, DD_CX_MIN_KEPT,
+                       ceil(1000.0 * DD_CX_MIN_KEPT / (double)n) / 1000.0);
+        }
+    }
 
     float *g = grads + lo;
     double t0 = dd_cx_now();

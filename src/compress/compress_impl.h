@@ -157,6 +157,13 @@ float dd_bf16_to_f32(uint16_t h);
  * else 4; a pair is that plus a float32 value. */
 size_t dd_pair_index_bytes(size_t n);
 
+/* The values a density compressor sends of a bucket of n: max(1, ceil(density n)), at
+ * most n (the product shrunk by a few ulps, so 0.07 x 100 is 7). */
+size_t dd_cx_sparse_k(double density, size_t n);
+/* Below this many values a step (at the final density), dd_compress_exchange warns once
+ * (rank 0) that the compressor cannot train the model: docs/compress.md "Too sparse". */
+#define DD_CX_MIN_KEPT 8
+
 /* Every rank contributes k_r (index, value) pairs (indices < n, distinct); out[0..n) =
  * for every index, the sum over ranks in rank order (0 first) of the values sent for it
  * (0 where none). Exchanges the counts, then the pairs (allgatherv); bit-identical on

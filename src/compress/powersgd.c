@@ -2,7 +2,7 @@
  * is reshaped into a matrix M and replaced by the rank-r approximation P P^T M found by
  * one power iteration per step, warm-started from the previous step's Q. P and Q are
  * summed over the ranks with the configured float32 allreduce (dd_cx_allreduce), so the
- * payload is (rows + cols) r floats instead of n. See docs/compress_powersgd.md.
+ * payload is (rows + cols) r floats instead of n. See docs/compress.md "PowerSGD".
  *
  * Shape: a bucket of n elements is M = rows x cols, row-major, cols = ceil(sqrt(n)),
  * rows = ceil(n / cols), the last row zero padded (padding is never written out);

@@ -1,4 +1,4 @@
-/* The quantising gradient codecs (compress.h; docs/compress_quant.md): none (plain
+/* The quantising gradient codecs (compress.h; docs/compress.md "Quantisers and the quantised ring"): none (plain
  * float32 allreduce), and the element codecs that go through the quantised ring of
  * qring.c: fp32 (identity), fp16 and bf16 (round to nearest even), int8 and int4
  * (symmetric, one float32 scale per chunk, nearest or stochastic rounding) and sign (one

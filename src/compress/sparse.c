@@ -34,7 +34,7 @@ size_t dd_pair_index_bytes(size_t n) { return n <= 65536 ? 2 : 4; }
 /* k = max(1, ceil(density n)), at most n. The product is shrunk by a few ulps first so
  * that a density that is "exactly" j/n in decimal (0.07 * 100 = 7.000000000000001 in
  * binary) gives j, not j + 1. */
-static size_t sparse_k(double density, size_t n) {
+size_t dd_cx_sparse_k(double density, size_t n) {
     if (n == 0) return 0;
     double t = ceil(density * (double)n * (1.0 - 4.0 * DBL_EPSILON));
     if (!(t >= 1.0)) return 1;
@@ -333,7 +333,7 @@ dd_status dd_cx_pairs_allgather(dd_cx *x, const uint32_t *idx, const float *val,
 static dd_status topk_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
     if (n == 0) return DD_OK;
     DD_TRY(check_bucket("topk", n));
-    size_t k = sparse_k(x->density, n);
+    size_t k = dd_cx_sparse_k(x->density, n);
     if (k >= n) return dd_cx_send_dense(x, in, n, mine, out);
     uint32_t *idx = NULL;
     size_t m = 0;
@@ -373,7 +373,7 @@ static void draw_indices(dd_rng *r, size_t n, size_t k, uint64_t *bits, uint32_t
 static dd_status randk_exchange(dd_cx *x, const float *in, size_t n, float *mine, float *out) {
     if (n == 0) return DD_OK;
     DD_TRY(check_bucket("randk", n));
-    size_t k = sparse_k(x->density, n);
+    size_t k = dd_cx_sparse_k(x->density, n);
     if (k >= n) return dd_cx_send_dense(x, in, n, mine, out);
     double t0 = dd_cx_now();
     uint32_t *idx = dd_cx_scratch(x, SLOT_IDX, k * sizeof(uint32_t));
@@ -457,7 +457,7 @@ static dd_status dgc_exchange(dd_cx *x, const float *in, size_t n, float *mine, 
     rec->magic = 0;
     if (n == 0) return DD_OK;
     DD_TRY(check_bucket("dgc", n));
-    size_t k = sparse_k(x->density, n), m = 0;
+    size_t k = dd_cx_sparse_k(x->density, n), m = 0;
     uint32_t *idx = NULL;
     int dense = k >= n;
     if (dense)

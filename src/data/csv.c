@@ -88,20 +88,20 @@ static dd_status grow_rows(float **v, size_t *cap, size_t row, int ncols, const 
     return DD_OK;
 }
 
-static dd_status csv_parse(const char *path, const char *const *names, int ncols, float **data,
-                          size_t *nrows) {
-    *data = NULL;
-    *nrows = 0;
-    dd_lines rd;
-    DD_TRY(dd_lines_open(&rd, path));
-    float *v = NULL;
-    size_t cap = 0, row = 0, len;
+dd_status dd_csv_stream_open(dd_csv_stream *cs, const char *path, const char *const *names, int ncols) {
+    memset(cs, 0, sizeof *cs);
+    cs->path = path;
+    cs->names = names;
+    cs->ncols = ncols;
+    DD_TRY(dd_lines_open(&cs->rd, path));
     char *p;
+    size_t len;
     int got;
     dd_status st;
-
+    dd_cloc loc;
+    dd_cloc_push(&loc);
     /* Header: line 1, after an optional UTF-8 byte order mark. */
-    if ((st = dd_lines_next(&rd, &p, &len, &got)) != DD_OK) goto cleanup;
+    if ((st = dd_lines_next(&cs->rd, &p, &len, &got)) != DD_OK) goto cleanup;
     if (got && len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0) {
         p += 3;
         len -= 3;
@@ -115,7 +115,7 @@ static dd_status csv_parse(const char *path, const char *const *names, int ncols
         for (;;) {
             char *q;
             size_t ql;
-            if (got && (st = dd_lines_next(&rd, &q, &ql, &got)) != DD_OK) goto cleanup;
+            if (got && (st = dd_lines_next(&cs->rd, &q, &ql, &got)) != DD_OK) goto cleanup;
             if (!got) {
                 st = dd_error(DD_ERR_FORMAT, "%s: empty file (expected a header line '%s,...')", path,
                               names[0]);
@@ -128,26 +128,42 @@ static dd_status csv_parse(const char *path, const char *const *names, int ncols
         goto cleanup;
     }
     st = check_header(path, p, p + len, names, ncols);
-    if (st != DD_OK) goto cleanup;
+cleanup:
+    dd_cloc_pop(&loc);
+    if (st != DD_OK) dd_lines_close(&cs->rd);
+    return st;
+}
 
-    for (;;) {
-        if ((st = dd_lines_next(&rd, &p, &len, &got)) != DD_OK) goto cleanup;
-        if (!got) break;
-        size_t line = rd.line;
+static dd_status stream_read(dd_csv_stream *cs, float *v, size_t max_rows, size_t *nrows) {
+    const char *path = cs->path;
+    const char *const *names = cs->names;
+    const int ncols = cs->ncols;
+    size_t row = 0, len;
+    char *p;
+    int got;
+    dd_status st;
+    while (!cs->done && row < max_rows) {
+        if ((st = dd_lines_next(&cs->rd, &p, &len, &got)) != DD_OK) return st;
+        if (!got) {
+            cs->done = 1;
+            break;
+        }
+        size_t line = cs->rd.line;
         /* Blank line: fine only if nothing but white space follows. */
         const char *q = p;
         while (is_hspace(*q)) q++;
         if (is_eol(*q)) {
             for (;;) {
-                if ((st = dd_lines_next(&rd, &p, &len, &got)) != DD_OK) goto cleanup;
-                if (!got) goto done;
+                if ((st = dd_lines_next(&cs->rd, &p, &len, &got)) != DD_OK) return st;
+                if (!got) {
+                    cs->done = 1;
+                    break;
+                }
                 if (!all_space(p, len)) break;
             }
-            st = dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found 0 (empty line)", path,
-                          line, ncols);
-            goto cleanup;
+            if (cs->done) break;
+            return dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found 0 (empty line)", path, line, ncols);
         }
-        if ((st = grow_rows(&v, &cap, row, ncols, path)) != DD_OK) goto cleanup;
         float *dst = v + row * (size_t)ncols;
         for (int c = 0; c < ncols; c++) {
             const char *cell = p;
@@ -164,37 +180,58 @@ static dd_status csv_parse(const char *path, const char *const *names, int ncols
             if (e == q || (*after != ',' && !is_eol(*after))) {
                 char txt[4 * 40 + 4];
                 cell_text(cell, txt, sizeof txt);
-                st = dd_error(DD_ERR_FORMAT, "%s:%zu: column %d ('%s') is not a number: '%s'", path,
-                              line, c + 1, names[c], txt);
-                goto cleanup;
+                return dd_error(DD_ERR_FORMAT, "%s:%zu: column %d ('%s') is not a number: '%s'", path, line, c + 1,
+                                names[c], txt);
             }
             if (!isfinite(x)) {
                 char txt[4 * 40 + 4];
                 cell_text(cell, txt, sizeof txt);
-                st = dd_error(DD_ERR_RANGE, "%s:%zu: column %d ('%s') value is NaN/Inf%s: '%s'", path,
-                              line, c + 1, names[c], errno == ERANGE ? " (overflows float32)" : "",
-                              txt);
-                goto cleanup;
+                return dd_error(DD_ERR_RANGE, "%s:%zu: column %d ('%s') value is NaN/Inf%s: '%s'", path, line, c + 1,
+                                names[c], errno == ERANGE ? " (overflows float32)" : "", txt);
             }
             dst[c] = x;
             if (c + 1 < ncols) {
-                if (*after != ',') {
-                    st = dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found %d", path, line,
-                                  ncols, c + 1);
-                    goto cleanup;
-                }
+                if (*after != ',')
+                    return dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found %d", path, line, ncols, c + 1);
                 p = (char *)after + 1;
             } else if (*after == ',') {
                 int found = ncols;
                 for (const char *r = after; !is_eol(*r); r++) found += *r == ',';
-                st = dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found %d", path, line,
-                              ncols, found);
-                goto cleanup;
+                return dd_error(DD_ERR_FORMAT, "%s:%zu: expected %d columns, found %d", path, line, ncols, found);
             }
         }
         row++;
     }
-done:
+    *nrows = row;
+    return DD_OK;
+}
+
+dd_status dd_csv_stream_read(dd_csv_stream *cs, float *v, size_t max_rows, size_t *nrows) {
+    *nrows = 0;
+    dd_cloc loc;
+    dd_cloc_push(&loc);
+    dd_status st = stream_read(cs, v, max_rows, nrows);
+    dd_cloc_pop(&loc);
+    return st;
+}
+
+void dd_csv_stream_close(dd_csv_stream *cs) { dd_lines_close(&cs->rd); }
+
+static dd_status csv_parse(const char *path, const char *const *names, int ncols, float **data,
+                          size_t *nrows) {
+    *data = NULL;
+    *nrows = 0;
+    dd_csv_stream cs;
+    DD_TRY(dd_csv_stream_open(&cs, path, names, ncols));
+    float *v = NULL;
+    size_t cap = 0, row = 0;
+    dd_status st = DD_OK;
+    while (!cs.done) {
+        if ((st = grow_rows(&v, &cap, row, ncols, path)) != DD_OK) goto cleanup;
+        size_t got = 0;
+        if ((st = stream_read(&cs, v + row * (size_t)ncols, cap - row, &got)) != DD_OK) goto cleanup;
+        row += got;
+    }
     /* Shrink to the rows read (at least one row's worth, so the array is never NULL). */
     {
         size_t keep = (row ? row : 1) * (size_t)ncols * sizeof(float);
@@ -210,10 +247,9 @@ done:
     *data = v;
     *nrows = row;
     v = NULL;
-    st = DD_OK;
 cleanup:
     free(v);
-    dd_lines_close(&rd);
+    dd_csv_stream_close(&cs);
     return st;
 }
 
@@ -256,6 +292,10 @@ static dd_status write_rows(dd_afile *a, const dd_cf32 *const *cols, int ncols, 
 dd_status dd_csv_write_cols(dd_afile *a, const char *header, const dd_cf32 *const *cols,
                             int ncplx, size_t n) {
     if (fprintf(a->f, "%s\n", header) < 0) return dd_afile_werr(a);
+    return dd_csv_write_rows(a, cols, ncplx, n);
+}
+
+dd_status dd_csv_write_rows(dd_afile *a, const dd_cf32 *const *cols, int ncplx, size_t n) {
     dd_cloc loc;
     dd_cloc_push(&loc);
     dd_status st = write_rows(a, cols, ncplx, n);
@@ -265,10 +305,18 @@ dd_status dd_csv_write_cols(dd_afile *a, const char *header, const dd_cf32 *cons
 
 dd_status dd_csv_write_iq(const char *path, const dd_cf32 *x, size_t n) {
     if (!path || (!x && n)) return dd_error(DD_ERR_ARG, "dd_csv_write_iq: NULL argument");
+    const dd_cf32 *cols[1] = {x};
+    return dd_csv_write_columns(path, "I,Q", cols, 1, n);
+}
+
+dd_status dd_csv_write_columns(const char *path, const char *header, const dd_cf32 *const *cols, int ncplx,
+                               size_t n) {
+    if (!path || !header || !cols || ncplx < 1) return dd_error(DD_ERR_ARG, "dd_csv_write_columns: bad argument");
+    for (int c = 0; c < ncplx; c++)
+        if (!cols[c] && n) return dd_error(DD_ERR_ARG, "dd_csv_write_columns: column %d is NULL", c);
     dd_afile a;
     DD_TRY(dd_afile_open(&a, path));
-    const dd_cf32 *cols[1] = {x};
-    dd_status st = dd_csv_write_cols(&a, "I,Q", cols, 1, n);
+    dd_status st = dd_csv_write_cols(&a, header, cols, ncplx, n);
     if (st == DD_OK) st = dd_afile_commit(&a);
     if (st != DD_OK) dd_afile_abort(&a);
     return st;

@@ -112,10 +112,27 @@ void dd_split_counts(size_t n, const double r[3], size_t cnt[3]);
 dd_status dd_csv_parse(const char *path, const char *const *names, int ncols, float **data,
                        size_t *nrows);
 
+/* The same parser as a stream, for data larger than memory: open checks the header
+ * (same errors); read parses up to max_rows rows into v (max_rows x ncols floats) and
+ * sets *nrows (0 and done = 1 at the end of the file); close releases the reader (also
+ * after an error). path and names are borrowed. */
+typedef struct {
+    dd_lines rd;
+    const char *path;
+    const char *const *names;
+    int ncols;
+    int done; /* the end of the file was reached */
+} dd_csv_stream;
+dd_status dd_csv_stream_open(dd_csv_stream *cs, const char *path, const char *const *names, int ncols);
+dd_status dd_csv_stream_read(dd_csv_stream *cs, float *v, size_t max_rows, size_t *nrows);
+void dd_csv_stream_close(dd_csv_stream *cs);
+
 /* Writes "header\n" then n rows of ncplx complex columns ("%.9g" each, so float32 values
  * read back bit-exact) to the open atomic file a. Refuses NaN/Inf (DD_ERR_RANGE). */
 dd_status dd_csv_write_cols(dd_afile *a, const char *header, const dd_cf32 *const *cols,
                             int ncplx, size_t n);
+/* The rows only (no header), e.g. one chunk of a stream. */
+dd_status dd_csv_write_rows(dd_afile *a, const dd_cf32 *const *cols, int ncplx, size_t n);
 
 /* JSON helpers (cJSON). dd_json_read parses a file whose top level must be an object
  * (caller cJSON_Delete()s); syntax errors name the file and line. dd_json_number reads a
@@ -143,6 +160,29 @@ dd_status dd_sigmf_write_ex(const char *prefix, const dd_cf32 *const *parts, con
                             int nparts, double fs, dd_sigmf_type type, const char *description,
                             const struct cJSON *extra_global, const struct cJSON *annotations);
 dd_status dd_sigmf_load_dataset(const char *prefix, dd_dataset *ds);
+
+/* Streaming SigMF pair (dd_dataset_convert): a source reads PREFIX_input/_output in
+ * chunks (the same checks and messages as dd_sigmf_load_dataset; *spec and cnt[] from
+ * the meta, annotations or split ratios); a sink writes PREFIX_input/_output.sigmf-data
+ * as cf32_le in chunks (temporary files) and commit writes both meta files (spec, split
+ * annotations of n[]) and renames everything into place. */
+typedef struct dd_sigmf_src dd_sigmf_src;
+dd_status dd_sigmf_src_open(const char *prefix, dd_sigmf_src **out, dd_spec *spec, size_t cnt[3]);
+dd_status dd_sigmf_src_read(dd_sigmf_src *s, dd_cf32 *in, dd_cf32 *out, size_t max, size_t *got);
+void dd_sigmf_src_close(dd_sigmf_src **s);
+typedef struct dd_sigmf_sink dd_sigmf_sink;
+dd_status dd_sigmf_sink_open(const char *prefix, dd_sigmf_sink **out);
+dd_status dd_sigmf_sink_put(dd_sigmf_sink *k, const dd_cf32 *in, const dd_cf32 *out, size_t n);
+dd_status dd_sigmf_sink_commit(dd_sigmf_sink **k, const dd_spec *spec, const size_t n[3]);
+void dd_sigmf_sink_abort(dd_sigmf_sink **k);
+
+/* Split ratios for a single-recording file holding n[] samples per split: the spec's
+ * when dd_split_counts reproduces n[] from them, else n[s] / N (checked to reproduce). */
+dd_status dd_spec_ratios_for_counts(dd_spec *spec, const size_t n[3], const char *where);
+
+/* Dataset path resolution shared by the loader and the converter (dataset.c). */
+dd_status dd_find_sigmf_pair(const char *dir, char *prefix, int *found);
+int dd_sigmf_prefix_of(const char *path, char *prefix);
 
 /* OpenDPD directory loaders (opendpd.c): fill ds from DIR given its spec and format. */
 dd_status dd_opendpd_load(const char *dir, const dd_spec *spec, const char *format,

@@ -48,7 +48,7 @@ void dd_dataset_free(dd_dataset **ds) {
 
 /* Finds the one NAME_input.sigmf-meta in dir with a matching NAME_output.sigmf-meta.
  * *found = 0 if there is none; an error if there are several. */
-static dd_status find_sigmf_pair(const char *dir, char *prefix, int *found) {
+dd_status dd_find_sigmf_pair(const char *dir, char *prefix, int *found) {
     static const char *const suffix = "_input.sigmf-meta";
     *found = 0;
     DIR *d = opendir(dir);
@@ -102,7 +102,7 @@ static dd_status load_bin(const char *path, dd_dataset *ds) {
 }
 
 /* Strips a known suffix from a SigMF file path to get the dataset prefix; 1 if done. */
-static int sigmf_prefix_of(const char *path, char *prefix) {
+int dd_sigmf_prefix_of(const char *path, char *prefix) {
     static const char *const sfx[4] = {"_input.sigmf-meta", "_input.sigmf-data", "_output.sigmf-meta",
                                        "_output.sigmf-data"};
     size_t len = strlen(path);
@@ -150,7 +150,7 @@ static dd_status load_any(const char *path, dd_dataset *ds) {
             if (e != ENOENT)
                 return dd_error(DD_ERR_IO, "cannot open %s: %s", buf, strerror(e));
             int found = 0;
-            DD_TRY(find_sigmf_pair(path, prefix, &found));
+            DD_TRY(dd_find_sigmf_pair(path, prefix, &found));
             if (found) return dd_sigmf_load_dataset(prefix, ds);
             return dd_error(DD_ERR_IO,
                             "%s: not a dataset: no spec.json (OpenDPD) and no NAME_input/"
@@ -164,7 +164,7 @@ static dd_status load_any(const char *path, dd_dataset *ds) {
     }
     if (S_ISREG(sb.st_mode)) {
         if (dd_bin_is_bin(path)) return load_bin(path, ds);
-        if (sigmf_prefix_of(path, prefix)) return dd_sigmf_load_dataset(prefix, ds);
+        if (dd_sigmf_prefix_of(path, prefix)) return dd_sigmf_load_dataset(prefix, ds);
         const char *base = dd_path_base(path);
         if (strcmp(base, "spec.json") == 0) {
             size_t dl = (size_t)(base - path);

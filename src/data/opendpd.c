@@ -118,19 +118,24 @@ dd_status dd_dataset_save_opendpd(const dd_dataset *ds, const char *dir) {
     return st;
 }
 
+dd_status dd_spec_ratios_for_counts(dd_spec *spec, const size_t n[3], const char *where) {
+    size_t total = n[0] + n[1] + n[2], cnt[3];
+    dd_split_counts(total, spec->split, cnt);
+    if (total > 0 && (cnt[0] != n[0] || cnt[1] != n[1])) {
+        for (int s = 0; s < 3; s++) spec->split[s] = (double)n[s] / (double)total;
+        dd_split_counts(total, spec->split, cnt);
+        if (cnt[0] != n[0] || cnt[1] != n[1])
+            return dd_error(DD_ERR_INTERNAL, "%s: split counts not representable as ratios", where);
+    }
+    return DD_OK;
+}
+
 dd_status dd_dataset_save_opendpd_single(const dd_dataset *ds, const char *dir) {
     if (!ds || !dir) return dd_error(DD_ERR_ARG, "dd_dataset_save_opendpd_single: NULL argument");
     DD_TRY(check_ds(ds, dir));
     DD_TRY(dd_mkdir_p(dir));
     dd_spec spec = ds->spec;
-    size_t total = ds->n[0] + ds->n[1] + ds->n[2], cnt[3];
-    dd_split_counts(total, spec.split, cnt);
-    if (total > 0 && (cnt[0] != ds->n[0] || cnt[1] != ds->n[1])) {
-        for (int s = 0; s < 3; s++) spec.split[s] = (double)ds->n[s] / (double)total;
-        dd_split_counts(total, spec.split, cnt);
-        if (cnt[0] != ds->n[0] || cnt[1] != ds->n[1])
-            return dd_error(DD_ERR_INTERNAL, "%s: split counts not representable as ratios", dir);
-    }
+    DD_TRY(dd_spec_ratios_for_counts(&spec, ds->n, dir));
     char path[DD_PATH_MAX];
     DD_TRY(dd_path_join(path, sizeof path, dir, "data.csv"));
     dd_afile a;

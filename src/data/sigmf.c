@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data_internal.h"
 
@@ -113,6 +114,40 @@ static dd_status sigmf_paths(const char *arg, char *meta, char *data) {
     return DD_OK;
 }
 
+/* Checks the global object and captures of a parsed meta file: *dt and *rate receive
+ * the sample type and rate, *dtname the core:datatype string (inside root). */
+static dd_status check_meta(const char *meta, const cJSON *root, sigmf_dt *dt, double *rate, const char **dtname) {
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "global");
+    if (!g) return dd_error(DD_ERR_FORMAT, "%s: missing field 'global'", meta);
+    if (!cJSON_IsObject(g))
+        return dd_error(DD_ERR_FORMAT, "%s: field 'global' must be an object, found %s", meta, dd_json_type_name(g));
+    const cJSON *dt_j = cJSON_GetObjectItemCaseSensitive(g, "core:datatype");
+    if (!dt_j) return dd_error(DD_ERR_FORMAT, "%s: missing field 'core:datatype'", meta);
+    if (!cJSON_IsString(dt_j))
+        return dd_error(DD_ERR_FORMAT, "%s: field 'core:datatype' must be a string, found %s", meta,
+                        dd_json_type_name(dt_j));
+    DD_TRY(parse_dtype(meta, dt_j->valuestring, dt));
+    *dtname = dt_j->valuestring;
+    DD_TRY(dd_json_number(meta, g, "core:sample_rate", 1, rate));
+    if (!(*rate > 0)) return dd_error(DD_ERR_RANGE, "%s: field 'core:sample_rate' must be > 0, found %g", meta, *rate);
+    double nch = 1, trailing = 0;
+    DD_TRY(dd_json_number(meta, g, "core:num_channels", 0, &nch));
+    if (nch != 1)
+        return dd_error(DD_ERR_UNSUPPORTED, "%s: core:num_channels = %g; only 1 channel is supported", meta, nch);
+    DD_TRY(dd_json_number(meta, g, "core:trailing_bytes", 0, &trailing));
+    if (trailing != 0) return dd_error(DD_ERR_UNSUPPORTED, "%s: core:trailing_bytes is not supported", meta);
+    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(root, "captures");
+    if (caps && !cJSON_IsArray(caps))
+        return dd_error(DD_ERR_FORMAT, "%s: field 'captures' must be an array, found %s", meta, dd_json_type_name(caps));
+    const cJSON *cap;
+    cJSON_ArrayForEach(cap, caps) {
+        double hb = 0;
+        if (cJSON_IsObject(cap)) DD_TRY(dd_json_number(meta, cap, "core:header_bytes", 0, &hb));
+        if (hb != 0) return dd_error(DD_ERR_UNSUPPORTED, "%s: captures with core:header_bytes are not supported", meta);
+    }
+    return DD_OK;
+}
+
 /* Reads a recording; *root_out (optional) receives the parsed meta (caller deletes). */
 dd_status dd_sigmf_read_ex(const char *arg, dd_cf32 **x, size_t *n, double *fs,
                            cJSON **root_out) {
@@ -129,68 +164,14 @@ dd_status dd_sigmf_read_ex(const char *arg, dd_cf32 **x, size_t *n, double *fs,
     size_t len = 0;
     double rate = 0;
     sigmf_dt dt = {0, 0, 0, 0};
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(root, "global");
-    if (!g) {
-        st = dd_error(DD_ERR_FORMAT, "%s: missing field 'global'", meta);
-        goto cleanup;
-    }
-    if (!cJSON_IsObject(g)) {
-        st = dd_error(DD_ERR_FORMAT, "%s: field 'global' must be an object, found %s", meta,
-                      dd_json_type_name(g));
-        goto cleanup;
-    }
-    const cJSON *dt_j = cJSON_GetObjectItemCaseSensitive(g, "core:datatype");
-    if (!dt_j) {
-        st = dd_error(DD_ERR_FORMAT, "%s: missing field 'core:datatype'", meta);
-        goto cleanup;
-    }
-    if (!cJSON_IsString(dt_j)) {
-        st = dd_error(DD_ERR_FORMAT, "%s: field 'core:datatype' must be a string, found %s", meta,
-                      dd_json_type_name(dt_j));
-        goto cleanup;
-    }
-    if ((st = parse_dtype(meta, dt_j->valuestring, &dt)) != DD_OK) goto cleanup;
-    if ((st = dd_json_number(meta, g, "core:sample_rate", 1, &rate)) != DD_OK) goto cleanup;
-    if (!(rate > 0)) {
-        st = dd_error(DD_ERR_RANGE, "%s: field 'core:sample_rate' must be > 0, found %g", meta, rate);
-        goto cleanup;
-    }
-    double nch = 1, trailing = 0;
-    if ((st = dd_json_number(meta, g, "core:num_channels", 0, &nch)) != DD_OK) goto cleanup;
-    if (nch != 1) {
-        st = dd_error(DD_ERR_UNSUPPORTED, "%s: core:num_channels = %g; only 1 channel is supported",
-                      meta, nch);
-        goto cleanup;
-    }
-    if ((st = dd_json_number(meta, g, "core:trailing_bytes", 0, &trailing)) != DD_OK) goto cleanup;
-    if (trailing != 0) {
-        st = dd_error(DD_ERR_UNSUPPORTED, "%s: core:trailing_bytes is not supported", meta);
-        goto cleanup;
-    }
-    const cJSON *caps = cJSON_GetObjectItemCaseSensitive(root, "captures");
-    if (caps && !cJSON_IsArray(caps)) {
-        st = dd_error(DD_ERR_FORMAT, "%s: field 'captures' must be an array, found %s", meta,
-                      dd_json_type_name(caps));
-        goto cleanup;
-    }
-    const cJSON *cap;
-    cJSON_ArrayForEach(cap, caps) {
-        double hb = 0;
-        if (cJSON_IsObject(cap) &&
-            (st = dd_json_number(meta, cap, "core:header_bytes", 0, &hb)) != DD_OK)
-            goto cleanup;
-        if (hb != 0) {
-            st = dd_error(DD_ERR_UNSUPPORTED, "%s: captures with core:header_bytes are not supported",
-                          meta);
-            goto cleanup;
-        }
-    }
+    const char *dtname = "";
+    if ((st = check_meta(meta, root, &dt, &rate, &dtname)) != DD_OK) goto cleanup;
 
     if ((st = dd_read_all(data, SIZE_MAX, &raw, &len)) != DD_OK) goto cleanup;
     if (len % dt.bytes != 0) {
         st = dd_error(DD_ERR_CORRUPT,
                       "%s: size %zu bytes is not a multiple of the %zu-byte %s sample (truncated?)",
-                      data, len, dt.bytes, dt_j->valuestring);
+                      data, len, dt.bytes, dtname);
         goto cleanup;
     }
     size_t cnt = len / dt.bytes;
@@ -285,30 +266,20 @@ static dd_status write_data(dd_afile *a, const dd_cf32 *const *parts, const size
     return DD_OK;
 }
 
-/* Writes PREFIX.sigmf-data and PREFIX.sigmf-meta. extra_global's items are copied into
- * the global object; annotations (may be NULL) is copied as the annotations array. */
-dd_status dd_sigmf_write_ex(const char *prefix, const dd_cf32 *const *parts, const size_t *plen,
-                            int nparts, double fs, dd_sigmf_type type, const char *description,
-                            const cJSON *extra_global, const cJSON *annotations) {
-    char meta[DD_PATH_MAX], data[DD_PATH_MAX];
-    DD_TRY(sigmf_paths(prefix, meta, data));
-    if (!(isfinite(fs) && fs > 0))
-        return dd_error(DD_ERR_ARG, "%s: sample rate must be > 0, found %g", meta, fs);
-    if (type != DD_SIGMF_CF32_LE && type != DD_SIGMF_CF64_LE && type != DD_SIGMF_CI16_LE)
-        return dd_error(DD_ERR_ARG, "%s: unknown SigMF type %d", meta, (int)type);
-    DD_TRY(dd_mkdir_parent(meta));
-    dd_status st = DD_OK;
-    dd_afile ad, am;
-    int d_open = 0, m_open = 0;
-    char *text = NULL;
+/* The meta file's text (caller cJSON_free()s *text): global with the type, rate and
+ * description, extra_global's items copied into it, one capture at 0, annotations (may
+ * be NULL) copied. */
+static dd_status meta_text(const char *meta, double fs, dd_sigmf_type type, const char *description,
+                           const cJSON *extra_global, const cJSON *annotations, char **text) {
+    *text = NULL;
     cJSON *root = cJSON_CreateObject();
     cJSON *g = root ? cJSON_AddObjectToObject(root, "global") : NULL;
     cJSON *caps = root ? cJSON_AddArrayToObject(root, "captures") : NULL;
     cJSON *cap0 = cJSON_CreateObject();
     if (!g || !caps || !cap0) {
         cJSON_Delete(cap0);
-        st = dd_error(DD_ERR_NOMEM, "%s: out of memory building JSON", meta);
-        goto cleanup;
+        cJSON_Delete(root);
+        return dd_error(DD_ERR_NOMEM, "%s: out of memory building JSON", meta);
     }
     cJSON_AddItemToArray(caps, cap0);
     int ok = cJSON_AddStringToObject(g, "core:datatype", type_name(type)) &&
@@ -327,10 +298,29 @@ dd_status dd_sigmf_write_ex(const char *prefix, const dd_cf32 *const *parts, con
     cJSON *ann = annotations ? cJSON_Duplicate(annotations, 1) : cJSON_CreateArray();
     if (!ann) ok = 0;
     else cJSON_AddItemToObject(root, "annotations", ann);
-    if (!ok || !(text = dd_json_print(root))) {
-        st = dd_error(DD_ERR_NOMEM, "%s: out of memory building JSON", meta);
-        goto cleanup;
-    }
+    if (ok) *text = dd_json_print(root);
+    cJSON_Delete(root);
+    if (!*text) return dd_error(DD_ERR_NOMEM, "%s: out of memory building JSON", meta);
+    return DD_OK;
+}
+
+/* Writes PREFIX.sigmf-data and PREFIX.sigmf-meta. extra_global's items are copied into
+ * the global object; annotations (may be NULL) is copied as the annotations array. */
+dd_status dd_sigmf_write_ex(const char *prefix, const dd_cf32 *const *parts, const size_t *plen,
+                            int nparts, double fs, dd_sigmf_type type, const char *description,
+                            const cJSON *extra_global, const cJSON *annotations) {
+    char meta[DD_PATH_MAX], data[DD_PATH_MAX];
+    DD_TRY(sigmf_paths(prefix, meta, data));
+    if (!(isfinite(fs) && fs > 0))
+        return dd_error(DD_ERR_ARG, "%s: sample rate must be > 0, found %g", meta, fs);
+    if (type != DD_SIGMF_CF32_LE && type != DD_SIGMF_CF64_LE && type != DD_SIGMF_CI16_LE)
+        return dd_error(DD_ERR_ARG, "%s: unknown SigMF type %d", meta, (int)type);
+    DD_TRY(dd_mkdir_parent(meta));
+    dd_status st = DD_OK;
+    dd_afile ad, am;
+    int d_open = 0, m_open = 0;
+    char *text = NULL;
+    if ((st = meta_text(meta, fs, type, description, extra_global, annotations, &text)) != DD_OK) goto cleanup;
     if ((st = dd_afile_open(&ad, data)) != DD_OK) goto cleanup;
     d_open = 1;
     if ((st = write_data(&ad, parts, plen, nparts, type)) != DD_OK) goto cleanup;
@@ -349,7 +339,6 @@ cleanup:
     if (d_open) dd_afile_abort(&ad);
     if (m_open) dd_afile_abort(&am);
     cJSON_free(text);
-    cJSON_Delete(root);
     return st;
 }
 
@@ -488,14 +477,10 @@ cleanup:
     return st;
 }
 
-dd_status dd_dataset_save_sigmf(const dd_dataset *ds, const char *prefix) {
-    if (!ds || !prefix) return dd_error(DD_ERR_ARG, "dd_dataset_save_sigmf: NULL argument");
-    DD_TRY(dd_spec_check(&ds->spec, prefix));
-    const dd_spec *s = &ds->spec;
-    char pin[DD_PATH_MAX], pout[DD_PATH_MAX];
-    DD_TRY(dd_path_cat(pin, sizeof pin, prefix, "_input"));
-    DD_TRY(dd_path_cat(pout, sizeof pout, prefix, "_output"));
-    dd_status st = DD_OK;
+/* The global extension fields (distdpd: spec) and split annotations of a dataset pair
+ * of n[] samples per split (caller cJSON_Delete()s both). */
+static dd_status dataset_meta(const dd_spec *s, const size_t n[3], const char *where, cJSON **gout, cJSON **annout) {
+    *gout = *annout = NULL;
     cJSON *g = cJSON_CreateObject(), *ann = cJSON_CreateArray(), *ext = cJSON_CreateArray();
     cJSON *e0 = cJSON_CreateObject();
     int ok = g && ann && ext && e0;
@@ -520,29 +505,215 @@ dd_status dd_dataset_save_sigmf(const dd_dataset *ds, const char *prefix) {
         for (int k = 0; k < 3 && ok; k++) {
             cJSON *a = cJSON_CreateObject();
             ok = a && cJSON_AddNumberToObject(a, "core:sample_start", (double)at) &&
-                 cJSON_AddNumberToObject(a, "core:sample_count", (double)ds->n[k]) &&
+                 cJSON_AddNumberToObject(a, "core:sample_count", (double)n[k]) &&
                  cJSON_AddStringToObject(a, "core:label", dd_split_name((dd_split)k));
             if (a) cJSON_AddItemToArray(ann, a);
-            at += ds->n[k];
+            at += n[k];
         }
     }
-    if (!ok) {
-        st = dd_error(DD_ERR_NOMEM, "%s: out of memory building JSON", prefix);
-        goto cleanup;
-    }
-    {
-        const dd_cf32 *pi[3] = {ds->in[0], ds->in[1], ds->in[2]};
-        const dd_cf32 *po[3] = {ds->out[0], ds->out[1], ds->out[2]};
-        st = dd_sigmf_write_ex(pin, pi, ds->n, 3, s->fs, DD_SIGMF_CF32_LE, "distdpd dataset: PA input",
-                               g, ann);
-        if (st == DD_OK)
-            st = dd_sigmf_write_ex(pout, po, ds->n, 3, s->fs, DD_SIGMF_CF32_LE,
-                                   "distdpd dataset: PA output", g, ann);
-    }
-cleanup:
     cJSON_Delete(e0);
     cJSON_Delete(ext);
+    if (!ok) {
+        cJSON_Delete(g);
+        cJSON_Delete(ann);
+        return dd_error(DD_ERR_NOMEM, "%s: out of memory building JSON", where);
+    }
+    *gout = g;
+    *annout = ann;
+    return DD_OK;
+}
+
+dd_status dd_dataset_save_sigmf(const dd_dataset *ds, const char *prefix) {
+    if (!ds || !prefix) return dd_error(DD_ERR_ARG, "dd_dataset_save_sigmf: NULL argument");
+    DD_TRY(dd_spec_check(&ds->spec, prefix));
+    const dd_spec *s = &ds->spec;
+    char pin[DD_PATH_MAX], pout[DD_PATH_MAX];
+    DD_TRY(dd_path_cat(pin, sizeof pin, prefix, "_input"));
+    DD_TRY(dd_path_cat(pout, sizeof pout, prefix, "_output"));
+    cJSON *g, *ann;
+    DD_TRY(dataset_meta(s, ds->n, prefix, &g, &ann));
+    const dd_cf32 *pi[3] = {ds->in[0], ds->in[1], ds->in[2]};
+    const dd_cf32 *po[3] = {ds->out[0], ds->out[1], ds->out[2]};
+    dd_status st = dd_sigmf_write_ex(pin, pi, ds->n, 3, s->fs, DD_SIGMF_CF32_LE, "distdpd dataset: PA input", g, ann);
+    if (st == DD_OK)
+        st = dd_sigmf_write_ex(pout, po, ds->n, 3, s->fs, DD_SIGMF_CF32_LE, "distdpd dataset: PA output", g, ann);
     cJSON_Delete(g);
     cJSON_Delete(ann);
+    return st;
+}
+
+/* ---- streaming (dd_dataset_convert): a pair read and written in chunks ---- */
+
+struct dd_sigmf_src {
+    int fd[2];
+    sigmf_dt dt[2];
+    size_t n, pos;
+    char data[2][DD_PATH_MAX];
+    unsigned char *buf;
+    size_t bufcap; /* bytes */
+};
+
+void dd_sigmf_src_close(dd_sigmf_src **sp) {
+    if (!sp || !*sp) return;
+    dd_sigmf_src *s = *sp;
+    for (int k = 0; k < 2; k++)
+        if (s->fd[k] >= 0) close(s->fd[k]);
+    free(s->buf);
+    free(s);
+    *sp = NULL;
+}
+
+dd_status dd_sigmf_src_open(const char *prefix, dd_sigmf_src **out, dd_spec *spec, size_t cnt[3]) {
+    *out = NULL;
+    dd_sigmf_src *s = calloc(1, sizeof *s);
+    if (!s) return dd_error(DD_ERR_NOMEM, "out of memory");
+    s->fd[0] = s->fd[1] = -1;
+    cJSON *root[2] = {NULL, NULL};
+    char meta[2][DD_PATH_MAX];
+    double rate[2] = {0, 0};
+    size_t n[2] = {0, 0};
+    dd_status st = DD_OK;
+    for (int k = 0; k < 2 && st == DD_OK; k++) {
+        char pre[DD_PATH_MAX];
+        const char *dtname;
+        uint64_t size = 0;
+        if ((st = dd_path_cat(pre, sizeof pre, prefix, k ? "_output" : "_input")) != DD_OK) break;
+        if ((st = sigmf_paths(pre, meta[k], s->data[k])) != DD_OK) break;
+        if ((st = dd_json_read(meta[k], &root[k])) != DD_OK) break;
+        if ((st = check_meta(meta[k], root[k], &s->dt[k], &rate[k], &dtname)) != DD_OK) break;
+        if ((st = dd_open_regular(s->data[k], &s->fd[k], &size)) != DD_OK) break;
+        if (size % s->dt[k].bytes != 0)
+            st = dd_error(DD_ERR_CORRUPT, "%s: size %llu bytes is not a multiple of the %zu-byte %s sample (truncated?)",
+                          s->data[k], (unsigned long long)size, s->dt[k].bytes, dtname);
+        n[k] = (size_t)(size / s->dt[k].bytes);
+    }
+    if (st == DD_OK && fabs(rate[0] - rate[1]) > 1e-9 * rate[0])
+        st = dd_error(DD_ERR_MISMATCH, "%s: core:sample_rate %.17g differs from %s: %.17g", meta[0], rate[0], meta[1],
+                      rate[1]);
+    if (st == DD_OK && n[0] != n[1])
+        st = dd_error(DD_ERR_MISMATCH, "%s: %s has %zu samples but %s has %zu", prefix, dd_path_base(s->data[0]), n[0],
+                      dd_path_base(s->data[1]), n[1]);
+    if (st == DD_OK)
+        st = spec_from_global(meta[0], cJSON_GetObjectItemCaseSensitive(root[0], "global"), rate[0], spec);
+    int found = 0;
+    if (st == DD_OK) st = split_from_annotations(meta[0], root[0], n[0], cnt, &found);
+    if (st == DD_OK && !found) dd_split_counts(n[0], spec->split, cnt);
+    cJSON_Delete(root[0]);
+    cJSON_Delete(root[1]);
+    s->n = n[0];
+    if (st != DD_OK) {
+        dd_sigmf_src_close(&s);
+        return st;
+    }
+    *out = s;
+    return DD_OK;
+}
+
+dd_status dd_sigmf_src_read(dd_sigmf_src *s, dd_cf32 *in, dd_cf32 *out, size_t max, size_t *got) {
+    size_t k = s->n - s->pos < max ? s->n - s->pos : max;
+    *got = 0;
+    for (int c = 0; c < 2; c++) {
+        size_t bytes = k * s->dt[c].bytes;
+        if (bytes > s->bufcap) {
+            unsigned char *nb = realloc(s->buf, bytes);
+            if (!nb) return dd_error(DD_ERR_NOMEM, "out of memory reading %s", s->data[c]);
+            s->buf = nb;
+            s->bufcap = bytes;
+        }
+        size_t done = 0;
+        while (done < bytes) {
+            ssize_t r = read(s->fd[c], s->buf + done, bytes - done);
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return dd_error(DD_ERR_IO, "cannot read %s: %s", s->data[c], strerror(errno));
+            if (r == 0)
+                return dd_error(DD_ERR_CORRUPT, "%s: truncated while reading (the file shrank)", s->data[c]);
+            done += (size_t)r;
+        }
+        float *f = (float *)(void *)(c ? out : in);
+        const size_t half = s->dt[c].bytes / 2;
+        for (size_t i = 0; i < 2 * k; i++) {
+            f[i] = decode1(s->buf + i * half, &s->dt[c]);
+            if (!isfinite(f[i]))
+                return dd_error(DD_ERR_RANGE, "%s: sample %zu is NaN/Inf (or overflows float32)", s->data[c],
+                                s->pos + i / 2);
+        }
+    }
+    s->pos += k;
+    *got = k;
+    return DD_OK;
+}
+
+struct dd_sigmf_sink {
+    dd_afile d[2];
+    int open[2];
+    char prefix[2][DD_PATH_MAX];
+};
+
+void dd_sigmf_sink_abort(dd_sigmf_sink **kp) {
+    if (!kp || !*kp) return;
+    for (int c = 0; c < 2; c++)
+        if ((*kp)->open[c]) dd_afile_abort(&(*kp)->d[c]);
+    free(*kp);
+    *kp = NULL;
+}
+
+dd_status dd_sigmf_sink_open(const char *prefix, dd_sigmf_sink **out) {
+    *out = NULL;
+    dd_sigmf_sink *k = calloc(1, sizeof *k);
+    if (!k) return dd_error(DD_ERR_NOMEM, "out of memory");
+    dd_status st = DD_OK;
+    for (int c = 0; c < 2 && st == DD_OK; c++) {
+        char meta[DD_PATH_MAX], data[DD_PATH_MAX];
+        if ((st = dd_path_cat(k->prefix[c], DD_PATH_MAX, prefix, c ? "_output" : "_input")) != DD_OK) break;
+        if ((st = sigmf_paths(k->prefix[c], meta, data)) != DD_OK) break;
+        if ((st = dd_afile_open(&k->d[c], data)) != DD_OK) break;
+        k->open[c] = 1;
+    }
+    if (st != DD_OK) {
+        dd_sigmf_sink_abort(&k);
+        return st;
+    }
+    *out = k;
+    return DD_OK;
+}
+
+dd_status dd_sigmf_sink_put(dd_sigmf_sink *k, const dd_cf32 *in, const dd_cf32 *out, size_t n) {
+    for (int c = 0; c < 2; c++) {
+        const dd_cf32 *parts[1] = {c ? out : in};
+        DD_TRY(write_data(&k->d[c], parts, &n, 1, DD_SIGMF_CF32_LE));
+    }
+    return DD_OK;
+}
+
+dd_status dd_sigmf_sink_commit(dd_sigmf_sink **kp, const dd_spec *spec, const size_t n[3]) {
+    dd_sigmf_sink *k = *kp;
+    cJSON *g = NULL, *ann = NULL;
+    dd_afile am[2];
+    int mopen[2] = {0, 0};
+    char *text = NULL;
+    dd_status st = dataset_meta(spec, n, k->prefix[0], &g, &ann);
+    for (int c = 0; c < 2 && st == DD_OK; c++) {
+        char meta[DD_PATH_MAX], data[DD_PATH_MAX];
+        if ((st = sigmf_paths(k->prefix[c], meta, data)) != DD_OK) break;
+        if ((st = meta_text(meta, spec->fs, DD_SIGMF_CF32_LE, c ? "distdpd dataset: PA output" : "distdpd dataset: PA input",
+                            g, ann, &text)) != DD_OK)
+            break;
+        if ((st = dd_afile_open(&am[c], meta)) != DD_OK) break;
+        mopen[c] = 1;
+        if (fprintf(am[c].f, "%s\n", text) < 0) st = dd_afile_werr(&am[c]);
+        cJSON_free(text);
+        text = NULL;
+        if (st == DD_OK) st = dd_afile_close(&am[c]);
+        if (st == DD_OK) st = dd_afile_close(&k->d[c]);
+    }
+    /* data files first, then the meta files: a reader never finds a meta without data */
+    for (int c = 0; c < 2 && st == DD_OK; c++) st = dd_afile_rename(&k->d[c]);
+    for (int c = 0; c < 2 && st == DD_OK; c++) st = dd_afile_rename(&am[c]);
+    if (st == DD_OK) dd_fsync_parent(k->prefix[0]);
+    for (int c = 0; c < 2; c++)
+        if (mopen[c]) dd_afile_abort(&am[c]);
+    cJSON_Delete(g);
+    cJSON_Delete(ann);
+    dd_sigmf_sink_abort(kp);
     return st;
 }

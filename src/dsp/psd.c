@@ -167,3 +167,15 @@ dd_status dd_psd_segmented(const dd_cf32 *x, size_t n, double fs, size_t nperseg
     return psd_run(x, n, fs, nperseg, nperseg, dd_nseg_padded(n, nperseg), scaling, 1, psd,
                    freq);
 }
+
+double dd_psd_inband_mean(const dd_spec *spec, const double *psd, const double *freq_hz, size_t n) {
+    const double bw = spec->bw_occupied > 0 ? spec->bw_occupied : spec->bw_main;
+    double sum = 0;
+    size_t cnt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(freq_hz[i]) < 0.45 * bw) {
+            sum += psd[i];
+            cnt++;
+        }
+    return cnt && sum > 0 ? sum / (double)cnt : 1.0;
+}

@@ -2,14 +2,26 @@
  * vocabulary of simd_vec.h and included by gemm_fast.c once per instruction set:
  *   C (M x N) += A (M x K) B (N x K)^T,   rowsum[i] += sum_k A[i, k]  (rowsum may be NULL)
  * with small M and N and a long K (the B*T columns of a batch): the weight and bias
- * gradients of a recurrent layer, dW = dG hprev^T and db = dG 1. Blocks of 4 rows of A x
- * NB rows of B (NB <= 5; plus 4 row-sum accumulators) stay in registers over a chunk of
+ * gradients of a recurrent layer, dW = dG hprev^T and db = dG 1. Blocks of GM rows of A x
+ * NB rows of B (NB <= GN; plus GM row-sum accumulators) stay in registers over a chunk of
  * KC columns (L1-resident), then are reduced across lanes and added to C. The order of
- * every sum is fixed by (K, KC, VW), so results are reproducible. */
+ * every sum is fixed by (K, KC, VW), not by the blocking, so results are reproducible
+ * (and the same for any GM, GN). The block fits the register file: 4 x 5 (+4 +9 operands)
+ * in AVX-512's 32 registers, 3 x 3 (+3 +4) in AVX2's 16 (4 x 5 there spilled to the stack
+ * in the inner loop). */
 
+#define GKC 1024   /* columns per chunk */
+#if defined(DD_VEC_AVX512)
 #define GM 4       /* rows of A per block */
 #define GN 5       /* rows of B per block, at most */
-#define GKC 1024   /* columns per chunk */
+#else
+#ifndef GM_AVX2
+#define GM_AVX2 3
+#define GN_AVX2 3
+#endif
+#define GM GM_AVX2
+#define GN GN_AVX2
+#endif
 
 #if defined(DD_VEC_AVX512)
 #define VHSUM(v) _mm512_reduce_add_ps(v)
@@ -81,9 +93,20 @@ static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
 void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size_t lda,
                               const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum) {
     if (M == 0) return;
+    /* threads: blocks of GM rows of C each (the same blocks for every chunk: static
+     * schedule), so every element is summed by one thread in chunk order */
+    const long nblk = (long)((M + GM - 1) / GM);
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && nblk > 1 && K >= 2 * GKC)
+#endif
     for (size_t k0 = 0; k0 < K; k0 += GKC) {
         const size_t kn = K - k0 < GKC ? K - k0 : GKC;
-        for (size_t i0 = 0; i0 < M; i0 += GM) {
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
+#pragma omp for schedule(static) nowait
+#endif
+        for (long ib = 0; ib < nblk; ib++) {
+            const size_t i0 = (size_t)ib * GM;
             const int mrows = M - i0 < GM ? (int)(M - i0) : GM;
             const float *a[GM];
             for (int i = 0; i < GM; i++) a[i] = A + (i0 + (size_t)(i < mrows ? i : mrows - 1)) * lda + k0;
@@ -101,10 +124,14 @@ void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size
                     NT_CASE(2, 1)
                     NT_CASE(3, 0)
                     NT_CASE(3, 1)
+#if GN >= 4
                     NT_CASE(4, 0)
                     NT_CASE(4, 1)
+#endif
+#if GN >= 5
                     NT_CASE(5, 0)
                     NT_CASE(5, 1)
+#endif
                 default: break;
                 }
                 if (N == 0) break;

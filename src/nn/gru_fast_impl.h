@@ -23,7 +23,10 @@
 #else
 #define FNV 2 /* 16 columns; 16 ymm registers */
 #define FJ 2  /* 12 accumulators */
-#define BK 4  /* 8 accumulators */
+#ifndef BK_AVX2
+#define BK_AVX2 6
+#endif
+#define BK BK_AVX2 /* 12 accumulators + 2 operands + a broadcast */
 #endif
 
 #if defined(DD_VEC_AVX512)
@@ -55,59 +58,80 @@ static inline __attribute__((always_inline)) void dd_nn_tr16_avx512(__m512 r[16]
     }
 }
 
-/* dd_nn_bth_to_fm / dd_nn_fm_to_bth (simd.h) by 16 x 16 tiles in registers. */
-static void dd_nn_bth_to_fm_avx512(float *dst, size_t ld, const float *src, size_t B, size_t T,
-                                   size_t C) {
-    __m512 r[16];
-    for (size_t b0 = 0; b0 < B; b0 += 16) {
-        const size_t nb = B - b0 < 16 ? B - b0 : 16;
-        const __mmask16 bm = VMASK((int)nb);
-        for (size_t t = 0; t < T; t++)
-            for (size_t c0 = 0; c0 < C; c0 += 16) {
-                const size_t nc = C - c0 < 16 ? C - c0 : 16;
-                const __mmask16 cm = VMASK((int)nc);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    r[i] = i < nb ? _mm512_maskz_loadu_ps(cm, src + ((b0 + i) * T + t) * C + c0)
-                                  : _mm512_setzero_ps();
-                dd_nn_tr16_avx512(r);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    if (i < nc) _mm512_mask_storeu_ps(dst + (c0 + i) * ld + t * B + b0, bm, r[i]);
-            }
-    }
+#define VTRANSPOSE dd_nn_tr16_avx512
+#else
+/* In-register transpose of an 8 x 8 tile: r[i] lane j <-> r[j] lane i (unpack within
+ * 128-bit lanes, shuffle pairs, swap 128-bit halves). */
+static inline __attribute__((always_inline)) void dd_nn_tr8_avx2(__m256 r[8]) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-static void dd_nn_fm_to_bth_avx512(float *dst, const float *src, size_t ld, size_t B, size_t nt,
-                                   size_t Ts, size_t C) {
-    __m512 r[16];
-    for (size_t b0 = 0; b0 < B; b0 += 16) {
-        const size_t nb = B - b0 < 16 ? B - b0 : 16;
-        const __mmask16 bm = VMASK((int)nb);
-        for (size_t t = 0; t < nt; t++)
-            for (size_t c0 = 0; c0 < C; c0 += 16) {
-                const size_t nc = C - c0 < 16 ? C - c0 : 16;
-                const __mmask16 cm = VMASK((int)nc);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    r[i] = i < nc ? _mm512_maskz_loadu_ps(bm, src + (c0 + i) * ld + t * B + b0)
-                                  : _mm512_setzero_ps();
-                dd_nn_tr16_avx512(r);
-#pragma GCC unroll 16
-                for (size_t i = 0; i < 16; i++)
-                    if (i < nb) _mm512_mask_storeu_ps(dst + ((b0 + i) * Ts + t) * C + c0, cm, r[i]);
-            }
-    }
-}
-#define VBTH_TO_FM dd_nn_bth_to_fm_avx512
-#define VFM_TO_BTH dd_nn_fm_to_bth_avx512
-#else
-#define VBTH_TO_FM dd_nn_bth_to_fm
-#define VFM_TO_BTH dd_nn_fm_to_bth
+#define VTRANSPOSE dd_nn_tr8_avx2
 #endif
 
+/* dd_nn_bth_to_fm / dd_nn_fm_to_bth (simd.h) by VW x VW tiles transposed in registers
+ * (AVX2's were the scalar strided loops, 12 % of a gru step at that level). */
+static void VSUF(dd_nn_bth_to_fm)(float *dst, size_t ld, const float *src, size_t B, size_t T,
+                                  size_t C) {
+    VF r[VW];
+    for (size_t b0 = 0; b0 < B; b0 += VW) {
+        const size_t nb = B - b0 < VW ? B - b0 : VW;
+        const VM bm = VMASK((int)nb);
+        for (size_t t = 0; t < T; t++)
+            for (size_t c0 = 0; c0 < C; c0 += VW) {
+                const size_t nc = C - c0 < VW ? C - c0 : VW;
+                const VM cm = VMASK((int)nc);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    r[i] = i < nb ? VLOADM(src + ((b0 + i) * T + t) * C + c0, cm) : VZERO();
+                VTRANSPOSE(r);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    if (i < nc) VSTOREM(dst + (c0 + i) * ld + t * B + b0, r[i], bm);
+            }
+    }
+}
+
+static void VSUF(dd_nn_fm_to_bth)(float *dst, const float *src, size_t ld, size_t B, size_t nt,
+                                  size_t Ts, size_t C) {
+    VF r[VW];
+    for (size_t b0 = 0; b0 < B; b0 += VW) {
+        const size_t nb = B - b0 < VW ? B - b0 : VW;
+        const VM bm = VMASK((int)nb);
+        for (size_t t = 0; t < nt; t++)
+            for (size_t c0 = 0; c0 < C; c0 += VW) {
+                const size_t nc = C - c0 < VW ? C - c0 : VW;
+                const VM cm = VMASK((int)nc);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    r[i] = i < nc ? VLOADM(src + (c0 + i) * ld + t * B + b0, bm) : VZERO();
+                VTRANSPOSE(r);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    if (i < nb) VSTOREM(dst + ((b0 + i) * Ts + t) * C + c0, r[i], cm);
+            }
+    }
+}
+#define VBTH_TO_FM VSUF(dd_nn_bth_to_fm)
+#define VFM_TO_BTH VSUF(dd_nn_fm_to_bth)
+
 typedef struct {
-    size_t B, T, TB, D, H, c0;
+    size_t B, T, TB, D, H, c0, cb, ce; /* [cb, ce): this thread's columns of a step */
     float *hprev, *gates, *S;
     const float *xfm, *w_ih, *w_hh, *b_ih, *b_hh;
     int last; /* t == T - 1: h_t is not stored into hprev */
@@ -117,8 +141,8 @@ typedef struct {
  * vector masked by tail). J and NV are compile-time constants after inlining. */
 static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF(gru_fctx) *x,
                                                                       const int J, const int NV,
-                                                                      size_t j0, size_t col,
-                                                                      VM tail) {
+                                                                      const int MT, size_t j0,
+                                                                      size_t col, VM tail) {
     const size_t H = x->H, TB = x->TB, D = x->D, c = x->c0 + col;
     VF acc[3 * FJ][FNV];
     /* r, z: (b_hh + b_ih) + W_i x_t + W_h h_{t-1};  hn: b_hn + W_hn h_{t-1} */
@@ -138,7 +162,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
         VF xv[FNV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            xv[v] = v == NV - 1 ? VLOADM(xd + (size_t)v * VW, tail) : VLOAD(xd + (size_t)v * VW);
+            xv[v] = MT && v == NV - 1 ? VLOADM(xd + (size_t)v * VW, tail) : VLOAD(xd + (size_t)v * VW);
 #pragma GCC unroll 8
         for (int g = 0; g < 2; g++)
 #pragma GCC unroll 8
@@ -153,7 +177,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
         VF hv[FNV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            hv[v] = v == NV - 1 ? VLOADM(hk + (size_t)v * VW, tail) : VLOAD(hk + (size_t)v * VW);
+            hv[v] = MT && v == NV - 1 ? VLOADM(hk + (size_t)v * VW, tail) : VLOAD(hk + (size_t)v * VW);
 #pragma GCC unroll 8
         for (int g = 0; g < 3; g++)
 #pragma GCC unroll 8
@@ -174,7 +198,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++) {
             const size_t o = (size_t)v * VW;
-            const int m = v == NV - 1;
+            const int m = MT && v == NV - 1;
             /* gx_n = b_in + W_in x_t */
             VF gxn = VSET1(x->b_ih ? x->b_ih[2 * H + j] : 0.0f);
             for (size_t d = 0; d < D; d++) {
@@ -206,16 +230,21 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
 
 #define FWD_CASE(J, NV)                                            \
     case (J) * 8 + (NV):                                           \
-        VSUF(gru_fwd_block)(x, (J), (NV), j0, col, tail);           \
+        VSUF(gru_fwd_block)(x, (J), (NV), 1, j0, col, tail);        \
         break;
 static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
-    const size_t B = x->B, H = x->H;
+    const size_t B = x->ce, H = x->H;
     for (size_t j0 = 0; j0 < H; j0 += FJ) {
         const int J = H - j0 >= FJ ? FJ : (int)(H - j0);
-        for (size_t col = 0; col < B; col += (size_t)FNV * VW) {
+        for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
             const size_t rem = B - col;
             const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
             const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+            /* whole blocks (the recipe's B = 64: every block) without masked accesses */
+            if (rem >= (size_t)FNV * VW && J == FJ) {
+                VSUF(gru_fwd_block)(x, FJ, FNV, 0, j0, col, tail);
+                continue;
+            }
             switch (J * 8 + NV) {
                 FWD_CASE(1, 1)
                 FWD_CASE(1, 2)
@@ -238,13 +267,21 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
                               const float *w_ih, const float *w_hh, const float *b_ih,
                               const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
     const size_t TB = T * B;
-    VSUF(gru_fctx) x = {B, T, TB, D, H, 0, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
-    for (size_t t = 0; t < T; t++) {
-        const size_t c0 = t * B;
-        /* input and recurrent products and the cell, in registers */
-        x.c0 = c0;
-        x.last = t + 1 == T;
-        VSUF(gru_fwd_blocks)(&x);
+    /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
+     * recurrence needs only its own column, so no step waits for another thread */
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
+#endif
+    {
+        VSUF(gru_fctx) x = {B, T, TB, D, H, 0, 0, B, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
+        dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
+        for (size_t t = 0; t < T && x.cb < x.ce; t++) {
+            /* input and recurrent products and the cell, in registers */
+            x.c0 = t * B;
+            x.last = t + 1 == T;
+            VSUF(gru_fwd_blocks)(&x);
+        }
     }
     /* 3. h_1..h_T to out (B, T, H): h_t is hprev column block t+1 (t < T-1), S (t = T-1) */
     if (T > 1) VFM_TO_BTH(out, hprev + B, TB, B, T - 1, T, H);
@@ -252,7 +289,7 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
 }
 
 typedef struct {
-    size_t B, TB, H, c0;
+    size_t B, TB, H, c0, cb, ce; /* [cb, ce): this thread's columns */
     float *dG, *dh;
     const float *w_hh;
 } VSUF(gru_bctx);
@@ -260,8 +297,8 @@ typedef struct {
 /* dh[k0 .. k0+K-1, col .. col + NV*VW] += sum_m W_hh[m, k] dG[m, c0 + col ...], m < 3H. */
 static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF(gru_bctx) *x,
                                                                       const int K, const int NV,
-                                                                      size_t k0, size_t col,
-                                                                      VM tail) {
+                                                                      const int MT, size_t k0,
+                                                                      size_t col, VM tail) {
     const size_t B = x->B, TB = x->TB, H = x->H, M = 3 * H;
     VF acc[BK][FNV];
 #pragma GCC unroll 8
@@ -269,7 +306,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
         const float *d = x->dh + (k0 + (size_t)kk) * B + col;
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            acc[kk][v] = v == NV - 1 ? VLOADM(d + (size_t)v * VW, tail) : VLOAD(d + (size_t)v * VW);
+            acc[kk][v] = MT && v == NV - 1 ? VLOADM(d + (size_t)v * VW, tail) : VLOAD(d + (size_t)v * VW);
     }
     const float *g = x->dG + x->c0 + col;
     const float *w = x->w_hh + k0;
@@ -277,7 +314,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
         VF gv[FNV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++)
-            gv[v] = v == NV - 1 ? VLOADM(g + (size_t)v * VW, tail) : VLOAD(g + (size_t)v * VW);
+            gv[v] = MT && v == NV - 1 ? VLOADM(g + (size_t)v * VW, tail) : VLOAD(g + (size_t)v * VW);
 #pragma GCC unroll 8
         for (int kk = 0; kk < K; kk++) {
             const VF wv = VSET1(w[kk]);
@@ -290,7 +327,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
         float *d = x->dh + (k0 + (size_t)kk) * B + col;
 #pragma GCC unroll 8
         for (int v = 0; v < NV; v++) {
-            if (v == NV - 1) VSTOREM(d + (size_t)v * VW, acc[kk][v], tail);
+            if (MT && v == NV - 1) VSTOREM(d + (size_t)v * VW, acc[kk][v], tail);
             else VSTORE(d + (size_t)v * VW, acc[kk][v]);
         }
     }
@@ -298,18 +335,22 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
 
 #define BWD_CASE(K, NV)                                            \
     case (K) * 8 + (NV):                                           \
-        VSUF(gru_bwd_block)(x, (K), (NV), k0, col, tail);           \
+        VSUF(gru_bwd_block)(x, (K), (NV), 1, k0, col, tail);        \
         break;
 #define BWD_CASES(K) BWD_CASE(K, 1) BWD_CASE(K, 2)
 #define BWD_CASES4(K) BWD_CASE(K, 1) BWD_CASE(K, 2) BWD_CASE(K, 3) BWD_CASE(K, 4)
 static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
-    const size_t B = x->B, H = x->H;
+    const size_t B = x->ce, H = x->H;
     for (size_t k0 = 0; k0 < H; k0 += BK) {
         const int K = H - k0 >= BK ? BK : (int)(H - k0);
-        for (size_t col = 0; col < B; col += (size_t)FNV * VW) {
+        for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
             const size_t rem = B - col;
             const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
             const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+            if (rem >= (size_t)FNV * VW && K == BK) {
+                VSUF(gru_bwd_block)(x, BK, FNV, 0, k0, col, tail);
+                continue;
+            }
             switch (K * 8 + NV) {
 #if FNV > 2
                 BWD_CASES4(1)
@@ -323,6 +364,10 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
                 BWD_CASES(2)
                 BWD_CASES(3)
                 BWD_CASES(4)
+#if BK > 4
+                BWD_CASES(5)
+                BWD_CASES(6)
+#endif
 #endif
             default: break;
             }
@@ -336,24 +381,30 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
 void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const float *gates,
                               const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
                               int want_dh0) {
-    const size_t TB = T * B, nfull = B / VW, rem = B % VW;
-    const VM tail = VMASK(rem ? (int)rem : VW);
+    const size_t TB = T * B;
     const VF one = VSET1(1.0f);
-    VSUF(gru_bctx) x = {B, TB, H, 0, dG, dh, w_hh};
     /* dout (B, T, H) feature-major into dG rows [3H, 4H) (step t reads its columns there
      * before it overwrites them with da_n); blocks of 16 frames, whole cache lines */
     VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, T, H);
-    for (size_t t = T; t-- > 0;) {
+    /* threads: whole vectors of columns each, all steps (as forward) */
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
+#endif
+    {
+    VSUF(gru_bctx) x = {B, TB, H, 0, 0, B, dG, dh, w_hh};
+    dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
+    const size_t cb = x.cb, ce = x.ce;
+    const VM tail = VMASK((ce - cb) % VW ? (int)((ce - cb) % VW) : VW);
+    for (size_t t = T; cb < ce && t-- > 0;) {
         const size_t c0 = t * B;
         /* 1. cell backward, d = dh + dout_t */
         for (size_t j = 0; j < H; j++) {
             const size_t cr = j * TB + c0, cz = (H + j) * TB + c0, cn = (2 * H + j) * TB + c0;
             const size_t ch = (3 * H + j) * TB + c0;
             float *d = dh + j * B;
-            for (size_t v = 0; v <= nfull; v++) {
-                if (v == nfull && !rem) break;
-                const size_t o = v * VW;
-                const int m = v == nfull;
+            for (size_t o = cb; o < ce; o += VW) {
+                const int m = ce - o < VW;
                 VF dd = VADD(m ? VLOADM(d + o, tail) : VLOAD(d + o),
                              m ? VLOADM(dG + ch + o, tail) : VLOAD(dG + ch + o));
                 VF r = m ? VLOADM(gates + cr + o, tail) : VLOAD(gates + cr + o);
@@ -387,6 +438,7 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
             VSUF(gru_bwd_blocks)(&x);
         }
     }
+    }
 }
 
 #undef FNV
@@ -394,3 +446,4 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
 #undef BK
 #undef VBTH_TO_FM
 #undef VFM_TO_BTH
+#undef VTRANSPOSE

@@ -1,11 +1,16 @@
 /* Runtime selection of the SIMD level of the float32 fast paths (see simd.h): the CPU's
  * features (GCC's __builtin_cpu_supports, which also checks that the OS saves the vector
- * state), lowered by the environment variable DD_SIMD. */
+ * state), lowered by the environment variable DD_SIMD; the route between kernels and
+ * OpenBLAS; the thread count of the kernels (distdpd/nn.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "simd.h"
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "distdpd/nn.h"
 
 static _Atomic int simd_level = -1;
 
@@ -75,6 +80,49 @@ const char *dd_nn_route_name(int route) {
     case DD_NN_ROUTE_BLAS: return "blas";
     default: return "auto";
     }
+}
+
+static _Atomic int threads_cur = 0;
+
+int dd_nn_threads_set(int n) {
+#ifndef _OPENMP
+    n = 1;
+#endif
+    if (n < 1) n = 1;
+    if (n > 256) n = 256;
+    atomic_store_explicit(&threads_cur, n, memory_order_relaxed);
+    return n;
+}
+
+int dd_nn_threads(void) {
+    int n = atomic_load_explicit(&threads_cur, memory_order_relaxed);
+    if (n > 0) return n;
+    const char *env = getenv("DD_THREADS");
+    return dd_nn_threads_set(env && *env ? atoi(env) : 1);
+}
+
+int dd_nn_threads_owned(void) {
+    int cores = 1;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"};
+    int local = 1;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 0) {
+            local = atoi(v);
+            break;
+        }
+    }
+    const int n = cores / local;
+    return n > 0 ? n : 1;
+}
+
+void dd_nn_thread_cols(size_t B, size_t vw, int tid, int nth, size_t *cb, size_t *ce) {
+    const size_t nv = (B + vw - 1) / vw;
+    const size_t lo = nv * (size_t)tid / (size_t)nth, hi = nv * (size_t)(tid + 1) / (size_t)nth;
+    *cb = lo * vw < B ? lo * vw : B;
+    *ce = hi * vw < B ? hi * vw : B;
 }
 
 #define DD_TILE 16

@@ -90,6 +90,19 @@ int dd_nn_route_set(int route);
 /* "auto", "fast", "blas". */
 const char *dd_nn_route_name(int route);
 
+/* Columns [*cb, *ce) of B for thread tid of nth: whole vectors of vw columns, the tail
+ * vector with the last thread that has any (threads past the vectors get empty ranges). */
+void dd_nn_thread_cols(size_t B, size_t vw, int tid, int nth, size_t *cb, size_t *ce);
+#ifdef _OPENMP
+#include <omp.h>
+static inline int dd_omp_tid(void) { return omp_get_thread_num(); }
+static inline int dd_omp_nth(void) { return omp_get_num_threads(); }
+#else
+static inline int dd_omp_tid(void) { return 0; }
+static inline int dd_omp_nth(void) { return 1; }
+#endif
+int dd_nn_threads(void); /* distdpd/nn.h */
+
 /* ---- layout changes between (B, T, C) tensors and feature-major rows over time-major
  * columns (row c, column t*B + b; rows ld apart), in tiles of 16 frames x 16 steps so that
  * whole cache lines are read and written (simd.c; plain C).

@@ -1,5 +1,5 @@
 /* Optimisers over flat float32 arenas: SGD (momentum, dampening, Nesterov, L2 weight
- * decay), Adam and AdamW with PyTorch 1.13 semantics, plus state save/load for
+ * decay), Adam, AdamW and RMSprop with PyTorch 1.13 semantics, plus state save/load for
  * checkpoints.
  *
  * Bit-level notes (why fmaf appears): torch's CPU kernels for `a.add_(b, alpha=s)` and
@@ -20,13 +20,14 @@ struct dd_optim {
     size_t n;           /* arena length */
     uint64_t step;      /* completed steps */
     float *state;       /* nstate floats (dd_arena_calloc, owned), NULL when nstate == 0 */
-    size_t nstate;      /* 0 (plain SGD), n (SGD + momentum) or 2n (Adam/AdamW) */
+    size_t nstate;      /* 0 (plain SGD), n (SGD + momentum, RMSprop) or 2n (Adam/AdamW) */
 };
 
 dd_optim_cfg dd_optim_cfg_default(dd_optim_kind kind) {
     dd_optim_cfg c;
     memset(&c, 0, sizeof c);
-    c.lr = kind == DD_OPTIM_SGD ? 0.01 : 1e-3;
+    c.lr = kind == DD_OPTIM_SGD || kind == DD_OPTIM_RMSPROP ? 0.01 : 1e-3;
+    c.alpha = 0.99;
     c.beta1 = 0.9;
     c.beta2 = 0.999;
     c.eps = 1e-8;
@@ -39,8 +40,9 @@ dd_status dd_optim_kind_parse(const char *name, dd_optim_kind *kind) {
     if (strcmp(name, "sgd") == 0) *kind = DD_OPTIM_SGD;
     else if (strcmp(name, "adam") == 0) *kind = DD_OPTIM_ADAM;
     else if (strcmp(name, "adamw") == 0) *kind = DD_OPTIM_ADAMW;
+    else if (strcmp(name, "rmsprop") == 0) *kind = DD_OPTIM_RMSPROP;
     else
-        return dd_error(DD_ERR_ARG, "unknown optimiser '%s' (expected sgd, adam or adamw)", name);
+        return dd_error(DD_ERR_ARG, "unknown optimiser '%s' (expected sgd, adam, adamw or rmsprop)", name);
     return DD_OK;
 }
 
@@ -49,6 +51,7 @@ const char *dd_optim_kind_name(dd_optim_kind kind) {
     case DD_OPTIM_SGD: return "sgd";
     case DD_OPTIM_ADAM: return "adam";
     case DD_OPTIM_ADAMW: return "adamw";
+    case DD_OPTIM_RMSPROP: return "rmsprop";
     }
     return "?";
 }
@@ -76,6 +79,9 @@ static dd_status validate(dd_optim_kind kind, const dd_optim_cfg *c) {
                             "sgd: nesterov needs momentum > 0 and dampening = 0 (momentum = %g, "
                             "dampening = %g)",
                             c->momentum, c->dampening);
+    } else if (kind == DD_OPTIM_RMSPROP) {
+        DD_TRY(check_range(nm, "alpha", c->alpha, 0.0, 1.0, 0));
+        DD_TRY(check_range(nm, "eps", c->eps, 0.0, HUGE_VAL, 0));
     } else {
         DD_TRY(check_range(nm, "beta1", c->beta1, 0.0, 1.0, 0));
         DD_TRY(check_range(nm, "beta2", c->beta2, 0.0, 1.0, 0));
@@ -86,6 +92,7 @@ static dd_status validate(dd_optim_kind kind, const dd_optim_cfg *c) {
 
 static size_t state_len(dd_optim_kind kind, const dd_optim_cfg *c, size_t n) {
     if (kind == DD_OPTIM_SGD) return c->momentum != 0.0 ? n : 0;
+    if (kind == DD_OPTIM_RMSPROP) return n;
     return 2 * n;
 }
 
@@ -179,6 +186,23 @@ static void adam_range(const dd_optim *o, float *w, const float *g, double lr, s
     }
 }
 
+/* torch.optim.RMSprop (_single_tensor_rmsprop; centered off, momentum 0) on [lo, hi):
+ * square_avg = alpha sq + (1 - alpha) g^2; w -= lr g / (sqrt(square_avg) + eps). */
+static void rmsprop_range(const dd_optim *o, float *w, const float *g, double lr, size_t lo, size_t hi) {
+    const dd_optim_cfg *c = &o->cfg;
+    const int use_l2 = c->weight_decay != 0.0;
+    const float wd = (float)c->weight_decay, a = (float)c->alpha, oma = (float)(1.0 - c->alpha);
+    const float eps = (float)c->eps, neg_lr = (float)(-lr);
+    float *sq = o->state;
+    for (size_t i = lo; i < hi; i++) {
+        float gi = g[i];
+        if (use_l2) gi = fmaf(w[i], wd, gi);       /* grad = grad.add(param, alpha=wd) */
+        sq[i] = fmaf(oma * gi, gi, sq[i] * a);     /* square_avg.mul_(a).addcmul_(g, g, 1-a) */
+        float avg = sqrtf(sq[i]) + eps;            /* square_avg.sqrt().add_(eps) */
+        w[i] = w[i] + (neg_lr * gi) / avg;         /* param.addcdiv_(g, avg, value=-lr) */
+    }
+}
+
 dd_status dd_optim_step_range(dd_optim *opt, float *w, const float *g, double lr, size_t lo,
                               size_t hi) {
     if (!opt || !w || !g) return dd_error(DD_ERR_ARG, "dd_optim_step: NULL optimiser, w or g");
@@ -191,6 +215,8 @@ dd_status dd_optim_step_range(dd_optim *opt, float *w, const float *g, double lr
     uint64_t t = opt->step + 1;
     if (opt->kind == DD_OPTIM_SGD)
         sgd_range(opt, w, g, lr, lo, hi, t);
+    else if (opt->kind == DD_OPTIM_RMSPROP)
+        rmsprop_range(opt, w, g, lr, lo, hi);
     else
         adam_range(opt, w, g, lr, lo, hi, t);
     return DD_OK;

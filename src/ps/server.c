@@ -259,6 +259,29 @@ static void ack_now(server *sv, const uint8_t *rid, size_t ridn, uint64_t seq, c
     dd_nbuf_free(&out);
 }
 
+/* After a request's items were validated (r at their end): refuses bytes after the last
+ * item, else allocates the block indices and versions of its acknowledgement (cnt each).
+ * 0 when the caller goes on (it frees both), -1 when refused or out of memory. */
+static int items_begin(server *sv, const dd_net_hdr *h, const dd_nrd *r, const uint8_t *rid, size_t ridn,
+                       const char *peer, uint32_t cnt, int **blk, uint64_t **need) {
+    *blk = NULL;
+    *need = NULL;
+    if (r->off != h->len) {
+        refuse(sv, rid, ridn, h->seq, peer, "malformed %s: %zu bytes after the last item", dd_msg_type_name(h->type),
+               (size_t)h->len - r->off);
+        return -1;
+    }
+    *blk = malloc(cnt * sizeof **blk);
+    *need = malloc(cnt * sizeof **need);
+    if (!*blk || !*need) {
+        dd_log(DD_LOG_ERROR, "%s: out of memory for a %s of %u items", sv->who, dd_msg_type_name(h->type), cnt);
+        free(*blk);
+        free(*need);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- staged updates (two-phase push) ---- */
 static staged_ent *stage_find(block *b, uint64_t owner, uint64_t txn) {
     for (size_t i = 0; i < b->nstg; i++)
@@ -370,18 +393,9 @@ static void on_update(server *sv, int type, const dd_net_hdr *h, const uint8_t *
             return;
         }
     }
-    if (r.off != h->len) {
-        refuse(sv, rid, ridn, h->seq, peer, "malformed %s: %zu bytes after the last item", dd_msg_type_name(type),
-               (size_t)h->len - r.off);
-        return;
-    }
-    int *blk = malloc(cnt * sizeof *blk);
-    uint64_t *need = malloc(cnt * sizeof *need);
-    if (!blk || !need) {
-        free(blk);
-        free(need);
-        return;
-    }
+    int *blk;
+    uint64_t *need;
+    if (items_begin(sv, h, &r, rid, ridn, peer, cnt, &blk, &need)) return;
     r.off = start;
     for (uint32_t i = 0; i < cnt; i++) {
         dd_nrd_str(&r, name, sizeof name);
@@ -499,17 +513,9 @@ static void on_apply(server *sv, const dd_net_hdr *h, const uint8_t *pl, const u
             return;
         }
     }
-    if (r.off != h->len) {
-        refuse(sv, rid, ridn, h->seq, peer, "malformed apply: %zu bytes after the last item", (size_t)h->len - r.off);
-        return;
-    }
-    int *blk = malloc(cnt * sizeof *blk);
-    uint64_t *need = malloc(cnt * sizeof *need);
-    if (!blk || !need) {
-        free(blk);
-        free(need);
-        return;
-    }
+    int *blk;
+    uint64_t *need;
+    if (items_begin(sv, h, &r, rid, ridn, peer, cnt, &blk, &need)) return;
     r.off = start;
     for (uint32_t i = 0; i < cnt; i++) {
         dd_nrd_str(&r, name, sizeof name);

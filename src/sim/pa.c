@@ -47,7 +47,7 @@ static const dd_pa_model_info pa_models[K_COUNT] = {
                   "AWGN 45 dB (like measured data: ACLR ~-33 dBc, gain-only NMSE ~-20 dB, MP(7,4) ~-30 dB)"},
 };
 
-/* Published memory-polynomial sets (docs/domain.md), rows = order, columns = tap. */
+/* Published memory-polynomial sets (docs/pa.md "Sources"), rows = order, columns = tap. */
 static const double ding_coef[9][2] = {
     {1.0513, 0.0904},   {-0.0680, -0.0023}, {0.0289, -0.0054}, /* order 1 */
     {-0.0542, -0.2900}, {0.2234, 0.2317},   {-0.0621, -0.0932}, /* order 3 */
@@ -174,7 +174,7 @@ dd_status dd_pa_params_default(const char *name, dd_pa_params *p) {
         set_fir(p->fir_out, &p->fir_out_len, fout, 3);
         break;
     case K_REALISTIC: {
-        /* docs/domain.md's chain with the memory taps of both filters x3 (calibrated) */
+        /* docs/pa.md's realistic chain with the memory taps of both filters x3 (calibrated) */
         const dd_cf64 rin[3] = {1.0, 0.30 - 0.12 * I, -0.06 + 0.045 * I};
         const dd_cf64 rout[3] = {1.0, -0.18 + 0.09 * I, 0.045 * I};
         p->drive_rms = REAL_DRIVE_RMS;

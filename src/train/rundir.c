@@ -145,6 +145,32 @@ static void json_metrics(tbuf *b, const char *pfx, const dd_eval_metrics *m) {
     tb_num(b, k, m->evm_db, 1);
 }
 
+void dd_eval_no_dpd_keys(const char *split, const dd_eval_metrics *no_dpd, const dd_eval_metrics *dpd,
+                         char keys[DD_NO_DPD_KEYS][48], double vals[DD_NO_DPD_KEYS]) {
+    static const char *const nm[DD_NO_DPD_KEYS] = {"nmse_no_dpd",     "aclr_l_no_dpd",     "aclr_r_no_dpd",
+                                                   "aclr_avg_no_dpd", "evm_no_dpd",        "nmse_improvement",
+                                                   "aclr_improvement", "evm_improvement"};
+    const double v[DD_NO_DPD_KEYS] = {no_dpd->nmse_db,
+                                      no_dpd->aclr.left_db,
+                                      no_dpd->aclr.right_db,
+                                      no_dpd->aclr.avg_db,
+                                      no_dpd->evm_db,
+                                      no_dpd->nmse_db - dpd->nmse_db,
+                                      no_dpd->aclr.avg_db - dpd->aclr.avg_db,
+                                      no_dpd->evm_db - dpd->evm_db};
+    for (int i = 0; i < DD_NO_DPD_KEYS; i++) {
+        snprintf(keys[i], 48, "%.20s_%s_db", split, nm[i]);
+        vals[i] = v[i];
+    }
+}
+
+static void json_no_dpd(tbuf *b, const char *split, const dd_eval_metrics *no_dpd, const dd_eval_metrics *dpd) {
+    char k[DD_NO_DPD_KEYS][48];
+    double v[DD_NO_DPD_KEYS];
+    dd_eval_no_dpd_keys(split, no_dpd, dpd, k, v);
+    for (int i = 0; i < DD_NO_DPD_KEYS; i++) tb_num(b, k[i], v[i], 1);
+}
+
 dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t nparams, const dd_epoch_record *rec,
                                size_t n) {
     char path[DD_TRAIN_PATH_MAX + 32];
@@ -155,7 +181,8 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
         if (rec[i].best) best = i;
     int any_true = 0;
     for (size_t i = 0; i < n; i++) any_true |= rec[i].has_true;
-    tb_printf(&c, "EPOCH,N_EPOCH,TIME,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,"
+    /* OpenDPD's header exactly: its log dict has the key "TIME:" (modules/paths.py gen_log_stat) */
+    tb_printf(&c, "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,"
                   "VAL_LOSS,VAL_NMSE,VAL_EVM,VAL_ACLR_L,VAL_ACLR_R,VAL_ACLR_AVG,"
                   "TEST_LOSS,TEST_NMSE,TEST_EVM,TEST_ACLR_L,TEST_ACLR_R,TEST_ACLR_AVG");
     if (any_true)
@@ -179,6 +206,10 @@ dd_status dd_run_write_metrics(const char *dir, const dd_train_cfg *cfg, size_t 
         if (r->has_true) {
             json_metrics(&j, "true_val", &r->true_val);
             json_metrics(&j, "true_test", &r->true_test);
+        }
+        if (r->has_no_dpd) {
+            json_no_dpd(&j, "val", &r->no_dpd_val, &r->val);
+            json_no_dpd(&j, "test", &r->no_dpd_test, &r->test);
         }
         tb_printf(&j, ",\"restart\":%d", r->restart);
         if (r->world_size > 0)
@@ -238,6 +269,7 @@ static dd_status write_config_json(const char *dir, dd_trainer *tr, const char *
     if (command) cJSON_AddStringToObject(root, "command", command);
     cJSON_AddStringToObject(root, "data", data ? data : "");
     if (pa_run) cJSON_AddStringToObject(root, "pa_run", pa_run);
+    dd_train_provenance(root, data);
     const dd_train_cfg *cfg = dd_trainer_cfg(tr);
     cJSON_AddItemToObject(root, "config", dd_train_cfg_json_obj(cfg));
     const dd_spec *sp = &tr->ds->spec;
@@ -431,6 +463,14 @@ dd_status dd_run_evaluate(const char *run, const char *which, const dd_dataset *
         for (int k = 0; k < 4; k++) ms[k]->loss = ms[k]->nmse_db = ms[k]->evm_db = ms[k]->aclr.left_db =
             ms[k]->aclr.right_db = ms[k]->aclr.avg_db = NAN;
         if (base) base[0] = base[1] = rec->val;
+        rec->no_dpd_val = rec->no_dpd_test = rec->val;
+        if (tr->pa) {
+            rec->has_no_dpd = 1;
+            if (ds->n[DD_SPLIT_VAL] && (st = dd_trainer_no_dpd_baseline(tr, DD_SPLIT_VAL, &rec->no_dpd_val)) != DD_OK)
+                goto done;
+            if (ds->n[DD_SPLIT_TEST] && (st = dd_trainer_no_dpd_baseline(tr, DD_SPLIT_TEST, &rec->no_dpd_test)) != DD_OK)
+                goto done;
+        }
         if (ds->n[DD_SPLIT_VAL] && (st = dd_trainer_evaluate(tr, DD_SPLIT_VAL, &rec->val, NULL, NULL)) != DD_OK) goto done;
         if (ds->n[DD_SPLIT_TEST] && (st = dd_trainer_evaluate(tr, DD_SPLIT_TEST, &rec->test, NULL, NULL)) != DD_OK) goto done;
         if (tr->true_pa) {

@@ -1,4 +1,4 @@
-/* Training configuration (train.h): defaults (the OpenDPD reference recipe), range checks
+/* Training configuration (train.h): defaults (distdpd's GRU recipe, docs/training.md), range checks
  * and the JSON form stored in config.json and in checkpoints (exact round trip). */
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +29,7 @@ void dd_train_cfg_default(dd_train_cfg *c, dd_train_task task) {
     memset(c, 0, sizeof *c);
     c->task = task;
     snprintf(c->model, sizeof c->model, "gru");
-    /* model_cfg all 0: the model's defaults (gru: hidden 23, the reference recipe) */
+    /* model_cfg all 0: the model's defaults (gru: hidden 23) */
     c->frame = 200;
     c->stride = 1;
     c->batch = 64;
@@ -87,6 +87,8 @@ dd_status dd_train_cfg_check(const dd_train_cfg *c) {
         return dd_error(DD_ERR_ARG, "training config: ckpt_every_s = %g must be in [0, 1e9] seconds (0 = off)",
                         c->ckpt_every_s);
     if (c->keep_last < 1 || c->keep_last > 1000000) return bad_size("keep_last", c->keep_last, 1, 1000000);
+    if (c->loss != 0 && c->loss != 1)
+        return dd_error(DD_ERR_ARG, "training config: loss = %d (expected 0 = l2, 1 = l1)", c->loss);
     if (c->gain_mode != 0 && c->gain_mode != 1)
         return dd_error(DD_ERR_ARG, "training config: gain_mode = %d (expected 0 = max, 1 = ls)", c->gain_mode);
     /* optimiser and schedule: validated by their own modules */
@@ -136,6 +138,7 @@ cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c) {
     add_num(o, "beta1", c->optim.beta1);
     add_num(o, "beta2", c->optim.beta2);
     add_num(o, "eps", c->optim.eps);
+    add_num(o, "alpha", c->optim.alpha);
     add_num(o, "weight_decay", c->optim.weight_decay);
     cJSON_AddStringToObject(o, "lr_schedule", dd_lr_kind_name((dd_lr_kind)c->sched.kind));
     add_num(o, "warmup", (double)c->sched.warmup);
@@ -163,6 +166,7 @@ cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c) {
     add_num(o, "keep_last", (double)c->keep_last);
     add_num(o, "eval_test", c->eval_test);
     add_num(o, "select_true", c->select_true);
+    cJSON_AddStringToObject(o, "loss", c->loss ? "l1" : "l2");
     return o;
 }
 
@@ -293,6 +297,7 @@ dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg 
     DD_TRY(get_num(o, where, "beta1", &c->optim.beta1));
     DD_TRY(get_num(o, where, "beta2", &c->optim.beta2));
     DD_TRY(get_num(o, where, "eps", &c->optim.eps));
+    DD_TRY(get_num(o, where, "alpha", &c->optim.alpha));
     DD_TRY(get_num(o, where, "weight_decay", &c->optim.weight_decay));
     s = NULL;
     DD_TRY(get_str(o, where, "lr_schedule", &s));
@@ -327,6 +332,13 @@ dd_status dd_train_cfg_from_obj(const cJSON *o, const char *where, dd_train_cfg 
         if (strcmp(s, "max") == 0) c->gain_mode = 0;
         else if (strcmp(s, "ls") == 0) c->gain_mode = 1;
         else return dd_error(DD_ERR_FORMAT, "%s: key 'gain_mode': expected max or ls, got '%s'", where, s);
+    }
+    s = NULL;
+    DD_TRY(get_str(o, where, "loss", &s)); /* absent (older runs): l2 */
+    if (s) {
+        if (strcmp(s, "l2") == 0) c->loss = 0;
+        else if (strcmp(s, "l1") == 0) c->loss = 1;
+        else return dd_error(DD_ERR_FORMAT, "%s: key 'loss': expected l2 or l1, got '%s'", where, s);
     }
     DD_TRY(get_u64s(o, where, "ckpt_every", &c->ckpt_every));
     DD_TRY(get_num(o, where, "ckpt_every_s", &c->ckpt_every_s));

@@ -583,6 +583,26 @@ static dd_status load_checked(dd_trainer *tr, const dd_ckpt_reader *r, const cha
     free(tr->hist);
     tr->hist = h;
     tr->nhist = tr->caphist = nhist;
+    tr->nodpd_ok = 0; /* the PA model's parameters may have changed */
+    if (tr->pa && tr->eval_here && tr->rank == 0) {
+        /* the records of the checkpoint do not hold the no-DPD baseline (a constant of
+         * the run): the resumed run's metrics.jsonl gets it from this PA model */
+        dd_eval_metrics b[2];
+        int ok = 1;
+        for (int k = 0; k < 2 && ok; k++) {
+            b[k] = (dd_eval_metrics){NAN, NAN, {NAN, NAN, NAN}, NAN};
+            if (tr->ev[k].n && dd_trainer_no_dpd_baseline(tr, k == 0 ? DD_SPLIT_VAL : DD_SPLIT_TEST, &b[k]) != DD_OK) {
+                /* the commit is done: a baseline that cannot be measured is left out */
+                dd_log(DD_LOG_WARN, "%s: no baseline without the DPD: %s", path, dd_last_error());
+                ok = 0;
+            }
+        }
+        for (size_t i = 0; ok && i < nhist; i++) {
+            h[i].has_no_dpd = 1;
+            h[i].no_dpd_val = b[0];
+            h[i].no_dpd_test = b[1];
+        }
+    }
     return DD_OK;
 }
 

@@ -37,6 +37,7 @@ typedef struct {
      * samples, G x, and the DPD's output goes through pred) */
     dd_cf32 *ty;     /* true PA output (n) */
     dd_eval_metrics base; /* true PA without DPD */
+    dd_eval_metrics nodpd; /* the PA model without DPD (dd_trainer_no_dpd_baseline) */
 } dd_eval_split;
 
 struct dd_trainer {
@@ -110,6 +111,7 @@ struct dd_trainer {
     float *ews_m, *ews_p, *eout1;
     dd_eval_split ev[2];   /* [0] val, [1] test */
     dd_pa *true_pa;        /* noiseless clone (owned) or NULL */
+    int nodpd_ok;          /* ev[].nodpd holds the baseline of the current PA parameters */
 
     /* cursor and accumulators */
     int epoch;             /* completed epochs */
@@ -156,6 +158,11 @@ void dd_rec_unpack(const double *v, dd_epoch_record *r);
 
 /* The selection metric of a record (lower is better) under cfg. */
 double dd_rec_select_metric(const dd_train_cfg *cfg, const dd_epoch_record *r);
+
+/* Adds "build" (git commit and build type at configure time, SIMD path, BLAS and its core
+ * type) and "data_checksum" (CRC32C of each file of the data set `data` and of all of
+ * them in name order; "error" instead when one cannot be read) to config.json's root. */
+void dd_train_provenance(cJSON *root, const char *data);
 
 /* Configuration as a cJSON object (caller cJSON_Delete) / from one. */
 cJSON *dd_train_cfg_json_obj(const dd_train_cfg *c);

@@ -121,6 +121,8 @@ static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s)
     const size_t T = ds->spec.nperseg;
     ev->n = ds->n[s];
     metrics_nan(&ev->base);
+    metrics_nan(&ev->nodpd);
+    tr->nodpd_ok = 0;
     if (ev->n == 0) return DD_OK;
     ev->nseg = (ev->n + T - 1) / T;
     ev->npad = ev->nseg * T;
@@ -710,8 +712,17 @@ dd_status dd_trainer_gather(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_
 
 double dd_trainer_mse_grad(const dd_trainer *tr, const float *pred, const float *tgt, size_t nv, uint64_t global,
                            float *dpred) {
-    const float finv2 = (float)(2.0 * dd_trainer_loss_scale(tr, global));
     double sum = 0.0;
+    if (tr->cfg.loss == 1) { /* L1: mean |pred - tgt|, dL/dpred = sign(e) / N (torch: sign(0) = 0) */
+        const float finv = (float)dd_trainer_loss_scale(tr, global);
+        for (size_t k = 0; k < nv; k++) {
+            float e = pred[k] - tgt[k];
+            sum += fabs((double)e);
+            dpred[k] = e > 0 ? finv : e < 0 ? -finv : 0.0f;
+        }
+        return sum;
+    }
+    const float finv2 = (float)(2.0 * dd_trainer_loss_scale(tr, global));
     for (size_t k = 0; k < nv; k++) {
         float e = pred[k] - tgt[k];
         sum += (double)e * (double)e;
@@ -895,46 +906,76 @@ static dd_status eval_forward(const dd_trainer *tr, const dd_model *mod, const d
     return dd_model_infer(mod, src, x, y, (int)k, (int)T, ws);
 }
 
+/* The split's padded segments through m1 (then m2 when not NULL, through tr->eout1) into
+ * ev->pred, each segment from zero state, in the mode setup_eval_ws chose: whole segments
+ * read in place (the padded last one in a call of its own: a segment's output does not
+ * depend on the others of its call), in chunks of steps, or streamed one at a time. */
+static dd_status eval_segments(dd_trainer *tr, dd_split s, dd_eval_split *ev, const dd_model *m1,
+                               const dd_stage_src *s1, float *w1, const dd_model *m2, const dd_stage_src *s2, float *w2) {
+    const size_t T = tr->ds->spec.nperseg;
+    const dd_cf32 *din = tr->ds->in[s];
+    size_t k = 1;
+    for (size_t c = 0; c < ev->nseg; c += k) {
+        k = tr->estream || c >= ev->nfull ? 1 : (ev->nfull - c < tr->eb ? ev->nfull - c : tr->eb);
+        const dd_cf32 *in = c < ev->nfull ? din + c * T : ev->tail; /* (k, T) */
+        dd_cf32 *out = ev->pred + c * T, *u = m2 ? (dd_cf32 *)(void *)tr->eout1 : out;
+        if (tr->estream) {
+            DD_TRY(dd_model_run_stream_src(m1, s1, in, u, T));
+            if (m2) DD_TRY(dd_model_run_stream_src(m2, s2, u, out, T));
+        } else {
+            DD_TRY(eval_forward(tr, m1, s1, (const float *)in, (float *)u, k, T, w1));
+            if (m2) DD_TRY(eval_forward(tr, m2, s2, (const float *)u, (float *)out, k, T, w2));
+        }
+    }
+    return DD_OK;
+}
+
 dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, const dd_cf32 **pred, size_t *npred) {
     if (!tr || !m) return dd_error(DD_ERR_ARG, "dd_trainer_evaluate: NULL argument");
     if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
     dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
     metrics_nan(m);
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
-    const size_t T = tr->ds->spec.nperseg;
     const dd_stage_src ps = param_src(tr), pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
-    const dd_cf32 *din = tr->ds->in[s];
-    size_t k = 1;
-    for (size_t c = 0; tr->estream && c < ev->nseg; c++) {
-        /* one segment at a time from zero state, in bounded chunks (same outputs) */
-        const dd_cf32 *in = c < ev->nfull ? din + c * T : ev->tail;
-        dd_cf32 *out = ev->pred + c * T;
-        if (tr->pa) {
-            dd_cf32 *u = (dd_cf32 *)(void *)tr->eout1;
-            DD_TRY(dd_model_run_stream_src(tr->m, &ps, in, u, T));
-            DD_TRY(dd_model_run_stream(tr->pa, tr->pa_params, u, out, T));
-        } else {
-            DD_TRY(dd_model_run_stream_src(tr->m, &ps, in, out, T));
-        }
-    }
-    for (size_t c = 0; !tr->estream && c < ev->nseg; c += k) {
-        /* whole segments in place, the padded last one in a call of its own (each
-         * segment's output does not depend on the others of its call) */
-        k = c < ev->nfull ? (ev->nfull - c < tr->eb ? ev->nfull - c : tr->eb) : 1;
-        const float *in = (const float *)(c < ev->nfull ? din + c * T : ev->tail); /* (k, T, 2) */
-        float *out = (float *)(ev->pred + c * T);
-        if (tr->pa) {
-            DD_TRY(eval_forward(tr, tr->m, &ps, in, tr->eout1, k, T, tr->ews_m));
-            DD_TRY(eval_forward(tr, tr->pa, &pas, tr->eout1, out, k, T, tr->ews_p));
-        } else {
-            DD_TRY(eval_forward(tr, tr->m, &ps, in, out, k, T, tr->ews_m));
-        }
-    }
+    if (tr->pa)
+        DD_TRY(eval_segments(tr, s, ev, tr->m, &ps, tr->ews_m, tr->pa, &pas, tr->ews_p));
+    else
+        DD_TRY(eval_segments(tr, s, ev, tr->m, &ps, tr->ews_m, NULL, NULL, NULL));
     if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
     dd_status st = compute_metrics(tr, ev->ref, ev->pred, ev->npad, m);
     if (st != DD_OK) return dd_error_prefix(st, "%s split: ", dd_split_name(s));
     if (pred) *pred = ev->pred;
     if (npred) *npred = ev->npad;
+    return DD_OK;
+}
+
+/* The PA model alone on the split's padded input segments (zero state per segment, as
+ * dd_trainer_evaluate runs PA_model(DPD(x))) into ev->pred. */
+static dd_status pa_only_forward(dd_trainer *tr, dd_eval_split *ev) {
+    const dd_stage_src pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
+    return eval_segments(tr, ev == &tr->ev[0] ? DD_SPLIT_VAL : DD_SPLIT_TEST, ev, tr->pa, &pas, tr->ews_p, NULL, NULL, NULL);
+}
+
+dd_status dd_trainer_no_dpd_baseline(dd_trainer *tr, dd_split s, dd_eval_metrics *m) {
+    if (!tr || !m) return dd_error(DD_ERR_ARG, "dd_trainer_no_dpd_baseline: NULL argument");
+    metrics_nan(m);
+    if (!tr->pa) return dd_error(DD_ERR_ARG, "a PA-model run has no no-DPD baseline");
+    if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
+    dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
+    if (ev->n == 0 || !tr->eval_here || tr->rank != 0)
+        return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
+    if (!tr->nodpd_ok) {
+        for (int k = 0; k < 2; k++) {
+            dd_eval_split *e = &tr->ev[k];
+            metrics_nan(&e->nodpd);
+            if (e->n == 0) continue;
+            DD_TRY(pa_only_forward(tr, e));
+            dd_status st = compute_metrics(tr, e->ref, e->pred, e->npad, &e->nodpd);
+            if (st != DD_OK) return dd_error_prefix(st, "%s split without DPD: ", k == 0 ? "val" : "test");
+        }
+        tr->nodpd_ok = 1;
+    }
+    *m = ev->nodpd;
     return DD_OK;
 }
 
@@ -993,10 +1034,10 @@ dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *
 }
 
 /* Metrics of a record as a flat array, for the strategy's broadcast. */
-#define EVAL_VALS 24
+#define EVAL_VALS 36
 static void pack_eval(const dd_epoch_record *r, double *v) {
-    const dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
-    for (int k = 0; k < 4; k++) {
+    const dd_eval_metrics *ms[6] = {&r->val, &r->test, &r->true_val, &r->true_test, &r->no_dpd_val, &r->no_dpd_test};
+    for (int k = 0; k < 6; k++) {
         v[6 * k + 0] = ms[k]->loss;
         v[6 * k + 1] = ms[k]->nmse_db;
         v[6 * k + 2] = ms[k]->aclr.left_db;
@@ -1006,8 +1047,8 @@ static void pack_eval(const dd_epoch_record *r, double *v) {
     }
 }
 static void unpack_eval(const double *v, dd_epoch_record *r) {
-    dd_eval_metrics *ms[4] = {&r->val, &r->test, &r->true_val, &r->true_test};
-    for (int k = 0; k < 4; k++) {
+    dd_eval_metrics *ms[6] = {&r->val, &r->test, &r->true_val, &r->true_test, &r->no_dpd_val, &r->no_dpd_test};
+    for (int k = 0; k < 6; k++) {
         ms[k]->loss = v[6 * k + 0];
         ms[k]->nmse_db = v[6 * k + 1];
         ms[k]->aclr.left_db = v[6 * k + 2];
@@ -1022,7 +1063,14 @@ static dd_status evaluate_all(dd_trainer *tr, dd_epoch_record *r) {
     metrics_nan(&r->test);
     metrics_nan(&r->true_val);
     metrics_nan(&r->true_test);
+    metrics_nan(&r->no_dpd_val);
+    metrics_nan(&r->no_dpd_test);
     r->has_true = tr->true_pa != NULL;
+    r->has_no_dpd = tr->pa != NULL;
+    if (tr->pa && tr->eval_here && tr->rank == 0) {
+        if (tr->ev[0].n) DD_TRY(dd_trainer_no_dpd_baseline(tr, DD_SPLIT_VAL, &r->no_dpd_val));
+        if (tr->ev[1].n) DD_TRY(dd_trainer_no_dpd_baseline(tr, DD_SPLIT_TEST, &r->no_dpd_test));
+    }
     if (tr->eval_here) {
         if (tr->ev[0].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_VAL, &r->val, NULL, NULL));
         if (tr->ev[1].n) DD_TRY(dd_trainer_evaluate(tr, DD_SPLIT_TEST, &r->test, NULL, NULL));

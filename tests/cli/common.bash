@@ -16,6 +16,8 @@
 #                        (times, checkpoint stalls)
 #   ev RUN               eval --json of RUN's last checkpoint without run-specific keys
 #   same_metrics A B DESC   every metric of two ev outputs within 0.01 dB, val loss 1e-5
+#   small_sim            simulates the training tests' data set (12,000 samples, Wiener-
+#                        Hammerstein PA) into D=$TMP/sim and sets SMALL, their small GRU recipe
 
 : "${DD_CLI:?set DD_CLI to the distdpd command (ctest does)}"
 cd "${DD_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}"
@@ -140,6 +142,13 @@ same_metrics() { # A B DESC: every metric within 0.01 dB, the validation loss wi
     la=$(json_num "$1" val_loss)
     lb=$(json_num "$2" val_loss)
     near "$la" "$lb" "$(awk -v a="$la" 'BEGIN { print (a < 0 ? -a : a) * 1e-5 }')" "$3: val_loss (rel. 1e-5)"
+}
+
+small_sim() {
+    D=$TMP/sim
+    run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
+    expect_rc 0 "simulate"
+    SMALL=(--model gru --hidden 6 --frame 32 --stride 4 --batch 32 --lr 2e-2)
 }
 
 finish() {

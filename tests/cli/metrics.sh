@@ -110,4 +110,33 @@ run metrics --ref "$ref" --test "$tst" --spec "$spec" extra
 expect_rc 2 "stray argument"
 has "$ERR" "unexpected argument 'extra'" "stray argument message"
 
+
+# ---- --gain: TEST = g REF with g = 2 + 1i exactly (awk, 9 digits)
+ref=tests/data/metrics_nl200_ref.csv
+spec=tests/data/cli_nl200_spec.json
+awk -F, 'NR == 1 { print; next } { printf "%.9g,%.9g\n", 2 * $1 - $2, $1 + 2 * $2 }' "$ref" >"$TMP/gx.csv"
+run metrics --ref "$ref" --test "$TMP/gx.csv" --spec "$spec" --json --nmse pooled
+near "$(json_num "$OUT" nmse_db)" 3.0103 0.001 "no gain: NMSE = 20 log10|g - 1| = 3.01 dB"
+run metrics --ref "$ref" --test "$TMP/gx.csv" --spec "$spec" --json --nmse pooled --gain auto
+expect_rc 0 "--gain auto"
+near "$(json_num "$OUT" gain_re)" 2 1e-6 "least-squares gain, real part"
+near "$(json_num "$OUT" gain_im)" 1 1e-6 "least-squares gain, imaginary part"
+near "$(json_num "$OUT" gain_db)" 6.9897 1e-4 "gain in dB = 20 log10 sqrt(5)"
+n=$(json_num "$OUT" nmse_db)
+if awk -v v="$n" 'BEGIN { exit !(v < -120) }'; then pass; else fail "--gain auto: NMSE $n dB, want < -120 (float rounding only)"; fi
+# a real gain |g| (linear, and in dB) leaves the phase atan(1/2): |e^{j0.4636} - 1|^2 = 2 - 4/sqrt(5) = -6.754 dB
+for g in 2.2360679775 6.98970004dB; do
+    run metrics --ref "$ref" --test "$TMP/gx.csv" --spec "$spec" --json --nmse pooled --gain $g
+    expect_rc 0 "--gain $g"
+    near "$(json_num "$OUT" nmse_db)" -6.7542 0.001 "--gain $g: NMSE of the remaining phase"
+    near "$(json_num "$OUT" gain_im)" 0 0 "--gain $g: a real gain"
+done
+run metrics --ref "$ref" --test "$TMP/gx.csv" --spec "$spec" --gain auto
+has "$OUT" "gain:      least-squares 2" "text output names the gain"
+for g in 0 -3 abc 3dBm; do
+    run metrics --ref "$ref" --test "$TMP/gx.csv" --spec "$spec" --gain "$g"
+    expect_rc 2 "--gain $g"
+    has "$ERR" "--gain '$g'" "--gain $g: the option named"
+done
+
 finish

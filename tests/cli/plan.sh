@@ -78,7 +78,7 @@ expect_rc 2 "--bucket-mb with --no-overlap"
 has "$ERR" "distdpd plan: --bucket-mb cannot be given with --no-overlap" "--bucket-mb message"
 run plan --par 2000 --r 8
 expect_rc 2 "plan --r"
-has "$ERR" "distdpd plan: ambiguous option '--r' (could be --ranks, --ranks-per-node, --replicas)" "plan --r message"
+has "$ERR" "distdpd plan: ambiguous option '--r' (could be --run, --ranks, --ranks-per-node, --replicas)" "plan --r message"
 run plan --params 10 --calibration "$TMP/none.json"
 expect_rc 1 "missing calibration file"
 has "$ERR" "none.json: cannot open" "missing file message"
@@ -381,5 +381,56 @@ expect_rc 2 "--ranks with --ps-servers"
 has "$ERR" "cannot be given with --ps-servers" "ranks refused with ps"
 run plan --params 1e6 --ps-servers 0
 expect_rc 2 "--ps-servers 0"
+
+# ---- the weak-scaling summary says each threshold once (no "at least 90 % up to 4096
+# ranks, at least 50 % up to 4096")
+run plan --params 1911 --step-compute-s 1
+expect_rc 0 "plan of a compute-bound step"
+has "$OUT" "efficiency >= 90 % at every rank count of the table (8 .. 4096)" "one statement when 90 % holds everywhere"
+hasnot "$OUT" ">= 50 % up to 4096" "no redundant 50 % clause"
+run plan --params 2e6 --step-compute-s 0.01
+has "$OUT" "efficiency < 90 % from 8 ranks on, >= 50 % up to" "the 50 % bound where 90 % never holds"
+
+# ---- plan --run: a measured run's step time, strong scaling of its global batch
+D=$TMP/sim
+run simulate --out "$D" --samples 6000 -q
+run train-pa --data "$D" --model gru --hidden 8 --frame 32 --stride 2 --batch 32 --epochs 1 --allreduce ring --out "$TMP/r1" -q
+expect_rc 0 "a one-process data-parallel run (dp_steps.csv)"
+run plan --run "$TMP/r1"
+expect_rc 0 "plan --run"
+has "$OUT" "--batch 32 is the global batch, so N ranks take 32/N frames each" "strong scaling of the global batch"
+has "$OUT" "from $TMP/r1" "the compute comes from the run"
+row1=$(awk '$1 == "1" && $2 == "32"' <<<"$OUT")
+has "$row1" "100.0 % ($TMP/r1)" "the run's rank count shows its measured efficiency"
+row2=$(awk '$1 == "2" && $2 == "16"' <<<"$OUT")
+has "$row2" "not measured: a prediction" "rows no run measured are marked"
+if awk '$1 == "64"' <<<"$OUT" | grep -q .; then fail "a row above the global batch (64 ranks for batch 32)"; else pass; fi
+has "$OUT" "above 32 ranks a rank would hold less than one frame" "the strong-scaling limit is stated"
+# the compute halves with the ranks: the 2-rank step is at least half the 1-rank step
+s1=$(awk '{print $3}' <<<"$row1")
+s2=$(awk '{print $3}' <<<"$row2")
+if awk -v a="$s1" -v b="$s2" 'BEGIN { exit !(b >= a / 2 && b < a) }'; then pass; else fail "2-rank step $s2 vs 1-rank $s1 ms"; fi
+run plan --run "$TMP/r1" --params 100
+expect_rc 2 "--run with --params"
+has "$ERR" "--params cannot be given with --run" "the conflict named"
+run plan --run "$TMP/nonexistent"
+expect_rc 1 "--run of a missing run"
+has "$ERR" "nonexistent" "the run named"
+if command -v mpirun >/dev/null 2>&1; then
+    mpi_setup
+    set +e
+    timeout 300 mpirun -np 2 "$DD_CLI" train-pa --data "$D" --model gru --hidden 8 --frame 32 --stride 2 --batch 32 \
+        --epochs 1 --out "$TMP/r2" -q >"$TMP/.o" 2>&1
+    set -e
+    if [ -s "$TMP/r2/dp_steps.csv" ]; then
+        run plan --run "$TMP/r1" --run "$TMP/r2"
+        expect_rc 0 "plan of a 1- and a 2-rank run"
+        row2=$(awk '$1 == "2" && $2 == "16"' <<<"$OUT")
+        has "$row2" "($TMP/r2)" "the 2-rank row shows the 2-rank run's measured efficiency: $row2"
+        echo "$OUT" | sed -n '1,12p'
+    else
+        fail "mpirun -np 2 train-pa: $(cat "$TMP/.o")"
+    fi
+fi
 
 finish

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Threads inside a rank against ranks (issue 17; docs/performance.md, "Threads inside a
+# rank"): the reference recipe (gru 23, frame 200, stride 1, batch 64, AdamW lr 5e-3,
+# seed 0) for BENCH_THREADS_EPOCHS epochs as
+#   1 rank x 1 thread, 1 rank x 2 threads, and mpirun -np 2 x 1 thread (if mpirun exists),
+# BENCH_THREADS_ROUNDS rounds with the three alternating; median epoch time (training +
+# evaluation, from metrics.jsonl), speed-up against 1 x 1 (target: 2 threads >= 1.7x),
+# which of the two 2-core layouts is faster, and whether the losses of 1 and 2 threads are
+# identical (they must be). OMP_WAIT_POLICY=passive unless set (threads sleep at the
+# end of a parallel region instead of spinning: a machine shared with other jobs).
+#
+#   bash bench/threads_bench.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, BUILD_DIR/bench-threads)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+OUT=${2:-$BUILD/bench-threads}
+ROUNDS=${BENCH_THREADS_ROUNDS:-3}
+EPOCHS=${BENCH_THREADS_EPOCHS:-2}
+DD="$BUILD/distdpd"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+export OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+unset DD_THREADS
+DATA=../shared/data/opendpd/DPA_200MHz
+if [ ! -f "$DATA/spec.json" ]; then
+    DATA="$OUT/sim"
+    "$DD" simulate --out "$DATA" --signal 10x20 --samples 38400 -q
+fi
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+RECIPE=(--data "$DATA" --model gru --hidden 23 --frame 200 --stride 1 --batch 64 --epochs "$EPOCHS" --lr 5e-3
+    --opt adamw --seed 0 --progress none -q)
+MPI=0
+if command -v mpirun >/dev/null 2>&1; then
+    MPI=1
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none
+fi
+echo "processor: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) CPUs;" \
+    "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; $ROUNDS rounds x $EPOCHS epochs; load $(load)"
+for r in $(seq 1 "$ROUNDS"); do
+    layouts=("1x1" "1x2")
+    [ "$MPI" = 1 ] && layouts+=("2x1")
+    [ $((r % 2)) = 0 ] && layouts=("${layouts[@]:1}" "${layouts[0]}")
+    for l in "${layouts[@]}"; do
+        case $l in
+        1x1) "$DD" train-pa "${RECIPE[@]}" --threads 1 --out "$OUT/run_${l}_$r" ;;
+        1x2) "$DD" train-pa "${RECIPE[@]}" --threads 2 --out "$OUT/run_${l}_$r" ;;
+        2x1) mpirun -np 2 "$DD" train-pa "${RECIPE[@]}" --threads 1 --out "$OUT/run_${l}_$r" ;;
+        esac
+    done
+    echo "  round $r done (load $(load))"
+done
+python3 - "$OUT" "$ROUNDS" <<'EOF'
+import glob, json, os, statistics as st, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def rows(l, r):
+    f = os.path.join(out, f"run_{l}_{r}", "metrics.jsonl")
+    return [json.loads(x) for x in open(f)] if os.path.exists(f) else []
+res = {}
+for l in ("1x1", "1x2", "2x1"):
+    t = [x["time_s"] + x["eval_time_s"] for r in range(1, rounds + 1) for x in rows(l, r)]
+    if t: res[l] = st.median(t)
+same = all([x["train_loss"] for x in rows("1x1", r)] == [x["train_loss"] for x in rows("1x2", r)]
+           for r in range(1, rounds + 1))
+print()
+print("| ranks x threads | epoch s (median) | speed-up vs 1 x 1 | target |")
+print("|---|---|---|---|")
+for l, name in (("1x1", "1 x 1"), ("1x2", "1 x 2 (--threads 2)"), ("2x1", "2 x 1 (mpirun -np 2)")):
+    if l not in res: continue
+    sp = res["1x1"] / res[l]
+    tgt = "" if l == "1x1" else (">= 1.7x: " + ("met" if sp >= 1.7 else "not met"))
+    print(f"| {name} | {res[l]:.3f} | {sp:.2f}x | {tgt} |")
+if "2x1" in res:
+    print(f"\nfaster on 2 cores here: {'threads (1 x 2)' if res['1x2'] < res['2x1'] else 'ranks (2 x 1)'}")
+print(f"train losses of 1 and 2 threads identical in every round: {'yes' if same else 'NO'}")
+EOF
+echo "load at the end: $(load)"

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Threads inside a rank (train-pa --threads N, docs/performance.md "Threads inside a
+# rank"): 2 and 3 threads give one thread's metrics.jsonl bit for bit (every loss and
+# metric, timing keys aside), at the default SIMD level and at DD_SIMD=avx2; 2 ranks of
+# 1 thread equal 1 rank of 2 threads to float rounding (data-parallel sums differ in the
+# last bits, as for any rank count); --threads out of range is a usage error; --help
+# documents it.
+set -euo pipefail
+source "$(dirname "$0")/common.bash"
+
+D=$TMP/sim
+run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
+expect_rc 0 "simulate"
+# 40 frames of 40 samples per batch: 3 AVX-512 / 5 AVX2 vectors of frames to split
+SMALL=(--model gru --hidden 23 --frame 40 --stride 4 --batch 40 --lr 5e-3 --epochs 2 -q)
+
+for simd in "" avx2; do
+    for nt in 1 2 3; do
+        DD_SIMD=$simd run train-pa --data "$D" "${SMALL[@]}" --threads "$nt" --out "$TMP/t${simd}_$nt"
+        expect_rc 0 "train-pa --threads $nt ${simd:+(DD_SIMD=$simd)}"
+    done
+    for nt in 2 3; do
+        if cmp -s <(untimed "$TMP/t${simd}_1/metrics.jsonl") <(untimed "$TMP/t${simd}_$nt/metrics.jsonl"); then
+            pass
+        else
+            fail "--threads $nt ${simd:+(DD_SIMD=$simd)}: metrics.jsonl differs from --threads 1"
+            diff <(untimed "$TMP/t${simd}_1/metrics.jsonl") <(untimed "$TMP/t${simd}_$nt/metrics.jsonl") | head -4
+        fi
+    done
+done
+has "$(cat "$TMP/t_1/metrics.jsonl")" '"train_loss"' "metrics.jsonl has the losses compared"
+
+# hybrid: 2 ranks x 1 thread against 1 rank x 2 threads
+if command -v mpirun >/dev/null 2>&1; then
+    mpi_setup
+    mrun 2 train-pa --data "$D" "${SMALL[@]}" --threads 1 --out "$TMP/mpi2"
+    expect_rc 0 "mpirun -np 2 train-pa --threads 1"
+    same_metrics "$(ev "$TMP/t_2")" "$(ev "$TMP/mpi2")" "2 ranks x 1 thread vs 1 rank x 2 threads"
+fi
+
+run train-pa --data "$D" "${SMALL[@]}" --threads 0 --out "$TMP/bad"
+expect_rc 2 "--threads 0"
+has "$ERR" "--threads" "the usage error names --threads"
+run train-pa --help
+has "$OUT" "--threads N" "--help documents --threads"
+finish
