@@ -8,7 +8,8 @@
  * larger than the training frames (memory and time bounded by the data, the same result
  * as batch = frames, a warning), and bounded evaluation memory (the same metrics whatever
  * the evaluation workspace cap; nperseg 2^20 on splits of a few thousand samples
- * evaluates in about 100 MB). */
+ * evaluates in about 100 MB; at nperseg 32768 the evaluation workspace stays under one
+ * segment's forward workspace and the peak RSS near the split copies). */
 #include <complex.h>
 #include <math.h>
 #include <pthread.h>
@@ -876,27 +877,40 @@ static void check_no_dpd(dd_trainer *td, const dd_dataset *ds, const dd_model *p
 
 /* Trainers that differ only in the evaluation workspace cap (so in the segments per
  * forward call, or streamed segments) give bit-identical predictions and metrics. */
-static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa) {
-    const size_t T = ds->spec.nperseg, keep = dd_eval_ws_cap;
-    dd_trainer *tr[3] = {NULL, NULL, NULL};
+static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_dataset *ds, const dd_model_ref *pa,
+                          int recurrent) {
+    const size_t T = ds->spec.nperseg, keep = dd_eval_ws_cap, keep_chunk = dd_eval_chunk;
+    dd_trainer *tr[4] = {NULL, NULL, NULL, NULL};
     CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[0])); /* default cap: eval_batch segments per call */
     if (!tr[0]) return;
     dd_eval_ws_cap = one_segment_bytes(tr[0], T); /* exactly one segment per call */
     CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[1]));
     dd_eval_ws_cap = 1; /* not even one: streamed */
     CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[2]));
+    /* one segment does not fit, chunks of 100 steps of every segment do (recurrent
+     * models; 100 does not divide the 512-step segments: a partial last chunk) */
+    dd_eval_ws_cap = one_segment_bytes(tr[0], T) - 1;
+    dd_eval_chunk = 100;
+    CHECK_OK(dd_trainer_create(c, ds, pa, NULL, &tr[3]));
     dd_eval_ws_cap = keep;
-    if (tr[1] && tr[2]) {
+    dd_eval_chunk = keep_chunk;
+    if (tr[1] && tr[2] && tr[3]) {
         CHECK(tr[0]->eb > 1 && !tr[0]->estream, "%s: default: %zu segments per call, streamed %d", what, tr[0]->eb, tr[0]->estream);
         CHECK(tr[1]->eb == 1 && !tr[1]->estream, "%s: cap of one segment: %zu per call, streamed %d", what, tr[1]->eb, tr[1]->estream);
         CHECK(tr[2]->eb == 1 && tr[2]->estream && !tr[2]->ews_m && !tr[2]->ews_p, "%s: tiny cap: streamed", what);
+        if (recurrent)
+            CHECK(tr[3]->eb == tr[0]->eb && tr[3]->echunk == 100 && !tr[3]->estream,
+                  "%s: below one segment: %zu segments per call (default %zu) in chunks of %zu, streamed %d", what,
+                  tr[3]->eb, tr[0]->eb, tr[3]->echunk, tr[3]->estream);
+        else
+            CHECK(tr[3]->eb == 1 && tr[3]->estream && tr[3]->echunk == 0, "%s: below one segment: streamed", what);
         for (int s = 0; s < 2; s++) {
             dd_split sp = s ? DD_SPLIT_TEST : DD_SPLIT_VAL;
-            dd_eval_metrics m[3];
-            const dd_cf32 *p[3];
-            size_t np[3];
-            for (int k = 0; k < 3; k++) CHECK_OK(dd_trainer_evaluate(tr[k], sp, &m[k], &p[k], &np[k]));
-            for (int k = 1; k < 3; k++) {
+            dd_eval_metrics m[4];
+            const dd_cf32 *p[4];
+            size_t np[4];
+            for (int k = 0; k < 4; k++) CHECK_OK(dd_trainer_evaluate(tr[k], sp, &m[k], &p[k], &np[k]));
+            for (int k = 1; k < 4; k++) {
                 CHECK(np[k] == np[0] && memcmp(p[k], p[0], np[0] * sizeof *p[0]) == 0,
                       "%s, %s split: predictions with cap %d differ from the default", what, dd_split_name(sp), k);
                 CHECK(same_metrics(&m[k], &m[0]), "%s, %s split: metrics with cap %d differ: NMSE %.17g vs %.17g", what,
@@ -911,7 +925,7 @@ static void eval_cap_case(const char *what, const dd_train_cfg *c, const dd_data
             }
         }
     }
-    for (int k = 0; k < 3; k++) dd_trainer_destroy(&tr[k]);
+    for (int k = 0; k < 4; k++) dd_trainer_destroy(&tr[k]);
 }
 
 typedef struct {
@@ -932,6 +946,75 @@ static dd_status eval_probe_fn(void *arg) {
     return st;
 }
 
+/* Activation-arena bytes dd_trainer_create allocates (dd_mem_stats). */
+static size_t create_activations(const dd_train_cfg *c, const dd_dataset *ds, dd_trainer **tr) {
+    dd_mem_stats m0, m1;
+    dd_mem_stats_get(&m0);
+    CHECK_OK(dd_trainer_create(c, ds, NULL, NULL, tr));
+    dd_mem_stats_get(&m1);
+    return m1.cur[DD_MEM_ACTIVATIONS] - m0.cur[DD_MEM_ACTIVATIONS];
+}
+
+/* (c) nperseg 32768, the simulated presets': the evaluation workspace is the forward
+ * pass of a bounded number of samples, not eval_batch x 32768 columns (GRU hidden 23:
+ * about 1 KB per column, 0.55 KB of it touched: 290 MB at 16 segments before): all 8
+ * segments per call, in chunks of steps. Evaluating splits of 8 and 2
+ * segments grows the peak RSS by little more than their padded reference and
+ * prediction copies (16 bytes a sample; the input is read in place). */
+static void test_eval_nperseg_32768(void) {
+    const size_t T = 32768;
+    size_t n[3] = {6000, 8 * T - 1000, 2 * T}, none[3] = {n[0], 0, 0};
+    dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 13, NULL);
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    dd_spec sp = ds->spec;
+    sp.nperseg = T;
+    dd_dataset *big = NULL, *train_only = NULL;
+    const dd_cf32 *in[3] = {ds->in[0], ds->in[1], ds->in[2]}, *out[3] = {ds->out[0], ds->out[1], ds->out[2]};
+    CHECK_OK(dd_dataset_from_arrays(&sp, n, in, out, &big));
+    CHECK_OK(dd_dataset_from_arrays(&sp, none, in, out, &train_only));
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_PA, 23, 200, 200, 16, 1);
+    c.eval_batch = 16;
+    if (big && train_only) {
+        dd_trainer *a = NULL, *b = NULL;
+        size_t with = create_activations(&c, big, &a), without = create_activations(&c, train_only, &b);
+        size_t eval_bytes = with - without, one_seg = 0;
+        if (a) one_seg = (dd_model_infer_workspace(dd_trainer_model(a), 1, (int)T) + 16) * sizeof(float);
+        printf("nperseg %zu, GRU hidden 23, eval_batch 16, val 8 segments: evaluation arena %.1f MiB (one "
+               "segment's forward workspace: %.1f MiB; the segments run in chunks above the cap)\n",
+               T, (double)eval_bytes / 1048576.0, (double)one_seg / 1048576.0);
+        CHECK(a && b && with >= without, "activations: %zu with evaluation, %zu without", with, without);
+        CHECK(eval_bytes <= ((size_t)16 << 20) && eval_bytes <= one_seg,
+              "evaluation workspace %zu bytes at nperseg %zu: above 16 MiB or one segment's %zu", eval_bytes, T,
+              one_seg);
+        CHECK(a && a->eb == 8 && a->echunk >= DD_TRAIN_EVAL_CHUNK_MIN && !a->estream,
+              "nperseg 32768: %zu segments per call in chunks of %zu (want 8, chunked)", a ? a->eb : 0,
+              a ? a->echunk : 0);
+        dd_trainer_destroy(&a);
+        dd_trainer_destroy(&b);
+    }
+    if (PROBE_ASAN) {
+        printf("skipped under ASan: evaluation RSS at nperseg 32768\n");
+    } else if (big) {
+        eval_probe_arg a = {.ds = big, .cfg = &c};
+        probe_res r;
+        const long copies_kb = (long)((n[1] + T - 1) / T + n[2] / T) * (long)T * 16 / 1024;
+        if (probe_run(eval_probe_fn, &a, 300, 1024, &r) == 0) {
+            printf("evaluation at nperseg 32768 (val %zu, test %zu samples): %s, %.2f s, peak RSS +%ld KiB "
+                   "(padded reference and prediction: %ld KiB)%s%s\n",
+                   n[1], n[2], r.exited ? dd_status_str(r.status) : "killed", r.secs, r.rss_kb, copies_kb,
+                   r.msg[0] ? ": " : "", r.msg);
+            CHECK(r.exited && r.status == DD_OK, "evaluation at nperseg 32768: %s", r.msg);
+            CHECK(r.rss_kb <= copies_kb + 24 * 1024, "evaluation at nperseg 32768: peak RSS grew by %ld KiB (limit %ld KiB)",
+                  r.rss_kb, copies_kb + 24 * 1024);
+        }
+    }
+    dd_dataset_free(&big);
+    dd_dataset_free(&train_only);
+    dd_dataset_free(&ds);
+}
+
 static void test_eval_bounded(void) {
     /* (a) the workspace cap changes how segments are batched, never the numbers:
      * recurrent and feed-forward PA models, and a DPD through a frozen PA model */
@@ -939,12 +1022,12 @@ static void test_eval_bounded(void) {
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 11, NULL);
     CHECK(ds != NULL, "data set");
     if (!ds) return;
-    static const char *const models[3] = {"gru", "tcn", "rvtdnn"};
-    for (int k = 0; k < 3; k++) {
+    static const char *const models[5] = {"gru", "tcn", "rvtdnn", "lstm", "dgru"};
+    for (int k = 0; k < 5; k++) {
         dd_train_cfg c;
         tt_cfg(&c, DD_TRAIN_PA, 4, 40, 20, 8, 1);
         snprintf(c.model, sizeof c.model, "%s", models[k]);
-        eval_cap_case(models[k], &c, ds, NULL);
+        eval_cap_case(models[k], &c, ds, NULL, k == 0 || k >= 3);
     }
     {
         dd_train_cfg cp, cd;
@@ -954,7 +1037,7 @@ static void test_eval_bounded(void) {
         if (pt) {
             dd_model_ref pa = {"gru", *dd_model_config(dd_trainer_model(pt)), dd_trainer_params(pt), dd_trainer_num_floats(pt)};
             tt_cfg(&cd, DD_TRAIN_DLA, 3, 40, 20, 8, 1);
-            eval_cap_case("DPD through a frozen PA", &cd, ds, &pa);
+            eval_cap_case("DPD through a frozen PA", &cd, ds, &pa, 1);
             dd_trainer *td = NULL;
             CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &td));
             if (td) check_no_dpd(td, ds, dd_trainer_model(pt), dd_trainer_params(pt));
@@ -991,6 +1074,7 @@ static void test_eval_bounded(void) {
         dd_dataset_free(&big);
     }
     dd_dataset_free(&ds);
+    test_eval_nperseg_32768();
 }
 
 int main(void) {

@@ -196,6 +196,15 @@ size_t dd_model_infer_workspace(const dd_model *m, int B, int T);
 dd_status dd_model_infer(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int B, int T,
                          float *ws);
 
+/* dd_model_infer of B frames of a recurrent model (dd_model_history < 0) in chunks of Tc
+ * steps, each stage's state carried from one chunk to the next: the same output as
+ * dd_model_infer(x, y, B, T), in dd_model_infer_chunked_workspace(m, B, Tc) floats (0 for
+ * a model that is not recurrent), which grows with B x Tc, not with T (evaluation on long
+ * segments). Errors: DD_ERR_ARG (not recurrent, dimensions, NULL). */
+size_t dd_model_infer_chunked_workspace(const dd_model *m, int B, int Tc);
+dd_status dd_model_infer_chunked(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int B, int T,
+                                 int Tc, float *ws);
+
 /* dd_model_run_stream with parameters from a stage source: its callbacks are made for
  * every stage of every chunk, in order, so ranks streaming the same length keep their
  * collectives matched. */

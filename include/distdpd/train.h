@@ -154,9 +154,29 @@ typedef struct {
                                     evaluation metrics (NMSE, ACLR, EVM) are the same for both */
 } dd_train_cfg;
 
-/* Bytes one evaluation forward call may use for its workspaces (256 MiB): the trainer
- * runs fewer segments per call to fit, and streams a segment that does not fit alone. */
-#define DD_TRAIN_EVAL_WS_CAP ((size_t)256 << 20)
+/* Bytes one evaluation forward call may use for its workspaces (16 MiB): the trainer
+ * runs fewer segments per call to fit, and streams a segment that does not fit alone
+ * (4096-sample chunks, about 2 MB for GRU hidden 23; same numbers either way). */
+#define DD_TRAIN_EVAL_WS_CAP ((size_t)16 << 20)
+/* Steps per chunk when the segments of a recurrent model are run in chunks because one
+ * segment's whole workspace would pass the cap (dd_model_infer_chunked: eval_batch
+ * segments per call still, each stage's state carried between chunks): at most 4096,
+ * halved down to 256 to fit the cap before the segments per call are lowered. */
+#define DD_TRAIN_EVAL_CHUNK 4096
+#define DD_TRAIN_EVAL_CHUNK_MIN 256
+
+/* How evaluation runs eval_batch segments of T samples within cap bytes of workspace per
+ * call (chunk: DD_TRAIN_EVAL_CHUNK): the trainer's choice, and the planner's prediction. */
+typedef struct {
+    size_t eb;    /* segments per forward call (>= 1; 0 when eval_batch or T is 0) */
+    size_t chunk; /* > 0: in chunks of this many steps (dd_model_infer_chunked) */
+    int stream;   /* 1: one segment at a time, streamed (dd_model_run_stream; no arena) */
+    size_t ws_m;  /* floats of the model's workspace (0 when streamed) */
+    size_t ws_p;  /* floats of the PA model's (0 when streamed or without one) */
+    size_t out1;  /* floats of the buffer between the model and the PA model (0 without) */
+} dd_eval_fit;
+void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eval_batch, size_t T, size_t cap, size_t chunk,
+                       dd_eval_fit *f);
 
 /* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
  * arguments.py defaults: docs/opendpd.md; gru, hidden 23, F 200, S 1, B 64, AdamW
@@ -389,7 +409,9 @@ dd_status dd_trainer_end_epoch(dd_trainer *tr, dd_epoch_record *rec);
  * passes together and only rank 0 computes the metrics. */
 dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m,
                               const dd_cf32 **pred, size_t *npred);
-/* The same for the true PA driven by the DPD (as one stream over the split). */
+/* The same for the true PA driven by the DPD (as one stream over the split; the DPD's
+ * output goes through the buffer of dd_trainer_evaluate's prediction, which it
+ * overwrites). */
 dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *m,
                                    const dd_cf32 **pred, size_t *npred);
 

@@ -127,27 +127,12 @@ static size_t eval_segments(const dd_plan_shard_cfg *c) {
     return c->eval_segments && c->eval_segments < c->eval_batch ? c->eval_segments : c->eval_batch;
 }
 
-/* Floats of evaluation workspace for eb segments of T samples per forward call. */
-static size_t eval_ws_floats(const dd_model *m, const dd_model *pa, size_t eb, int T) {
-    size_t f = dd_model_infer_workspace(m, (int)eb, T) + 16;
-    if (pa) f += dd_model_infer_workspace(pa, (int)eb, T) + 16 + eb * (size_t)T * 2;
-    return f;
-}
-
 size_t dd_plan_eval_floats(const dd_model *m, const dd_model *pa, size_t eval_batch, size_t eval_segments,
                            size_t nperseg) {
-    size_t eb = eval_segments && eval_segments < eval_batch ? eval_segments : eval_batch, act = 0;
-    const int T = (int)nperseg;
-    if (eb == 0) return 0;
-    /* as the trainer: fewer segments per call to fit DD_TRAIN_EVAL_WS_CAP, and no
-     * workspace at all when even one segment does not fit (streamed) */
-    while (eb > 1 && eval_ws_floats(m, pa, eb, T) * sizeof(float) > DD_TRAIN_EVAL_WS_CAP) eb--;
-    if (eval_ws_floats(m, pa, 1, T) * sizeof(float) <= DD_TRAIN_EVAL_WS_CAP) {
-        act += dd_model_infer_workspace(m, (int)eb, T) + 16;
-        if (pa) act += dd_model_infer_workspace(pa, (int)eb, T) + 16;
-    }
-    if (pa) act += eb * nperseg * 2;
-    return act;
+    size_t eb = eval_segments && eval_segments < eval_batch ? eval_segments : eval_batch;
+    dd_eval_fit f; /* as the trainer */
+    dd_train_eval_fit(m, pa, eb, nperseg, DD_TRAIN_EVAL_WS_CAP, DD_TRAIN_EVAL_CHUNK, &f);
+    return f.ws_m + f.ws_p + f.out1;
 }
 
 /* Floats, per kind, of rank r (cfg checked). */

@@ -68,11 +68,12 @@ static void rnn_forward(const dd_model *m, const dd_stage_def *st, const dd_stag
 }
 
 static void rnn_forward_state(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
-                              const float *x0, float *out, int T, float *state, float *saved, float *scratch) {
+                              const float *x0, float *out, int B, int T, float *state, float *saved,
+                              float *scratch) {
     (void)st, (void)x0, (void)scratch;
     const size_t H = (size_t)((const dgru_impl *)m->impl)->H;
-    rnn_run(m, sp, in, state, out, 1, T, saved);
-    memcpy(state, out + (size_t)(T - 1) * H, H * sizeof(float));
+    rnn_run(m, sp, in, state, out, B, T, saved);
+    dd_stage_final_rows(state, out, B, T, H);
 }
 
 static size_t rnn_state(const dd_model *m, const dd_stage_def *st) {

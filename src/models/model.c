@@ -607,12 +607,12 @@ static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
     return pa < pb + nb && pb < pa + na;
 }
 
-/* One chunk of a recurrent stream through every stage (ws: dd_model_infer_workspace for
- * (1, T) or more). */
-static dd_status stream_chunk(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int T,
+/* One chunk of B recurrent streams through every stage (ws: dd_model_infer_workspace for
+ * (B, T) or more; state: B x the stages' state sizes). */
+static dd_status stream_chunk(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int B, int T,
                               float *state, float *ws) {
     float *act[2], *saved = NULL, *scratch = NULL;
-    infer_layout(m, 1, T, ws, act, &saved, &scratch);
+    infer_layout(m, B, T, ws, act, &saved, &scratch);
     for (size_t s = 0; s < m->nstages; s++) {
         const dd_stage_def *st = &m->stages[s];
         dd_stage_params sp;
@@ -620,13 +620,51 @@ static dd_status stream_chunk(const dd_model *m, const dd_stage_src *src, const 
         const float *in = s == 0 ? x : act[s & 1];
         float *out = s + 1 == m->nstages ? y : act[(s + 1) & 1];
         if (st->ops->forward_state) {
-            st->ops->forward_state(m, st, &sp, in, x, out, T, state, saved, scratch);
-            state += st->ops->state_size(m, st);
+            st->ops->forward_state(m, st, &sp, in, x, out, B, T, state, saved, scratch);
+            state += (size_t)B * st->ops->state_size(m, st);
         } else {
-            st->ops->forward(m, st, &sp, in, x, out, 1, T, saved, scratch);
+            st->ops->forward(m, st, &sp, in, x, out, B, T, saved, scratch);
         }
         DD_TRY(dd_model_tp_take_error(m));
         if (src->stage_done) DD_TRY(src->stage_done(src->user, s, 0));
+    }
+    return DD_OK;
+}
+
+/* Floats of state one recurrent stream carries between chunks. */
+static size_t state_floats(const dd_model *m) {
+    size_t ns = 0;
+    for (size_t k = 0; k < m->nstages; k++)
+        if (m->stages[k].ops->state_size) ns += m->stages[k].ops->state_size(m, &m->stages[k]);
+    return ns;
+}
+
+size_t dd_model_infer_chunked_workspace(const dd_model *m, int B, int Tc) {
+    if (!m || B < 1 || Tc < 1 || m->history >= 0) return 0;
+    const size_t ns = state_floats(m), io = (size_t)B * (size_t)Tc * 2;
+    return infer_layout(m, B, Tc, NULL, NULL, NULL, NULL) + 2 * io + (size_t)B * (ns ? ns : 1);
+}
+
+dd_status dd_model_infer_chunked(const dd_model *m, const dd_stage_src *src, const float *x, float *y, int B, int T,
+                                 int Tc, float *ws) {
+    const char *who = "dd_model_infer_chunked";
+    if (!m) return dd_error(DD_ERR_ARG, "%s: model is NULL", who);
+    if (m->history >= 0) return dd_error(DD_ERR_ARG, "%s (model %s): not a recurrent model", who, m->name);
+    DD_TRY(check_range(m, who, 0, m->nstages, src));
+    if (!x || !y || !ws) return dd_error(DD_ERR_ARG, "%s (model %s): %s is NULL", who, m->name, !x ? "x" : !y ? "y" : "ws");
+    DD_TRY(check_dims(m, who, B, T));
+    if (Tc < 1) return dd_error(DD_ERR_ARG, "%s (model %s): chunk Tc = %d must be >= 1", who, m->name, Tc);
+    if (Tc > T) Tc = T;
+    const size_t ns = state_floats(m), io = (size_t)B * (size_t)Tc * 2;
+    float *xb = ws + infer_layout(m, B, Tc, NULL, NULL, NULL, NULL), *yb = xb + io, *state = yb + io;
+    memset(state, 0, (size_t)B * ns * sizeof(float));
+    for (int t0 = 0; t0 < T; t0 += Tc) {
+        const size_t c = (size_t)(T - t0 < Tc ? T - t0 : Tc);
+        for (size_t b = 0; b < (size_t)B; b++) /* (B, c, 2) from rows [t0, t0 + c) of each frame */
+            memcpy(xb + b * c * 2, x + (b * (size_t)T + (size_t)t0) * 2, c * 2 * sizeof(float));
+        DD_TRY(stream_chunk(m, src, xb, yb, B, (int)c, state, ws));
+        for (size_t b = 0; b < (size_t)B; b++)
+            memcpy(y + (b * (size_t)T + (size_t)t0) * 2, yb + b * c * 2, c * 2 * sizeof(float));
     }
     return DD_OK;
 }
@@ -655,9 +693,7 @@ dd_status dd_model_run_stream_src(const dd_model *m, const dd_stage_src *src, co
         /* Recurrent: chunks of STREAM_CHUNK samples through the stages, each recurrent
          * stage carrying its state from one chunk to the next. */
         int Tc = n < STREAM_CHUNK ? (int)n : STREAM_CHUNK;
-        size_t ns = 0;
-        for (size_t k = 0; k < m->nstages; k++)
-            if (m->stages[k].ops->state_size) ns += m->stages[k].ops->state_size(m, &m->stages[k]);
+        size_t ns = state_floats(m);
         ws = dd_calloc(dd_model_infer_workspace(m, 1, Tc), sizeof *ws);
         state = dd_calloc(ns ? ns : 1, sizeof *state);
         if (!ws || !state) {
@@ -666,7 +702,7 @@ dd_status dd_model_run_stream_src(const dd_model *m, const dd_stage_src *src, co
         }
         for (size_t s0 = 0; s0 < n; s0 += (size_t)Tc) {
             size_t c = n - s0 < (size_t)Tc ? n - s0 : (size_t)Tc;
-            if ((s = stream_chunk(m, src, (const float *)(x + s0), (float *)(y + s0), (int)c, state, ws)) != DD_OK)
+            if ((s = stream_chunk(m, src, (const float *)(x + s0), (float *)(y + s0), 1, (int)c, state, ws)) != DD_OK)
                 goto cleanup;
         }
     } else {

@@ -49,14 +49,21 @@ typedef struct {
     /* FLOPs per sample of forward (backward = 0) or backward (1). */
     double (*flops)(const dd_model *m, const dd_stage_def *st, int backward);
     /* Recurrent stages only (NULL otherwise): floats of state carried from one chunk of a
-     * stream to the next, and a forward of one frame (B = 1) starting from `state` (zeros
-     * at the start of a stream) that leaves the final state in it. The other stages of a
+     * stream to the next, per frame, and a forward of B frames starting from `state`
+     * (B x state_size floats, each part of the state laid out (B, width); zeros at the
+     * start of a stream) that leaves the final states in it. The other stages of a
      * recurrent model must be memoryless (streamed by plain forward). */
     size_t (*state_size)(const dd_model *m, const dd_stage_def *st);
     void (*forward_state)(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
-                          const float *in, const float *x0, float *out, int T, float *state,
+                          const float *in, const float *x0, float *out, int B, int T, float *state,
                           float *saved, float *scratch);
 } dd_stage_ops;
+
+/* The final step's row of each of B frames of out (B, T, H) into state (B, H). */
+static inline void dd_stage_final_rows(float *state, const float *out, int B, int T, size_t H) {
+    for (size_t b = 0; b < (size_t)B; b++)
+        memcpy(state + b * H, out + (b * (size_t)T + (size_t)(T - 1)) * H, H * sizeof(float));
+}
 
 /* One stage of a built model (model.h, "Stages"). */
 struct dd_stage_def {

@@ -90,11 +90,11 @@ static size_t gru_state(const dd_model *m, const dd_stage_def *st) {
 }
 
 static void gru_forward_state(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
-                              const float *x0, float *out, int T, float *state, float *saved, float *scratch) {
+                              const float *x0, float *out, int B, int T, float *state, float *saved, float *scratch) {
     (void)m, (void)x0, (void)scratch;
     const size_t H = (size_t)((const dd_gru_layer *)st->ref)->hidden_size;
-    gru_run(st, sp, in, state, out, 1, T, saved);
-    memcpy(state, out + (size_t)(T - 1) * H, H * sizeof(float));
+    gru_run(st, sp, in, state, out, B, T, saved);
+    dd_stage_final_rows(state, out, B, T, H);
 }
 
 const dd_stage_ops dd_stage_gru = {
@@ -163,13 +163,13 @@ static size_t lstm_state(const dd_model *m, const dd_stage_def *st) {
 }
 
 static void lstm_forward_state(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
-                               const float *in, const float *x0, float *out, int T, float *state, float *saved,
-                               float *scratch) {
+                               const float *in, const float *x0, float *out, int B, int T, float *state,
+                               float *saved, float *scratch) {
     (void)m, (void)x0, (void)scratch;
-    const size_t H = (size_t)((const dd_lstm_layer *)st->ref)->hidden_size;
-    lstm_run(st, sp, in, state, state + H, out, 1, T, saved);
-    memcpy(state, out + (size_t)(T - 1) * H, H * sizeof(float));
-    memcpy(state + H, saved, H * sizeof(float)); /* cn of the one frame, first in saved */
+    const size_t H = (size_t)((const dd_lstm_layer *)st->ref)->hidden_size, BH = (size_t)B * H;
+    lstm_run(st, sp, in, state, state + BH, out, B, T, saved);
+    dd_stage_final_rows(state, out, B, T, H);
+    memcpy(state + BH, saved, BH * sizeof(float)); /* the frames' cn (B, H), first in saved */
 }
 
 const dd_stage_ops dd_stage_lstm = {

@@ -58,12 +58,12 @@ static size_t gru_tp_state(const dd_model *m, const dd_stage_def *st) {
 }
 
 static void gru_tp_forward_state(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
-                                 const float *in, const float *x0, float *out, int T, float *state, float *saved,
-                                 float *scratch) {
+                                 const float *in, const float *x0, float *out, int B, int T, float *state,
+                                 float *saved, float *scratch) {
     (void)x0, (void)scratch;
     const size_t H = (size_t)((const dd_rnn_shard_layer *)st->ref)->hidden_size;
-    gru_tp_run(m, st, sp, in, state, out, 1, T, saved);
-    memcpy(state, out + (size_t)(T - 1) * H, H * sizeof(float));
+    gru_tp_run(m, st, sp, in, state, out, B, T, saved);
+    dd_stage_final_rows(state, out, B, T, H);
 }
 
 const dd_stage_ops dd_stage_gru_tp = {
@@ -130,14 +130,14 @@ static size_t lstm_tp_state(const dd_model *m, const dd_stage_def *st) {
 }
 
 static void lstm_tp_forward_state(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
-                                  const float *in, const float *x0, float *out, int T, float *state, float *saved,
-                                  float *scratch) {
+                                  const float *in, const float *x0, float *out, int B, int T, float *state,
+                                  float *saved, float *scratch) {
     (void)x0, (void)scratch;
     const dd_rnn_shard_layer *l = st->ref;
-    const size_t H = (size_t)l->hidden_size, U = (size_t)l->units;
-    lstm_tp_run(m, st, sp, in, state, state + H, out, 1, T, saved);
-    memcpy(state, out + (size_t)(T - 1) * H, H * sizeof(float));
-    memcpy(state + H, saved, U * sizeof(float)); /* the shard's cn, first in saved */
+    const size_t H = (size_t)l->hidden_size, U = (size_t)l->units, BH = (size_t)B * H;
+    lstm_tp_run(m, st, sp, in, state, state + BH, out, B, T, saved);
+    dd_stage_final_rows(state, out, B, T, H);
+    memcpy(state + BH, saved, (size_t)B * U * sizeof(float)); /* the shard's cn (B, U), first in saved */
 }
 
 const dd_stage_ops dd_stage_lstm_tp = {

@@ -21,18 +21,20 @@
  * segment is streamed through dd_model_run_stream in bounded chunks instead (same
  * outputs). A variable so that tests can lower it. */
 extern size_t dd_eval_ws_cap; /* DD_TRAIN_EVAL_WS_CAP unless a test lowers it */
+extern size_t dd_eval_chunk;  /* DD_TRAIN_EVAL_CHUNK unless a test changes it */
 
 /* One evaluation split cut into padded segments. */
 typedef struct {
     size_t n;        /* samples in the split (0 = not evaluated) */
     size_t nseg;     /* ceil(n / nperseg) */
     size_t npad;     /* nseg * nperseg */
-    dd_cf32 *in;     /* model input, padded (owned) */
+    size_t nfull;    /* whole segments, read in place from the data set */
+    dd_cf32 *tail;   /* the last, partial segment's input, zero-padded to nperseg
+                        (owned; NULL when n is a multiple of nperseg) */
     dd_cf32 *ref;    /* reference output, padded (owned) */
     dd_cf32 *pred;   /* last prediction (owned) */
-    /* true PA evaluation (DPD with a simulated PA) */
-    dd_cf32 *tref;   /* G x, unpadded (n) */
-    dd_cf32 *tu;     /* DPD output stream (n) */
+    /* true PA evaluation (DPD with a simulated PA; the reference is ref's first n
+     * samples, G x, and the DPD's output goes through pred) */
     dd_cf32 *ty;     /* true PA output (n) */
     dd_eval_metrics base; /* true PA without DPD */
     dd_eval_metrics nodpd; /* the PA model without DPD (dd_trainer_no_dpd_baseline) */
@@ -102,7 +104,10 @@ struct dd_trainer {
     int eval_here;         /* this rank runs evaluation forwards (rank 0, or every rank
                               with collective evaluation) */
     size_t eb;             /* segments per forward (cfg.eval_batch, lowered to fit dd_eval_ws_cap) */
-    int estream;           /* 1: one segment's workspace exceeds the cap: segments are streamed */
+    int estream;           /* 1: one segment's workspace exceeds the cap and the models are not
+                              all recurrent (or eb chunks do not fit): segments are streamed */
+    size_t echunk;         /* > 0: eb segments per call in chunks of echunk steps
+                              (dd_model_infer_chunked: recurrent models, long segments) */
     float *ews_m, *ews_p, *eout1;
     dd_eval_split ev[2];   /* [0] val, [1] test */
     dd_pa *true_pa;        /* noiseless clone (owned) or NULL */

@@ -300,7 +300,7 @@ dd_status dd_train_write_report(dd_trainer *tr, const char *dir, const char *com
                 memcpy(tmp2, ty, nt * sizeof(dd_cf32));
                 dd_pa_reset(tr->true_pa);
                 if ((st = dd_pa_apply(tr->true_pa, tr->ds->in[DD_SPLIT_TEST], tmp, nt)) != DD_OK) goto done;
-                const dd_cf32 *s2[3] = {ev->tref, tmp, tmp2};
+                const dd_cf32 *s2[3] = {ev->ref, tmp, tmp2};
                 size_t n2[3] = {nt, nt, nt};
                 const char *l2[3] = {"target G x", "true PA, no DPD", "true PA with DPD"};
                 if ((st = psd_plot(r, &tr->ds->spec, "DPD on the true (simulated, noiseless) PA", s2, n2, l2, 3)) != DD_OK)

@@ -71,13 +71,49 @@ void dd_trainer_set_data_path(dd_trainer *tr, const char *path) {
 /* ---------------------------------------------------------------- create / destroy */
 
 size_t dd_eval_ws_cap = DD_TRAIN_EVAL_WS_CAP;
+size_t dd_eval_chunk = DD_TRAIN_EVAL_CHUNK;
 
-/* Bytes of evaluation workspace for eb segments of T samples per forward call (forward
- * only: dd_model_infer). */
-static size_t eval_ws_bytes(const dd_trainer *tr, size_t eb, size_t T) {
-    size_t f = dd_model_infer_workspace(tr->m, (int)eb, (int)T) + 16;
-    if (tr->pa) f += dd_model_infer_workspace(tr->pa, (int)eb, (int)T) + 16 + eb * T * 2;
-    return f * sizeof(float);
+/* Floats of evaluation workspace for eb segments of T samples per forward call, whole
+ * (Tc = 0: dd_model_infer) or in chunks of Tc steps (dd_model_infer_chunked), into *wm
+ * and *wp (the model's and the PA model's); the total with the buffer between them, 0
+ * when chunks are asked of a model that is not recurrent. */
+static size_t eval_floats(const dd_model *m, const dd_model *pa, size_t eb, size_t T, size_t Tc, size_t *wm, size_t *wp) {
+    if (Tc && (dd_model_history(m) >= 0 || (pa && dd_model_history(pa) >= 0))) return 0;
+    *wm = (Tc ? dd_model_infer_chunked_workspace(m, (int)eb, (int)Tc) : dd_model_infer_workspace(m, (int)eb, (int)T)) + 16;
+    *wp = !pa ? 0 : (Tc ? dd_model_infer_chunked_workspace(pa, (int)eb, (int)Tc) : dd_model_infer_workspace(pa, (int)eb, (int)T)) + 16;
+    return *wm + *wp + (pa ? eb * T * 2 : 0);
+}
+
+static int eval_fits(const dd_model *m, const dd_model *pa, size_t eb, size_t T, size_t Tc, size_t cap) {
+    size_t wm, wp, f = eval_floats(m, pa, eb, T, Tc, &wm, &wp);
+    return f && f <= cap / sizeof(float);
+}
+
+void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eb, size_t T, size_t cap, size_t chunk,
+                       dd_eval_fit *f) {
+    memset(f, 0, sizeof *f);
+    if (!m || eb == 0 || T == 0) return;
+    size_t wm, wp, Tc = 0;
+    if (eval_fits(m, pa, 1, T, 0, cap)) {
+        while (eb > 1 && !eval_fits(m, pa, eb, T, 0, cap)) eb--;
+    } else {
+        Tc = chunk < T ? chunk : T;
+        if (Tc == 0) Tc = 1;
+        while (Tc >= 2 * DD_TRAIN_EVAL_CHUNK_MIN && !eval_fits(m, pa, eb, T, Tc, cap)) Tc /= 2; /* shorter chunks first */
+        while (eb > 1 && !eval_fits(m, pa, eb, T, Tc, cap)) eb--;
+        if (!eval_fits(m, pa, eb, T, Tc, cap)) {
+            f->eb = 1;
+            f->stream = 1;
+            f->out1 = pa ? T * 2 : 0;
+            return;
+        }
+    }
+    eval_floats(m, pa, eb, T, Tc, &wm, &wp);
+    f->eb = eb;
+    f->chunk = Tc;
+    f->ws_m = wm;
+    f->ws_p = pa ? wp : 0;
+    f->out1 = pa ? eb * T * 2 : 0;
 }
 
 static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s) {
@@ -90,11 +126,17 @@ static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s)
     if (ev->n == 0) return DD_OK;
     ev->nseg = (ev->n + T - 1) / T;
     ev->npad = ev->nseg * T;
-    ev->in = dd_calloc(ev->npad, sizeof(dd_cf32));
+    ev->nfull = ev->n / T;
+    /* the model reads whole segments in place (ds->in[s]); only a partial last one is
+     * copied, zero-padded */
+    if (ev->nfull < ev->nseg) {
+        ev->tail = dd_calloc(T, sizeof(dd_cf32));
+        if (!ev->tail) return dd_error(DD_ERR_NOMEM, "out of memory for the %s split", dd_split_name(s));
+        memcpy(ev->tail, ds->in[s] + ev->nfull * T, (ev->n - ev->nfull * T) * sizeof(dd_cf32));
+    }
     ev->ref = dd_calloc(ev->npad, sizeof(dd_cf32));
     ev->pred = dd_calloc(ev->npad, sizeof(dd_cf32));
-    if (!ev->in || !ev->ref || !ev->pred) return dd_error(DD_ERR_NOMEM, "out of memory for the %s split", dd_split_name(s));
-    memcpy(ev->in, ds->in[s], ev->n * sizeof(dd_cf32));
+    if (!ev->ref || !ev->pred) return dd_error(DD_ERR_NOMEM, "out of memory for the %s split", dd_split_name(s));
     if (tr->cfg.task == DD_TRAIN_PA) {
         memcpy(ev->ref, ds->out[s], ev->n * sizeof(dd_cf32));
     } else {
@@ -105,11 +147,9 @@ static dd_status setup_eval_split(dd_trainer *tr, dd_eval_split *ev, dd_split s)
 }
 
 static void free_split(dd_eval_split *ev) {
-    dd_free(ev->in);
+    dd_free(ev->tail);
     dd_free(ev->ref);
     dd_free(ev->pred);
-    dd_free(ev->tref);
-    dd_free(ev->tu);
     dd_free(ev->ty);
     memset(ev, 0, sizeof *ev);
 }
@@ -137,20 +177,24 @@ static dd_status setup_eval_ws(dd_trainer *tr) {
     size_t maxseg = tr->ev[0].nseg > tr->ev[1].nseg ? tr->ev[0].nseg : tr->ev[1].nseg;
     tr->eb = tr->cfg.eval_batch < maxseg ? tr->cfg.eval_batch : maxseg;
     tr->estream = 0;
+    tr->echunk = 0;
     if (tr->eb > 0) {
+        /* workspace per forward call capped: fewer segments per call, down to one; when
+         * one segment is too large alone, recurrent models run the segments in chunks
+         * (dd_model_infer_chunked), other models stream one segment at a time in bounded
+         * chunks (all give the same numbers) */
+        dd_eval_fit f;
+        dd_train_eval_fit(tr->m, tr->pa, tr->eb, tr->ds->spec.nperseg, dd_eval_ws_cap, dd_eval_chunk, &f);
+        tr->eb = f.eb;
+        tr->echunk = f.chunk;
+        tr->estream = f.stream;
         const int T = (int)tr->ds->spec.nperseg;
-        /* workspace per forward call capped: fewer segments per call, down to one; a
-         * segment too large even alone is streamed in bounded chunks */
-        while (tr->eb > 1 && eval_ws_bytes(tr, tr->eb, (size_t)T) > dd_eval_ws_cap) tr->eb--;
-        tr->estream = eval_ws_bytes(tr, 1, (size_t)T) > dd_eval_ws_cap;
         int ok = 1;
         if (!tr->estream) {
-            tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->m, (int)tr->eb, T) + 16,
-                                        sizeof(float), "the evaluation workspace");
+            tr->ews_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, f.ws_m, sizeof(float), "the evaluation workspace");
             ok = tr->ews_m != NULL;
             if (ok && tr->pa) {
-                tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_infer_workspace(tr->pa, (int)tr->eb, T) + 16,
-                                            sizeof(float), "the PA model's evaluation workspace");
+                tr->ews_p = dd_arena_calloc(DD_MEM_ACTIVATIONS, f.ws_p, sizeof(float), "the PA model's evaluation workspace");
                 ok = tr->ews_p != NULL;
             }
         }
@@ -855,37 +899,48 @@ static dd_status compute_metrics(const dd_trainer *tr, const dd_cf32 *ref, const
     return DD_OK;
 }
 
+/* One evaluation forward of k whole segments (chunked when setup_eval_ws chose so). */
+static dd_status eval_forward(const dd_trainer *tr, const dd_model *mod, const dd_stage_src *src, const float *x,
+                              float *y, size_t k, size_t T, float *ws) {
+    if (tr->echunk) return dd_model_infer_chunked(mod, src, x, y, (int)k, (int)T, (int)tr->echunk, ws);
+    return dd_model_infer(mod, src, x, y, (int)k, (int)T, ws);
+}
+
+/* The split's padded segments through m1 (then m2 when not NULL, through tr->eout1) into
+ * ev->pred, each segment from zero state, in the mode setup_eval_ws chose: whole segments
+ * read in place (the padded last one in a call of its own: a segment's output does not
+ * depend on the others of its call), in chunks of steps, or streamed one at a time. */
+static dd_status eval_segments(dd_trainer *tr, dd_split s, dd_eval_split *ev, const dd_model *m1,
+                               const dd_stage_src *s1, float *w1, const dd_model *m2, const dd_stage_src *s2, float *w2) {
+    const size_t T = tr->ds->spec.nperseg;
+    const dd_cf32 *din = tr->ds->in[s];
+    size_t k = 1;
+    for (size_t c = 0; c < ev->nseg; c += k) {
+        k = tr->estream || c >= ev->nfull ? 1 : (ev->nfull - c < tr->eb ? ev->nfull - c : tr->eb);
+        const dd_cf32 *in = c < ev->nfull ? din + c * T : ev->tail; /* (k, T) */
+        dd_cf32 *out = ev->pred + c * T, *u = m2 ? (dd_cf32 *)(void *)tr->eout1 : out;
+        if (tr->estream) {
+            DD_TRY(dd_model_run_stream_src(m1, s1, in, u, T));
+            if (m2) DD_TRY(dd_model_run_stream_src(m2, s2, u, out, T));
+        } else {
+            DD_TRY(eval_forward(tr, m1, s1, (const float *)in, (float *)u, k, T, w1));
+            if (m2) DD_TRY(eval_forward(tr, m2, s2, (const float *)u, (float *)out, k, T, w2));
+        }
+    }
+    return DD_OK;
+}
+
 dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, const dd_cf32 **pred, size_t *npred) {
     if (!tr || !m) return dd_error(DD_ERR_ARG, "dd_trainer_evaluate: NULL argument");
     if (s != DD_SPLIT_VAL && s != DD_SPLIT_TEST) return dd_error(DD_ERR_ARG, "evaluation is on the val or test split");
     dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
     metrics_nan(m);
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
-    const size_t T = tr->ds->spec.nperseg;
     const dd_stage_src ps = param_src(tr), pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
-    for (size_t c = 0; tr->estream && c < ev->nseg; c++) {
-        /* one segment at a time from zero state, in bounded chunks (same outputs) */
-        const dd_cf32 *in = ev->in + c * T;
-        dd_cf32 *out = ev->pred + c * T;
-        if (tr->pa) {
-            dd_cf32 *u = (dd_cf32 *)(void *)tr->eout1;
-            DD_TRY(dd_model_run_stream_src(tr->m, &ps, in, u, T));
-            DD_TRY(dd_model_run_stream(tr->pa, tr->pa_params, u, out, T));
-        } else {
-            DD_TRY(dd_model_run_stream_src(tr->m, &ps, in, out, T));
-        }
-    }
-    for (size_t c = 0; !tr->estream && c < ev->nseg; c += tr->eb) {
-        size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
-        const float *in = (const float *)(ev->in + c * T); /* (k, T, 2) */
-        float *out = (float *)(ev->pred + c * T);
-        if (tr->pa) {
-            DD_TRY(dd_model_infer(tr->m, &ps, in, tr->eout1, (int)k, (int)T, tr->ews_m));
-            DD_TRY(dd_model_infer(tr->pa, &pas, tr->eout1, out, (int)k, (int)T, tr->ews_p));
-        } else {
-            DD_TRY(dd_model_infer(tr->m, &ps, in, out, (int)k, (int)T, tr->ews_m));
-        }
-    }
+    if (tr->pa)
+        DD_TRY(eval_segments(tr, s, ev, tr->m, &ps, tr->ews_m, tr->pa, &pas, tr->ews_p));
+    else
+        DD_TRY(eval_segments(tr, s, ev, tr->m, &ps, tr->ews_m, NULL, NULL, NULL));
     if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
     dd_status st = compute_metrics(tr, ev->ref, ev->pred, ev->npad, m);
     if (st != DD_OK) return dd_error_prefix(st, "%s split: ", dd_split_name(s));
@@ -897,16 +952,8 @@ dd_status dd_trainer_evaluate(dd_trainer *tr, dd_split s, dd_eval_metrics *m, co
 /* The PA model alone on the split's padded input segments (zero state per segment, as
  * dd_trainer_evaluate runs PA_model(DPD(x))) into ev->pred. */
 static dd_status pa_only_forward(dd_trainer *tr, dd_eval_split *ev) {
-    const size_t T = tr->ds->spec.nperseg;
     const dd_stage_src pas = {tr->pa_params, NULL, NULL, NULL, NULL, NULL};
-    for (size_t c = 0; tr->estream && c < ev->nseg; c++)
-        DD_TRY(dd_model_run_stream(tr->pa, tr->pa_params, ev->in + c * T, ev->pred + c * T, T));
-    for (size_t c = 0; !tr->estream && c < ev->nseg; c += tr->eb) {
-        size_t k = ev->nseg - c < tr->eb ? ev->nseg - c : tr->eb;
-        DD_TRY(dd_model_infer(tr->pa, &pas, (const float *)(ev->in + c * T), (float *)(ev->pred + c * T), (int)k, (int)T,
-                              tr->ews_p));
-    }
-    return DD_OK;
+    return eval_segments(tr, ev == &tr->ev[0] ? DD_SPLIT_VAL : DD_SPLIT_TEST, ev, tr->pa, &pas, tr->ews_p, NULL, NULL, NULL);
 }
 
 dd_status dd_trainer_no_dpd_baseline(dd_trainer *tr, dd_split s, dd_eval_metrics *m) {
@@ -942,22 +989,17 @@ dd_status dd_trainer_set_true_pa(dd_trainer *tr, const dd_pa *pa) {
         dd_eval_split *ev = &tr->ev[k];
         if (ev->n == 0) continue;
         dd_split s = k == 0 ? DD_SPLIT_VAL : DD_SPLIT_TEST;
-        dd_free(ev->tref);
-        dd_free(ev->tu);
         dd_free(ev->ty);
-        ev->tref = dd_calloc(ev->n, sizeof(dd_cf32));
-        ev->tu = dd_calloc(ev->n, sizeof(dd_cf32));
         ev->ty = dd_calloc(ev->n, sizeof(dd_cf32));
-        if (!ev->tref || !ev->tu || !ev->ty) {
+        if (!ev->ty) {
             st = DD_ERR_NOMEM;
             break;
         }
-        const float g = (float)tr->cfg.gain;
-        for (size_t i = 0; i < ev->n; i++) ev->tref[i] = tr->ds->in[s][i] * g;
-        /* baseline: the true PA without DPD */
+        /* baseline: the true PA without DPD, against G x (a DPD's ev->ref: its first n
+         * samples) */
         dd_pa_reset(tr->true_pa);
         if ((st = dd_pa_apply(tr->true_pa, tr->ds->in[s], ev->ty, ev->n)) != DD_OK) break;
-        if ((st = compute_metrics(tr, ev->tref, ev->ty, ev->n, &ev->base)) != DD_OK) break;
+        if ((st = compute_metrics(tr, ev->ref, ev->ty, ev->n, &ev->base)) != DD_OK) break;
     }
     if (st != DD_OK) dd_pa_destroy(&tr->true_pa);
     return st;
@@ -979,11 +1021,12 @@ dd_status dd_trainer_evaluate_true(dd_trainer *tr, dd_split s, dd_eval_metrics *
     dd_eval_split *ev = &tr->ev[s == DD_SPLIT_VAL ? 0 : 1];
     if (ev->n == 0) return dd_error(DD_ERR_ARG, "the %s split is empty or not evaluated", dd_split_name(s));
     const dd_stage_src ps = param_src(tr);
-    DD_TRY(dd_model_run_stream_src(tr->m, &ps, tr->ds->in[s], ev->tu, ev->n));
+    dd_cf32 *tu = ev->pred; /* the DPD's output, in the buffer of the last prediction (npad >= n) */
+    DD_TRY(dd_model_run_stream_src(tr->m, &ps, tr->ds->in[s], tu, ev->n));
     if (tr->rank != 0) return DD_OK; /* collective evaluation: rank 0 computes the metrics */
     dd_pa_reset(tr->true_pa);
-    DD_TRY(dd_pa_apply(tr->true_pa, ev->tu, ev->ty, ev->n));
-    dd_status st = compute_metrics(tr, ev->tref, ev->ty, ev->n, m);
+    DD_TRY(dd_pa_apply(tr->true_pa, tu, ev->ty, ev->n));
+    dd_status st = compute_metrics(tr, ev->ref, ev->ty, ev->n, m);
     if (st != DD_OK) return dd_error_prefix(st, "true PA, %s split: ", dd_split_name(s));
     if (pred) *pred = ev->ty;
     if (npred) *npred = ev->n;
