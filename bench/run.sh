@@ -30,6 +30,8 @@
 #    checkpoint with asynchronous writing against synchronous writing, on a large resnet.
 # 8. bench/launch_bench.sh (BENCH_LAUNCH=1, off by default: ~1 min): time lost per failure
 #    under distdpd launch (kill -9 of a rank, a SIGSTOPped rank; docs/elastic.md).
+# 9. bench/eval_memory.sh (BENCH_EVAL_MEM=1, off by default: ~7 min, 800 MB of disk): peak
+#    RSS of `distdpd eval` from 0.4 M to 50 M samples against the ~1 byte-per-byte target.
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_RSS_SIZES, BENCH_PYTHON; of simd_bench.sh: BENCH_SIMD_ROUNDS,
 # BENCH_SIMD_LARGE, BENCH_SIMD_BASE; of threads_bench.sh: BENCH_THREADS_ROUNDS,
@@ -68,3 +70,4 @@ section BENCH_TP 0 "Tensor parallelism of a GRU layer (bench/tp_bench.sh)" bash 
 section BENCH_PLAN 0 "The model-parallel plan against measured step times (bench/plan_check.sh)" bash bench/plan_check.sh "$BUILD"
 section BENCH_CKPT 0 "Checkpoint stall: asynchronous against synchronous writing (bench/ckpt_stall.sh)" bash bench/ckpt_stall.sh "$BUILD"
 section BENCH_LAUNCH 0 "Time lost per failure (bench/launch_bench.sh)" bash bench/launch_bench.sh "$BUILD"
+section BENCH_EVAL_MEM 0 "Evaluation memory against data size (bench/eval_memory.sh)" env BUILD="$BUILD" bash bench/eval_memory.sh
