@@ -9,16 +9,32 @@ PKGS=(build-essential cmake pkg-config
       libzmq3-dev   # ZeroMQ with CURVE: the parameter server's transport (docs/ps.md)
       libsodium-dev   # X25519, ChaCha20, crypto_box: secure aggregation (docs/federated.md)
       iproute2   # ip netns: the emulated multi-host MPI test
-      time)      # /usr/bin/time -v: peak memory of the command-line tests
+      time       # /usr/bin/time -v: peak memory of the command-line tests
+      mpich libmpich-dev   # make test-mpich: the mpi label against a second MPI (docs/testing.md)
+      valgrind   # make valgrind: memcheck over the unit label
+      lcov)      # make coverage: line and branch coverage (gcov from gcc)
+# Open MPI stays the default mpicc / mpirun / mpiexec next to MPICH (which is only
+# reached as mpicc.mpich, mpiexec.mpich): pin the alternatives when both are present.
+keep_openmpi() {
+  [ -x /usr/bin/mpicc.openmpi ] && [ -x /usr/bin/mpicc.mpich ] || return 0
+  local cur; cur=$(readlink /etc/alternatives/mpi 2>/dev/null || true)
+  local run; run=$(readlink /etc/alternatives/mpirun 2>/dev/null || true)
+  [ "$cur" = /usr/bin/mpicc.openmpi ] && [ "$run" = /usr/bin/mpirun.openmpi ] && return 0
+  echo "install-deps: setting Open MPI as the default MPI (update-alternatives)"
+  $SUDO update-alternatives --set mpi /usr/bin/mpicc.openmpi
+  $SUDO update-alternatives --set mpirun /usr/bin/mpirun.openmpi
+}
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""
 if [ ${#missing[@]} -eq 0 ]; then
+  if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
+  keep_openmpi
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
-SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
     echo "install-deps: missing packages (${missing[*]}) and not root; install them or rerun as root" >&2
@@ -28,3 +44,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+keep_openmpi
