@@ -3,7 +3,7 @@
 #   make test   install missing Debian packages, build, run the whole suite (ctest),
 #               then rebuild with AddressSanitizer + UBSan and run the unit tests again
 # Other targets: make (build only), make install PREFIX=..., make check (suite, no ASan),
-# make bench, make clean.
+# make test-mpich (docs/testing.md), make bench, make clean.
 PREFIX ?= /usr/local
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -43,6 +43,16 @@ test: deps
 	$(MAKE) check
 	$(MAKE) asan-test
 
+# The mpi label against MPICH (mpicc.mpich, mpiexec.mpich; Open MPI stays the default
+# MPI): docs/testing.md, "MPICH".
+MPICH_BUILD ?= build-mpich
+.PHONY: test-mpich
+test-mpich:
+	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDD_WERROR=$(DD_WERROR) \
+	  -DMPI_C_COMPILER=mpicc.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich
+	cmake --build $(MPICH_BUILD) -j $(JOBS)
+	cd $(MPICH_BUILD) && ctest --output-on-failure -L mpi -LE slow --timeout 1800
+
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
@@ -53,4 +63,4 @@ bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(MPICH_BUILD)

@@ -4,15 +4,17 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libopenmpi-dev openmpi-bin
+      mpich libmpich-dev   # make test-mpich: the mpi label on a second MPI (Open MPI stays default)
       libopenblas-dev liblapacke-dev
       libfftw3-dev libcjson-dev
       libzmq3-dev   # ZeroMQ with CURVE: the parameter server's transport (docs/ps.md)
       libsodium-dev   # X25519, ChaCha20, crypto_box: secure aggregation (docs/federated.md)
       iproute2   # ip netns: the emulated multi-host MPI test
-      time       # /usr/bin/time -v: peak memory of the command-line tests
-      mpich libmpich-dev   # make test-mpich: the mpi label against a second MPI (docs/testing.md)
-      valgrind   # make valgrind: memcheck over the unit label
-      lcov)      # make coverage: line and branch coverage (gcov from gcc)
+      time)      # /usr/bin/time -v: peak memory of the command-line tests
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
 # Open MPI stays the default mpicc / mpirun / mpiexec next to MPICH (which is only
 # reached as mpicc.mpich, mpiexec.mpich): pin the alternatives when both are present.
 keep_openmpi() {
@@ -24,10 +26,6 @@ keep_openmpi() {
   $SUDO update-alternatives --set mpi /usr/bin/mpicc.openmpi
   $SUDO update-alternatives --set mpirun /usr/bin/mpirun.openmpi
 }
-missing=()
-for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
 SUDO=""
 if [ ${#missing[@]} -eq 0 ]; then
   if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
