@@ -185,8 +185,9 @@ int main(int argc, char **argv) {
         }
         free(sets);
         dd_comm_free(&node);
-        /* other jobs on the machine: a 1-minute load average above its CPU count means
-         * the CPUs are shared with them, however many ranks this test starts */
+        /* other jobs on the machine: the 1-minute load average, less this test's own
+         * ranks on the node (at most `local` of it), above the CPU count means the CPUs
+         * are shared with them */
         double load = 0;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         FILE *lf = fopen("/proc/loadavg", "r");
@@ -194,7 +195,7 @@ int main(int argc, char **argv) {
             if (fscanf(lf, "%lf", &load) != 1) load = 0;
             fclose(lf);
         }
-        int busy = ncpu > 0 && load > (double)ncpu;
+        int busy = ncpu > 0 && load - local > (double)ncpu;
         /* oversubscribed if any node is */
         int over = local > mincpu || busy, any_over = over;
         int *flags = calloc((size_t)p, sizeof *flags);
