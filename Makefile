@@ -6,7 +6,7 @@
 #               and the first FAULT_CI_MAX_N (40) allocation / I/O failure points of the
 #               fault-injection scenarios (make fault-test: all of them)
 # Other targets: make (build only), make install PREFIX=..., make check (suite, no ASan),
-# make fuzz / fuzz-run / fault (docs/testing.md), make bench, make clean.
+# make fuzz / fuzz-run / fault / test-mpich (docs/testing.md), make bench, make clean.
 PREFIX ?= /usr/local
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -105,6 +105,16 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 \
 	  -D__GNUC__ -D__x86_64__ -I include -I src --suppress=missingIncludeSystem src
 
+# The mpi label against MPICH (mpicc.mpich, mpiexec.mpich; Open MPI stays the default
+# MPI): docs/testing.md, "MPICH".
+MPICH_BUILD ?= build-mpich
+.PHONY: test-mpich
+test-mpich:
+	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDD_WERROR=$(DD_WERROR) \
+	  -DMPI_C_COMPILER=mpicc.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich
+	cmake --build $(MPICH_BUILD) -j $(JOBS)
+	cd $(MPICH_BUILD) && ctest --output-on-failure -L mpi -LE slow --timeout 1800
+
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
 	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
@@ -115,4 +125,4 @@ bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD) $(COV_BUILD) $(LINT_BUILD) $(VG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD) $(COV_BUILD) $(LINT_BUILD) $(VG_BUILD) $(MPICH_BUILD)

@@ -4,6 +4,7 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libopenmpi-dev openmpi-bin
+      mpich libmpich-dev   # make test-mpich: the mpi label on a second MPI (Open MPI stays default)
       libopenblas-dev liblapacke-dev
       libfftw3-dev libcjson-dev
       libzmq3-dev   # ZeroMQ with CURVE: the parameter server's transport (docs/ps.md)
@@ -19,11 +20,24 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Open MPI stays the default mpicc / mpirun / mpiexec next to MPICH (which is only
+# reached as mpicc.mpich, mpiexec.mpich): pin the alternatives when both are present.
+keep_openmpi() {
+  [ -x /usr/bin/mpicc.openmpi ] && [ -x /usr/bin/mpicc.mpich ] || return 0
+  local cur; cur=$(readlink /etc/alternatives/mpi 2>/dev/null || true)
+  local run; run=$(readlink /etc/alternatives/mpirun 2>/dev/null || true)
+  [ "$cur" = /usr/bin/mpicc.openmpi ] && [ "$run" = /usr/bin/mpirun.openmpi ] && return 0
+  echo "install-deps: setting Open MPI as the default MPI (update-alternatives)"
+  $SUDO update-alternatives --set mpi /usr/bin/mpicc.openmpi
+  $SUDO update-alternatives --set mpirun /usr/bin/mpirun.openmpi
+}
+SUDO=""
 if [ ${#missing[@]} -eq 0 ]; then
+  if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
+  keep_openmpi
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
-SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
     echo "install-deps: missing packages (${missing[*]}) and not root; install them or rerun as root" >&2
@@ -33,3 +47,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+keep_openmpi

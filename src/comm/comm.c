@@ -496,7 +496,10 @@ dd_status dd_comm_allgatherv(dd_comm *c, const void *send, void *recv, const siz
     dd_status s = DD_OK;
     double t0 = MPI_Wtime();
     MPI_Request rq = MPI_REQUEST_NULL;
-    int rc = MPI_Iallgatherv(send, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, c->mc, &rq);
+    /* this rank's block already in place: MPI_IN_PLACE (aliased send and receive buffers
+     * are erroneous MPI; MPICH refuses them, "Buffers must not be aliased") */
+    const void *sb = (const char *)recv + displs[c->rank] == (const char *)send ? MPI_IN_PLACE : send;
+    int rc = MPI_Iallgatherv(sb, (int)mine, MPI_BYTE, recv, ic, ic + c->size, MPI_BYTE, c->mc, &rq);
     if (rc != MPI_SUCCESS) s = dd_comm_mpi_error(rc, "MPI_Iallgatherv");
     else s = dd_comm_waitall(1, &rq, NULL, "MPI_Iallgatherv");
     c->stats.seconds += MPI_Wtime() - t0;

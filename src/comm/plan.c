@@ -407,41 +407,54 @@ cleanup:
  * between them, so barrier exit skew does not count as latency). */
 #define CHAIN 4
 
-/* One timed repeat: a barrier, then CHAIN steps of `bytes` bytes back to back. Exchange:
- * every rank sends to its right neighbour and receives from its left, then (dst != NULL)
- * sums the received float32 data into dst, as a ring or rhd step does; the sums are
- * timed separately. One-way (oneway = 1): ping-pong between ranks 0 and 1 (each rank
- * alternately sending and receiving, like the steps of a binomial reduce followed by a
- * broadcast) while the other ranks wait. *t_step: this rank's time per step without the
- * sums; *t_add: per sum. */
-static dd_status time_once(dd_comm *c, size_t bytes, int oneway, int tag, char *sb, char *rb,
-                           char *dst, double *t_step, double *t_add) {
+/* One timed repeat: CHAIN steps of `bytes` bytes back to back after a barrier, each step
+ * what an algorithm's step does (src/comm/allreduce.c), on data as fresh as theirs:
+ *  - the calls: MPI_Irecv + MPI_Isend, then the polled wait with the timeout
+ *    (dd_comm_waitall), not MPI_Waitall or MPI_Send / MPI_Recv;
+ *  - the data: what a step sends was written just before by this rank (the caller's
+ *    gradients for the first step, the sum of the previous step after that), so `work`
+ *    is refilled from `src` before the barrier (untimed) and every step sends `work`.
+ * The second point is the one that matters on MPICH (ch4:ucx, single-copy transfers of
+ * large messages, the receiver reading the sender's memory): sending a buffer this rank
+ * has just written costs about twice as much as resending an untouched one (256 KB:
+ * 23 vs 11 us at 2 ranks), and the ping-pong of untouched buffers used before
+ * predicted a 1 MB ring allreduce at a third of its measured time (docs/comm.md).
+ * Open MPI's copy-in / copy-out shared memory shows no such difference.
+ * Exchange (oneway = 0): every rank receives from its left neighbour into rb while
+ * sending `work` to its right, then sums rb into `work` (as a ring or rhd step does);
+ * the sums are timed separately. One-way (oneway = 1): ping-pong between ranks 0 and 1
+ * (each rank alternately sending `work` and receiving into it, like the steps of a
+ * binomial reduce followed by a broadcast that forwards what it received) while the
+ * other ranks wait. *t_step: this rank's time per step without the sums; *t_add: per
+ * sum. */
+static dd_status time_once(dd_comm *c, size_t bytes, int oneway, int tag, const char *src, char *rb,
+                           char *work, double *t_step, double *t_add) {
     int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
+    memcpy(work, src, bytes);
     int rc = MPI_Barrier(c->mc);
     if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, "calibration: MPI_Barrier");
+    dd_status s = DD_OK;
     double t0 = MPI_Wtime(), tsum = 0;
-    for (int k = 0; k < CHAIN && rc == MPI_SUCCESS; k++) {
+    for (int k = 0; k < CHAIN && s == DD_OK; k++) {
         if (oneway) {
             int peer = c->rank ^ 1; /* pairs (0,1), (2,3), ...; an odd last rank waits */
             if (peer >= c->size) break;
             int sending = (c->rank & 1) == (k % 2 == 0); /* odd -> even, then back */
-            if (sending)
-                rc = MPI_Send(sb, (int)bytes, MPI_BYTE, peer, tag, c->mc);
-            else
-                rc = MPI_Recv(rb, (int)bytes, MPI_BYTE, peer, tag, c->mc, MPI_STATUS_IGNORE);
+            MPI_Request rq = MPI_REQUEST_NULL;
+            rc = sending ? MPI_Isend(work, (int)bytes, MPI_BYTE, peer, tag, c->mc, &rq)
+                         : MPI_Irecv(work, (int)bytes, MPI_BYTE, peer, tag, c->mc, &rq);
+            if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, "calibration: one-way step");
+            s = dd_comm_waitall(1, &rq, NULL, "calibration: one-way step");
             continue;
         }
-        MPI_Request rq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        rc = MPI_Irecv(rb, (int)bytes, MPI_BYTE, left, tag, c->mc, &rq[0]);
-        if (rc == MPI_SUCCESS) rc = MPI_Isend(sb, (int)bytes, MPI_BYTE, right, tag, c->mc, &rq[1]);
-        if (rc == MPI_SUCCESS) rc = MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
-        if (rc == MPI_SUCCESS && dst) {
+        s = dd_comm_sendrecv_bytes(c->mc, work, bytes, right, rb, bytes, left, tag, "calibration: exchange");
+        if (s == DD_OK) {
             double ta = MPI_Wtime();
-            dd_comm_sum(dst, rb, bytes / sizeof(float), DD_F32);
+            dd_comm_sum(work, rb, bytes / sizeof(float), DD_F32);
             tsum += MPI_Wtime() - ta;
         }
     }
-    if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, "calibration: exchange");
+    if (s != DD_OK) return s;
     *t_step = (MPI_Wtime() - t0 - tsum) / CHAIN;
     *t_add = tsum / CHAIN;
     return DD_OK;
@@ -543,7 +556,7 @@ dd_status dd_plan_calibrate(dd_comm *c, double reps_scale, dd_plan_calib *out) {
             if (r >= reps[i]) continue;
             int k = i * MAXREPS + (r < 0 ? 0 : r);
             if ((s = time_once(c, sizes[i], 0, tag, sb, rb, dst, &tx[k], &ta[k])) != DD_OK ||
-                (s = time_once(c, sizes[i], 1, tag, sb, rb, NULL, &t1[k], &dummy)) != DD_OK)
+                (s = time_once(c, sizes[i], 1, tag, sb, rb, dst, &t1[k], &dummy)) != DD_OK)
                 goto cleanup;
         }
     for (int i = 0; i < NS; i++) {
@@ -606,8 +619,9 @@ dd_status dd_plan_calib_save(const dd_plan_calib *cal, const char *path) {
     cJSON_AddStringToObject(root, "date", cal->date);
     cJSON_AddNumberToObject(root, "ranks", cal->ranks);
     cJSON_AddStringToObject(root, "method",
-                            "exchange: ring step (Isend right + Irecv left on every rank); one-way: "
-                            "pairs (0,1), (2,3).. ping-pong; lower quartile of repeats of the maximum over "
+                            "exchange: ring step (Isend right + Irecv left on every rank, polled wait, "
+                            "sending data just written); one-way: pairs (0,1), (2,3).. ping-pong "
+                            "forwarding what was received; lower quartile of repeats of the maximum over "
                             "ranks; t = alpha + beta n "
                             "fitted on relative error over points >= fit_min_bytes; gamma: float32 "
                             "sum of 1 MB");

@@ -87,6 +87,7 @@ static uint64_t splitmix64(uint64_t *x) {
 void dd_rng_seed(dd_rng *r, uint64_t seed) {
     memset(r, 0, sizeof *r); /* the padding too: checkpoints copy the state byte for byte */
     uint64_t x = seed;
+    memset(r, 0, sizeof *r); /* padding too: a raw copy of the state is then fully defined */
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
     r->has_spare = 0;
     r->spare = 0.0;
