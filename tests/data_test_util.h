@@ -28,23 +28,6 @@ static void write_bytes(const char *path, const void *data, size_t n) {
     fclose(f);
 }
 
-/* Reads a whole file (caller frees); *n its size. */
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)len + 1);
-    if (!b || fread(b, 1, (size_t)len, f) != (size_t)len) exit(2);
-    fclose(f);
-    *n = (size_t)len;
-    return b;
-}
-
 /* A spec with every field away from its default (nperseg 1024, 491.52 MHz, 100 MHz main
  * channel of 5 x 20 MHz, 98.3 MHz occupied), split ratios left at the default. */
 static void data_test_spec(dd_spec *sp) {

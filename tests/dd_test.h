@@ -12,6 +12,8 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include "distdpd/core.h"
+
 static int dd_t_pass, dd_t_fail;
 
 #define CHECK(cond, ...)                                                   \
@@ -116,6 +118,19 @@ static inline const char *dd_test_tmpdir(void) {
         memcpy(dd_t_tmp[dd_t_ntmp++], buf, sizeof buf);
     }
     return buf;
+}
+
+/* Reads a whole file (binary safe, NUL-terminated, through the library's dd_read_text);
+ * *n (may be NULL) its size. Exits with status 2 when it cannot be read. Caller frees. */
+static inline unsigned char *dd_test_slurp(const char *path, size_t *n) {
+    char *t = NULL;
+    size_t len = 0;
+    if (dd_read_text(path, &t, &len) != DD_OK) {
+        fprintf(stderr, "%s\n", dd_last_error());
+        exit(2);
+    }
+    if (n) *n = len;
+    return (unsigned char *)t;
 }
 
 /* Writes text to a file, for building bad-input fixtures. */

@@ -206,7 +206,7 @@ int main(void) {
     {
         /* a NaN in a binary source: found in the chunk that holds it, named with split and sample */
         size_t len = 0;
-        char *buf = (char *)slurp(src[DD_FMT_BIN], &len);
+        char *buf = (char *)dd_test_slurp(src[DD_FMT_BIN], &len);
         const dd_cf32 *target = y + n[0] + n[1] + 10; /* test output, sample 10 */
         char *hit = NULL;
         for (size_t i = 0; buf && i + 8 <= len && !hit; i++)

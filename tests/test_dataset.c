@@ -437,7 +437,7 @@ static void test_sigmf(void) {
     CHECK_OK(dd_sigmf_read(P("sig/a64.sigmf-meta"), &y, &n, &fs));
     CHECK(n == N && fs == 1e9 / 3 && y && same_bits(x, y, N), "cf64 round trip");
     size_t bytes;
-    unsigned char *raw = slurp(P("sig/a64.sigmf-data"), &bytes);
+    unsigned char *raw = dd_test_slurp(P("sig/a64.sigmf-data"), &bytes);
     CHECK(bytes == N * 16, "cf64 file size %zu", bytes);
     free(raw);
     dd_free(y);
@@ -623,7 +623,7 @@ static void test_bin(void) {
     dd_dataset_free(&rd);
 
     size_t size;
-    unsigned char *img = slurp(path, &size);
+    unsigned char *img = dd_test_slurp(path, &size);
     /* Truncated by 100 bytes: refused, with both sizes. */
     char want[256];
     write_bytes(P("t.ddb"), img, size - 100);
@@ -1031,7 +1031,7 @@ static void test_fuzz(void) {
     CHECK_OK(dd_dataset_save_bin(ds, P("fz0.ddb")));
     dd_dataset_free(&ds);
     size_t size;
-    unsigned char *img = slurp(P("fz0.ddb"), &size), *work = malloc(size);
+    unsigned char *img = dd_test_slurp(P("fz0.ddb"), &size), *work = malloc(size);
     for (int it = 0; it < 400; it++) {
         memcpy(work, img, size);
         int k = 1 + (int)dd_rng_below(&r, 4);

@@ -20,17 +20,6 @@
 #include "distdpd/model.h"
 #include "onnx.pb-c.h"
 
-static unsigned char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc((size_t)sz + 1);
-    *n = b ? fread(b, 1, (size_t)sz, f) : 0;
-    fclose(f);
-    return b;
-}
 
 /* The first occurrence of the k bytes of needle in b (n bytes), or NULL. */
 static char *find(unsigned char *b, size_t n, const char *needle, size_t k) {
@@ -122,7 +111,7 @@ static void test_truncations(const char *dir) {
         snprintf(src, sizeof src, "%s/w%d0.%s", dir, fmt, fmt ? "safetensors" : "npz");
         snprintf(dst, sizeof dst, "%s/cut", dir);
         size_t n = 0;
-        unsigned char *b = slurp(src, &n);
+        unsigned char *b = dd_test_slurp(src, &n);
         CHECK(b && n > 100, "%s read", src);
         if (!b) continue;
         int refused = 0, named = 0, tried = 0;
@@ -316,7 +305,7 @@ static void test_runtime(const char *model) {
     snprintf(hp, sizeof hp, "%s/dpd.h", dir);
     CHECK_OK(dd_export_c_write(e, cp, hp));
     size_t nc = 0;
-    unsigned char *c = slurp(cp, &nc);
+    unsigned char *c = dd_test_slurp(cp, &nc);
     CHECK(c && find(c, nc, "#include \"dpd.h\"", 16) != NULL, "source includes dpd.h");
     CHECK(c && find(c, nc, "#define XRT_BITS 16", 19) != NULL, "source selects int16");
     free(c);
@@ -369,7 +358,7 @@ static void test_onnx_unpack(const char *dir) {
     snprintf(path, sizeof path, "%s/m.onnx", dir);
     CHECK_OK(dd_export_onnx(m, p, path));
     size_t n = 0;
-    unsigned char *b = slurp(path, &n);
+    unsigned char *b = dd_test_slurp(path, &n);
     Onnx__ModelProto *mp = b ? onnx__model_proto__unpack(NULL, n, b) : NULL;
     CHECK(mp != NULL, "onnx__model_proto__unpack of %s (%zu bytes)", path, n);
     if (mp) {

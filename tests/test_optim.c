@@ -15,26 +15,6 @@
 #define MAXSTEPS 16
 #define MAXE 64
 
-/* ---- reference file parsing ------------------------------------------------------- */
-
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        perror(path);
-        exit(2);
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) {
-        fprintf(stderr, "cannot read %s\n", path);
-        exit(2);
-    }
-    b[n] = '\0';
-    fclose(f);
-    return b;
-}
 
 /* Parses up to max whitespace-separated numbers from s; returns how many. */
 static int parse_doubles(const char *s, double *out, int max) {
@@ -93,7 +73,7 @@ static int g_nlines;
 static void load_refs(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/data/optim_ref.txt", dd_test_srcdir());
-    char *text = slurp(path);
+    char *text = (char *)dd_test_slurp(path, NULL);
     int cap = 1024;
     g_lines = malloc(sizeof(char *) * (size_t)cap);
     for (char *p = text; *p;) {
