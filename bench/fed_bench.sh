@@ -340,7 +340,7 @@ print(row("secure + DP clip %s, noise 0.1" % clip, "d-secure-dp", base))
 EOF
 if ! [ -s "$OUT/d-secure/metrics.jsonl" ] && command -v mpicc >/dev/null; then
     # --secure is not in fed-server: the protocol's cost alone (bench/bench_secagg.c, NB clients)
-    if mpicc -O2 -Iinclude bench/bench_secagg.c -L"$BUILD" -ldistdpd -Wl,-rpath,"$PWD/$BUILD" -lsodium -lm \
+    if mpicc -O2 -Iinclude bench/bench_secagg.c -L"$BUILD" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$PWD/$BUILD" -lsodium -lm \
         -o "$OUT/bench_secagg" 2>"$OUT/bench_secagg.log"; then
         say ""
         say "fed-server refuses --secure in this build, so secure aggregation is measured on its own"

@@ -29,10 +29,12 @@ OUT=$(cd "$OUT" && pwd)
 LIB=$(cd "$BUILD" && pwd)
 CC=${CC:-cc}
 CFL=(-O2 -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Iinclude)
-$CC "${CFL[@]}" bench/bench_train.c -L"$LIB" -ldistdpd -Wl,-rpath,"$LIB" -lm -o "$OUT/bin/bench_train"
+$CC "${CFL[@]}" bench/bench_train.c -L"$LIB" -ldistdpd -ldistdpd_rf -Wl,-rpath,"$LIB" -lm -o "$OUT/bin/bench_train"
 if [ -n "$BASE" ]; then
     BLIB=$(cd "$BASE" && pwd)
-    $CC "${CFL[@]}" bench/bench_train.c -L"$BLIB" -ldistdpd -Wl,-rpath,"$BLIB" -lm -o "$OUT/bin/bench_train_base"
+    BRF=()
+    [ -e "$BLIB/libdistdpd_rf.so" ] && BRF=(-ldistdpd_rf) # builds before the library split have none
+    $CC "${CFL[@]}" bench/bench_train.c -L"$BLIB" -ldistdpd "${BRF[@]}" -Wl,-rpath,"$BLIB" -lm -o "$OUT/bin/bench_train_base"
 fi
 # shellcheck disable=SC2046
 $CC "${CFL[@]}" $(pkg-config --cflags openblas) bench/sgemm_peak.c $(pkg-config --libs openblas) -o "$OUT/bin/sgemm_peak"
