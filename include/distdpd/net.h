@@ -142,7 +142,9 @@ void dd_nrd_str(dd_nrd *r, char *out, size_t cap);
  * and base.pub (public). Errors: DD_ERR_IO naming the file, DD_ERR_UNSUPPORTED (libzmq
  * without CURVE). Refuses to overwrite existing files (DD_ERR_IO) unless force. */
 /* A free loopback TCP port: bound to port 0, read, released (a server binds it right
- * after; ps-local and the tests). -1 when the system gives none. */
+ * after; ps-local, fed-sim and the tests), never one of the last 64 this process was
+ * given (the kernel can give the same free port twice in a row). -1 when the system
+ * gives none. */
 int dd_net_free_port(void);
 
 dd_status dd_net_keygen(const char *base, int force, char pub_z85[DD_NET_KEY_Z85 + 1]);

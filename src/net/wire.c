@@ -334,7 +334,8 @@ int64_t dd_net_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int dd_net_free_port(void) {
+/* One probe: a port the kernel gives for port 0 on loopback, released at once. */
+static int probe_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
@@ -347,5 +348,26 @@ int dd_net_free_port(void) {
     }
     int p = ntohs(a.sin_port);
     close(fd);
+    return p;
+}
+
+/* The port is free when probed, not reserved: two calls in a row can get the same one
+ * from the kernel (seen in CI: two servers of one cluster file on one port). So the last
+ * ports this process was given are remembered and not given again. */
+int dd_net_free_port(void) {
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int recent[64], nrecent;
+    pthread_mutex_lock(&mu);
+    int p = -1;
+    for (int tries = 0; tries < 64; tries++) {
+        p = probe_port();
+        if (p < 0) break;
+        int dup = 0;
+        for (int i = 0; i < nrecent && i < 64 && !dup; i++) dup = recent[i] == p;
+        if (!dup) break;
+        p = -1;
+    }
+    if (p > 0) recent[nrecent++ % 64] = p;
+    pthread_mutex_unlock(&mu);
     return p;
 }

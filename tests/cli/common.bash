@@ -124,8 +124,18 @@ watchdog() {
 }
 
 # metrics.jsonl without the timing keys (and the checkpoint stall and write times)
-# A free loopback TCP port (bound to port 0, read, released) for a server started by a test.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A free loopback TCP port (bound to port 0, read, released) for a server started by a
+# test; never one this script was given before ($TMP/.ports: the kernel can hand out the
+# same free port twice in a row, and callers run in $(...) subshells).
+free_port() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+        grep -qx "$p" "$TMP/.ports" 2>/dev/null || break
+    done
+    echo "$p" >>"$TMP/.ports"
+    echo "$p"
+}
 untimed() { sed 's/"time_s":[^,]*,//; s/"eval_time_s":[^,]*,//; s/,"compress_time_s":[^,}]*//; s/,"ckpt_[a-z_]*":[^,}]*//g' "$1"; }
 
 # eval --json of a run's last checkpoint without the fields that differ between runs

@@ -9,7 +9,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
 ASAN=0
-if ldd "$DD_CLI" 2>/dev/null | grep -q libasan; then ASAN=1; fi
+if grep -q libasan <<<"$(ldd "$DD_CLI" 2>/dev/null)"; then ASAN=1; fi
 HAVE_TIME=0
 if [ -x /usr/bin/time ]; then HAVE_TIME=1; else echo "note: /usr/bin/time not installed: peak RSS not checked"; fi
 

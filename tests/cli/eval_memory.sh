@@ -13,7 +13,7 @@ if [ ! -x /usr/bin/time ]; then
     echo "skipped: /usr/bin/time not installed (apt-get install time)"
     exit 77
 fi
-if ldd "$DD_CLI" 2>/dev/null | grep -q libasan; then
+if grep -q libasan <<<"$(ldd "$DD_CLI" 2>/dev/null)"; then
     echo "skipped: peak RSS is not the program's own under AddressSanitizer"
     exit 77
 fi

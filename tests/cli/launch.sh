@@ -89,7 +89,7 @@ mp=$!
 until [ -n "$(json_num "$(cat "$TMP/ct_hb.json" 2>/dev/null || true)" step)" ]; do sleep 0.02; done
 r0=$(json_num "$(cat "$TMP/ct_hb.json")" pid)
 victim=$(pgrep -x distdpd | grep -vx "$r0" | while read -r p; do
-    if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "--out $R "; then echo "$p"; fi
+    if grep -qF -- "--out $R " <<<"$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; then echo "$p"; fi
 done | head -n 1)
 t0=$(date +%s)
 kill -STOP "$victim"

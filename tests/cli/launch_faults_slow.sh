@@ -39,7 +39,7 @@ for trial in $(seq 1 20); do
     rc=$?
     set -e
     if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass; else fail "torn $trial: the job was not killed in its write (exit $rc)"; fi
-    if find "$R" -name '*.tmp.*' | grep -q .; then pass; else fail "torn $trial: no temporary file left by the kill at byte $at of checkpoint $nth"; fi
+    if [ -n "$(find "$R" -name '*.tmp.*')" ]; then pass; else fail "torn $trial: no temporary file left by the kill at byte $at of checkpoint $nth"; fi
     run launch --np 2 --backoff 0 -- train-pa --data "$D" "${JOB[@]}" --keep-last 3 --out "$R" -q
     expect_rc 0 "torn $trial (kill at byte $at of $size of checkpoint $nth): launch completes"
     hasnot "$(cat "$R/launch.jsonl")" '.tmp.' "torn $trial: a temporary file was chosen"

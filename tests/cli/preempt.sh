@@ -41,7 +41,7 @@ for spec in "dp|" "zero2|--shard zero2" "pp|--pp 2 --micro 2"; do
     done
     r1=""
     for p in $(pgrep -P "$MPID" || true); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then r1=$p; fi
+        if grep -qx "OMPI_COMM_WORLD_RANK=1" <<<"$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null)"; then r1=$p; fi
     done
     if [ -n "$r1" ]; then pass; else fail "$name: rank 1's pid not found among mpirun's children"; fi
     [ -n "$r1" ] && kill -TERM "$r1"
