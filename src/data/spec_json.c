@@ -6,6 +6,8 @@
  * Hz, default 0 = bw_main). */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "data_internal.h"
@@ -237,6 +239,24 @@ cleanup:
     return st;
 }
 
+/* Adds a finite number printed with the fewest digits (15, 16 or 17) that read back to
+ * exactly the same double: cJSON prints 15 digits whenever they come back within its
+ * epsilon, which loses the last bits of values such as 4.6111111111111111e47 (found by
+ * fuzz_spec_json: a spec written and read back differed). Returns the item or NULL. */
+static cJSON *add_num_exact(cJSON *obj, const char *key, double v) {
+    char buf[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    cJSON *it = cJSON_CreateRaw(buf);
+    if (it && !cJSON_AddItemToObject(obj, key, it)) {
+        cJSON_Delete(it);
+        return NULL;
+    }
+    return it;
+}
+
 dd_status dd_spec_write_json(const char *path, const dd_spec *spec, const char *format) {
     if (!path || !spec) return dd_error(DD_ERR_ARG, "dd_spec_write_json: NULL argument");
     if (!format) format = "split_csv";
@@ -253,15 +273,15 @@ dd_status dd_spec_write_json(const char *path, const dd_spec *spec, const char *
                     ? cJSON_AddObjectToObject(root, "split_ratios")
                     : NULL;
     if (!sr ||
-        !cJSON_AddNumberToObject(sr, "train", spec->split[0]) ||
-        !cJSON_AddNumberToObject(sr, "val", spec->split[1]) ||
-        !cJSON_AddNumberToObject(sr, "test", spec->split[2]) ||
-        !cJSON_AddNumberToObject(root, "input_signal_fs", spec->fs) ||
-        !cJSON_AddNumberToObject(root, "bw_main_ch", spec->bw_main) ||
-        !cJSON_AddNumberToObject(root, "bw_sub_ch", spec->bw_sub) ||
+        !add_num_exact(sr, "train", spec->split[0]) ||
+        !add_num_exact(sr, "val", spec->split[1]) ||
+        !add_num_exact(sr, "test", spec->split[2]) ||
+        !add_num_exact(root, "input_signal_fs", spec->fs) ||
+        !add_num_exact(root, "bw_main_ch", spec->bw_main) ||
+        !add_num_exact(root, "bw_sub_ch", spec->bw_sub) ||
         !cJSON_AddNumberToObject(root, "n_sub_ch", spec->n_sub) ||
         !cJSON_AddNumberToObject(root, "nperseg", (double)spec->nperseg) ||
-        (spec->bw_occupied != 0 && !cJSON_AddNumberToObject(root, "bw_occupied", spec->bw_occupied)) ||
+        (spec->bw_occupied != 0 && !add_num_exact(root, "bw_occupied", spec->bw_occupied)) ||
         !(text = dd_json_print(root))) {
         st = dd_error(DD_ERR_NOMEM, "%s: out of memory building JSON", path);
         goto cleanup;
