@@ -35,6 +35,8 @@ static void help(void) {
            "RUN/ps.json: servers, workers, block placement, staleness histograms, pushes,\n"
            "resends. Logs: RUN/ps/*.log. ARGS take the training options and --staleness,\n"
            "--stale-lr, --lease-ms; a --straggle delay_ms=D in ARGS goes to the last worker only.\n"
+           "The coordinator hands out the first batch when all W workers have joined (ARGS\n"
+           "--ps-min-workers N: when N have).\n"
            "ARGS --resume RUN [--epochs E] continues RUN from RUN/last.ckpt on a fresh cluster (the\n"
            "previous RUN/ps/ moves to RUN/ps.N; the optimiser, data and PA run from\n"
            "RUN/config.json): the coordinator restores the servers' blocks, optimiser state and\n"
@@ -96,6 +98,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
     if ((size_t)replicas >= ns) return dd_cli_usage(NAME, "--replicas %ld needs at least %ld servers", replicas, replicas + 1);
     char **targs = argv + i;
     int ntargs = argc - i;
+    int has_minw = 0;
     const char *out = NULL, *opt = "adamw", *wd = NULL, *mom = NULL, *straggle = NULL, *resume = NULL, *tdata = NULL;
     for (int k = 1; k < ntargs; k++) {
         const char *a = targs[k], *nx = k + 1 < ntargs ? targs[k + 1] : NULL;
@@ -108,6 +111,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
         else if (strcmp(a, "--ps") == 0 || strcmp(a, "--key") == 0 || strcmp(a, "--ps-role") == 0 || strcmp(a, "--allow") == 0)
             return dd_cli_usage(NAME, "%s is set by ps-local: leave it out of ARGS", a);
         else if (strcmp(a, "--resume") == 0) resume = nx;
+        else if (strcmp(a, "--ps-min-workers") == 0) has_minw = 1;
         else if (strcmp(a, "--data") == 0) tdata = nx;
     }
     if (resume && out && strcmp(out, resume) != 0) return dd_cli_usage(NAME, "--out and --resume name different runs");
@@ -252,6 +256,10 @@ int dd_cmd_ps_local(int argc, char **argv) {
     }
     int nwa = 0;
     for (int k = 0; k < base; k++) {
+        if (strcmp(ca[k], "--ps-min-workers") == 0 && k + 1 < base) { /* the coordinator's only */
+            k++;
+            continue;
+        }
         if (resume && strcmp(ca[k], "--resume") == 0 && k + 1 < base) {
             wa[nwa++] = "--out";
             wa[nwa++] = ca[++k];
@@ -275,6 +283,12 @@ int dd_cmd_ps_local(int argc, char **argv) {
     ca[nc++] = "coordinator";
     ca[nc++] = "--allow";
     ca[nc++] = allow;
+    char minw[16];
+    if (!has_minw) { /* start when every worker has joined: the batches are shared from the first */
+        snprintf(minw, sizeof minw, "%zu", nw);
+        ca[nc++] = "--ps-min-workers";
+        ca[nc++] = minw;
+    }
     ca[nc] = NULL;
     const pid_t coord = dd_cli_spawn(NAME, ca, NULL);
     pid[np++] = coord;

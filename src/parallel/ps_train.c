@@ -69,6 +69,7 @@ typedef struct {
     int stale_lr;
     int straggle_ms;
     int lease_ms;
+    int min_workers; /* --ps-min-workers: no batch is handed out before this many have joined */
     double timeout_s;
     /* coordinator */
     dd_ps_cluster cl;
@@ -117,6 +118,8 @@ static const dd_strategy_opt ps_opts[] = {
     {"straggle", "delay_ms=D", "--ps worker: sleep D ms after each batch (benchmarks)", NULL},
     {"lease-ms", "MS", "--ps: a batch not committed within MS ms goes to another worker; a\n"
                        "worker silent that long has left (default 10000)", NULL},
+    {"ps-min-workers", "N", "--ps-role coordinator: hand out the first batch only when N workers\n"
+                            "have joined (default 1; distdpd ps-local: its --workers)", NULL},
     {"ps-timeout", "S", "--ps: give up when no batch completes (coordinator) or the\n"
                         "coordinator is silent (worker) for S seconds (default 300)", NULL},
     {NULL, NULL, NULL, NULL}};
@@ -131,6 +134,7 @@ static dd_status parse_opts(const dd_strategy_args *a, ps_t *p) {
     p->out = a->out;
     p->lease_ms = 10000;
     p->timeout_s = 300;
+    p->min_workers = 1;
     p->ep = -1;
     const char *v;
     if (!p->cluster_path) return dd_error(DD_ERR_ARG, "--ps: missing (the cluster file)");
@@ -171,6 +175,14 @@ static dd_status parse_opts(const dd_strategy_args *a, ps_t *p) {
         long d = strtol(v, &end, 10);
         if (*end || end == v || d < 100 || d > 86400000) return dd_error(DD_ERR_ARG, "--lease-ms: expected 100..86400000, got '%s'", v);
         p->lease_ms = (int)d;
+    }
+    if ((v = dd_strategy_arg(a, "ps-min-workers"))) {
+        char *end;
+        long d = strtol(v, &end, 10);
+        if (*end || end == v || d < 1 || d > PS_MAXW)
+            return dd_error(DD_ERR_ARG, "--ps-min-workers: expected 1..%d, got '%s'", PS_MAXW, v);
+        if (!p->coordinator) return dd_error(DD_ERR_ARG, "--ps-min-workers applies to --ps-role coordinator only");
+        p->min_workers = (int)d;
     }
     if ((v = dd_strategy_arg(a, "ps-timeout"))) {
         char *end;
@@ -369,7 +381,7 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
         uint64_t found = UINT64_MAX;
         if (p->finished) {
             dd_nbuf_u8(&b, 2);
-        } else if (p->ep < 0 || (p->staleness >= 0 && w->clock - cmin > p->staleness)) {
+        } else if (p->ep < 0 || p->nw < p->min_workers || (p->staleness >= 0 && w->clock - cmin > p->staleness)) {
             dd_nbuf_u8(&b, 1);
         } else {
             for (uint64_t k = 0; k < p->nb; k++)
@@ -660,8 +672,9 @@ static dd_status co_step(void *self, dd_trainer *tr, double *loss) {
         if ((double)(dd_net_ms() - t0) > 1e3 * p->timeout_s) {
             int live = 0;
             for (int i = 0; i < p->nw; i++) live += p->w[i].alive;
-            return dd_error(DD_ERR_TIMEOUT, "ps-coordinator: no batch completed in %g s (--ps-timeout; %d live workers): "
-                                            "start workers with --ps %s", p->timeout_s, live, p->cluster_path);
+            return dd_error(DD_ERR_TIMEOUT, "ps-coordinator: no batch completed in %g s (--ps-timeout; %d live workers, %d joined, "
+                                            "--ps-min-workers %d): start workers with --ps %s", p->timeout_s, live, p->nw,
+                            p->min_workers, p->cluster_path);
         }
     }
 }

@@ -284,7 +284,7 @@ if grep -qE "w1.key[^ ]* (lease of batch [0-9]+ expired|went silent after commit
 # counts once and its update reaches every block exactly once (docs/ps.md "Atomic pushes")
 set +e
 DD_PS_KILL_AFTER_COMMIT=w1:5 timeout 120 "$DD_CLI" ps-local --servers 2 --workers 2 --timeout 100 -- train-pa \
-    "${COMMON[@]}" --batch 16 --epochs 2 --staleness inf --lease-ms 1000 -v --out "$TMP/ckill" \
+    "${COMMON[@]}" --batch 16 --epochs 2 --staleness 4 --lease-ms 1000 -v --out "$TMP/ckill" \
     >"$TMP/.out" 2>"$TMP/.err"
 RC=$?
 set -e
@@ -308,6 +308,8 @@ print('completed', completed, 'lost', lost, 'redone', redone, 'applied', applied
       'pushes', ps['pushes'])
 ok &= completed == 1 and lost == 0 and redone == 0
 ok &= applied == len(ps['blocks']) * (ps['pushes'] + completed)
+# ps-local's coordinator waits for both workers (--ps-min-workers 2): both got batches
+ok &= len(ps['workers']) == 2 and all(w['batches'] > 0 for w in ps['workers'])
 sys.exit(0 if ok else 1)
 PY
 
@@ -321,6 +323,16 @@ has "$ERR" "--staleness: expected an integer in [0, 1000000] or inf, got '-1'" "
 run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json" --key "$TMP/kill/ps/w0.key" --allow /dev/null
 expect_rc 2 "--allow on a worker"
 has "$ERR" "--allow applies to --ps-role coordinator only" "--allow refusal"
+run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json" --key "$TMP/kill/ps/w0.key" --ps-min-workers 2
+expect_rc 2 "--ps-min-workers on a worker"
+has "$ERR" "--ps-min-workers applies to --ps-role coordinator only" "--ps-min-workers refusal"
+# the coordinator waits for --ps-min-workers workers, at most --ps-timeout
+run ps-local --servers 1 --workers 1 --timeout 60 -- train-pa "${COMMON[@]}" --out "$TMP/x3" --epochs 1 \
+    --ps-min-workers 2 --ps-timeout 2
+expect_rc 1 "ps-local: 1 worker, --ps-min-workers 2"
+has "$ERR" "1 joined, --ps-min-workers 2" "the coordinator names the workers it waited for"
+if [ -e "$TMP/x3/ps/w0.log" ] && ! grep -q "ps-min-workers" "$TMP/x3/ps/w0.log"; then pass; else
+    fail "the worker got --ps-min-workers or did not run: $(cat "$TMP/x3/ps/w0.log" 2>/dev/null)"; fi
 run train-pa "${COMMON[@]}" --out "$TMP/x1" --ps "$TMP/kill/ps/cluster.json" --key "$TMP/kill/ps/w0.key" --ps-role boss
 expect_rc 2 "--ps-role boss"
 has "$ERR" "--ps-role: expected worker or coordinator, got 'boss'" "--ps-role refusal"
