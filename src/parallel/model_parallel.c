@@ -1254,7 +1254,7 @@ static dd_status load_cx(dd_pp *z, dd_trainer *tr, const dd_ckpt_reader *r) {
     /* this position's entries; the written number of replicas */
     size_t plo = 0, phi = 0, D0 = 0, m = 0, ns = 0, mine = N;
     dd_trainer_storage(tr, NULL, NULL, &plo, &phi, NULL, NULL);
-    for (size_t q = 0, off = 0, soff = 0; q < N; off += cnt[2 * q], soff += cnt[2 * q + 1], q++) {
+    for (size_t q = 0; q < N; q++) {
         if (pos[4 * q] != (uint64_t)z->grid.tp || pos[4 * q + 1] != (uint64_t)z->prank) continue;
         if (pos[4 * q + 3] != phi - plo)
             return dd_error(DD_ERR_FORMAT, "checkpoint section mp.compress.ranks: %llu storage floats at tp %d, pp %d; "
