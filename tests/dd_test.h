@@ -133,6 +133,14 @@ static inline unsigned char *dd_test_slurp(const char *path, size_t *n) {
     return (unsigned char *)t;
 }
 
+/* Reads a whole file as NUL-terminated text; NULL when it cannot be read (the caller's
+ * CHECK reports it). */
+static inline char *dd_test_read(const char *path) {
+    char *t = NULL;
+    size_t len = 0;
+    return dd_read_text(path, &t, &len) == DD_OK ? t : NULL;
+}
+
 /* Writes text to a file, for building bad-input fixtures. */
 static inline void dd_test_write(const char *path, const char *text) {
     FILE *f = fopen(path, "w");

@@ -16,19 +16,6 @@
 #include "distdpd/train.h"
 #include "test_train_util.h"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (b) b[n] = '\0';
-    fclose(f);
-    return b;
-}
-
 static int exists(const char *dir, const char *name) {
     char p[800];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -90,7 +77,7 @@ int main(void) {
     CHECK(epoch_calls == 3 && progress_calls > 3 * 31, "progress: %d calls, %d epochs", progress_calls, epoch_calls);
 
     snprintf(path, sizeof path, "%s/metrics.jsonl", run1);
-    char *m1 = slurp(path);
+    char *m1 = dd_test_read(path);
     int nbest = 0, lines = count_lines(m1, "\"best\":true", &nbest);
     CHECK(lines == 3 && nbest == 1, "metrics.jsonl: %d lines, %d best", lines, nbest);
     /* every line is a JSON object with the documented keys */
@@ -111,7 +98,7 @@ int main(void) {
     }
     free(m1);
     snprintf(path, sizeof path, "%s/history.csv", run1);
-    char *h1 = slurp(path);
+    char *h1 = dd_test_read(path);
     /* OpenDPD's columns to the letter (its time column is called "TIME:") */
     CHECK(h1 && strncmp(h1, "EPOCH,N_EPOCH,TIME:,LR,BATCH_SIZE,N_PARAM,FRAME_LENGTH,BACKBONE,HIDDEN_SIZE,TRAIN_LOSS,VAL_LOSS,", 96) == 0,
           "history.csv header: %.100s", h1 ? h1 : "");
@@ -119,11 +106,11 @@ int main(void) {
     CHECK(lines == 4, "history.csv: %d lines", lines);
     free(h1);
     snprintf(path, sizeof path, "%s/report.html", run1);
-    char *rep = slurp(path);
+    char *rep = dd_test_read(path);
     CHECK(rep && strstr(rep, "<svg") && strstr(rep, "Learning curves") && strstr(rep, "Spectra"), "report has plots");
     free(rep);
     snprintf(path, sizeof path, "%s/config.json", run1);
-    char *cj = slurp(path);
+    char *cj = dd_test_read(path);
     cJSON *cjo = cj ? cJSON_Parse(cj) : NULL;
     CHECK(cjo && cJSON_GetObjectItemCaseSensitive(cjo, "config") && cJSON_GetObjectItemCaseSensitive(cjo, "spec"),
           "config.json has config and spec");
@@ -155,7 +142,7 @@ int main(void) {
     dd_run_model_free(&ra);
     dd_run_model_free(&rb);
     snprintf(path, sizeof path, "%s/metrics.jsonl", run2);
-    char *m2 = slurp(path);
+    char *m2 = dd_test_read(path);
     lines = count_lines(m2, "\"best\":true", &nbest);
     CHECK(lines == 3 && nbest == 1, "resumed metrics.jsonl: %d lines, %d best", lines, nbest);
     free(m2);
@@ -210,11 +197,11 @@ int main(void) {
     o.data = NULL; /* the PA run's data set */
     CHECK_OK(dd_train_run(&cd, &o));
     snprintf(path, sizeof path, "%s/metrics.jsonl", run3);
-    char *m3 = slurp(path);
+    char *m3 = dd_test_read(path);
     CHECK(m3 && strstr(m3, "\"true_test_aclr_avg_db\":-"), "true PA metrics in metrics.jsonl");
     free(m3);
     snprintf(path, sizeof path, "%s/config.json", run3);
-    cj = slurp(path);
+    cj = dd_test_read(path);
     CHECK(cj && strstr(cj, "\"available\":\ttrue") && strstr(cj, "no_dpd_test"), "config.json: true PA baseline");
     free(cj);
     dd_run_model dm;

@@ -27,19 +27,6 @@
 #include "distdpd/train.h"
 #include "test_train_util.h"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (b) b[n] = '\0';
-    fclose(f);
-    return b;
-}
-
 static long fsize(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
@@ -96,7 +83,7 @@ static void cp(const char *src_dir, const char *name, const char *dst_dir) {
 static void config_run_id(const char *run, char *id, size_t cap) {
     char p[900];
     snprintf(p, sizeof p, "%s/config.json", run);
-    char *t = slurp(p);
+    char *t = dd_test_read(p);
     cJSON *j = t ? cJSON_Parse(t) : NULL;
     const cJSON *r = j ? cJSON_GetObjectItemCaseSensitive(j, "run_id") : NULL;
     snprintf(id, cap, "%s", cJSON_IsString(r) ? r->valuestring : "");
@@ -141,7 +128,7 @@ static void drop_sections(const char *path, const char *const *drop) {
 static void strip_config_ids(const char *run) {
     char p[900];
     snprintf(p, sizeof p, "%s/config.json", run);
-    char *t = slurp(p);
+    char *t = dd_test_read(p);
     cJSON *j = t ? cJSON_Parse(t) : NULL;
     free(t);
     CHECK(j != NULL, "config.json parses");
@@ -206,7 +193,7 @@ static void refused(const char *run, const char *data, dd_status status, const c
     for (int k = 0; files[k]; k++) {
         char p[900];
         snprintf(p, sizeof p, "%s/%s", run, files[k]);
-        before[k] = slurp(p);
+        before[k] = dd_test_read(p);
     }
     dd_status st = resume(run, data, 3);
     CHECK(st == status, "resume %s -> %s (want %s): %s", run, dd_status_str(st), dd_status_str(status), dd_last_error());
@@ -215,7 +202,7 @@ static void refused(const char *run, const char *data, dd_status status, const c
     for (int k = 0; files[k]; k++) {
         char p[900];
         snprintf(p, sizeof p, "%s/%s", run, files[k]);
-        char *after = slurp(p);
+        char *after = dd_test_read(p);
         CHECK(before[k] && after && strcmp(before[k], after) == 0, "%s unchanged by the refused resume", p);
         free(after);
         free(before[k]);
@@ -265,7 +252,7 @@ int main(void) {
     CHECK(strcmp(id_cfg, id_last) == 0 && strcmp(id_cfg, id_best) == 0, "run ids: config %s, last %s, best %s", id_cfg,
           id_last, id_best);
     snprintf(p, sizeof p, "%s/config.json", R);
-    char *cj = slurp(p);
+    char *cj = dd_test_read(p);
     CHECK(cj && strstr(cj, "\"fingerprint\""), "config.json data_stats.fingerprint");
     free(cj);
     CHECK(has_file(R, ".lock"), "RUN/.lock exists");
@@ -281,7 +268,7 @@ int main(void) {
     CHECK_ERR(resume(R, NULL, 3), DD_ERR_ARG, msg);
     CHECK_ERR(train(&c, data, R, NULL), DD_ERR_ARG, msg);
     snprintf(p, sizeof p, "%s/.lock", R);
-    char *who = slurp(p);
+    char *who = dd_test_read(p);
     char want[64];
     snprintf(want, sizeof want, "%ld ", (long)getpid());
     CHECK(who && strncmp(who, want, strlen(want)) == 0, "lock file holds 'pid host': '%s'", who ? who : "");
@@ -325,7 +312,7 @@ int main(void) {
     CHECK(child > 0 && waitpid(child, &wst, 0) == child && WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL,
           "the lock holder was killed by SIGKILL (status %d)", wst);
     snprintf(p, sizeof p, "%s/.lock", R);
-    who = slurp(p);
+    who = dd_test_read(p);
     snprintf(want, sizeof want, "%ld ", (long)child);
     CHECK(who && strncmp(who, want, strlen(want)) == 0, "the dead owner's pid is still in the file: '%s'", who ? who : "");
     free(who);
