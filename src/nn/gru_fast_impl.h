@@ -264,9 +264,10 @@ static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
 }
 #undef FWD_CASE
 
-void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, const float *xfm,
-                              const float *w_ih, const float *w_hh, const float *b_ih,
-                              const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
+void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, float *xfm,
+                              const float *xin, const float *h0, const float *w_ih,
+                              const float *w_hh, const float *b_ih, const float *b_hh, size_t B,
+                              size_t T, size_t D, size_t H) {
     const size_t TB = T * B;
     /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
      * recurrence needs only its own column, so no step waits for another thread */
@@ -277,6 +278,12 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
     {
         VSUF(gru_fctx) x = {B, T, TB, D, H, 0, 0, B, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
         dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
+        /* this thread's frames of the input, feature-major, and of h0 (column block 0) */
+        if (x.cb < x.ce) {
+            VBTH_TO_FM(xfm, TB, xin, B, x.cb, x.ce, T, D);
+            for (size_t j = 0; j < H; j++)
+                for (size_t b = x.cb; b < x.ce; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0.0f;
+        }
         for (size_t t = 0; t < T && x.cb < x.ce; t++) {
             /* input and recurrent products and the cell, in registers */
             x.c0 = t * B;

@@ -43,20 +43,21 @@ void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_r
     const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H);
     dd_real *const gates = w.gates, *const hprev = w.hprev, *const S = w.S;
 
+#if !DD_NN_DOUBLE
+    {
+        const int level = dd_nn_simd_level();
+        if (dd_nn_gru_fused(level, H)) { /* it lays out x and h0 itself, on its threads */
+            dd_nn_gru_fwd_fast(level, out, hprev, gates, S, w.xfm, x, h0, w_ih, w_hh, b_ih, b_hh,
+                               B, T, D, H);
+            return;
+        }
+    }
+#endif
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < T; t++)
             for (size_t d = 0; d < D; d++) w.xfm[d * TB + t * B + b] = x[(b * T + t) * D + d];
     for (size_t j = 0; j < H; j++)
         for (size_t b = 0; b < B; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0;
-#if !DD_NN_DOUBLE
-    {
-        const int level = dd_nn_simd_level();
-        if (dd_nn_gru_fused(level, H)) {
-            dd_nn_gru_fwd_fast(level, out, hprev, gates, S, w.xfm, w_ih, w_hh, b_ih, b_hh, B, T, D, H);
-            return;
-        }
-    }
-#endif
     /* Input projection of every step at once: gates[0:3H, :] = b_ih + W_ih xfm. */
     if (b_ih)
         for (size_t j = 0; j < 3 * H; j++)

@@ -18,7 +18,8 @@
 /* Prototypes of one instruction set's kernels (suffix _avx512 / _avx2). */
 #define DD_FAST_DECLS(S)                                                                      \
     void dd_nn_gru_fwd_fast##S(float *out, float *hprev, float *gates, float *Sc,             \
-                               const float *xfm, const float *w_ih, const float *w_hh,        \
+                               float *xfm, const float *x, const float *h0,                   \
+                               const float *w_ih, const float *w_hh,                          \
                                const float *b_ih, const float *b_hh, size_t B, size_t T,      \
                                size_t D, size_t H);                                           \
     void dd_nn_gru_bwd_fast##S(float *dG, float *dh, const float *dout, const float *gates,   \
@@ -84,14 +85,16 @@ DD_FAST_DECLS(_avx2)
     } while (0)
 #endif
 
-void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S,
-                        const float *xfm, const float *w_ih, const float *w_hh, const float *b_ih,
-                        const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
+void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S, float *xfm,
+                        const float *x, const float *h0, const float *w_ih, const float *w_hh,
+                        const float *b_ih, const float *b_hh, size_t B, size_t T, size_t D,
+                        size_t H) {
 #if DD_NN_HAVE_X86_SIMD
     DD_DISPATCH(level, dd_nn_gru_fwd_fast,
-                (out, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, B, T, D, H));
+                (out, hprev, gates, S, xfm, x, h0, w_ih, w_hh, b_ih, b_hh, B, T, D, H));
 #else
     (void)level, (void)out, (void)hprev, (void)gates, (void)S, (void)xfm, (void)w_ih;
+    (void)x, (void)h0;
     (void)w_hh, (void)b_ih, (void)b_hh, (void)B, (void)T, (void)D, (void)H;
 #endif
 }
