@@ -10,7 +10,7 @@
 # end of a parallel region instead of spinning: a machine shared with other jobs); when
 # it is not set, 1 x 2 also runs with OMP_WAIT_POLICY=active (threads spin between the
 # step's parallel regions: on idle cores a region then starts in ~1 us instead of a
-# futex wake-up each, and a step has about 6 regions), row "1 x 2 active".
+# futex wake-up each, and a step has 5 regions), row "1 x 2 active".
 #
 # Then (BENCH_THREADS_LARGE=1, the default) a large model, resnet hidden 512 x 8 blocks
 # (8.4 M parameters, batch 4 x 200, bench_train steps mode; its convolutions run im2col +

@@ -137,15 +137,17 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
     }
 #if !DD_NN_DOUBLE
     if (fast) {
-        /* weight and bias gradients in one pass each over dG */
-        const int level = dd_nn_simd_level();
+        /* weight and bias gradients in one pass each over dG, in one parallel region */
+        dd_nn_nt_prod p[3];
+        int n = 0;
         if (dw_hh || db_hh)
-            dd_nn_gemm_nt_acc(level, 3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh);
+            p[n++] = (dd_nn_nt_prod){3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh};
         if (dw_ih || db_ih) {
-            dd_nn_gemm_nt_acc(level, 2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih);
-            dd_nn_gemm_nt_acc(level, H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
-                              dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL);
+            p[n++] = (dd_nn_nt_prod){2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih};
+            p[n++] = (dd_nn_nt_prod){H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
+                                     dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL};
         }
+        dd_nn_gemm_nt_acc_n(dd_nn_simd_level(), p, n);
         return;
     }
 #endif

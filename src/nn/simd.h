@@ -134,6 +134,19 @@ void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, cons
 /* ---- C (M x N, ldc) += A (M x K, lda) B (N x K, ldb)^T and, when rowsum != NULL,
  * rowsum[i] += sum_k A[i, k] (gemm_fast.c). Any level (generic, and M N above the AUTO
  * threshold: OpenBLAS). N may be 0. */
+typedef struct { /* one product of dd_nn_gemm_nt_acc_n */
+    size_t M, N, K;
+    const float *A;
+    size_t lda;
+    const float *Bm;
+    size_t ldb;
+    float *C;
+    size_t ldc;
+    float *rowsum;
+} dd_nn_nt_prod;
+/* n independent products of dd_nn_gemm_nt_acc (their C and rowsum do not overlap), the
+ * same numbers as n calls; on the kernels they share one parallel region. */
+void dd_nn_gemm_nt_acc_n(int level, const dd_nn_nt_prod *p, int n);
 void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, size_t lda,
                        const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum);
 
