@@ -14,8 +14,8 @@
  *   kernels wherever they apply) and BLAS (OpenBLAS wherever it applies: sgemm paths of
  *   the GRU, im2col convolutions, dense layers);
  * - dd_nn_simd_set clamps to the supported level;
- * - threads (distdpd/nn.h): the GRU layer and the dense layers on 2 and 3 threads give one
- *   thread's bits.
+ * - threads (distdpd/nn.h): the GRU layer, the dense layers and the convolutions on 2 and 3
+ *   threads give one thread's bits.
  * On a CPU without AVX2 only the generic level runs (the checks still apply). */
 #include <stdint.h>
 
@@ -227,6 +227,18 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
         double e = fmax(doubled(fdx, dx2, nin), doubled(fdw, dw2, nw));
         if (bias) e = fmax(e, doubled(fdb, db2, (size_t)co));
         CHECK(e < 1e-5, "%s, %s: backward does not add (err %.3g)", name, lv, e);
+        /* 2 and 3 threads give one thread's bits (depthwise: frames split, dW by channels) */
+        for (int nt = 2; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+            float *ty = fzero(nout), *tdx = fzero(nin), *tdw = fzero(nw), *tdb = fzero((size_t)co);
+            dd_conv1d_forward(ty, fx, fw, bias ? fb : NULL, B, T, ci, co, K, dil, groups);
+            dd_conv1d_backward(tdx, tdw, bias ? tdb : NULL, fG, fx, fw, B, T, ci, co, K, dil, groups);
+            CHECK(memcmp(fy, ty, nout * sizeof(float)) == 0 && memcmp(fdx, tdx, nin * sizeof(float)) == 0 &&
+                      memcmp(fdw, tdw, nw * sizeof(float)) == 0 &&
+                      memcmp(fdb, tdb, (size_t)co * sizeof(float)) == 0,
+                  "%s: %d threads differ from one", ctx, nt);
+            dd_free(ty), dd_free(tdx), dd_free(tdw), dd_free(tdb);
+        }
+        dd_nn_threads_set(1);
         if (route == DD_NN_ROUTE_FAST) yl[li] = fy;
         else dd_free(fy);
         dd_free(fdx), dd_free(fdw), dd_free(fdb), dd_free(dx2), dd_free(dw2), dd_free(db2);
@@ -371,6 +383,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++) test_gru(gc[i]);
 
     test_conv(3, 40, 96, 96, 5, 8, 96, 0); /* tcn layer: depthwise, dilation 8 */
+    test_conv(3, 120, 96, 96, 5, 4, 96, 1); /* depthwise, threaded (frames; dW by channels) */
     test_conv(2, 9, 21, 21, 3, 4, 21, 1);  /* depthwise, taps reaching before the frame */
     test_conv(2, 7, 1, 1, 2, 1, 1, 1);     /* one channel */
     test_conv(3, 30, 12, 12, 3, 1, 1, 1);  /* resnet block conv */
