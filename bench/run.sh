@@ -12,8 +12,9 @@
 #    and OpenBLAS's core; per path (AVX2 forced on AVX-512 machines, with OpenBLAS's
 #    Haswell kernel) the sgemm peak and gru 23 / tcn / resnet 512 x 8 GFLOP/s against the
 #    targets (50 % of peak, tcn = gru, 60 % of peak).
-# 1c. bench/threads_bench.sh (BENCH_THREADS=0 skips it; ~1 min): the recipe at 1 rank x 1
-#    thread, 1 x 2 threads, 2 ranks x 1 thread: speed-up against 1.7x, equal losses.
+# 1c. bench/threads_bench.sh (BENCH_THREADS=0 skips it; ~1.5 min): the recipe at 1 rank x 1
+#    thread, 1 x 2 threads (passive and active waiting), 2 ranks x 1 thread: speed-up
+#    against 1.7x, equal losses; resnet 512 x 8 at 1 and 2 threads (BENCH_THREADS_LARGE).
 # 2. bench/allreduce.sh: allreduce latency and bus bandwidth at 2 and 4 ranks
 #    (up to BENCH_ALLREDUCE_MAX bytes, default 16 MB). BENCH_ALLREDUCE=0 skips it.
 # 3. bench/shard_bench.sh (BENCH_SHARD=1, off by default: ~5 min): memory and step time of
@@ -35,7 +36,7 @@
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_RSS_SIZES, BENCH_PYTHON; of simd_bench.sh: BENCH_SIMD_ROUNDS,
 # BENCH_SIMD_LARGE, BENCH_SIMD_BASE; of threads_bench.sh: BENCH_THREADS_ROUNDS,
-# BENCH_THREADS_EPOCHS.
+# BENCH_THREADS_EPOCHS, BENCH_THREADS_LARGE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}

@@ -14,7 +14,8 @@
  *   kernels wherever they apply) and BLAS (OpenBLAS wherever it applies: sgemm paths of
  *   the GRU, im2col convolutions, dense layers);
  * - dd_nn_simd_set clamps to the supported level;
- * - threads (distdpd/nn.h): the GRU layer on 2 and 3 threads gives one thread's bits.
+ * - threads (distdpd/nn.h): the GRU layer, the dense layers and the convolutions on 2 and 3
+ *   threads give one thread's bits.
  * On a CPU without AVX2 only the generic level runs (the checks still apply). */
 #include <stdint.h>
 
@@ -226,6 +227,18 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
         double e = fmax(doubled(fdx, dx2, nin), doubled(fdw, dw2, nw));
         if (bias) e = fmax(e, doubled(fdb, db2, (size_t)co));
         CHECK(e < 1e-5, "%s, %s: backward does not add (err %.3g)", name, lv, e);
+        /* 2 and 3 threads give one thread's bits (depthwise: frames split, dW by channels) */
+        for (int nt = 2; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+            float *ty = fzero(nout), *tdx = fzero(nin), *tdw = fzero(nw), *tdb = fzero((size_t)co);
+            dd_conv1d_forward(ty, fx, fw, bias ? fb : NULL, B, T, ci, co, K, dil, groups);
+            dd_conv1d_backward(tdx, tdw, bias ? tdb : NULL, fG, fx, fw, B, T, ci, co, K, dil, groups);
+            CHECK(memcmp(fy, ty, nout * sizeof(float)) == 0 && memcmp(fdx, tdx, nin * sizeof(float)) == 0 &&
+                      memcmp(fdw, tdw, nw * sizeof(float)) == 0 &&
+                      memcmp(fdb, tdb, (size_t)co * sizeof(float)) == 0,
+                  "%s: %d threads differ from one", ctx, nt);
+            dd_free(ty), dd_free(tdx), dd_free(tdw), dd_free(tdb);
+        }
+        dd_nn_threads_set(1);
         if (route == DD_NN_ROUTE_FAST) yl[li] = fy;
         else dd_free(fy);
         dd_free(fdx), dd_free(fdw), dd_free(fdb), dd_free(dx2), dd_free(dw2), dd_free(db2);
@@ -277,6 +290,25 @@ static void test_dense(size_t N, int in, int out, int bias) {
         for (size_t i = 0; i < nw; i++) dw2[i] = 2 * dw[i];
         CHECK_CLOSE("dense din x2", fdx, dx2, N * (size_t)in, ctx);
         CHECK_CLOSE("dense dW x2", fdw, dw2, nw, ctx);
+        /* 2 and 3 threads give one thread's bits (rows split; dW by outputs) */
+        float *y1 = fzero(N * (size_t)out), *dx1 = fzero(N * (size_t)in), *dw1 = fzero(nw);
+        float *db1 = fzero((size_t)out);
+        dd_dense_forward(y1, fx, fw, bias ? fb : NULL, N, in, out);
+        dd_dense_backward(dx1, dw1, bias ? db1 : NULL, fG, fx, fw, N, in, out);
+        for (int nt = 2; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+            float *ty = fzero(N * (size_t)out), *tdx = fzero(N * (size_t)in), *tdw = fzero(nw);
+            float *tdb = fzero((size_t)out);
+            dd_dense_forward(ty, fx, fw, bias ? fb : NULL, N, in, out);
+            dd_dense_backward(tdx, tdw, bias ? tdb : NULL, fG, fx, fw, N, in, out);
+            CHECK(memcmp(y1, ty, N * (size_t)out * sizeof(float)) == 0 &&
+                      memcmp(dx1, tdx, N * (size_t)in * sizeof(float)) == 0 &&
+                      memcmp(dw1, tdw, nw * sizeof(float)) == 0 &&
+                      memcmp(db1, tdb, (size_t)out * sizeof(float)) == 0,
+                  "%s: %d threads differ from one", ctx, nt);
+            dd_free(ty), dd_free(tdx), dd_free(tdw), dd_free(tdb);
+        }
+        dd_nn_threads_set(1);
+        dd_free(y1), dd_free(dx1), dd_free(dw1), dd_free(db1);
         dd_free(dx2), dd_free(dw2), dd_free(fy), dd_free(fdx), dd_free(fdw), dd_free(fdb);
     }
     dd_nn_route_set(DD_NN_ROUTE_AUTO);
@@ -351,6 +383,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++) test_gru(gc[i]);
 
     test_conv(3, 40, 96, 96, 5, 8, 96, 0); /* tcn layer: depthwise, dilation 8 */
+    test_conv(3, 120, 96, 96, 5, 4, 96, 1); /* depthwise, threaded (frames; dW by channels) */
     test_conv(2, 9, 21, 21, 3, 4, 21, 1);  /* depthwise, taps reaching before the frame */
     test_conv(2, 7, 1, 1, 2, 1, 1, 1);     /* one channel */
     test_conv(3, 30, 12, 12, 3, 1, 1, 1);  /* resnet block conv */
@@ -372,6 +405,8 @@ int main(void) {
     test_dense(31, 70, 90, 1);  /* AUTO: OpenBLAS; fast route: the conv kernel */
     test_dense(9, 130, 2, 1);   /* head, wide input */
     test_dense(1, 1, 1, 1);
+    test_dense(12800, 23, 2, 1); /* the recipe's head (64 x 200 rows): threaded */
+    test_dense(1500, 70, 3, 0);  /* threaded, 3 outputs (dW split by outputs), input chunks */
 
     test_act();
     dd_nn_simd_set(sup);

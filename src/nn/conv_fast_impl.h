@@ -20,11 +20,20 @@
 
 /* ---------------------------------------------------------------- depthwise */
 
-void VSUF(dd_nn_conv_dw_fwd_fast)(float *out, const float *in, const float *wt, const float *b,
-                                  size_t B, size_t T, size_t C, size_t K, size_t d) {
+/* Threads (dd_nn_threads) for depthwise layers of at least DD_NN_CONV_DW_PAR floats per
+ * tensor and 2 frames: forward and din by contiguous ranges of frames, dW by ranges of
+ * channel vectors (each (k, c) sums every row in row order, as on one thread), so the
+ * thread count does not change a number. */
+#ifndef DD_NN_CONV_DW_PAR
+#define DD_NN_CONV_DW_PAR 32768
+#endif
+
+/* Frames [b0, b1). */
+static void VSUF(conv_dw_fwd_frames)(float *out, const float *in, const float *wt, const float *b,
+                                     size_t b0, size_t b1, size_t T, size_t C, size_t K, size_t d) {
     const size_t nf = C / VW, rem = C % VW;
     const VM tail = VMASK(rem ? (int)rem : VW);
-    for (size_t bb = 0; bb < B; bb++)
+    for (size_t bb = b0; bb < b1; bb++)
         for (size_t t = 0; t < T; t++) {
             const size_t r = bb * T + t;
             /* taps k >= k0 are inside the frame (s_k <= t) */
@@ -44,20 +53,32 @@ void VSUF(dd_nn_conv_dw_fwd_fast)(float *out, const float *in, const float *wt, 
         }
 }
 
-/* dwt (K x C, zero on entry) receives the weight gradient in the transposed layout. */
-void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, const float *in,
-                                  const float *wt, size_t B, size_t T, size_t C, size_t K,
-                                  size_t d) {
+void VSUF(dd_nn_conv_dw_fwd_fast)(float *out, const float *in, const float *wt, const float *b,
+                                  size_t B, size_t T, size_t C, size_t K, size_t d) {
+#ifdef _OPENMP
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && B > 1 && B * T * C >= DD_NN_CONV_DW_PAR)
+#endif
+    {
+        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
+        VSUF(conv_dw_fwd_frames)(out, in, wt, b, B * tid / nt, B * (tid + 1) / nt, T, C, K, d);
+    }
+}
+
+/* din of frames [b0, b1) (din != NULL) and dwt of channel vectors [v0, v1) (dwt != NULL). */
+static void VSUF(conv_dw_bwd_part)(float *din, float *dwt, const float *dout, const float *in,
+                                   const float *wt, size_t b0, size_t b1, size_t v0, size_t v1,
+                                   size_t T, size_t C, size_t K, size_t d) {
     const size_t nf = C / VW, rem = C % VW;
     const VM tail = VMASK(rem ? (int)rem : VW);
-    for (size_t bb = 0; bb < B; bb++)
+    for (size_t bb = b0; bb < b1; bb++)
         for (size_t t = 0; t < T; t++) {
             const size_t r = bb * T + t;
             const size_t kmin = (K - 1) * d <= t ? 0 : K - 1 - t / d;
             /* din: taps with t + s_k < T, i.e. s_k <= T-1-t */
             const size_t up = T - 1 - t;
             const size_t kmin_in = (K - 1) * d <= up ? 0 : K - 1 - up / d;
-            for (size_t v = 0; v <= nf; v++) {
+            for (size_t v = v0; v < v1; v++) {
                 if (v == nf && !rem) break;
                 const size_t c = v * VW;
                 const int m = v == nf;
@@ -82,6 +103,30 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
                 }
             }
         }
+}
+
+/* dwt (K x C, zero on entry) receives the weight gradient in the transposed layout. */
+void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, const float *in,
+                                  const float *wt, size_t B, size_t T, size_t C, size_t K,
+                                  size_t d) {
+    const size_t nv = (C + VW - 1) / VW;
+#ifdef _OPENMP
+    const int nth = dd_nn_threads();
+    if (nth > 1 && B > 1 && B * T * C >= DD_NN_CONV_DW_PAR) {
+#pragma omp parallel num_threads(nth)
+        {
+            const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
+            if (din)
+                VSUF(conv_dw_bwd_part)(din, NULL, dout, in, wt, B * tid / nt, B * (tid + 1) / nt, 0, nv,
+                                       T, C, K, d);
+            if (dwt)
+                VSUF(conv_dw_bwd_part)(NULL, dwt, dout, in, wt, 0, B, nv * tid / nt, nv * (tid + 1) / nt,
+                                       T, C, K, d);
+        }
+        return;
+    }
+#endif
+    VSUF(conv_dw_bwd_part)(din, dwt, dout, in, wt, 0, B, 0, nv, T, C, K, d);
 }
 
 /* ---------------------------------------------------------------- full (groups == 1) */

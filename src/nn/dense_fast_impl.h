@@ -41,20 +41,38 @@ static inline __attribute__((always_inline)) void VSUF(dense_small_fwd_o)(
     }
 }
 
+/* Threads (dd_nn_threads) when the layer has at least DD_NN_DENSE_SMALL_PAR inputs in all:
+ * each output and each din row is computed by one thread with the operations of one
+ * thread, so the thread count does not change a number. */
+#ifndef DD_NN_DENSE_SMALL_PAR
+#define DD_NN_DENSE_SMALL_PAR 32768
+#endif
+
 void VSUF(dd_nn_dense_small_fwd)(float *out, const float *in, const float *w, const float *b,
                                  size_t N, size_t NI, size_t O) {
-    switch (O) {
-    case 1: VSUF(dense_small_fwd_o)(1, out, in, w, b, N, NI); break;
-    case 2: VSUF(dense_small_fwd_o)(2, out, in, w, b, N, NI); break;
-    case 3: VSUF(dense_small_fwd_o)(3, out, in, w, b, N, NI); break;
-    default: VSUF(dense_small_fwd_o)(4, out, in, w, b, N, NI); break;
+    /* threads: contiguous ranges of rows */
+#ifdef _OPENMP
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && N * NI >= DD_NN_DENSE_SMALL_PAR)
+#endif
+    {
+        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
+        const size_t n0 = N * tid / nt, n1 = N * (tid + 1) / nt, n = n1 - n0;
+        float *o_ = out + n0 * O;
+        const float *i_ = in + n0 * NI;
+        switch (O) {
+        case 1: VSUF(dense_small_fwd_o)(1, o_, i_, w, b, n, NI); break;
+        case 2: VSUF(dense_small_fwd_o)(2, o_, i_, w, b, n, NI); break;
+        case 3: VSUF(dense_small_fwd_o)(3, o_, i_, w, b, n, NI); break;
+        default: VSUF(dense_small_fwd_o)(4, o_, i_, w, b, n, NI); break;
+        }
     }
 }
 
 /* Inputs [i0, i0 + NV*VW) (the last vector masked by tail) of every row. */
 static inline __attribute__((always_inline)) void VSUF(dense_small_bwd_chunk)(
-    const int O, const int NV, float *din, float *dw, const float *dout, const float *in,
-    const float *w, size_t N, size_t NI, size_t i0, VM tail) {
+    const int O, const int NV, float *din, float *dw, const float *dout, size_t ldo,
+    const float *in, const float *w, size_t N, size_t NI, size_t i0, VM tail) {
     VF wv[DD_NN_DENSE_SMALL_MAX][DNV], acc[DD_NN_DENSE_SMALL_MAX][DNV];
 #pragma GCC unroll 4
     for (int o = 0; o < O; o++)
@@ -65,7 +83,7 @@ static inline __attribute__((always_inline)) void VSUF(dense_small_bwd_chunk)(
             acc[o][v] = VZERO();
         }
     for (size_t n = 0; n < N; n++) {
-        const float *g = dout + n * (size_t)O;
+        const float *g = dout + n * ldo;
         const float *x = in + n * NI + i0;
         float *dx = din ? din + n * NI + i0 : NULL;
         VF xv[DNV], dv[DNV];
@@ -105,26 +123,54 @@ static inline __attribute__((always_inline)) void VSUF(dense_small_bwd_chunk)(
     }
 }
 
-#define DSB_CASE(O, NV)                                                                  \
-    case (O) * 8 + (NV):                                                                 \
-        VSUF(dense_small_bwd_chunk)((O), (NV), din, dw, dout, in, w, N, NI, i0, tail);    \
+#define DSB_CASE(O, NV)                                                                      \
+    case (O) * 8 + (NV):                                                                     \
+        VSUF(dense_small_bwd_chunk)((O), (NV), din, dw, dout, ldo, in, w, N, NI, i0, tail);   \
         break;
 #define DSB_CASES(O) DSB_CASE(O, 1) DSB_CASE(O, 2) DSB_CASE(O, 3) DSB_CASE(O, 4)
+/* din rows and dw of O outputs (rows of dout ldo apart) over all input chunks. */
+static void VSUF(dense_small_bwd_part)(float *din, float *dw, const float *dout, size_t ldo,
+                                       const float *in, const float *w, size_t N, size_t NI,
+                                       size_t O) {
+    for (size_t i0 = 0; i0 < NI; i0 += (size_t)DNV * VW) {
+        const size_t r = NI - i0;
+        const int NV = r >= (size_t)DNV * VW ? DNV : (int)((r + VW - 1) / VW);
+        const VM tail = VMASK((int)(r - (size_t)(NV - 1) * VW));
+        switch ((int)O * 8 + NV) {
+            DSB_CASES(1)
+            DSB_CASES(2)
+            DSB_CASES(3)
+            DSB_CASES(4)
+        default: break;
+        }
+    }
+}
+
 void VSUF(dd_nn_dense_small_bwd)(float *din, float *dw, float *db, const float *dout,
                                  const float *in, const float *w, size_t N, size_t NI, size_t O) {
-    if (din || dw)
-        for (size_t i0 = 0; i0 < NI; i0 += (size_t)DNV * VW) {
-            const size_t r = NI - i0;
-            const int NV = r >= (size_t)DNV * VW ? DNV : (int)((r + VW - 1) / VW);
-            const VM tail = VMASK((int)(r - (size_t)(NV - 1) * VW));
-            switch ((int)O * 8 + NV) {
-                DSB_CASES(1)
-                DSB_CASES(2)
-                DSB_CASES(3)
-                DSB_CASES(4)
-            default: break;
+#ifdef _OPENMP
+    const int nth = dd_nn_threads();
+    if (nth > 1 && N * NI >= DD_NN_DENSE_SMALL_PAR && (din || dw)) {
+        /* threads: din by contiguous ranges of rows (each row sums its O terms in order, as
+         * on one thread); dw by outputs (dw[o, :] sums every row in order, as on one
+         * thread: the kernel keeps each output's sums apart) */
+#pragma omp parallel num_threads(nth)
+        {
+            const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
+            if (din) {
+                const size_t n0 = N * tid / nt, n1 = N * (tid + 1) / nt;
+                VSUF(dense_small_bwd_part)(din + n0 * NI, NULL, dout + n0 * O, O, in + n0 * NI, w,
+                                           n1 - n0, NI, O);
             }
+            if (dw)
+                for (size_t o = tid; o < O; o += nt)
+                    VSUF(dense_small_bwd_part)(NULL, dw + o * NI, dout + o, O, in, w + o * NI, N,
+                                               NI, 1);
         }
+    } else
+#endif
+    if (din || dw)
+        VSUF(dense_small_bwd_part)(din, dw, dout, O, in, w, N, NI, O);
     if (db) {
         const size_t len = N * O;
         size_t k = 0;

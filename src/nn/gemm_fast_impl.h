@@ -90,16 +90,15 @@ static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
         VSUF(gemm_nt_block)((NB), (S), a, b, kn, mrows, C ? C + i0 * ldc + j0 : C, ldc, \
                             rowsum ? rowsum + i0 : NULL);                           \
         break;
-void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size_t lda,
-                              const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum) {
+/* One product's chunks; inside a parallel region its row blocks are shared out by an
+ * orphaned static `omp for` (the same blocks for every chunk), outside one thread runs
+ * them all. */
+static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p) {
+    const size_t M = p->M, N = p->N, K = p->K, lda = p->lda, ldb = p->ldb, ldc = p->ldc;
+    const float *const A = p->A, *const Bm = p->Bm;
+    float *const C = p->C, *const rowsum = p->rowsum;
     if (M == 0) return;
-    /* threads: blocks of GM rows of C each (the same blocks for every chunk: static
-     * schedule), so every element is summed by one thread in chunk order */
     const long nblk = (long)((M + GM - 1) / GM);
-#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && nblk > 1 && K >= 2 * GKC)
-#endif
     for (size_t k0 = 0; k0 < K; k0 += GKC) {
         const size_t kn = K - k0 < GKC ? K - k0 : GKC;
 #ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
@@ -138,6 +137,26 @@ void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size
             }
         }
     }
+}
+
+/* n independent products in one parallel region (the GRU's dW_hh and two dW_ih parts:
+ * one thread wake-up instead of three); threads: blocks of GM rows of each C (the same
+ * blocks for every chunk: static schedule), so every element is summed by one thread in
+ * chunk order, as on one thread. */
+void VSUF(dd_nn_gemm_nt_fast_n)(const dd_nn_nt_prod *p, int n) {
+#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
+    int par = 0;
+    for (int i = 0; i < n; i++) par |= p[i].M > GM && p[i].K >= 2 * GKC;
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && par)
+#endif
+    for (int i = 0; i < n; i++) VSUF(gemm_nt_run)(&p[i]);
+}
+
+void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size_t lda,
+                              const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum) {
+    const dd_nn_nt_prod p = {M, N, K, A, lda, Bm, ldb, C, ldc, rowsum};
+    VSUF(dd_nn_gemm_nt_fast_n)(&p, 1);
 }
 #undef NT_CASE
 #undef VHSUM

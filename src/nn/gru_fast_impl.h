@@ -86,11 +86,12 @@ static inline __attribute__((always_inline)) void dd_nn_tr8_avx2(__m256 r[8]) {
 
 /* dd_nn_bth_to_fm / dd_nn_fm_to_bth (simd.h) by VW x VW tiles transposed in registers
  * (AVX2's were the scalar strided loops, 12 % of a gru step at that level). */
-static void VSUF(dd_nn_bth_to_fm)(float *dst, size_t ld, const float *src, size_t B, size_t T,
-                                  size_t C) {
+/* Frames [bb, be) only (a thread's columns; bb a multiple of VW or be == B). */
+static void VSUF(dd_nn_bth_to_fm)(float *dst, size_t ld, const float *src, size_t B, size_t bb,
+                                  size_t be, size_t T, size_t C) {
     VF r[VW];
-    for (size_t b0 = 0; b0 < B; b0 += VW) {
-        const size_t nb = B - b0 < VW ? B - b0 : VW;
+    for (size_t b0 = bb; b0 < be; b0 += VW) {
+        const size_t nb = be - b0 < VW ? be - b0 : VW;
         const VM bm = VMASK((int)nb);
         for (size_t t = 0; t < T; t++)
             for (size_t c0 = 0; c0 < C; c0 += VW) {
@@ -107,11 +108,11 @@ static void VSUF(dd_nn_bth_to_fm)(float *dst, size_t ld, const float *src, size_
     }
 }
 
-static void VSUF(dd_nn_fm_to_bth)(float *dst, const float *src, size_t ld, size_t B, size_t nt,
-                                  size_t Ts, size_t C) {
+static void VSUF(dd_nn_fm_to_bth)(float *dst, const float *src, size_t ld, size_t B, size_t bb,
+                                  size_t be, size_t nt, size_t Ts, size_t C) {
     VF r[VW];
-    for (size_t b0 = 0; b0 < B; b0 += VW) {
-        const size_t nb = B - b0 < VW ? B - b0 : VW;
+    for (size_t b0 = bb; b0 < be; b0 += VW) {
+        const size_t nb = be - b0 < VW ? be - b0 : VW;
         const VM bm = VMASK((int)nb);
         for (size_t t = 0; t < nt; t++)
             for (size_t c0 = 0; c0 < C; c0 += VW) {
@@ -263,9 +264,10 @@ static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
 }
 #undef FWD_CASE
 
-void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, const float *xfm,
-                              const float *w_ih, const float *w_hh, const float *b_ih,
-                              const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
+void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, float *xfm,
+                              const float *xin, const float *h0, const float *w_ih,
+                              const float *w_hh, const float *b_ih, const float *b_hh, size_t B,
+                              size_t T, size_t D, size_t H) {
     const size_t TB = T * B;
     /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
      * recurrence needs only its own column, so no step waits for another thread */
@@ -276,16 +278,25 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
     {
         VSUF(gru_fctx) x = {B, T, TB, D, H, 0, 0, B, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
         dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
+        /* this thread's frames of the input, feature-major, and of h0 (column block 0) */
+        if (x.cb < x.ce) {
+            VBTH_TO_FM(xfm, TB, xin, B, x.cb, x.ce, T, D);
+            for (size_t j = 0; j < H; j++)
+                for (size_t b = x.cb; b < x.ce; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0.0f;
+        }
         for (size_t t = 0; t < T && x.cb < x.ce; t++) {
             /* input and recurrent products and the cell, in registers */
             x.c0 = t * B;
             x.last = t + 1 == T;
             VSUF(gru_fwd_blocks)(&x);
         }
+        /* 3. h_1..h_T of this thread's frames to out (B, T, H): h_t is hprev column block
+         * t+1 (t < T-1), S (t = T-1) */
+        if (x.cb < x.ce) {
+            if (T > 1) VFM_TO_BTH(out, hprev + B, TB, B, x.cb, x.ce, T - 1, T, H);
+            VFM_TO_BTH(out + (T - 1) * H, S, B, B, x.cb, x.ce, 1, T, H);
+        }
     }
-    /* 3. h_1..h_T to out (B, T, H): h_t is hprev column block t+1 (t < T-1), S (t = T-1) */
-    if (T > 1) VFM_TO_BTH(out, hprev + B, TB, B, T - 1, T, H);
-    VFM_TO_BTH(out + (T - 1) * H, S, B, B, 1, T, H);
 }
 
 typedef struct {
@@ -383,9 +394,6 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
                               int want_dh0) {
     const size_t TB = T * B;
     const VF one = VSET1(1.0f);
-    /* dout (B, T, H) feature-major into dG rows [3H, 4H) (step t reads its columns there
-     * before it overwrites them with da_n); blocks of 16 frames, whole cache lines */
-    VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, T, H);
     /* threads: whole vectors of columns each, all steps (as forward) */
 #ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
     const int nth = dd_nn_threads();
@@ -395,6 +403,9 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
     VSUF(gru_bctx) x = {B, TB, H, 0, 0, B, dG, dh, w_hh};
     dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
     const size_t cb = x.cb, ce = x.ce;
+    /* dout (B, T, H) of this thread's frames feature-major into dG rows [3H, 4H) (step t
+     * reads its columns there before it overwrites them with da_n) */
+    if (cb < ce) VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, cb, ce, T, H);
     const VM tail = VMASK((ce - cb) % VW ? (int)((ce - cb) % VW) : VW);
     for (size_t t = T; cb < ce && t-- > 0;) {
         const size_t c0 = t * B;

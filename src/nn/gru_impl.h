@@ -43,20 +43,21 @@ void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_r
     const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H);
     dd_real *const gates = w.gates, *const hprev = w.hprev, *const S = w.S;
 
+#if !DD_NN_DOUBLE
+    {
+        const int level = dd_nn_simd_level();
+        if (dd_nn_gru_fused(level, H)) { /* it lays out x and h0 itself, on its threads */
+            dd_nn_gru_fwd_fast(level, out, hprev, gates, S, w.xfm, x, h0, w_ih, w_hh, b_ih, b_hh,
+                               B, T, D, H);
+            return;
+        }
+    }
+#endif
     for (size_t b = 0; b < B; b++)
         for (size_t t = 0; t < T; t++)
             for (size_t d = 0; d < D; d++) w.xfm[d * TB + t * B + b] = x[(b * T + t) * D + d];
     for (size_t j = 0; j < H; j++)
         for (size_t b = 0; b < B; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0;
-#if !DD_NN_DOUBLE
-    {
-        const int level = dd_nn_simd_level();
-        if (dd_nn_gru_fused(level, H)) {
-            dd_nn_gru_fwd_fast(level, out, hprev, gates, S, w.xfm, w_ih, w_hh, b_ih, b_hh, B, T, D, H);
-            return;
-        }
-    }
-#endif
     /* Input projection of every step at once: gates[0:3H, :] = b_ih + W_ih xfm. */
     if (b_ih)
         for (size_t j = 0; j < 3 * H; j++)
@@ -136,15 +137,17 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
     }
 #if !DD_NN_DOUBLE
     if (fast) {
-        /* weight and bias gradients in one pass each over dG */
-        const int level = dd_nn_simd_level();
+        /* weight and bias gradients in one pass each over dG, in one parallel region */
+        dd_nn_nt_prod p[3];
+        int n = 0;
         if (dw_hh || db_hh)
-            dd_nn_gemm_nt_acc(level, 3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh);
+            p[n++] = (dd_nn_nt_prod){3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh};
         if (dw_ih || db_ih) {
-            dd_nn_gemm_nt_acc(level, 2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih);
-            dd_nn_gemm_nt_acc(level, H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
-                              dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL);
+            p[n++] = (dd_nn_nt_prod){2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih};
+            p[n++] = (dd_nn_nt_prod){H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
+                                     dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL};
         }
+        dd_nn_gemm_nt_acc_n(dd_nn_simd_level(), p, n);
         return;
     }
 #endif

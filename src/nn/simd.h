@@ -117,11 +117,13 @@ void dd_nn_fm_to_bth(float *dst, const float *src, size_t ld, size_t B, size_t n
  * Layout as gru_impl.h: feature-major rows over time-major columns c = t*B + b, TB = T*B.
  * Forward: hprev (H x TB) holds h0 in columns [0, B); for every step t the function
  * computes gates rows [r, z, n, hn] (4H x TB) of columns [tB, tB+B), h_t into
- * hprev columns [(t+1)B, ...) (t < T-1) and into out (B, T, H). xfm (D x TB) is the
- * input, feature-major. S (>= H x B floats) is scratch. */
-void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S,
-                        const float *xfm, const float *w_ih, const float *w_hh, const float *b_ih,
-                        const float *b_hh, size_t B, size_t T, size_t D, size_t H);
+ * hprev columns [(t+1)B, ...) (t < T-1) and into out (B, T, H). It first writes xfm (D x TB),
+ * the input x (B, T, D) feature-major, and h0 (B, H; NULL: zeros) into hprev columns
+ * [0, B), each thread for its own frames. S (>= H x B floats) is scratch. */
+void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S, float *xfm,
+                        const float *x, const float *h0, const float *w_ih, const float *w_hh,
+                        const float *b_ih, const float *b_hh, size_t B, size_t T, size_t D,
+                        size_t H);
 /* Backward through time: dG (4H x TB) receives rows [da_r, da_z, da_n * r, da_n] of every
  * column; dh (H x B) must be zero on entry and holds dL/dh0 on return when want_dh0 (else
  * garbage). dout (B, T, H) is dL/dh_t. */
@@ -132,6 +134,19 @@ void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, cons
 /* ---- C (M x N, ldc) += A (M x K, lda) B (N x K, ldb)^T and, when rowsum != NULL,
  * rowsum[i] += sum_k A[i, k] (gemm_fast.c). Any level (generic, and M N above the AUTO
  * threshold: OpenBLAS). N may be 0. */
+typedef struct { /* one product of dd_nn_gemm_nt_acc_n */
+    size_t M, N, K;
+    const float *A;
+    size_t lda;
+    const float *Bm;
+    size_t ldb;
+    float *C;
+    size_t ldc;
+    float *rowsum;
+} dd_nn_nt_prod;
+/* n independent products of dd_nn_gemm_nt_acc (their C and rowsum do not overlap), the
+ * same numbers as n calls; on the kernels they share one parallel region. */
+void dd_nn_gemm_nt_acc_n(int level, const dd_nn_nt_prod *p, int n);
 void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, size_t lda,
                        const float *Bm, size_t ldb, float *C, size_t ldc, float *rowsum);
 

@@ -18,12 +18,14 @@
 /* Prototypes of one instruction set's kernels (suffix _avx512 / _avx2). */
 #define DD_FAST_DECLS(S)                                                                      \
     void dd_nn_gru_fwd_fast##S(float *out, float *hprev, float *gates, float *Sc,             \
-                               const float *xfm, const float *w_ih, const float *w_hh,        \
+                               float *xfm, const float *x, const float *h0,                   \
+                               const float *w_ih, const float *w_hh,                          \
                                const float *b_ih, const float *b_hh, size_t B, size_t T,      \
                                size_t D, size_t H);                                           \
     void dd_nn_gru_bwd_fast##S(float *dG, float *dh, const float *dout, const float *gates,   \
                                const float *hprev, const float *w_hh, size_t B, size_t T,     \
                                size_t H, int want_dh0);                                       \
+    void dd_nn_gemm_nt_fast_n##S(const dd_nn_nt_prod *p, int n);                              \
     void dd_nn_gemm_nt_fast##S(size_t M, size_t N, size_t K, const float *A, size_t lda,      \
                                const float *Bm, size_t ldb, float *C, size_t ldc,             \
                                float *rowsum);                                                \
@@ -84,14 +86,16 @@ DD_FAST_DECLS(_avx2)
     } while (0)
 #endif
 
-void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S,
-                        const float *xfm, const float *w_ih, const float *w_hh, const float *b_ih,
-                        const float *b_hh, size_t B, size_t T, size_t D, size_t H) {
+void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float *S, float *xfm,
+                        const float *x, const float *h0, const float *w_ih, const float *w_hh,
+                        const float *b_ih, const float *b_hh, size_t B, size_t T, size_t D,
+                        size_t H) {
 #if DD_NN_HAVE_X86_SIMD
     DD_DISPATCH(level, dd_nn_gru_fwd_fast,
-                (out, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, B, T, D, H));
+                (out, hprev, gates, S, xfm, x, h0, w_ih, w_hh, b_ih, b_hh, B, T, D, H));
 #else
     (void)level, (void)out, (void)hprev, (void)gates, (void)S, (void)xfm, (void)w_ih;
+    (void)x, (void)h0;
     (void)w_hh, (void)b_ih, (void)b_hh, (void)B, (void)T, (void)D, (void)H;
 #endif
 }
@@ -139,6 +143,20 @@ void dd_nn_gemm_nt_acc(int level, size_t M, size_t N, size_t K, const float *A, 
 #endif
     if (N > 0) dd_nn_gemm(0, 1, M, N, K, 1, A, lda, Bm, ldb, 1, C, ldc);
     if (rowsum) dd_nn_rowsum_add(rowsum, A, M, K, lda);
+}
+
+void dd_nn_gemm_nt_acc_n(int level, const dd_nn_nt_prod *p, int n) {
+#if DD_NN_HAVE_X86_SIMD
+    int fast = 1;
+    for (int i = 0; i < n; i++) fast &= dd_nn_gemm_nt_fast(level, p[i].M, p[i].N);
+    if (fast) {
+        DD_DISPATCH(level, dd_nn_gemm_nt_fast_n, (p, n));
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        dd_nn_gemm_nt_acc(level, p[i].M, p[i].N, p[i].K, p[i].A, p[i].lda, p[i].Bm, p[i].ldb, p[i].C,
+                          p[i].ldc, p[i].rowsum);
 }
 
 int dd_nn_dense_small_fwd(int level, float *out, const float *in, const float *w, const float *b,

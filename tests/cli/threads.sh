@@ -1,7 +1,8 @@
 #!/bin/bash
 # Threads inside a rank (train-pa --threads N, docs/performance.md "Threads inside a
 # rank"): 2 and 3 threads give one thread's metrics.jsonl bit for bit (every loss and
-# metric, timing keys aside), at the default SIMD level and at DD_SIMD=avx2; 2 ranks of
+# metric, timing keys aside), at the default SIMD level and at DD_SIMD=avx2, and so do
+# 2 threads for a tcn (threaded depthwise convolutions); 2 ranks of
 # 1 thread equal 1 rank of 2 threads to float rounding (data-parallel sums differ in the
 # last bits, as for any rank count); --threads out of range is a usage error; --help
 # documents it.
@@ -29,6 +30,18 @@ for simd in "" avx2; do
     done
 done
 has "$(cat "$TMP/t_1/metrics.jsonl")" '"train_loss"' "metrics.jsonl has the losses compared"
+
+# tcn: depthwise convolutions threaded (frames; dW by channels), 1600 rows x 96 channels
+TCN=(--model tcn --frame 40 --stride 8 --batch 40 --lr 1e-3 --epochs 1 -q)
+for nt in 1 2; do
+    run train-pa --data "$D" "${TCN[@]}" --threads "$nt" --out "$TMP/tcn_$nt"
+    expect_rc 0 "train-pa tcn --threads $nt"
+done
+if cmp -s <(untimed "$TMP/tcn_1/metrics.jsonl") <(untimed "$TMP/tcn_2/metrics.jsonl"); then
+    pass
+else
+    fail "tcn --threads 2: metrics.jsonl differs from --threads 1"
+fi
 
 # hybrid: 2 ranks x 1 thread against 1 rank x 2 threads
 if command -v mpirun >/dev/null 2>&1; then
