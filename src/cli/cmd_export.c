@@ -309,7 +309,7 @@ int dd_cmd_export(int argc, char **argv) {
         char opts[256];
         dd_model_cfg_format(dd_model_config(rm.model), opts, sizeof opts);
         const char *meta[] = {"format", "pt", "model", dd_model_name(rm.model), "model_opts", opts,
-                              "task", dd_train_task_name(rm.cfg.task), "generator", "distdpd " DD_VERSION_STRING};
+                              "task", dd_train_task_name(rm.cfg.task), "generator", "distdpd " DD_VERSION_STRING}; /* NOLINT(bugprone-suspicious-missing-comma): one string */
         const dd_param_table *t = dd_model_params(rm.model);
         st = dd_tensors_write(fmt == 0 ? DD_TENSORS_NPZ : DD_TENSORS_SAFETENSORS, out, t, rm.params,
                               opendpd ? "backbone." : "", meta, sizeof meta / sizeof meta[0] / 2);

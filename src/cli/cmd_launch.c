@@ -395,7 +395,7 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     /* mpirun [--hostfile F] -np N [-x VARS] [mpi args] distdpd train... */
     int nt = 0;
     while (tcmd[nt]) nt++;
-    char **argv = calloc((size_t)(16 + L->nmpi + nt), sizeof *argv);
+    char **argv = calloc((size_t)16 + L->nmpi + nt, sizeof *argv);
     if (!argv) {
         snprintf(je->detail, sizeof je->detail, "out of memory");
         return -1;
@@ -459,6 +459,7 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
+        /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): argv[0] is L->mpirun, never NULL */
         execvp(argv[0], argv);
         fprintf(stderr, "distdpd launch: cannot run '%s': %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -476,9 +477,9 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
     err[0] = 0;
     heartbeat hb = {0};
     double last_hb = t_start, last_disc = t_start, sig_at = 0, ask_at = 0;
-    int first_hb = 0, status = 0, exited = 0, asked = 0, eof = 0;
+    int first_hb = 0, status = 0, asked = 0, eof = 0;
     double step_s = 0;
-    while (!exited) {
+    for (;;) { /* until the job exits or is killed */
         struct pollfd p = {efd[0], POLLIN, 0};
         if (!eof && poll(&p, 1, 100) > 0) {
             char buf[4096];
@@ -500,7 +501,6 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
             usleep(100000);
         }
         if (waitpid(pid, &status, WNOHANG) == pid) {
-            exited = 1;
             break;
         }
         const double t = now_s();
@@ -525,13 +525,11 @@ static int run_job(launcher *L, char **tcmd, int N, const dd_launch_hosts *hosts
         if (sig_at && t - sig_at > L->preempt_grace) {
             say(L, "the job did not stop within --preempt-grace %g s: killing it", L->preempt_grace);
             status = kill_job(pid, 2.0);
-            exited = 1;
             break;
         }
         if (asked && t - ask_at > L->preempt_grace) {
             say(L, "the job did not stop within %g s of the resize request: killing it", L->preempt_grace);
             status = kill_job(pid, 2.0);
-            exited = 1;
             break;
         }
         /* a hang: no heartbeat for too long */
@@ -783,7 +781,8 @@ int dd_cmd_launch(int argc, char **argv) {
     L.start_timeout = 600;
     L.preempt_grace = 30;
     L.rescale_warmup = 50;
-    L.mpirun = getenv("DISTDPD_MPIRUN") && *getenv("DISTDPD_MPIRUN") ? getenv("DISTDPD_MPIRUN") : "mpirun";
+    const char *mpirun_env = getenv("DISTDPD_MPIRUN"); /* once: each getenv may give another pointer */
+    L.mpirun = mpirun_env && *mpirun_env ? mpirun_env : "mpirun";
     /* the launcher's options end at "--"; the training command follows */
     int split = argc;
     for (int i = 1; i < argc; i++)
@@ -808,7 +807,7 @@ int dd_cmd_launch(int argc, char **argv) {
 #define SECONDS(CASE, NM, LO, DST)                                                          \
     case CASE:                                                                             \
         if ((rc = dd_cli_parse_double(NAME, NM, optarg, LO, 1e7, &x))) return rc;          \
-        DST = x;                                                                           \
+        (DST) = x;                                                                         \
         break;
             SECONDS(O_DEVERY, "--discover-every", 0.1, L.discover_every)
             SECONDS(O_DTIMEOUT, "--discover-timeout", 0.1, L.discover_timeout)

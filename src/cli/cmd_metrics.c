@@ -70,7 +70,7 @@ static int parse_gain(const char *arg, int *is_auto, double *g) {
     *is_auto = 0;
     char *end = NULL;
     double v = strtod(arg, &end);
-    int db = end && (strcmp(end, "dB") == 0 || strcmp(end, "db") == 0 || strcmp(end, "DB") == 0);
+    int db = strcmp(end, "dB") == 0 || strcmp(end, "db") == 0 || strcmp(end, "DB") == 0; /* strtod sets end */
     if (end == arg || (!db && *end) || !isfinite(v))
         return dd_cli_usage(NAME, "--gain '%s': expected auto, a linear gain (12.5) or one in dB (21.9dB)", arg);
     if (db) v = pow(10.0, v / 20.0);

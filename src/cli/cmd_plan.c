@@ -321,7 +321,7 @@ static void fmt_ms(char *buf, size_t n, double s) {
 static int run_shard_plan(dd_plan_shard_cfg *cfg, const int *ranks, int nranks, int mode, const char *link_name,
                           int json) {
     const int m0 = mode < 0 ? DD_SHARD_NONE : mode, m1 = mode < 0 ? DD_SHARD_ZERO3 : mode;
-    const size_t per = (size_t)(m1 - m0 + 1);
+    const size_t per = (size_t)m1 - m0 + 1; /* m1 >= m0 */
     dd_plan_shard_result *rows = calloc((size_t)nranks * per, sizeof *rows);
     if (!rows) return dd_cli_fail(NAME, dd_error(DD_ERR_NOMEM, "out of memory"));
     /* none at each rank count too, for the ratios */

@@ -125,14 +125,13 @@ int dd_cmd_ps_local(int argc, char **argv) {
     if (resume) {
         snprintf(path, sizeof path, "%s/config.json", resume);
         char *txt = NULL;
-        size_t tn = 0;
         FILE *f = fopen(path, "rb");
         if (f) {
             fseek(f, 0, SEEK_END);
             long len = ftell(f);
             fseek(f, 0, SEEK_SET);
             txt = len > 0 && len < (1L << 26) ? malloc((size_t)len + 1) : NULL;
-            if (txt) txt[tn = fread(txt, 1, (size_t)len, f)] = '\0';
+            if (txt) txt[fread(txt, 1, (size_t)len, f)] = '\0';
             fclose(f);
         }
         cJSON *root = txt ? cJSON_Parse(txt) : NULL;
@@ -241,6 +240,7 @@ int dd_cmd_ps_local(int argc, char **argv) {
     int nc = 0;
     ca[nc++] = "distdpd";
     for (int k = 0; k < ntargs; k++) {
+        /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): targs[k], k < ntargs, is an argv string */
         if (strcmp(targs[k], "--straggle") == 0 && k + 1 < ntargs) {
             k++;
             continue;

@@ -810,6 +810,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
         case O_DATA: data = optarg; break;
         case O_MODEL:
             oname = "--model";
+            /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): getopt_long sets optarg for a required_argument option */
             if (strcmp(optarg, "list") == 0) want_list = 1;
             if (strlen(optarg) >= sizeof cfg.model) return dd_cli_usage(NAME, "--model: name too long: '%s'", optarg);
             snprintf(model_buf, sizeof model_buf, "%s", optarg);
@@ -840,7 +841,7 @@ static int cmd_train(int argc, char **argv, int dpd) {
 #define DBL_OPT(CASE, NM, LO, HI, DST)                                                      \
     case CASE:                                                                             \
         oname = NM;                                                                        \
-        if ((rc = dd_cli_parse_double(NAME, NM, optarg, LO, HI, &DST))) return rc;         \
+        if ((rc = dd_cli_parse_double(NAME, NM, optarg, LO, HI, &(DST)))) return rc;       \
         break;
             DBL_OPT(O_LR, "--lr", 0.0, 10.0, cfg.lr)
             DBL_OPT(O_WD, "--weight-decay", 0.0, 10.0, wd)

@@ -16,19 +16,19 @@
 #include "distdpd/model.h"
 #include "distdpd/parallel.h"
 
-int dd_cli_fail(const char *cmd, dd_status s) {
+int(dd_cli_fail)(const char *cmd, dd_status s) { /* (name): cli.h, __clang_analyzer__ */
     const char *msg = dd_last_error();
     if (!msg || !*msg) msg = "failed";
     fprintf(stderr, "distdpd %s: error: %s (%s)\n", cmd, msg, dd_status_str(s));
     return DD_EXIT_RUNTIME;
 }
 
-int dd_cli_refuse(const char *cmd, dd_status s) {
+int(dd_cli_refuse)(const char *cmd, dd_status s) {
     if (s == DD_ERR_NOMEM || s == DD_ERR_IO) return dd_cli_fail(cmd, s);
     return dd_cli_usage(cmd, "%s", dd_last_error());
 }
 
-int dd_cli_usage(const char *cmd, const char *fmt, ...) {
+int(dd_cli_usage)(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "distdpd %s: ", cmd);

@@ -1133,7 +1133,7 @@ static dd_status eval_mp_micro(const dd_plan_mp_cfg *c, const mp_model *x, int P
         }
         /* a fitting layout beats one that does not; among fitting ones the faster, unless
          * the one with fewer micro-batches is within 2 % of it; among the others the smaller */
-        if (cur.fits && !best.fits) {
+        if (cur.fits && !best.fits) { /* NOLINT(bugprone-branch-clone): one rule a branch, as the comment reads */
             best = cur;
         } else if (cur.fits && best.fits) {
             if (cur.step_s < best.step_s / 1.02) best = cur;

@@ -553,7 +553,7 @@ dd_status dd_compress_layout_import(dd_compressor *c, size_t arena_n, const uint
         uint64_t lo = lo_n[2 * i], n = lo_n[2 * i + 1];
         if (lo < prev_end || n > arena_n || lo > arena_n - n)
             return dd_error(DD_ERR_ARG, "compression state: bucket %zu [%llu, %llu) is not ascending inside the arena of "
-                            "%zu floats", i, (unsigned long long)lo, (unsigned long long)(lo + n), arena_n);
+                            "%zu floats", i, (unsigned long long)lo, (unsigned long long)lo + n, arena_n);
         prev_end = lo + n;
     }
     DD_TRY(dd_compress_bind(c, arena_n));

@@ -82,6 +82,7 @@ static uint32_t kth_largest(uint32_t *a, size_t n, size_t k, size_t *n_gt) {
             *n_gt = lo;
             return a[lo];
         }
+        /* NOLINTNEXTLINE(clang-analyzer-core.DivideZero): m >= 1: 1 <= k <= n keeps want in [lo, hi) */
         uint32_t p = med3(a[lo + mix64(&s) % m], a[lo + mix64(&s) % m], a[lo + mix64(&s) % m]);
         size_t lt = lo, i = lo, gt = hi;
         while (i < gt) {
@@ -280,7 +281,7 @@ dd_status dd_cx_pairs_allgather(dd_cx *x, const uint32_t *idx, const float *val,
         return dd_error(DD_ERR_ARG,
                         "pair allgather: %llu pairs in all (%llu bytes) exceed the 2 GiB an MPI count can hold: use "
                         "smaller buckets or a lower density",
-                        (unsigned long long)total, (unsigned long long)(pb * total));
+                        (unsigned long long)total, (unsigned long long)pb * total);
     uint8_t *send = dd_cx_scratch(x, SLOT_PSEND, pb * k);
     uint8_t *recv = dd_cx_scratch(x, SLOT_PRECV, (size_t)(pb * total));
     if (!send || !recv) return DD_ERR_NOMEM;

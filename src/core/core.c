@@ -32,7 +32,7 @@ const char *dd_status_str(dd_status s) {
 /* The per-thread message buffer behind dd_error()/dd_last_error(). */
 static _Thread_local char err_msg[1024];
 
-dd_status dd_error(dd_status s, const char *fmt, ...) {
+dd_status(dd_error)(dd_status s, const char *fmt, ...) { /* (name): see core.h, __clang_analyzer__ */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err_msg, sizeof err_msg, fmt, ap);
@@ -40,7 +40,7 @@ dd_status dd_error(dd_status s, const char *fmt, ...) {
     return s;
 }
 
-dd_status dd_error_prefix(dd_status s, const char *fmt, ...) {
+dd_status(dd_error_prefix)(dd_status s, const char *fmt, ...) {
     char buf[sizeof err_msg];
     va_list ap;
     va_start(ap, fmt);
@@ -259,6 +259,7 @@ dd_status dd_read_text(const char *path, char **text, size_t *len) {
             buf = nb;
             cap *= 2;
         }
+        /* cppcheck-suppress nullPointerArithmeticRedundantCheck ; buf != NULL: a failed realloc left the loop */
         size_t r = fread(buf + n, 1, 4096, f);
         n += r;
         if (r < 4096) break;

@@ -66,7 +66,8 @@ dd_status dd_find_sigmf_pair(const char *dir, char *prefix, int *found) {
         if (dd_path_join(other, sizeof other, dir, name) != DD_OK ||
             strlen(other) + 20 >= sizeof other)
             continue;
-        strcat(other, "_output.sigmf-meta");
+        size_t ol = strlen(other); /* room for the suffix checked above */
+        snprintf(other + ol, sizeof other - ol, "%s", "_output.sigmf-meta");
         if (!dd_path_is_file(other)) continue;
         if (count++ == 0) {
             snprintf(first, sizeof first, "%s", name);

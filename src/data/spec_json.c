@@ -231,7 +231,7 @@ dd_status dd_spec_read_json(const char *path, dd_spec *spec, char *format, size_
                           format_len);
             goto cleanup;
         }
-        strcpy(format, fmt);
+        memcpy(format, fmt, strlen(fmt) + 1); /* fits: checked above */
     }
     *spec = s;
 cleanup:

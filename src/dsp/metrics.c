@@ -172,11 +172,13 @@ static double band_power(const double *psd, size_t n, double fs, double fc, doub
     double df = fs / (double)n;
     double lo = ceil(snap((fc - bw / 2) / df)); /* first relative bin index inside */
     double hi = ceil(snap((fc + bw / 2) / df)); /* first relative bin index past the band */
+    /* NOLINTNEXTLINE(bugprone-integer-division): n / 2 floors on purpose (bins -n/2 .. n-n/2-1) */
     double kmin = -(double)(n / 2), kmax = (double)(n - n / 2); /* valid: [kmin, kmax) */
     if (lo < kmin) lo = kmin;
     if (hi > kmax) hi = kmax;
     double s = 0.0;
-    for (double r = lo; r < hi; r += 1.0) s += psd[(size_t)(r - kmin)];
+    if (!(lo < hi)) return s; /* an empty band, or NaN */
+    for (size_t i = (size_t)(lo - kmin), end = (size_t)(hi - kmin); i < end; i++) s += psd[i];
     return s;
 }
 

@@ -374,6 +374,7 @@ dd_status dd_ofdm_create(const dd_ofdm_cfg *cfg, dd_ofdm **out) {
         double norm = 1.0 / sqrt(2.0 * (cfg->qam - 1) / 3.0);
         for (size_t j = 0; j < (size_t)ns * K; j++) {
             int idx = (int)dd_rng_below(&rng, (uint64_t)cfg->qam);
+            /* NOLINTNEXTLINE(bugprone-integer-division): idx / m is the row of the square QAM grid */
             double re = (2 * (idx % m) - m + 1) * norm, im = (2 * (idx / m) - m + 1) * norm;
             S->X[j] = CMPLXF((float)re, (float)im);
         }

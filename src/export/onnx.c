@@ -182,7 +182,7 @@ dd_status dd_export_onnx(const dd_model *m, const float *params, const char *pat
 
     for (int d = 0; d < 3; d++) { /* x and y: float (T, B, 2), T and B symbolic */
         onnx__tensor_shape_proto__dimension__init(&dim[d]);
-        if (d < 2) {
+        if (d < 2) { /* NOLINT(bugprone-branch-clone): not clones (clang-tidy 14 compares the protobuf-c union) */
             dim[d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
             dim[d].dim_param = d ? "B" : "T";
         } else {

@@ -196,6 +196,7 @@ static dd_status write_npz(const char *path, const dd_param_table *t, const floa
             free(b);
             return zip_fail(z, path, "zip_source_buffer");
         }
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): zip_source_buffer(..., 1) owns b */
         char name[DD_PARAM_NAME_MAX + 64];
         snprintf(name, sizeof name, "%s%s.npy", prefix ? prefix : "", e->name);
         zip_int64_t idx = zip_file_add(z, name, src, ZIP_FL_ENC_UTF_8);

@@ -663,9 +663,8 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
             if (!why[0])
                 snprintf(why, sizeof why, "%d of %d sampled benches answered, --min-completion %g needs %d", got, k,
                          o->min_completion, need);
-        } else if (o->secure) {
+        } else if (o->secure) { /* NOLINT(bugprone-branch-clone): as the last branch, for another reason */
             aggregated = 1; /* agg holds the mean already */
-        } else if (0) {
         } else if (dd_agg_check(&o->agg, got) != DD_OK) {
             snprintf(why, sizeof why, "%s", dd_last_error());
         } else if ((st = dd_agg_run(&o->agg, got, s->n, upd, wts, agg, sel)) != DD_OK) {

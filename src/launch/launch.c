@@ -282,6 +282,7 @@ const char *dd_launch_arg_value(int argc, char *const *argv, const char *name) {
     const char *v = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): argv[i], i < argc, is not NULL */
         if (strcmp(a, "--") == 0) break;
         if (a[0] != '-' || a[1] != '-') continue;
         if (strncmp(a + 2, name, nl) == 0 && a[2 + nl] == '=') {

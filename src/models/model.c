@@ -35,7 +35,7 @@ static int opt_index(const dd_model_cfg *c, const char *name) {
 
 int dd_model_cfg_get(const dd_model_cfg *c, const char *name) {
     int i = opt_index(c, name);
-    return i < 0 ? 0 : c->v[i].value;
+    return i < 0 || !c ? 0 : c->v[i].value; /* (opt_index is -1 for c NULL: for the analyzer) */
 }
 
 dd_status dd_model_cfg_set(dd_model_cfg *c, const char *name, int value) {

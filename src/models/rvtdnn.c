@@ -201,6 +201,7 @@ static void mlp_backward(const dd_model *m, const dd_stage_def *st, const dd_sta
             memset(d.dU, 0, ni * sizeof(float));
             din = d.dU;
         }
+        /* NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage): w.z[i - 1] was set by the forward pass (a path with no layers) */
         dd_dense_backward(din, DD_SG(sp, l->w), DD_SG(sp, l->b), d.da, i > 0 ? w.z[i - 1] : w.U, DD_SP(sp, l->w), BT,
                           l->in_dim, l->out_dim);
         if (din && dd_model_tp_size(m) > 1 && !row_split(m, i) &&

@@ -312,7 +312,7 @@ int dd_net_send(void *sock, const void *rid, size_t rid_n, int type, uint64_t se
         held.sock = sock;
         held.has_rid = rid != NULL;
         held.rid_n = rid_n;
-        if (rid_n) memcpy(held.rid, rid, rid_n);
+        if (rid && rid_n) memcpy(held.rid, rid, rid_n);
         held.m = m;
         held.held = 1;
         return 1;

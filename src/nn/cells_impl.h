@@ -10,8 +10,13 @@
 
 #if DD_NN_DOUBLE
 #define CELL_SIGMOID_INPLACE(y, m)                                        \
-    for (size_t i = 0; i < (m); i++) (y)[i] = 1 / (1 + exp(-(y)[i]))
-#define CELL_TANH_INPLACE(y, m) for (size_t i = 0; i < (m); i++) (y)[i] = tanh((y)[i])
+    do {                                                                  \
+        for (size_t i = 0; i < (m); i++) (y)[i] = 1 / (1 + exp(-(y)[i])); \
+    } while (0)
+#define CELL_TANH_INPLACE(y, m)                                           \
+    do {                                                                  \
+        for (size_t i = 0; i < (m); i++) (y)[i] = tanh((y)[i]);           \
+    } while (0)
 #else
 /* y[i] = sigmoid(y[i]) for i < m (m a multiple of 8) */
 #define CELL_SIGMOID_INPLACE(y, m)                                             \

@@ -35,6 +35,7 @@ void dd_nn_rnn_layer_init(const dd_gru_layer *l, int gates, float *params, dd_rn
 
 /* Out-of-line elementwise kernels (cells.c / cells_impl.h). Float names plain, double
  * names with _f64; all arrays have n elements and must not overlap. */
+/* NOLINTBEGIN(bugprone-macro-parentheses): T is a type name, which parentheses would break */
 #define DD_NN_CELL_DECLS(T, S)                                                               \
     void dd_nn_vsigmoid##S(T *restrict y, size_t n);        /* y = sigmoid(y) */             \
     void dd_nn_vtanh##S(T *restrict y, size_t n);           /* y = tanh(y) */                \
@@ -62,6 +63,7 @@ void dd_nn_rnn_layer_init(const dd_gru_layer *l, int gates, float *params, dd_rn
                            const T *restrict tc, const T *restrict cp, size_t n);          \
     /* y += a * x */                                                                         \
     void dd_nn_vmul_add##S(T *restrict y, const T *restrict a, const T *restrict x, size_t n);
+/* NOLINTEND(bugprone-macro-parentheses) */
 DD_NN_CELL_DECLS(float, )
 DD_NN_CELL_DECLS(double, _f64)
 #undef DD_NN_CELL_DECLS

@@ -54,7 +54,7 @@
  * float64 path keeps libm.
  * The array kernels built on them are in cells_impl.h. */
 #define DD_NN_EXP_HI 88.0f  /* exp(88) = 1.65e38 < FLT_MAX: the 2^n scale stays finite */
-#define DD_NN_EXP_LO -87.0f /* exp(-87) = 1.6e-38 > FLT_MIN */
+#define DD_NN_EXP_LO (-87.0f) /* exp(-87) = 1.6e-38 > FLT_MIN */
 #define DD_NN_TANH_CLAMP 7.90531110763549805f
 
 /* exp(x) for x already in [DD_NN_EXP_LO, DD_NN_EXP_HI]. */

@@ -119,6 +119,7 @@ static double main_lr(const dd_lr_sched *s, int64_t t) {
     const dd_lr_cfg *c = &s->cfg;
     switch ((dd_lr_kind)c->kind) {
     case DD_LR_CONSTANT: return c->base_lr;
+    /* NOLINTNEXTLINE(bugprone-integer-division): whole steps of step_size (a staircase) */
     case DD_LR_STEP: return c->base_lr * pow(c->gamma, (double)(t / c->step_size));
     case DD_LR_COSINE:
         return c->eta_min +

@@ -381,7 +381,7 @@ dd_status dd_optim_state_load_map(dd_optim *opt, const void *buf, size_t bytes, 
     if (bytes != OPTST_HEADER + h.nstate * sizeof(float))
         return dd_error(DD_ERR_FORMAT, "optimiser state: %zu bytes, expected %llu", bytes,
                         (unsigned long long)(OPTST_HEADER + h.nstate * sizeof(float)));
-    const float *src = (const float *)((const char *)buf + OPTST_HEADER);
+    const float *src = (const float *)(const void *)((const char *)buf + OPTST_HEADER);
     memset(opt->state, 0, k * opt->n * sizeof(float)); /* floats no run covers (padding) */
     for (size_t j = 0; j < k; j++)
         for (size_t r = 0; r < count; r++)

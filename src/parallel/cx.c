@@ -83,6 +83,7 @@ dd_status dd_cx_cfg_match(const dd_ckpt_reader *r, const dd_compressor *cp, cons
         return dd_error(DD_ERR_FORMAT, "checkpoint section %s: %zu bytes, expected %zu", scfg, bytes, sizeof cv);
     memcpy(cv, d, sizeof cv);
     dd_cx_cfg_pack(cp, mine);
+    /* NOLINTNEXTLINE(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c): the very same bits (no padding in double[]) */
     if (strcmp(name, cc->name) != 0 || memcmp(cv, mine, sizeof cv) != 0) {
         if (log)
             dd_log(DD_LOG_WARN, "the checkpoint's compression state is for %s with other settings: %s starts with a zero "

@@ -771,7 +771,7 @@ static dd_status s_before_save(void *self, dd_trainer *tr) {
     float *mine = dd_optim_state(opt, &cnt);
     const size_t m = dp->part[dp->rank + 1] - dp->part[dp->rank];
     for (int j = 0; j < k; j++) {
-        float *dst = dp->rank == 0 ? (float *)((char *)dp->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
+        float *dst = dp->rank == 0 ? (float *)(void *)((char *)dp->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
         dd_status s = dd_comm_gatherv(dp->c, mine + (size_t)j * m, dst, dp->pcount, dp->pdispl, 0);
         if (s != DD_OK) return dd_error_prefix(s, "data parallel (zero1): gathering the optimiser state: ");
     }

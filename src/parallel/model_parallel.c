@@ -325,7 +325,7 @@ static dd_status stage_info(const dd_pp *z, size_t s, dd_stage_info *si) {
 /* The split of the concatenated stages into P V groups: by hand (--pp-split) or
  * balanced by the stages' forward + backward FLOPs (the PA model's backward runs too). */
 static dd_status make_split(dd_pp *z) {
-    const size_t S = z->Sm + z->Sa, G = (size_t)(z->P * z->V);
+    const size_t S = z->Sm + z->Sa, G = (size_t)z->P * z->V;
     free(z->bounds);
     z->bounds = calloc(G + 1, sizeof *z->bounds);
     double *cost = calloc(S ? S : 1, sizeof *cost);
@@ -607,7 +607,7 @@ static dd_status eval_stage_params(void *self, size_t s, int bwd, const float **
     dd_stage_info si;
     DD_TRY(dd_model_stage_info(z->m, s, &si));
     int owner = -1;
-    for (size_t v = 0; v < (size_t)(z->P * z->V) && owner < 0; v++)
+    for (size_t v = 0; v < (size_t)z->P * z->V && owner < 0; v++)
         if (s >= z->bounds[v] && s < z->bounds[v + 1]) owner = (int)(v % (size_t)z->P);
     const size_t n = si.hi - si.lo;
     if (owner == z->prank) {
@@ -736,6 +736,7 @@ static dd_status fwd(pp_step *ps, const dd_pp_instr *I) {
         dd_stage_src src = {z->pa_params, NULL, z, NULL, NULL, stage_progress};
         const float *u = k->sp.a0 == 0 ? cur : l->u;
         DD_TRY(dd_model_range_forward(z->pa, k->sp.a0, k->sp.a1, &src, cur, u, out, (int)B, (int)z->F, l->wsa));
+        /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): u is cur or l->u, both set when the stage has PA layers */
         if (k->sp.u_out) memcpy(send + BF * (size_t)k->out_w, u, BF * 2 * sizeof(float));
     }
     if (k->sp.last)
@@ -786,6 +787,7 @@ static dd_status bwd(pp_step *ps, const dd_pp_instr *I) {
                                                (int)z->F, l->wsa));
             } else { /* inside the PA model: u travels beside the activation */
                 float *du = send + BF * (size_t)k->in_w;
+                /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): send holds the stage's outgoing buffer when du_in is set */
                 if (du_in) memcpy(du, du_in, BF * 2 * sizeof(float));
                 DD_TRY(dd_model_range_backward(z->pa, k->sp.a0, k->sp.a1, &src, pin, l->u, dout, dpin, du, (int)B, (int)z->F,
                                                l->wsa));
@@ -1037,6 +1039,7 @@ static dd_status gather_whole(dd_pp *z, const float *mine, float *whole, float *
         const dd_optim_run *m = z->allmap;
         for (int q = 0; q < R; q++) {
             const float *src = tmp + cnt[R + q] / sizeof(float);
+            /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): rank 0 has whole and tmp (allocated above) */
             for (size_t k = 0; k < z->mapcnt[q]; k++, m++) memcpy(whole + m->src, src + m->dst, m->len * sizeof(float));
         }
     }
@@ -1131,7 +1134,7 @@ static dd_status s_before_save(void *self, dd_trainer *tr) {
     m = nl; /* the local optimiser's length (a rank without parameters has a dummy float) */
     if (z->part) mine = z->olocal;
     for (int j = 0; s == DD_OK && j < k; j++) {
-        float *dst = me == 0 ? (float *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
+        float *dst = me == 0 ? (float *)(void *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
         s = gather_whole(z, mine + (size_t)j * m, dst, tmp);
     }
     free(tmp);
@@ -1155,7 +1158,7 @@ static dd_status s_full_state(void *self, dd_trainer *tr, const float **params, 
 /* What identifies a position's storage: T, P, V and the split (the compressor state of
  * a position is in the coordinates of its storage). */
 static size_t grid_id(const dd_pp *z, uint64_t *id) {
-    const size_t G = (size_t)(z->P * z->V);
+    const size_t G = (size_t)z->P * z->V;
     if (id) {
         id[0] = (uint64_t)z->T;
         id[1] = (uint64_t)z->P;

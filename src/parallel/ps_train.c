@@ -601,7 +601,7 @@ static dd_status restore_servers(ps_t *p, dd_trainer *tr) {
     void **bs = calloc(p->nblocks, sizeof *bs);
     size_t *bb = calloc(p->nblocks, sizeof *bb);
     dd_status st = blob && bs && bb ? dd_optim_state_save(opt, blob, whole) : dd_error(DD_ERR_NOMEM, "ps: restore");
-    const float *arr = (const float *)(blob + DD_OPTIM_STATE_HEADER);
+    const float *arr = (const float *)(const void *)(blob + DD_OPTIM_STATE_HEADER);
     for (size_t i = 0; st == DD_OK && i < p->nblocks; i++) {
         const size_t len = p->blocks[i].len;
         bb[i] = dd_optim_state_bytes_for(opt, len);
@@ -610,7 +610,7 @@ static dd_status restore_servers(ps_t *p, dd_trainer *tr) {
             break;
         }
         if ((st = dd_optim_state_header(opt, len, bs[i]))) break;
-        float *dst = (float *)((uint8_t *)bs[i] + DD_OPTIM_STATE_HEADER);
+        float *dst = (float *)(void *)((uint8_t *)bs[i] + DD_OPTIM_STATE_HEADER);
         for (int j = 0; j < arrays; j++) memcpy(dst + (size_t)j * len, arr + (size_t)j * n + p->blocks[i].offset, len * 4);
     }
     if (st == DD_OK) st = dd_ps_client_restore(p->cli, dd_trainer_params(tr), (const void *const *)bs, bb, p->ck_ver);
@@ -705,7 +705,7 @@ static dd_status co_before_save(void *self, dd_trainer *tr) {
     uint8_t *blob = st == DD_OK ? calloc(1, bytes) : NULL;
     if (st == DD_OK && !blob) st = dd_error(DD_ERR_NOMEM, "ps: optimiser state");
     if (st == DD_OK) st = dd_optim_state_header(tmp, n, blob);
-    float *arr = (float *)(blob + DD_OPTIM_STATE_HEADER);
+    float *arr = (float *)(void *)(blob + DD_OPTIM_STATE_HEADER);
     for (size_t i = 0; st == DD_OK && i < p->nblocks; i++) {
         size_t sb = 0;
         const uint8_t *s = dd_ps_client_block_state(p->cli, i, &sb);

@@ -469,7 +469,7 @@ static dd_status z_before_save(void *self, dd_trainer *tr) {
     float *mine = dd_optim_state(opt, &cnt);
     const size_t m = z->part[z->rank + 1] - z->part[z->rank];
     for (int j = 0; s == DD_OK && j < k; j++) {
-        float *dst = z->rank == 0 ? (float *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
+        float *dst = z->rank == 0 ? (float *)(void *)((char *)z->full_optim + DD_OPTIM_STATE_HEADER) + (size_t)j * n : NULL;
         s = dd_comm_gatherv(z->c, mine + (size_t)j * m, dst, z->pcount, z->pdispl, 0);
     }
     if (s != DD_OK) return dd_error_prefix(s, "sharded data parallelism: gathering the model state: ");

@@ -439,7 +439,7 @@ dd_status dd_ps_client_ping(dd_ps_client *c) {
     }
     while (waiting > 0) {
         zmq_pollitem_t it[DD_PS_MAX_SERVERS];
-        int map[DD_PS_MAX_SERVERS], ni = 0;
+        int map[DD_PS_MAX_SERVERS] = {0}, ni = 0; /* read below ni only; initialised for cppcheck */
         for (int s = 0; s < ns; s++)
             if (c->alive[s] && !got[s]) {
                 it[ni] = (zmq_pollitem_t){c->sock[s], 0, ZMQ_POLLIN, 0};

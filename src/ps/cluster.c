@@ -51,7 +51,7 @@ static dd_status parse(const char *path, const cJSON *root, int insecure, dd_ps_
         dd_ps_server_info *s = &c->servers[i];
         if (!cJSON_IsObject(e)) return dd_error(DD_ERR_FORMAT, "%s: servers[%d]: expected an object", path, i);
         for (const cJSON *it = e->child; it; it = it->next)
-            if (strcmp(it->string, "name") && strcmp(it->string, "address") && strcmp(it->string, "public_key"))
+            if (strcmp(it->string, "name") != 0 && strcmp(it->string, "address") != 0 && strcmp(it->string, "public_key") != 0)
                 return dd_error(DD_ERR_FORMAT, "%s: servers[%d]: unknown field '%s' (known: name, address, public_key)", path, i, it->string);
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "address");
         if (!cJSON_IsString(a) || strncmp(a->valuestring, "tcp://", 6) != 0 || strlen(a->valuestring) >= sizeof s->address ||
@@ -82,7 +82,7 @@ static dd_status parse(const char *path, const cJSON *root, int insecure, dd_ps_
     if (co) { /* training (phase 2): where workers find the coordinator */
         if (!cJSON_IsObject(co)) return dd_error(DD_ERR_FORMAT, "%s: coordinator: expected an object {address, public_key}", path);
         for (const cJSON *it = co->child; it; it = it->next)
-            if (strcmp(it->string, "address") && strcmp(it->string, "public_key"))
+            if (strcmp(it->string, "address") != 0 && strcmp(it->string, "public_key") != 0)
                 return dd_error(DD_ERR_FORMAT, "%s: coordinator: unknown field '%s' (known: address, public_key)", path, it->string);
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(co, "address");
         if (!cJSON_IsString(a) || strncmp(a->valuestring, "tcp://", 6) != 0 || strlen(a->valuestring) >= sizeof c->coord_address ||

@@ -175,7 +175,7 @@ static int is_numeric(const char *s) {
 
 dd_status dd_report_table_end(dd_report *r) {
     if (!r || !r->table_open) return dd_error(DD_ERR_ARG, "dd_report_table_end: no table is open");
-    int numeric[MAX_COLS];
+    int numeric[MAX_COLS] = {0}; /* r->ncols <= MAX_COLS (dd_report_table_begin) */
     for (size_t c = 0; c < r->ncols; c++) {
         int any = 0, all = 1;
         for (size_t i = 1; i < r->nrows; i++) {

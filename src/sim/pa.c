@@ -412,7 +412,7 @@ dd_status dd_pa_create(const char *name, const dd_pa_params *p, dd_pa **out) {
     *out = NULL;
     int k = find_kind(name);
     if (k < 0) return unknown_name(name);
-    dd_pa_params def;
+    dd_pa_params def = {0};
     if (!p) {
         DD_TRY(dd_pa_params_default(name, &def));
         p = &def;

@@ -1333,7 +1333,7 @@ finish:
     if (root && tr->nhist > 0 && !file_exists(best)) st = dd_error(DD_ERR_INTERNAL, "%s: best.ckpt is missing", o->out);
     if (o->mem) dd_mem_stats_get(o->mem);
     if (st == DD_OK && root && o->write_report && tr->nhist > 0) {
-        if ((st = dd_trainer_unshard_params(tr)) != DD_OK) {
+        if (dd_trainer_unshard_params(tr) != DD_OK) {
             dd_log(DD_LOG_WARN, "%s: no report.html: %s", o->out, dd_last_error());
             st = DD_OK;
             goto done;
