@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "distdpd/ckpt.h"
 #include "distdpd/parallel.h"
@@ -70,6 +71,10 @@ static int parse_slots(const char *s, size_t len, int *out) {
 dd_status dd_launch_hostfile_parse(const char *path, dd_launch_hosts *out) {
     if (!path || !out) return dd_error(DD_ERR_ARG, "dd_launch_hostfile_parse: NULL argument");
     memset(out, 0, sizeof *out);
+    struct stat sb; /* a FIFO would block fopen until a writer comes */
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return dd_error(DD_ERR_IO, "%s: cannot read: %s", path,
+                        S_ISDIR(sb.st_mode) ? strerror(EISDIR) : "not a regular file (a FIFO, a device or a socket)");
     FILE *f = fopen(path, "r");
     if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     char line[4096], where[4200];
