@@ -155,14 +155,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     dd_fuzz_init();
-    int port = dd_net_free_port();
-    if (port < 0) abort();
-    snprintf(addr, sizeof addr, "tcp://127.0.0.1:%d", port);
-    snprintf(cluster, sizeof cluster, "%s", dd_fuzz_path("client-cluster.json"));
-    FILE *f = fopen(cluster, "w");
-    if (!f) abort();
-    fprintf(f, "{\"replicas\": 0, \"servers\": [{\"name\": \"s0\", \"address\": \"%s\"}]}\n", addr);
-    fclose(f);
+    snprintf(cluster, sizeof cluster, "%s", dd_fuzz_ps_cluster("client-cluster.json", "", addr, sizeof addr));
     pthread_t t;
     if (pthread_create(&t, NULL, server_main, NULL) != 0) abort();
     pthread_detach(t);
