@@ -79,8 +79,14 @@ dd_status dd_launch_hostfile_parse(const char *path, dd_launch_hosts *out) {
     if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     char line[4096], where[4200];
     dd_status st = DD_OK;
-    for (size_t ln = 1; st == DD_OK && fgets(line, sizeof line, f); ln++) {
+    for (size_t ln = 1; st == DD_OK && (memset(line, 0, sizeof line), fgets(line, sizeof line, f)); ln++) {
         snprintf(where, sizeof where, "%s:%zu", path, ln);
+        int nul = 0; /* a byte after the first NUL (line was zeroed): the data held a NUL */
+        for (size_t k = strlen(line) + 1; k < sizeof line && !nul; k++) nul = line[k] != 0;
+        if (nul) {
+            st = dd_error(DD_ERR_FORMAT, "%s: NUL byte (not a text file?)", where);
+            break;
+        }
         if (!strchr(line, '\n') && !feof(f)) {
             st = dd_error(DD_ERR_FORMAT, "%s: line longer than %zu bytes", where, sizeof line - 2);
             break;
