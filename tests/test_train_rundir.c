@@ -205,9 +205,9 @@ int main(void) {
         CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_IO, want);
         CHECK(rename(keep, last) == 0, "put last.ckpt back");
         snprintf(path, sizeof path, "%s/metrics.jsonl", run2);
-        m2 = slurp(path);
-        CHECK(count_lines(m2, "\"best\":true", &nbest) == 3 && nbest == 1, "metrics.jsonl untouched by the refusals");
-        free(m2);
+        char *m5 = (char *)dd_test_slurp(path, NULL);
+        CHECK(count_lines(m5, "\"best\":true", &nbest) == 3 && nbest == 1, "metrics.jsonl untouched by the refusals");
+        free(m5);
         o.epochs_override = 2;
         CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_ARG, "already trained 3 epochs"); /* the original resumes as before */
         o.epochs_override = 0;
