@@ -363,6 +363,61 @@ static void test_incompatible(void) {
     free(c);
 }
 
+/* The structural checks behind both CRCs: a table entry or header field is rewritten and
+ * the table CRC (header bytes 32..35) and the header CRC (44..47) recomputed, as a buggy
+ * writer (not a bit flip) would leave the file. Each is refused with the exact reason;
+ * the original file is untouched and still verifies. */
+static void fix_crcs(unsigned char *b, size_t n) {
+    uint32_t count, crc;
+    memcpy(&count, b + 16, 4);
+    if (48 + (size_t)count * 64 <= n) { /* (a count too large for the file is refused before) */
+        crc = dd_crc32c(0, b + 48, (size_t)count * 64);
+        memcpy(b + 32, &crc, 4);
+    }
+    crc = dd_crc32c(0, b, 44);
+    memcpy(b + 44, &crc, 4);
+}
+
+static void test_corrupt_structure(void) {
+    char path[1024], bad[1024];
+    path_in(path, sizeof path, "struct.ckpt");
+    path_in(bad, sizeof bad, "struct-bad.ckpt");
+    CHECK_OK(write_small(path, 1)); /* sections model, params, step, config */
+    size_t n = 0;
+    unsigned char *b = read_all(path, &n);
+    unsigned char *c = malloc(n);
+    if (!b || !c) return;
+    static const struct {
+        size_t off;      /* where to write */
+        const char *val; /* bytes written there (len bytes) */
+        size_t len;
+        const char *msg;
+    } cases[] = {
+        {12, "\x44\x33\x22\x11", 4, "bad endianness marker 0x11223344: the file is corrupt"},
+        {37, "\x01", 1, "nonzero reserved header byte 37: the file is corrupt"},
+        {16, "\x01\x10\x00\x00", 4, "4097 sections (at most 4096): the file is corrupt"},
+        {48 + 64 + 2, " ", 1, "section 1 has an invalid name: the file is corrupt"},           /* "pa ams" */
+        {48 + 64, "model\0", 6, "section 'model' appears twice: the file is corrupt"},          /* entry 1 named model */
+        {48 + 60, "\x07", 1, "section 'model': nonzero reserved bytes: the file is corrupt"},   /* entry 0, byte 60 */
+        {48 + 32, "\x08\x01\x00\x00\x00\x00\x00\x00", 8, "section 'model' at offset 264, expected"},
+        {48 + 64 + 40, "\xff\xff\xff\xff\xff\xff\xff\xff", 8, "section 'params' size 18446744073709551615 overflows"},
+        {24, "\x01\x00\x00\x00\x00\x00\x01\x00", 8, "header says 281474976710657 bytes but the sections end at"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        memcpy(c, b, n);
+        memcpy(c + cases[k].off, cases[k].val, cases[k].len);
+        fix_crcs(c, n);
+        write_bytes(bad, c, n);
+        CHECK_ERR(dd_ckpt_verify(bad), DD_ERR_CORRUPT, cases[k].msg);
+        dd_ckpt_reader *r = (dd_ckpt_reader *)&r;
+        CHECK_ERR(dd_ckpt_open(bad, &r), DD_ERR_CORRUPT, cases[k].msg);
+        CHECK(r == NULL, "case %zu: open leaves *out NULL", k);
+    }
+    CHECK_OK(dd_ckpt_verify(path)); /* the original is untouched */
+    free(b);
+    free(c);
+}
+
 /* ---- interrupted writes ----------------------------------------------------------- */
 
 static int same_file(const char *path, const unsigned char *want, size_t n) {
@@ -535,6 +590,7 @@ int main(void) {
     test_truncation();
     test_bit_flips();
     test_incompatible();
+    test_corrupt_structure();
     test_interrupted_writes();
     test_resume_through_checkpoint();
     remove_all();

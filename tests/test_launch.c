@@ -60,6 +60,20 @@ static void test_hostfile(void) {
     }
     snprintf(q, sizeof q, "%s/none", g_dir);
     CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_IO, "none: cannot open");
+    /* a NUL byte: named as such (it was reported as a line longer than 4094 bytes) */
+    FILE *nf = fopen(q, "wb");
+    CHECK(nf && fwrite("a slots=1\nb\0c slots=2\n", 1, 22, nf) == 22 && fclose(nf) == 0, "write");
+    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_FORMAT, "none:2: NUL byte (not a text file?)");
+    nf = fopen(q, "wb");
+    CHECK(nf && fwrite("a slots=1\nb\0c", 1, 14, nf) == 14 && fclose(nf) == 0, "write");
+    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_FORMAT, "none:2: NUL byte (not a text file?)"); /* last line */
+    remove(q);
+    /* a FIFO (no writer) is refused at once; fopen used to wait for a writer forever */
+    snprintf(q, sizeof q, "%s/fifo", g_dir);
+    CHECK(mkfifo(q, 0600) == 0, "mkfifo");
+    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_IO, "fifo: cannot read: not a regular file");
+    CHECK(h.n == 0 && h.host == NULL, "no hosts on refusal");
+    CHECK_ERR(dd_launch_hostfile_parse(g_dir, &h), DD_ERR_IO, "cannot read: Is a directory");
 }
 
 static void test_discover(void) {

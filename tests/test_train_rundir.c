@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "dd_test.h"
+#include "distdpd/ckpt.h"
 #include "distdpd/train.h"
 #include "test_train_util.h"
 
@@ -30,6 +31,27 @@ static int count_lines(const char *s, const char *needle, int *nneedle) {
         if (*p == '\n') n++;
     for (const char *p = s; p && (p = strstr(p, needle)); p++) (*nneedle)++;
     return n;
+}
+
+/* Copies checkpoint src to dst, section `name` (NULL: none) replaced by v[0..n). */
+static dd_status rewrite_section(const char *src, const char *dst, const char *name, const void *v, size_t n) {
+    dd_ckpt_reader *r = NULL;
+    dd_ckpt_writer *w = NULL;
+    DD_TRY(dd_ckpt_open(src, &r));
+    dd_status st = dd_ckpt_write_begin(dst, &w);
+    for (size_t i = 0; st == DD_OK && i < dd_ckpt_count(r); i++) {
+        const char *nm = dd_ckpt_section_name(r, i);
+        const void *d;
+        size_t bytes;
+        if (name && strcmp(nm, name) == 0)
+            st = dd_ckpt_add(w, nm, v, n);
+        else if ((st = dd_ckpt_get(r, nm, &d, &bytes)) == DD_OK)
+            st = dd_ckpt_add(w, nm, d, bytes);
+    }
+    if (st == DD_OK) st = dd_ckpt_write_commit(&w);
+    dd_ckpt_abort(&w);
+    dd_ckpt_close(&r);
+    return st;
 }
 
 static int progress_calls, epoch_calls;
@@ -150,6 +172,33 @@ int main(void) {
     o.epochs_override = 2;
     CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_ARG, "already trained 3 epochs");
     o.epochs_override = 0;
+    /* a last.ckpt whose identity sections are malformed, or none: refused with the exact
+     * reason before anything is written (metrics.jsonl keeps its 3 lines; the original
+     * checkpoint, put back, resumes as before) */
+    {
+        char last[800], keep[800], want[900];
+        snprintf(last, sizeof last, "%s/last.ckpt", run2);
+        snprintf(keep, sizeof keep, "%s/last.keep", run2);
+        CHECK_OK(rewrite_section(last, keep, NULL, NULL, 0));
+        static const uint8_t three[3] = {1, 2, 3};
+        CHECK_OK(rewrite_section(keep, last, "run_id", "xyz", 4));
+        snprintf(want, sizeof want, "%s: section 'run_id' is not a run id (32 hex digits): 'xyz'", last);
+        CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_FORMAT, want);
+        CHECK_OK(rewrite_section(keep, last, "data_id", three, sizeof three));
+        snprintf(want, sizeof want, "%s: section 'data_id' has 3 bytes, expected", last);
+        CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_FORMAT, want);
+        CHECK(remove(last) == 0, "remove last.ckpt");
+        snprintf(want, sizeof want, "%s: nothing to resume: no last.ckpt in the run directory", run2);
+        CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_IO, want);
+        CHECK(rename(keep, last) == 0, "put last.ckpt back");
+        snprintf(path, sizeof path, "%s/metrics.jsonl", run2);
+        char *m5 = (char *)dd_test_slurp(path, NULL);
+        CHECK(count_lines(m5, "\"best\":true", &nbest) == 3 && nbest == 1, "metrics.jsonl untouched by the refusals");
+        free(m5);
+        o.epochs_override = 2;
+        CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_ARG, "already trained 3 epochs"); /* the original resumes as before */
+        o.epochs_override = 0;
+    }
     o.resume = 0;
     o.data = data;
 

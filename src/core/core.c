@@ -3,12 +3,15 @@
 #include "distdpd/core.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *dd_status_str(dd_status s) {
     switch (s) {
@@ -244,8 +247,29 @@ void dd_path_dir(const char *path, char *dir, size_t cap) {
 
 dd_status dd_read_text(const char *path, char **text, size_t *len) {
     *text = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* O_NONBLOCK: a FIFO without a writer would block the open forever; what is not a
+     * regular file (a FIFO, /dev/zero, a directory) is refused before any read. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        const int e = errno;
+        close(fd);
+        return dd_error(DD_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return dd_error(DD_ERR_IO, "%s: cannot read: %s", path,
+                        S_ISDIR(sb.st_mode) ? strerror(EISDIR) : "not a regular file (a FIFO, a device or a socket)");
+    }
+    const int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        const int e = errno;
+        close(fd);
+        return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(e));
+    }
     size_t cap = 16384, n = 0;
     char *buf = malloc(cap);
     while (buf) {

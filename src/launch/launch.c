@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "distdpd/ckpt.h"
 #include "distdpd/parallel.h"
@@ -70,12 +71,22 @@ static int parse_slots(const char *s, size_t len, int *out) {
 dd_status dd_launch_hostfile_parse(const char *path, dd_launch_hosts *out) {
     if (!path || !out) return dd_error(DD_ERR_ARG, "dd_launch_hostfile_parse: NULL argument");
     memset(out, 0, sizeof *out);
+    struct stat sb; /* a FIFO would block fopen until a writer comes */
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return dd_error(DD_ERR_IO, "%s: cannot read: %s", path,
+                        S_ISDIR(sb.st_mode) ? strerror(EISDIR) : "not a regular file (a FIFO, a device or a socket)");
     FILE *f = fopen(path, "r");
     if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     char line[4096], where[4200];
     dd_status st = DD_OK;
-    for (size_t ln = 1; st == DD_OK && fgets(line, sizeof line, f); ln++) {
+    for (size_t ln = 1; st == DD_OK && (memset(line, 0, sizeof line), fgets(line, sizeof line, f)); ln++) {
         snprintf(where, sizeof where, "%s:%zu", path, ln);
+        int nul = 0; /* a byte after the first NUL (line was zeroed): the data held a NUL */
+        for (size_t k = strlen(line) + 1; k < sizeof line && !nul; k++) nul = line[k] != 0;
+        if (nul) {
+            st = dd_error(DD_ERR_FORMAT, "%s: NUL byte (not a text file?)", where);
+            break;
+        }
         if (!strchr(line, '\n') && !feof(f)) {
             st = dd_error(DD_ERR_FORMAT, "%s: line longer than %zu bytes", where, sizeof line - 2);
             break;

@@ -270,10 +270,11 @@ static dd_status run_op(dd_ps_client *c, int type, double lr, const float *src, 
         if (wait < 1) wait = 1;
         int rc = zmq_poll(it, ni, (long)wait);
         if (rc < 0 && errno != EINTR) return dd_error(DD_ERR_COMM, "zmq_poll: %s", zmq_strerror(errno));
-        for (int k = 0; k < ni && rc > 0; k++) {
+        /* stops at a refusal (ERR): a message read after it would replace its error text */
+        for (int k = 0; k < ni && rc > 0 && err == DD_OK; k++) {
             if (!(it[k].revents & ZMQ_POLLIN)) continue;
             int s = map[k];
-            for (;;) {
+            while (err == DD_OK) {
                 zmq_msg_t m;
                 zmq_msg_init(&m);
                 if (zmq_msg_recv(&m, c->sock[s], ZMQ_DONTWAIT) < 0) {

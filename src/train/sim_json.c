@@ -110,6 +110,8 @@ static dd_status jnum(const cJSON *o, const char *path, const char *k, double *v
         return DD_OK;
     }
     if (!cJSON_IsNumber(j)) return dd_error(DD_ERR_FORMAT, "%s: field '%s' is not a number", path, k);
+    if (!isfinite(j->valuedouble)) /* cJSON reads 1e999 as inf */
+        return dd_error(DD_ERR_FORMAT, "%s: field '%s' is not a finite number", path, k);
     *v = j->valuedouble;
     return DD_OK;
 }
@@ -129,7 +131,8 @@ static dd_status jdarr(const cJSON *o, const char *path, const char *k, double *
         return dd_error(DD_ERR_FORMAT, "%s: field '%s' is not an array of %d numbers", path, k, n);
     for (int i = 0; i < n; i++) {
         const cJSON *e = cJSON_GetArrayItem(a, i);
-        if (!cJSON_IsNumber(e)) return dd_error(DD_ERR_FORMAT, "%s: field '%s'[%d] is not a number", path, k, i);
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
+            return dd_error(DD_ERR_FORMAT, "%s: field '%s'[%d] is not a finite number", path, k, i);
         v[i] = e->valuedouble;
     }
     return DD_OK;
@@ -137,7 +140,8 @@ static dd_status jdarr(const cJSON *o, const char *path, const char *k, double *
 
 static dd_status jcplx(const cJSON *e, const char *path, const char *k, int i, dd_cf64 *z) {
     if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !cJSON_IsNumber(cJSON_GetArrayItem(e, 0)) ||
-        !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)))
+        !cJSON_IsNumber(cJSON_GetArrayItem(e, 1)) || !isfinite(cJSON_GetArrayItem(e, 0)->valuedouble) ||
+        !isfinite(cJSON_GetArrayItem(e, 1)->valuedouble))
         return dd_error(DD_ERR_FORMAT, "%s: field '%s'[%d] is not a [re, im] pair", path, k, i);
     *z = cJSON_GetArrayItem(e, 0)->valuedouble + I * cJSON_GetArrayItem(e, 1)->valuedouble;
     return DD_OK;
@@ -187,13 +191,14 @@ static dd_status load_pa_json(const char *path, dd_pa **out) {
         dd_error_prefix(st, "%s: ", path);
         goto done;
     }
-    double nl = p.nl, sa[4] = {p.saleh.alpha_a, p.saleh.beta_a, p.saleh.alpha_p, p.saleh.beta_p};
+    int nl = (int)p.nl;
+    double sa[4] = {p.saleh.alpha_a, p.saleh.beta_a, p.saleh.alpha_p, p.saleh.beta_p};
     double ra[5] = {p.rapp.gain, p.rapp.vsat, p.rapp.p, p.rapp.ampm_alpha, p.rapp.ampm_beta};
     dd_pa_ghorbani *g = &p.ghorbani;
     double gh[8] = {g->x1, g->x2, g->x3, g->x4, g->y1, g->y2, g->y3, g->y4};
     if ((st = jnum(q, path, "fs", &p.fs, 0)) != DD_OK || (st = jnum(q, path, "drive_rms", &p.drive_rms, 0)) != DD_OK ||
         (st = jnum(q, path, "drive_db", &p.drive_db, 0)) != DD_OK ||
-        (st = jnum(q, path, "out_gain_db", &p.out_gain_db, 0)) != DD_OK || (st = jnum(q, path, "nl", &nl, 0)) != DD_OK ||
+        (st = jnum(q, path, "out_gain_db", &p.out_gain_db, 0)) != DD_OK || (st = jint(q, path, "nl", &nl)) != DD_OK ||
         (st = jdarr(q, path, "saleh", sa, 4)) != DD_OK || (st = jdarr(q, path, "rapp", ra, 5)) != DD_OK ||
         (st = jdarr(q, path, "ghorbani", gh, 8)) != DD_OK || (st = jint(q, path, "cross_lag", &p.cross_lag)) != DD_OK ||
         (st = jnum(q, path, "thermal_kappa", &p.thermal_kappa, 0)) != DD_OK ||
@@ -208,7 +213,7 @@ static dd_status load_pa_json(const char *path, dd_pa **out) {
         (st = jnum(q, path, "drift_db_per_ms", &p.drift_db_per_ms, 0)) != DD_OK ||
         (st = jnum(q, path, "drift_deg_per_ms", &p.drift_deg_per_ms, 0)) != DD_OK)
         goto done;
-    p.nl = (dd_pa_nl)(int)nl;
+    p.nl = (dd_pa_nl)nl;
     p.saleh = (dd_pa_saleh){sa[0], sa[1], sa[2], sa[3]};
     p.rapp = (dd_pa_rapp){ra[0], ra[1], ra[2], ra[3], ra[4]};
     *g = (dd_pa_ghorbani){gh[0], gh[1], gh[2], gh[3], gh[4], gh[5], gh[6], gh[7]};
@@ -225,7 +230,16 @@ static dd_status load_pa_json(const char *path, dd_pa **out) {
     const cJSON *gj = cJSON_GetObjectItemCaseSensitive(q, "gmp");
     if (gj) {
         double sh[9];
+        if (!cJSON_GetObjectItemCaseSensitive(gj, "shape")) { /* (jdarr leaves sh as it is) */
+            st = dd_error(DD_ERR_FORMAT, "%s: missing field 'gmp.shape'", path);
+            goto done;
+        }
         if ((st = jdarr(gj, path, "shape", sh, 9)) != DD_OK) goto done;
+        for (int i = 0; i < 9; i++)
+            if (sh[i] != floor(sh[i]) || fabs(sh[i]) > 1e6) { /* before the cast to int */
+                st = dd_error(DD_ERR_FORMAT, "%s: field 'gmp.shape'[%d] is not an integer in [-1e6, 1e6]", path, i);
+                goto done;
+            }
         dd_gmp_shape s = {(int)sh[0], (int)sh[1], (int)sh[2], (int)sh[3], (int)sh[4], (int)sh[5], (int)sh[6], (int)sh[7], (int)sh[8]};
         if ((st = dd_gmp_shape_check(&s)) != DD_OK) {
             dd_error_prefix(st, "%s: ", path);

@@ -34,15 +34,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     dd_fuzz_init();
-    int port = dd_net_free_port();
-    if (port < 0) abort();
-    snprintf(bind_addr, sizeof bind_addr, "tcp://127.0.0.1:%d", port);
-    snprintf(cluster, sizeof cluster, "%s", dd_fuzz_path("cluster.json"));
-    FILE *f = fopen(cluster, "w");
-    if (!f) abort();
-    fprintf(f, "{\"replicas\": 0, \"optimizer\": {\"kind\": \"adam\"}, \"servers\": [{\"name\": \"s0\", \"address\": \"%s\"}]}\n",
-            bind_addr);
-    fclose(f);
+    snprintf(cluster, sizeof cluster, "%s",
+             dd_fuzz_ps_cluster("cluster.json", "\"optimizer\": {\"kind\": \"adam\"}, ", bind_addr, sizeof bind_addr));
     opts = (dd_ps_server_opts){.cluster_path = cluster, .bind = bind_addr, .name = "s0", .insecure = 1, .replicas = -1,
                                .max_msg = 1 << 20, .stop = &stop_flag};
     pthread_t t;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "distdpd/core.h"
+#include "distdpd/net.h"
 
 static void dd_fuzz_log_drop(dd_log_level l, const char *m, void *u) {
     (void)l;
@@ -92,6 +93,22 @@ static inline char *dd_fuzz_str(const uint8_t *d, size_t n) {
     memcpy(s, d, n);
     s[n] = 0;
     return s;
+}
+
+/* A one-server parameter-server cluster file for the harnesses that run a server or play
+ * one: a free loopback port into addr ("tcp://127.0.0.1:PORT", cap bytes) and the scratch
+ * file `name` holding {"replicas": 0, EXTRA"servers": [{"name": "s0", "address": ADDR}]}
+ * (extra: "" or more keys ending in ", "). Returns its path (valid as dd_fuzz_path's). */
+static inline const char *dd_fuzz_ps_cluster(const char *name, const char *extra, char *addr, size_t cap) {
+    int port = dd_net_free_port();
+    if (port < 0) abort();
+    snprintf(addr, cap, "tcp://127.0.0.1:%d", port);
+    const char *path = dd_fuzz_path(name);
+    FILE *f = fopen(path, "w");
+    if (!f) abort();
+    fprintf(f, "{\"replicas\": 0, %s\"servers\": [{\"name\": \"s0\", \"address\": \"%s\"}]}\n", extra, addr);
+    if (fclose(f) != 0) abort();
+    return path;
 }
 
 #endif

@@ -2,7 +2,8 @@
 # Regenerates the seed corpora tests/fuzz/corpus/<target>/ (committed; docs/testing.md):
 # valid files written by the built `distdpd` (simulate, train-pa) and the bad-input cases
 # of the tests (tests/cli/data_inputs.sh, errors.sh, test_net.c, test_ckpt.c), and the
-# parameter-server messages of tests/fuzz/make_net_seeds.py.
+# parameter-server messages of tests/fuzz/make_net_seeds.py (also the client's replies),
+# the cluster files of tests/fuzz/make_cluster_seeds.py.
 # Usage: tests/fuzz/make_corpus.sh [BUILD_DIR]   (default build/)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -62,4 +63,6 @@ for s in none fp32 topk "topk,density=0.001,sampled=1" "int8,chunk=128,stochasti
   printf '%s' "$s" >"$C/compress/$(printf '%s' "$s" | tr -c 'a-z0-9=.' '_' | head -c 60)"
 done
 python3 tests/fuzz/make_net_seeds.py "$C"
+# cluster / hostfile / allow / plan-cluster files and --agg (fuzz_cluster)
+python3 tests/fuzz/make_cluster_seeds.py "$C"
 echo "corpora written to $C: $(find "$C" -type f | wc -l) files, $(du -sh "$C" | cut -f1)"

@@ -76,3 +76,56 @@ for name, m in bad.items():
         f.write(m)
     with open(os.path.join(out, 'ps_server', 'raw_' + name), 'wb') as f:
         f.write(b'\x80' + m)
+
+# fuzz_ps_client: byte 0 the client's operation (0 init, 1 push, 2 pull, 3 pull_state,
+# 4 stage, 5 apply, 6 restore, 7 ping), then replies [ctl][u16 len][bytes]; ctl & 7:
+# 0 ACK, 1 PULL_REP, 2 STATE_REP, 3 ERR, 4 PONG, 5 REPL_ACK, 6 PULL, 7 LEASE_REP; 0x08 the
+# previous sequence number, 0x10 raw, 0x20 two frames (tests/fuzz/fuzz_ps_client.c).
+CBLOCKS = [(b'w#0', 4), (b'w#1', 4), (b'b', 1)]
+
+
+def rep(ctl, p):
+    return bytes([ctl]) + struct.pack('<H', len(p)) + p
+
+
+def ack(blocks=CBLOCKS, ver=42):
+    return struct.pack('<I', len(blocks)) + b''.join(s(n) + struct.pack('<Q', ver) for n, _ in blocks)
+
+
+def pull_rep(blocks=CBLOCKS, ver=43, state=False, lens=None):
+    p = struct.pack('<I', len(blocks))
+    for k, (n, ln) in enumerate(blocks):
+        m = lens[k] if lens else ln
+        p += s(n) + struct.pack('<QI', ver, m) + floats(m, 0.75)
+        if state:
+            p += struct.pack('<I', 16) + b'S' * 16
+    return p
+
+
+os.makedirs(os.path.join(out, 'ps_client'), exist_ok=True)
+client = {
+    'init_ack': (0, rep(0, ack())),
+    'push_ack_partial': (1, rep(0, ack(CBLOCKS[:1])) + rep(0, ack(CBLOCKS[1:]))),
+    'push_err': (1, rep(3, b'block w#0: gradient length 3, block has 4')),
+    'pull_full': (2, rep(1, pull_rep())),
+    'pull_unchanged': (2, rep(1, struct.pack('<I', 1) + s(b'w#0') + struct.pack('<QI', 42, 0))),
+    'pull_unchanged_wrong_version': (2, rep(1, struct.pack('<I', 1) + s(b'w#1') + struct.pack('<QI', 5, 0))),
+    'pull_wrong_length': (2, rep(1, pull_rep(lens=[3, 4, 1]))),
+    'pull_unknown_block': (2, rep(1, pull_rep([(b'nope', 4)]))),
+    'pull_truncated': (2, rep(1, pull_rep()[:20])),
+    'pull_huge_count': (2, rep(1, struct.pack('<I', 0xFFFFFFFF) + s(b'w#0'))),
+    'pull_control_name': (2, rep(1, pull_rep([(b'w\x01', 4)]))),
+    'state_full': (3, rep(2, pull_rep(state=True))),
+    'state_no_values': (3, rep(2, struct.pack('<I', 1) + s(b'b') + struct.pack('<QII', 1, 0, 4) + b'abcd')),
+    'state_blob_short': (3, rep(2, struct.pack('<I', 1) + s(b'b') + struct.pack('<QI', 1, 1) + floats(1) + struct.pack('<I', 99) + b'x')),
+    'stage_stale_ack': (4, rep(0x08, ack())),
+    'apply_err': (5, rep(3, b'apply: no staged update 5 of owner 99')),
+    'restore_ack': (6, rep(0, ack(ver=3))),
+    'ping_pong': (7, rep(4, b'')),
+    'raw_garbage': (2, rep(0x10, b'DDPS\x01\x11garbage')),
+    'two_frames': (1, rep(0x20, ack())),
+    'wrong_types': (0, rep(5, ack()) + rep(6, ack()) + rep(7, b'\x00') + rep(1, pull_rep())),
+}
+for name, (op, p) in client.items():
+    with open(os.path.join(out, 'ps_client', name), 'wb') as f:
+        f.write(bytes([op]) + p)
