@@ -4,8 +4,11 @@
 #               then rebuild with AddressSanitizer + UBSan and run the unit tests again
 #               and the libFuzzer targets for FUZZ_CI_SECONDS (20) each (make fuzz-ci),
 #               and the first FAULT_CI_MAX_N (40) allocation / I/O failure points of the
-#               fault-injection scenarios (make fault-test: all of them), then the static
-#               analysis (make lint: clang-tidy and cppcheck over src/, no finding allowed)
+#               fault-injection scenarios (make fault-test: all of them); also the unit
+#               label under valgrind memcheck in build/ (make valgrind), the mpi label
+#               against MPICH at 1-3 ranks (make test-mpich: library and mpi tests only,
+#               build-mpich/), and the static analysis (make lint: clang-tidy and
+#               cppcheck over src/, no finding allowed)
 # Other targets: make (build only), make install PREFIX=..., make check (suite, no ASan),
 # make fuzz / fuzz-run / fault / test-mpich (docs/testing.md), make bench, make clean.
 PREFIX ?= /usr/local
@@ -45,6 +48,8 @@ asan-test:
 
 test: deps
 	$(MAKE) check
+	$(MAKE) valgrind
+	$(MAKE) test-mpich MPICH_TESTS='$(MPICH_CI_TESTS)'
 	$(MAKE) asan-test
 	$(MAKE) fuzz-ci
 	$(MAKE) fault-test FAULT_MAX_N=$(FAULT_CI_MAX_N)
@@ -88,16 +93,12 @@ coverage:
 	lcov --rc lcov_branch_coverage=1 --summary $(COV_BUILD)/src.info
 	genhtml --quiet --branch-coverage $(COV_BUILD)/src.info --output-directory $(COV_BUILD)/coverage
 
-# valgrind memcheck over the unit label (VG_TESTS: a ctest -R filter), every test
-# executable run through valgrind (CMAKE_CROSSCOMPILING_EMULATOR), into build-valgrind/;
-# suppressions (tests/valgrind.supp) only for Open MPI's own reports.
-VG_BUILD ?= build-valgrind
+# valgrind memcheck over the unit label (VG_TESTS: a ctest -R filter) of the RelWithDebInfo
+# tree `make check` built ($(BUILD), nothing rebuilt): ctest -T memcheck, every test through
+# valgrind (tests/valgrind.sh); suppressions (tests/valgrind.supp) only for Open MPI's own reports.
 VG_TESTS ?= .
-valgrind:
-	cmake -S . -B $(VG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  "-DCMAKE_CROSSCOMPILING_EMULATOR=valgrind;--error-exitcode=99;--leak-check=full;--errors-for-leak-kinds=definite;--track-origins=yes;--suppressions=$(CURDIR)/tests/valgrind.supp"
-	cmake --build $(VG_BUILD) -j $(JOBS)
-	cd $(VG_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit -R '$(VG_TESTS)' --timeout 3600
+valgrind: build
+	bash tests/valgrind.sh $(BUILD) $(JOBS) '$(VG_TESTS)'
 
 # Static analysis: clang-tidy (the selection in .clang-tidy) over src/, and cppcheck.
 # lint: the compilation database and the generated headers only (no compiling);
@@ -113,14 +114,18 @@ lint:
 	  -I include -I src --suppress=missingIncludeSystem src
 
 # The mpi label against MPICH (mpicc.mpich, mpiexec.mpich; Open MPI stays the default
-# MPI): docs/testing.md, "MPICH".
+# MPI): docs/testing.md, "MPICH". Builds only the library and the mpi-label tests;
+# MPICH_TESTS: a ctest -R filter (`make test`: MPICH_CI_TESTS, 1 to 3 ranks).
 MPICH_BUILD ?= build-mpich
+MPI_TESTS := $(basename $(notdir $(wildcard tests/test_*_mpi.c)))
+MPICH_TESTS ?= .
+MPICH_CI_TESTS ?= _np[123]$$
 .PHONY: test-mpich
 test-mpich:
 	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDD_WERROR=$(DD_WERROR) \
 	  -DMPI_C_COMPILER=mpicc.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich
-	cmake --build $(MPICH_BUILD) -j $(JOBS)
-	cd $(MPICH_BUILD) && ctest --output-on-failure -L mpi -LE slow --timeout 1800
+	cmake --build $(MPICH_BUILD) -j $(JOBS) --target $(MPI_TESTS)
+	cd $(MPICH_BUILD) && ctest --output-on-failure -j $(JOBS) -L mpi -LE slow -R '$(MPICH_TESTS)' --timeout 1800
 
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
@@ -132,4 +137,4 @@ bench: build
 	@if [ -f bench/run.sh ]; then bash bench/run.sh $(BUILD); else echo "no benchmarks yet"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD) $(COV_BUILD) $(LINT_BUILD) $(VG_BUILD) $(MPICH_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(FAULT_BUILD) $(COV_BUILD) $(LINT_BUILD) $(MPICH_BUILD)

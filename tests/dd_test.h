@@ -63,6 +63,15 @@ static inline void dd_test_skip(const char *why) {
     exit(77);
 }
 
+/* Factor for the deadlines of waits in tests (an event that should come within a few
+ * seconds): DD_TEST_TIMEOUT_SCALE (tests/valgrind.sh sets 20: code under valgrind runs
+ * 20-50x slower), default 1. Never a timed assertion: only how long to wait. */
+static inline double dd_test_timeout_scale(void) {
+    const char *s = getenv("DD_TEST_TIMEOUT_SCALE");
+    double v = s ? atof(s) : 1.0;
+    return v >= 1.0 && v <= 1000.0 ? v : 1.0;
+}
+
 /* Source tree root (tests run from it; DD_SOURCE_DIR set by ctest). */
 static inline const char *dd_test_srcdir(void) {
     const char *s = getenv("DD_SOURCE_DIR");

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dd_test.h"
 #include "distdpd/core.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -28,6 +29,12 @@
 #ifndef PROBE_ASAN
 #define PROBE_ASAN 0
 #endif
+
+/* Whether peak RSS and an address-space limit mean anything here: not under ASan (its
+ * allocator keeps freed memory and it reserves terabytes of address space), nor under
+ * valgrind (DD_TEST_VALGRIND, set by tests/valgrind.sh: valgrind's own memory and
+ * address-space layout are in the process's figures). */
+static inline int probe_rss_meaningful(void) { return !PROBE_ASAN && !getenv("DD_TEST_VALGRIND"); }
 
 typedef struct {
     int exited;       /* 1 if the child returned normally */
@@ -54,8 +61,8 @@ static size_t probe_vsize(void) {
     return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Runs fn(arg) in a child limited to timeout_s seconds and (without ASan, which
- * reserves terabytes of address space) to its current address space + as_extra_mb MiB,
+/* Runs fn(arg) in a child limited to timeout_s seconds (times DD_TEST_TIMEOUT_SCALE) and
+ * (when probe_rss_meaningful()) to its current address space + as_extra_mb MiB,
  * so that a regression fails the test with DD_ERR_NOMEM or SIGALRM instead of eating
  * the machine. Returns 0 if the result arrived (check r->exited). */
 static int probe_run(dd_status (*fn)(void *), void *arg, int timeout_s, size_t as_extra_mb,
@@ -72,8 +79,8 @@ static int probe_run(dd_status (*fn)(void *), void *arg, int timeout_s, size_t a
     }
     if (pid == 0) {
         close(fds[0]);
-        alarm((unsigned)timeout_s);
-        if (!PROBE_ASAN && as_extra_mb) {
+        alarm((unsigned)(timeout_s * dd_test_timeout_scale()));
+        if (probe_rss_meaningful() && as_extra_mb) {
             size_t lim = probe_vsize() + (as_extra_mb << 20);
             struct rlimit rl = {lim, lim};
             setrlimit(RLIMIT_AS, &rl);

@@ -994,8 +994,8 @@ static void test_eval_nperseg_32768(void) {
         dd_trainer_destroy(&a);
         dd_trainer_destroy(&b);
     }
-    if (PROBE_ASAN) {
-        printf("skipped under ASan: evaluation RSS at nperseg 32768\n");
+    if (!probe_rss_meaningful()) {
+        printf("skipped under ASan or valgrind: evaluation RSS at nperseg 32768\n");
     } else if (big) {
         eval_probe_arg a = {.ds = big, .cfg = &c};
         probe_res r;
@@ -1052,8 +1052,8 @@ static void test_eval_bounded(void) {
      * evaluation allocates the padded split buffers (3 x 8 MiB per split at most) and
      * the metrics' 2^20-point FFTs, not a 2^20-step model workspace (GRU hidden 8:
      * about 0.5 GB before). Run in a child limited to 1 GiB more address space. */
-    if (PROBE_ASAN) {
-        printf("skipped under ASan: evaluation memory at nperseg 2^20 (RSS is not meaningful there)\n");
+    if (!probe_rss_meaningful()) {
+        printf("skipped under ASan or valgrind: evaluation memory at nperseg 2^20 (RSS is not meaningful there)\n");
     } else {
         dd_spec sp = ds->spec;
         sp.nperseg = DD_NPERSEG_MAX;

@@ -149,7 +149,8 @@ typedef struct {
 } dd_plan_calib;
 
 /* Measures on c (collective, size >= 2), at 8 B .. 4 MB: steps chained 4 at a time
- * after a barrier, repeats interleaved over sizes, the maximum over ranks of each repeat,
+ * after a barrier (each timed chain right after an untimed one of the same size and
+ * kind), repeats interleaved over sizes, the maximum over ranks of each repeat,
  * then the lower quartile over repeats (timing noise from other jobs is one-sided).
  *  - exchange step: every rank sends n bytes to its right neighbour while receiving n
  *    from its left, then sums the received float32 data into another buffer (as every
@@ -170,8 +171,9 @@ dd_status dd_plan_calib_load(const char *path, dd_plan_calib *out);
 
 /* Measured time of blocking float32 allreduces: for every algorithm algos[a] (nalgo of
  * them) and size bytes[i] (nsizes), the lower quartile over `reps` repeats (>= 1, after one
- * warm-up) of the maximum over ranks, each repeat started together (barrier) on a
- * buffer refilled before it (as fresh gradients are). Repeats are interleaved over
+ * warm-up) of the maximum over ranks, each repeat right after an untimed call of the same
+ * algorithm and size (as one gradient bucket's allreduce follows another's), started
+ * together (barrier) on a buffer refilled before it (as fresh gradients are). Repeats are interleaved over
  * algorithms and sizes, so that a burst of background load does not hit one entry
  * only. seconds[a * nsizes + i] receives the result on every rank. Collective. */
 dd_status dd_plan_measure(dd_comm *c, const dd_allreduce_algo *algos, int nalgo,
