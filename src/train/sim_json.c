@@ -229,7 +229,7 @@ static dd_status load_pa_json(const char *path, dd_pa **out) {
     }
     const cJSON *gj = cJSON_GetObjectItemCaseSensitive(q, "gmp");
     if (gj) {
-        double sh[9];
+        double sh[9] = {0};
         if (!cJSON_GetObjectItemCaseSensitive(gj, "shape")) { /* (jdarr leaves sh as it is) */
             st = dd_error(DD_ERR_FORMAT, "%s: missing field 'gmp.shape'", path);
             goto done;
