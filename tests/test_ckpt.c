@@ -355,7 +355,13 @@ static void test_incompatible(void) {
     char missing[1024];
     path_in(missing, sizeof missing, "does-not-exist.ckpt");
     CHECK_ERR(dd_ckpt_verify(missing), DD_ERR_IO, "No such file");
-    CHECK_ERR(dd_ckpt_verify(g_dir), DD_ERR_IO, "not a regular file");
+    CHECK_ERR(dd_ckpt_verify(g_dir), DD_ERR_IO, ": Is a directory");
+    /* a FIFO without a writer: refused at once (a plain open() waited for a writer) */
+    char fifo[1024];
+    path_in(fifo, sizeof fifo, "fifo.ckpt");
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    CHECK_ERR(dd_ckpt_verify(fifo), DD_ERR_IO, "fifo.ckpt: not a regular file (a FIFO)");
+    remove(fifo);
     dd_ckpt_reader *r = (dd_ckpt_reader *)&r;
     CHECK_ERR(dd_ckpt_open(missing, &r), DD_ERR_IO, "does-not-exist.ckpt");
     CHECK(r == NULL, "open must set *out = NULL on failure");

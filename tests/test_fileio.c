@@ -10,6 +10,8 @@
 
 #include "data/data_internal.h"
 #include "dd_test.h"
+#include "distdpd/plan.h"
+#include "distdpd/export.h"
 
 static char dir[512];
 
@@ -33,11 +35,11 @@ static void test_not_regular(void) {
     /* dd_read_text (cluster, allow, plan and configuration files) used to block in open()
      * on a FIFO without a writer: refused at once now */
     char *text = (char *)&text;
-    snprintf(want, sizeof want, "%s: cannot read: not a regular file", fifo);
+    snprintf(want, sizeof want, "cannot read %s: not a regular file (a FIFO)", fifo);
     CHECK_ERR(dd_read_text(fifo, &text, NULL), DD_ERR_IO, want);
     CHECK(text == NULL, "no text on refusal");
-    CHECK_ERR(dd_read_text("/dev/zero", &text, NULL), DD_ERR_IO, "/dev/zero: cannot read: not a regular file");
-    snprintf(want, sizeof want, "%s: cannot read: Is a directory", dir);
+    CHECK_ERR(dd_read_text("/dev/zero", &text, NULL), DD_ERR_IO, "cannot read /dev/zero: not a regular file (a character device)");
+    snprintf(want, sizeof want, "cannot read %s: Is a directory", dir);
     CHECK_ERR(dd_read_text(dir, &text, NULL), DD_ERR_IO, want);
     snprintf(want, sizeof want, "cannot read %s: not a regular file (a FIFO)", fifo);
     dd_lines r;
@@ -45,8 +47,15 @@ static void test_not_regular(void) {
     CHECK(r.fd == -1, "no descriptor left open");
     CHECK_ERR(dd_read_all("/dev/null", 100, &buf, &len), DD_ERR_IO,
               "cannot read /dev/null: not a regular file (a character device)");
+    /* the calibration file of `plan` and the tensors of `import` had their own fopen()
+     * readers, which waited for a FIFO's writer: both read through dd_read_text now */
+    dd_plan_calib calib;
+    CHECK_ERR(dd_plan_calib_load(fifo, &calib), DD_ERR_IO, want);
+    dd_tensor_set ts;
+    CHECK_ERR(dd_tensors_read(fifo, &ts), DD_ERR_IO, want);
+    CHECK(ts.n == 0, "no tensors on refusal");
     path_of(fifo, sizeof fifo, "absent");
-    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", fifo);
+    snprintf(want, sizeof want, "cannot open %s: No such file or directory", fifo);
     CHECK_ERR(dd_read_text(fifo, &text, NULL), DD_ERR_IO, want);
 }
 

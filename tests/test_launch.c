@@ -59,7 +59,8 @@ static void test_hostfile(void) {
         CHECK_ERR(dd_launch_hostfile_parse(p, &h), DD_ERR_FORMAT, bad[k].msg);
     }
     snprintf(q, sizeof q, "%s/none", g_dir);
-    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_IO, "none: cannot open");
+    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_IO, "cannot open ");
+    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_IO, "/none: No such file or directory");
     /* a NUL byte: named as such (it was reported as a line longer than 4094 bytes) */
     FILE *nf = fopen(q, "wb");
     CHECK(nf && fwrite("a slots=1\nb\0c slots=2\n", 1, 22, nf) == 22 && fclose(nf) == 0, "write");
@@ -71,9 +72,9 @@ static void test_hostfile(void) {
     /* a FIFO (no writer) is refused at once; fopen used to wait for a writer forever */
     snprintf(q, sizeof q, "%s/fifo", g_dir);
     CHECK(mkfifo(q, 0600) == 0, "mkfifo");
-    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_IO, "fifo: cannot read: not a regular file");
+    CHECK_ERR(dd_launch_hostfile_parse(q, &h), DD_ERR_IO, "/fifo: not a regular file (a FIFO)");
     CHECK(h.n == 0 && h.host == NULL, "no hosts on refusal");
-    CHECK_ERR(dd_launch_hostfile_parse(g_dir, &h), DD_ERR_IO, "cannot read: Is a directory");
+    CHECK_ERR(dd_launch_hostfile_parse(g_dir, &h), DD_ERR_IO, ": Is a directory");
 }
 
 static void test_discover(void) {

@@ -123,7 +123,7 @@ static void test_cluster_file(void) {
         dd_plan_cluster c_;
         CHECK_ERR(parse("{\"nodes\": 1, \"ranks_per_node\": 2, \"intra_link\": {\"calibration\": \"/nonexistent/x.json\"}}",
                         &c_),
-                  DD_ERR_IO, "c.json: field 'intra_link.calibration': /nonexistent/x.json: cannot open");
+                  DD_ERR_IO, "c.json: field 'intra_link.calibration': cannot open /nonexistent/x.json: No such file");
     }
     CHECK_PARSE_ERR("{\"nodes\": 2, \"ranks_per_node\": 2, \"intra_link\": \"shm\", \"memory_mib\": 1}",
                     "c.json: missing field 'inter_link'");

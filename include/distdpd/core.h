@@ -82,9 +82,20 @@ dd_status dd_parse_number(const char *what, const char *val, double lo, double h
  * hexadecimal: strtod reads 0x10 as 16; no inf or nan). */
 int dd_is_decimal(const char *s);
 
+/* Opens path read-only and checks that it is a regular file, without blocking on a FIFO
+ * (O_NONBLOCK open, then fstat; the descriptor is blocking again on return). Every
+ * reader of a user's file opens it so. Errors: DD_ERR_IO "cannot open PATH: reason",
+ * "cannot read PATH: Is a directory", "cannot read PATH: not a regular file (a FIFO)"
+ * (or a character device, ...). *size (optional) receives the file size. */
+dd_status dd_open_regular(const char *path, int *fd, uint64_t *size);
+
+/* What a file of this st_mode is, for messages: "a directory", "a FIFO", "a character
+ * device", "a block device", "a socket", else "not a regular file". */
+const char *dd_file_kind(unsigned int mode);
+
 /* Reads a whole file into a new NUL-terminated buffer (caller free()s *text); *len (may
- * be NULL) receives its length. Errors: DD_ERR_IO naming the path and the reason,
- * DD_ERR_NOMEM. */
+ * be NULL) receives its length. Errors: those of dd_open_regular, DD_ERR_IO "PATH: read
+ * error", DD_ERR_NOMEM. */
 dd_status dd_read_text(const char *path, char **text, size_t *len);
 
 /* The directory part of path into dir (cap bytes, truncated to fit): "." when path has

@@ -441,19 +441,10 @@ void dd_ckpt_close(dd_ckpt_reader **r) {
 static dd_status read_file(const char *path, unsigned char **buf, size_t *size) {
     *buf = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return dd_error(DD_ERR_IO, "%s: cannot open checkpoint: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        dd_status s = dd_error(DD_ERR_IO, "%s: cannot stat checkpoint: %s", path, strerror(errno));
-        close(fd);
-        return s;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return dd_error(DD_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t n = (size_t)sb.st_size;
+    int fd = -1;
+    uint64_t fsize = 0; /* a FIFO is refused at once: a plain open() waited for a writer */
+    DD_TRY(dd_open_regular(path, &fd, &fsize));
+    size_t n = (size_t)fsize;
     unsigned char *b = dd_calloc(n ? n : 1, 1);
     if (!b) {
         close(fd);

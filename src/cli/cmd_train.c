@@ -1295,14 +1295,19 @@ static dd_status read_iq(const char *path, dd_cf32 **x, size_t *n, double *fs) {
         return dd_sigmf_read(prefix, x, n, fs);
     }
     case IQ_RAW: {
-        FILE *f = fopen(path, "rb");
-        if (!f) return dd_error(DD_ERR_IO, "%s: cannot open", path);
-        fseek(f, 0, SEEK_END);
-        long sz = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        if (sz < 0 || sz % 8 != 0) {
+        int fd = -1;
+        uint64_t sz = 0; /* a FIFO or a device is refused at once, not waited on or read forever */
+        DD_TRY(dd_open_regular(path, &fd, &sz));
+        FILE *f = fdopen(fd, "rb");
+        if (!f) {
+            const int e = errno;
+            close(fd);
+            return dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(e));
+        }
+        if (sz % 8 != 0) {
             fclose(f);
-            return dd_error(DD_ERR_FORMAT, "%s: %ld bytes is not a whole number of float32 I/Q pairs (8 bytes each)", path, sz);
+            return dd_error(DD_ERR_FORMAT, "%s: %llu bytes is not a whole number of float32 I/Q pairs (8 bytes each)", path,
+                            (unsigned long long)sz);
         }
         *n = (size_t)sz / 8;
         *x = dd_calloc(*n ? *n : 1, sizeof(dd_cf32));

@@ -703,32 +703,7 @@ dd_status dd_plan_calib_load(const char *path, dd_plan_calib *out) {
     dd_status s = DD_OK;
     cJSON *root = NULL;
     char *text = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    text = malloc(cap + 1);
-    while (text) {
-        size_t got = fread(text + len, 1, cap - len, f);
-        len += got;
-        if (len < cap) break;
-        if (cap >= (1u << 24)) break;
-        char *p = realloc(text, 2 * cap + 1);
-        if (!p) {
-            free(text);
-            text = NULL;
-            break;
-        }
-        text = p;
-        cap *= 2;
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (!text) return dd_error(DD_ERR_NOMEM, "%s: out of memory", path);
-    if (rerr) {
-        free(text);
-        return dd_error(DD_ERR_IO, "%s: read error", path);
-    }
-    text[len] = '\0';
+    DD_TRY(dd_read_text(path, &text, NULL));
     root = cJSON_Parse(text);
     if (!root || !cJSON_IsObject(root)) {
         s = dd_error(DD_ERR_FORMAT, "%s: not a JSON object", path);

@@ -245,25 +245,48 @@ void dd_path_dir(const char *path, char *dir, size_t cap) {
         *slash = '\0';
 }
 
-dd_status dd_read_text(const char *path, char **text, size_t *len) {
-    *text = NULL;
-    /* O_NONBLOCK: a FIFO without a writer would block the open forever; what is not a
-     * regular file (a FIFO, /dev/zero, a directory) is refused before any read. */
+const char *dd_file_kind(unsigned int mode) {
+    const mode_t m = (mode_t)mode;
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+dd_status dd_open_regular(const char *path, int *fd_out, uint64_t *size) {
+    *fd_out = -1;
+    /* O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; it has
+     * no effect on the regular files that are read below. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
-        const int e = errno;
+        int e = errno;
         close(fd);
-        return dd_error(DD_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        return dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        close(fd);
+        return dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(EISDIR));
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return dd_error(DD_ERR_IO, "%s: cannot read: %s", path,
-                        S_ISDIR(sb.st_mode) ? strerror(EISDIR) : "not a regular file (a FIFO, a device or a socket)");
+        return dd_error(DD_ERR_IO, "cannot read %s: not a regular file (%s)", path,
+                        dd_file_kind(sb.st_mode));
     }
-    const int fl = fcntl(fd, F_GETFL);
+    int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    if (size) *size = (uint64_t)sb.st_size;
+    return DD_OK;
+}
+
+dd_status dd_read_text(const char *path, char **text, size_t *len) {
+    *text = NULL;
+    int fd = -1; /* what is not a regular file (a FIFO, /dev/zero, a directory) is refused */
+    DD_TRY(dd_open_regular(path, &fd, NULL));
     FILE *f = fdopen(fd, "rb");
     if (!f) {
         const int e = errno;

@@ -36,12 +36,6 @@ dd_status dd_mkdir_p(const char *dir);
 /* Creates the directory part of a file path (nothing if there is none). */
 dd_status dd_mkdir_parent(const char *path);
 
-/* Opens path read-only and checks that it is a regular file, without blocking on a FIFO
- * (O_NONBLOCK open, then fstat). Errors: DD_ERR_IO "cannot open PATH: reason",
- * "cannot read PATH: Is a directory", "cannot read PATH: not a regular file (a FIFO)"
- * (or a character device, ...). *size (optional) receives the file size. */
-dd_status dd_open_regular(const char *path, int *fd, uint64_t *size);
-
 /* Reads a whole regular file of at most max_len bytes into a new NUL-terminated buffer
  * (caller dd_free()s *buf; exactly the file size + 1 bytes); *len excludes the NUL.
  * Errors: those of dd_open_regular, DD_ERR_IO "cannot read PATH: reason",

@@ -118,15 +118,6 @@ int dd_sigmf_prefix_of(const char *path, char *prefix) {
     return 0;
 }
 
-/* Why a path is not a regular file or directory, for messages. */
-static const char *odd_kind(mode_t m) {
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "neither a regular file nor a directory";
-}
-
 /* Every stat()/access() failure is reported with its own errno: a symbolic link loop
  * (ELOOP) or an unreadable directory (EACCES) is not "No such file or directory". */
 static dd_status load_any(const char *path, dd_dataset *ds) {
@@ -182,7 +173,7 @@ static dd_status load_any(const char *path, dd_dataset *ds) {
                         path);
     }
     return dd_error(DD_ERR_IO, "cannot open %s: not a regular file or directory (%s)", path,
-                    odd_kind(sb.st_mode));
+                    dd_file_kind(sb.st_mode));
 }
 
 dd_status dd_dataset_load(const char *path, dd_dataset **out) {

@@ -79,44 +79,6 @@ dd_status dd_mkdir_parent(const char *path) {
     return dd_mkdir_p(buf);
 }
 
-/* Kind of a non-regular file, for messages. */
-static const char *file_kind(mode_t m) {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    return "not a regular file";
-}
-
-dd_status dd_open_regular(const char *path, int *fd_out, uint64_t *size) {
-    *fd_out = -1;
-    /* O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever; it has
-     * no effect on the regular files that are read below. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) return dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(e));
-    }
-    if (S_ISDIR(sb.st_mode)) {
-        close(fd);
-        return dd_error(DD_ERR_IO, "cannot read %s: %s", path, strerror(EISDIR));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return dd_error(DD_ERR_IO, "cannot read %s: not a regular file (%s)", path,
-                        file_kind(sb.st_mode));
-    }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    *fd_out = fd;
-    if (size) *size = (uint64_t)sb.st_size;
-    return DD_OK;
-}
-
 /* read() that retries on EINTR. */
 static ssize_t read_some(int fd, void *buf, size_t n) {
     for (;;) {

@@ -327,30 +327,6 @@ static dd_status read_npz(const char *path, dd_tensor_set *s) {
     return st;
 }
 
-static dd_status read_all(const char *path, unsigned char **buf, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        return dd_error(DD_ERR_IO, "%s: cannot seek", path);
-    }
-    long sz = ftell(f);
-    rewind(f);
-    *buf = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
-    if (!*buf) {
-        fclose(f);
-        return sz < 0 ? dd_error(DD_ERR_IO, "%s: cannot tell its size", path) : DD_ERR_NOMEM;
-    }
-    *len = fread(*buf, 1, (size_t)sz, f);
-    fclose(f);
-    if (*len != (size_t)sz) {
-        free(*buf);
-        *buf = NULL;
-        return dd_error(DD_ERR_IO, "%s: read error", path);
-    }
-    return DD_OK;
-}
-
 static dd_status read_safetensors(const char *path, const unsigned char *b, size_t len, dd_tensor_set *s) {
     const uint64_t hl = get_u64le(b);
     if (hl > len - 8 || hl > ((uint64_t)100 << 20))
@@ -437,9 +413,10 @@ static dd_status read_safetensors(const char *path, const unsigned char *b, size
 dd_status dd_tensors_read(const char *path, dd_tensor_set *out) {
     if (!path || !out) return dd_error(DD_ERR_ARG, "dd_tensors_read: NULL argument");
     memset(out, 0, sizeof *out);
-    unsigned char *b = NULL;
+    char *text = NULL;
     size_t len = 0;
-    DD_TRY(read_all(path, &b, &len));
+    DD_TRY(dd_read_text(path, &text, &len)); /* refuses a FIFO or a device at once */
+    unsigned char *b = (unsigned char *)text;
     dd_status st;
     if (len >= 4 && memcmp(b, "PK\x03\x04", 4) == 0)
         st = read_npz(path, out);

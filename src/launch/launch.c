@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "distdpd/ckpt.h"
 #include "distdpd/parallel.h"
@@ -71,12 +72,14 @@ static int parse_slots(const char *s, size_t len, int *out) {
 dd_status dd_launch_hostfile_parse(const char *path, dd_launch_hosts *out) {
     if (!path || !out) return dd_error(DD_ERR_ARG, "dd_launch_hostfile_parse: NULL argument");
     memset(out, 0, sizeof *out);
-    struct stat sb; /* a FIFO would block fopen until a writer comes */
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return dd_error(DD_ERR_IO, "%s: cannot read: %s", path,
-                        S_ISDIR(sb.st_mode) ? strerror(EISDIR) : "not a regular file (a FIFO, a device or a socket)");
-    FILE *f = fopen(path, "r");
-    if (!f) return dd_error(DD_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = -1; /* a FIFO would block fopen until a writer comes */
+    DD_TRY(dd_open_regular(path, &fd, NULL));
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        const int e = errno;
+        close(fd);
+        return dd_error(DD_ERR_IO, "cannot open %s: %s", path, strerror(e));
+    }
     char line[4096], where[4200];
     dd_status st = DD_OK;
     for (size_t ln = 1; st == DD_OK && (memset(line, 0, sizeof line), fgets(line, sizeof line, f)); ln++) {

@@ -74,6 +74,10 @@ if [ "$sz" -eq $(((n_in - 1) * 8)) ]; then pass; else fail "raw output has $sz b
 run run --run "$TMP/pa" --in "$TMP/y.cf32" --out "$TMP/z.sigmf-meta"
 expect_rc 0 "run raw -> SigMF"
 if [ -s "$TMP/z.sigmf-data" ]; then pass; else fail "SigMF data missing"; fi
+mkfifo "$TMP/fifo.cf32" # nobody writes to it: refused at once (fopen waited for a writer)
+run run --run "$TMP/pa" --in "$TMP/fifo.cf32" --out "$TMP/f.csv"
+expect_rc 1 "run --in FIFO"
+has "$ERR" "cannot read $TMP/fifo.cf32: not a regular file (a FIFO)" "run --in FIFO message"
 run run --run "$TMP/pa" --in "$D/test_input.csv" --out "$TMP/y2.csv" --through-pa
 expect_rc 2 "--through-pa on a PA run"
 
