@@ -9,14 +9,8 @@ import os
 import struct
 import sys
 
-
-def crc32c(data, crc=0):
-    crc ^= 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+from crc32c import crc32c  # noqa: E402  (tests/crc32c.py)
 
 
 def msg(t, payload, seq=1, sender=7):
