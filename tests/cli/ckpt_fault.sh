@@ -13,9 +13,7 @@ source "$(dirname "$0")/common.bash"
 
 files_of() { (cd "$1" && find . -type f ! -name '*.tmp.*' | sort); }
 
-D=$TMP/sim
-run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
-expect_rc 0 "simulate"
+small_sim # D=$TMP/sim: 12,000 samples, Wiener-Hammerstein PA
 # 72 steps per epoch
 SMALL=(--model gru --hidden 4 --frame 50 --stride 5 --batch 20 --lr 1e-2 --no-report)
 

@@ -18,6 +18,8 @@
 #   same_metrics A B DESC   every metric of two ev outputs within 0.01 dB, val loss 1e-5
 #   small_sim            simulates the training tests' data set (12,000 samples, Wiener-
 #                        Hammerstein PA) into D=$TMP/sim and sets SMALL, their small GRU recipe
+#   need_python MOD...   sets PY=/usr/bin/python3, or skips (77) naming the Debian packages
+#                        (python3-MOD) when it cannot import every MOD
 
 : "${DD_CLI:?set DD_CLI to the distdpd command (ctest does)}"
 cd "${DD_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/../..}"
@@ -159,6 +161,14 @@ small_sim() {
     run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
     expect_rc 0 "simulate"
     SMALL=(--model gru --hidden 6 --frame 32 --stride 4 --batch 32 --lr 2e-2)
+}
+
+need_python() {
+    PY=/usr/bin/python3
+    if ! [ -x "$PY" ] || ! "$PY" -c "import $(IFS=,; echo "$*")" 2>/dev/null; then
+        echo "SKIP: $PY with $* not found (apt-get install$(printf ' python3-%s' "$@"))"
+        exit 77
+    fi
 }
 
 finish() {

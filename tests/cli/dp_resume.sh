@@ -13,9 +13,7 @@ mpi_setup
 # the (epoch, batch) columns of dp_steps.csv
 steps_of() { cut -d, -f1,2 "$1"; }
 
-D=$TMP/sim
-run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
-expect_rc 0 "simulate"
+small_sim # D=$TMP/sim: 12,000 samples, Wiener-Hammerstein PA
 # 60 batches per epoch, last.ckpt every 7 steps: the crash at step 80 comes 3 steps after
 # the checkpoint of step 77 (epoch 2, batch 17)
 SMALL=(--model gru --hidden 6 --frame 32 --stride 4 --batch 30 --lr 2e-2 --epochs 2 --ckpt-every 7)

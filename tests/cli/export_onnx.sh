@@ -8,11 +8,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-PY=/usr/bin/python3
-if ! [ -x "$PY" ] || ! "$PY" -c "import numpy, onnx" 2>/dev/null; then
-    echo "SKIP: $PY with numpy and onnx not found (apt-get install python3-numpy python3-onnx)"
-    exit 77
-fi
+need_python numpy onnx
 CHECK=${DD_SOURCE_DIR:-.}/tools/onnx_check.py
 D=$TMP/sim
 run simulate --out "$D" --samples 12000 -q

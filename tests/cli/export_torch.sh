@@ -12,11 +12,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-PY=/usr/bin/python3
-if ! [ -x "$PY" ] || ! "$PY" -c "import numpy, torch" 2>/dev/null; then
-    echo "SKIP: $PY with numpy and torch not found (apt-get install python3-numpy python3-torch)"
-    exit 77
-fi
+need_python numpy torch
 CHECK=${DD_SOURCE_DIR:-.}/tools/export_torch_check.py
 D=$TMP/sim
 run simulate --out "$D" --samples 12000 -q

@@ -28,9 +28,7 @@ run zzzzzz
 has "$ERR" "unknown command 'zzzzzz' (see 'distdpd help')" "nothing near: no suggestion"
 
 # ---- options: OpenDPD spellings and typos
-D=$TMP/sim
-run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
-expect_rc 0 "simulate"
+small_sim # D=$TMP/sim: 12,000 samples, Wiener-Hammerstein PA
 for pair in "dataset_path:--data DIR" "n_epochs:--epochs E" "PA_backbone:--model NAME" "PA_hidden_size:--hidden H" \
     "batch_size:--batch B" "frame_length:--frame F" "frame_stride:--stride S" "opt_type:--opt adamw" \
     "loss_type:--loss l2|l1" "grad_clip_val:--clip C" "lr_end:--min-lr LR" "K:--order K"; do

@@ -12,9 +12,7 @@ source "$(dirname "$0")/common.bash"
 
 mpi_setup
 
-D=$TMP/sim
-run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
-expect_rc 0 "simulate"
+small_sim # D=$TMP/sim: 12,000 samples, Wiener-Hammerstein PA
 SMALL=(--model resnet --hidden 8 --layers 6 --kernel 2 --frame 32 --stride 4 --batch 30 --lr 2e-2 --no-report)
 
 run train-pa --data "$D" "${SMALL[@]}" --epochs 2 --out "$TMP/one" -q

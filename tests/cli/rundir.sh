@@ -13,9 +13,7 @@
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
-D=$TMP/sim
-run simulate --out "$D" --samples 12000 --pa wiener-hammerstein -q
-expect_rc 0 "simulate"
+small_sim # D=$TMP/sim: 12,000 samples, Wiener-Hammerstein PA
 DB=$TMP/simbig
 run simulate --out "$DB" --samples 60000 --pa wiener-hammerstein -q
 expect_rc 0 "simulate (big)"
