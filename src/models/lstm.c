@@ -41,11 +41,7 @@ static dd_status add_layer(dd_model *m, int k, const char *name) {
         return dd_model_add_stage(m, &dd_stage_lstm, name, k, &g->rnn[k], D, g->H);
     }
     dd_rnn_shard_layer *l = &g->shard[k];
-    DD_TRY(dd_rnn_shard_layer_add(&m->table, "rnn", k, 4, D, g->H, T, 1, l));
-    DD_TRY(dd_model_tp_split(m, l->w_ih, 0, 4));
-    DD_TRY(dd_model_tp_split(m, l->w_hh, 0, 4));
-    DD_TRY(dd_model_tp_split(m, l->b_ih, 0, 4));
-    DD_TRY(dd_model_tp_split(m, l->b_hh, 0, 4));
+    DD_TRY(dd_model_tp_rnn_add(m, k, 4, D, g->H, l));
     return dd_model_add_stage(m, &dd_stage_lstm_tp, name, k, l, D, g->H);
 }
 

@@ -181,6 +181,10 @@ dd_status dd_model_tp_take_error(const dd_model *m);
  * dd_tp_split); nothing for a whole model. Errors: DD_ERR_INTERNAL (no entry there),
  * DD_ERR_NOMEM. */
 dd_status dd_model_tp_split(dd_model *m, size_t offset, int axis, int groups);
+/* The shard of recurrent layer k ("rnn" layer k: H / T units of each of `gates` gate
+ * blocks, GRU 3, LSTM 4) added to the table, its weights and biases split along axis 0
+ * in `gates` groups (dd_model_tp_split). Errors: those of dd_rnn_shard_layer_add. */
+dd_status dd_model_tp_rnn_add(dd_model *m, int k, int gates, int input_size, int hidden, dd_rnn_shard_layer *l);
 /* DD_ERR_ARG "NAME --OPT V is not divisible by --tp T" unless T divides option opt. */
 dd_status dd_model_tp_divides(const dd_model *m, const char *opt);
 /* After build and the stages: the runs (one per entry for a whole model; for a shard the

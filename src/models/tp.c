@@ -63,6 +63,14 @@ dd_status dd_model_tp_split(dd_model *m, size_t offset, int axis, int groups) {
     return DD_OK;
 }
 
+dd_status dd_model_tp_rnn_add(dd_model *m, int k, int gates, int input_size, int hidden, dd_rnn_shard_layer *l) {
+    DD_TRY(dd_rnn_shard_layer_add(&m->table, "rnn", k, gates, input_size, hidden, dd_model_tp_size(m), 1, l));
+    DD_TRY(dd_model_tp_split(m, l->w_ih, 0, gates));
+    DD_TRY(dd_model_tp_split(m, l->w_hh, 0, gates));
+    DD_TRY(dd_model_tp_split(m, l->b_ih, 0, gates));
+    return dd_model_tp_split(m, l->b_hh, 0, gates);
+}
+
 void dd_model_tp_free(dd_model *m) {
     if (m->tpx) {
         dd_model_destroy(&m->tpx->whole);
