@@ -8,7 +8,8 @@
  *   STEPS   > 0: time this many optimiser steps after 3 warm-up steps and stop;
  *           0 (default): train EPOCHS (default 1) whole epochs with evaluation
  *   BATCH, FRAME  frames per batch and samples per frame (0 or absent: 64, 200)
- *   KEY=VALUE     more model settings (layers=8, kernel=3, ...: large models)
+ *   KEY=VALUE     more model settings (layers=8, kernel=3, ...: large models); lr=V sets
+ *                 the learning rate instead (wide layers diverge at the recipe's 5e-3)
  * Prints one JSON object per line:
  *   steps mode:  {"model", "hidden", "params", "steps", "samples", "time_s", "cpu_s",
  *                 "msamples_per_s", "flops_per_sample", "gflops"}
@@ -74,6 +75,10 @@ int main(int argc, char **argv) {
         }
         memcpy(key, argv[a], (size_t)(eq - argv[a]));
         key[eq - argv[a]] = 0;
+        if (strcmp(key, "lr") == 0) {
+            cfg.lr = atof(eq + 1);
+            continue;
+        }
         if (dd_model_cfg_set(&cfg.model_cfg, key, atoi(eq + 1)) != DD_OK) {
             fprintf(stderr, "bench_train: %s\n", dd_last_error());
             goto done;
