@@ -119,43 +119,61 @@ static void on_hello(srv_t *s, const dd_net_msg *m) {
                 dd_log(DD_LOG_WARN, WHO ": bench %s reconnected from %s: its old connection is dropped", name, m->peer);
                 s->b[i].alive = 0;
             }
-        if (s->o->secure && s->nb >= DD_SECAGG_MAX_ID) {
-            refuse(s, m, "too many benches for secure aggregation (ids 1..255)");
-            return;
-        }
-        if (s->nb == s->cap) {
-            if (s->cap >= DD_FED_MAX_CLIENTS) {
-                refuse(s, m, "too many benches");
+        /* a bench that left (bye), went silent or reconnected under this key label takes
+         * its old slot and index back: coming back does not fill the table (before, each
+         * return took a new slot, and after 256 no bench could join any more). It is in no
+         * round or evaluation in progress (it was sent none). */
+        for (int i = 0; i < s->nb && !b; i++)
+            if (!s->b[i].alive && strcmp(s->b[i].name, name) == 0) b = &s->b[i];
+        if (b) {
+            memcpy(b->rid, m->rid, m->rid_n);
+            b->rid_n = m->rid_n;
+            snprintf(b->peer, sizeof b->peer, "%s", m->peer);
+            b->alive = 1;
+            b->gone = 0;
+            b->sampled = b->answered = b->sa_answered = 0;
+            b->eval_pending = b->eval_done = 0;
+            dd_log(DD_LOG_INFO, WHO ": bench %s joined again from %s (%llu training samples)", b->name, m->peer,
+                   (unsigned long long)h.samples);
+        } else {
+            if (s->o->secure && s->nb >= DD_SECAGG_MAX_ID) {
+                refuse(s, m, "too many benches for secure aggregation (ids 1..255)");
                 return;
             }
-            int nc = s->cap ? 2 * s->cap : 16;
-            bench_t *q = realloc(s->b, (size_t)nc * sizeof *q);
-            if (!q) {
+            if (s->nb == s->cap) {
+                if (s->cap >= DD_FED_MAX_CLIENTS) {
+                    refuse(s, m, "too many benches");
+                    return;
+                }
+                int nc = s->cap ? 2 * s->cap : 16;
+                bench_t *q = realloc(s->b, (size_t)nc * sizeof *q);
+                if (!q) {
+                    refuse(s, m, "out of memory");
+                    return;
+                }
+                s->b = q;
+                s->cap = nc;
+            }
+            b = &s->b[s->nb];
+            memset(b, 0, sizeof *b);
+            b->index = (uint32_t)s->nb++;
+            memcpy(b->rid, m->rid, m->rid_n);
+            b->rid_n = m->rid_n;
+            snprintf(b->name, sizeof b->name, "%s", name);
+            snprintf(b->peer, sizeof b->peer, "%s", m->peer);
+            b->delta = malloc(s->n * sizeof(float));
+            b->dc = s->algo->control ? malloc(s->n * sizeof(float)) : NULL;
+            if (!b->delta || (s->algo->control && !b->dc)) {
+                s->nb--;
+                free(b->delta);
+                free(b->dc);
                 refuse(s, m, "out of memory");
                 return;
             }
-            s->b = q;
-            s->cap = nc;
+            b->alive = 1;
+            dd_log(DD_LOG_INFO, WHO ": bench %s joined from %s (%llu training samples)", b->name, m->peer,
+                   (unsigned long long)h.samples);
         }
-        b = &s->b[s->nb];
-        memset(b, 0, sizeof *b);
-        b->index = (uint32_t)s->nb++;
-        memcpy(b->rid, m->rid, m->rid_n);
-        b->rid_n = m->rid_n;
-        snprintf(b->name, sizeof b->name, "%s", name);
-        snprintf(b->peer, sizeof b->peer, "%s", m->peer);
-        b->delta = malloc(s->n * sizeof(float));
-        b->dc = s->algo->control ? malloc(s->n * sizeof(float)) : NULL;
-        if (!b->delta || (s->algo->control && !b->dc)) {
-            s->nb--;
-            free(b->delta);
-            free(b->dc);
-            refuse(s, m, "out of memory");
-            return;
-        }
-        b->alive = 1;
-        dd_log(DD_LOG_INFO, WHO ": bench %s joined from %s (%llu training samples)", b->name, m->peer,
-               (unsigned long long)h.samples);
     }
     b->frames = h.samples;
     b->heard = dd_net_ms();
@@ -461,7 +479,7 @@ static dd_status secure_round(srv_t *s, const int *idx, int k, float *agg, int *
         int64_t end = dd_net_ms() + (int64_t)(o->round_timeout_s * 1000);
         for (;;) {
             int left = 0;
-            for (int i = 0; i < nm; i++) left += s->b[mem[i] - 1].alive && !s->b[mem[i] - 1].sa_answered;
+            for (int i = 0; i < nm; i++) left += s->b[mem[i] - 1].alive && s->b[mem[i] - 1].sampled && !s->b[mem[i] - 1].sa_answered;
             if (!left || stopped(s)) break;
             if (dd_net_ms() > end) {
                 dd_log(DD_LOG_WARN, WHO ": round %llu: %d benches did not answer secure-aggregation round %s within %g s",
@@ -633,7 +651,7 @@ dd_status dd_fed_server_run(const dd_fed_server_opts *o) {
         int64_t end = dd_net_ms() + (int64_t)(o->round_timeout_s * 1000);
         for (;;) {
             int left = 0;
-            for (int i = 0; i < k; i++) left += s->b[idx[i]].alive && !s->b[idx[i]].answered;
+            for (int i = 0; i < k; i++) left += s->b[idx[i]].alive && s->b[idx[i]].sampled && !s->b[idx[i]].answered;
             if (!left) break;
             if (dd_net_ms() > end) {
                 dd_log(DD_LOG_WARN, WHO ": round %d: %d sampled benches did not answer within %g s", r, left, o->round_timeout_s);

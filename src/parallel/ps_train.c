@@ -38,8 +38,9 @@
 
 #include "distdpd/parallel.h"
 #include "distdpd/ps.h"
+#include "parallel/ps_msg.h"
 
-#define PS_MAXW 256
+#define PS_MAXW DD_PST_MAX_WORKERS
 #define PS_HIST 64 /* histogram buckets; the last counts everything >= 63 */
 
 typedef struct {
@@ -200,31 +201,6 @@ static dd_status ps_check(const dd_strategy_args *a) {
 
 /* ------------------------------------------------------------ payload helpers */
 
-static void put_text(dd_nbuf *b, const char *s) {
-    uint32_t n = (uint32_t)strlen(s);
-    dd_nbuf_u32(b, n);
-    dd_nbuf_bytes(b, s, n);
-}
-
-static char *get_text(dd_nrd *r) {
-    uint32_t n = dd_nrd_u32(r);
-    const uint8_t *p = n <= (1u << 24) ? dd_nrd_bytes(r, n) : NULL;
-    if (!p) {
-        r->bad = 1;
-        return NULL;
-    }
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    memcpy(s, p, n);
-    s[n] = '\0';
-    if (strlen(s) != n) { /* a NUL inside */
-        free(s);
-        r->bad = 1;
-        return NULL;
-    }
-    return s;
-}
-
 static void hist_add(uint64_t *h, uint64_t v) { h[v >= PS_HIST - 1 ? PS_HIST - 1 : v]++; }
 
 static int hist_json(char *buf, size_t cap, const uint64_t *h) {
@@ -311,18 +287,15 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
     int wi = -1;
     for (int i = 0; i < p->nw; i++)
         if (p->w[i].id == h->sender) wi = i;
-    dd_nrd r;
-    dd_nrd_init(&r, pl, h->len);
     if (h->type == DD_MSG_HELLO) {
-        char *name = get_text(&r);
-        if (r.bad || !name || r.off != h->len) {
-            free(name);
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed hello");
+        dd_pst_hello m;
+        if (dd_pst_dec_hello(pl, h->len, &m) != DD_OK) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
             return;
         }
+        const char *name = m.name;
         if (wi < 0) {
             if (p->nw >= PS_MAXW) {
-                free(name);
                 refuse_peer(p, rid, ridn, h->seq, peer, "hello: %d workers already joined (the limit)", PS_MAXW);
                 return;
             }
@@ -335,7 +308,6 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
         }
         wrec *w = &p->w[wi];
         snprintf(w->name, sizeof w->name, "%s", name);
-        free(name);
         if (!w->alive) w->clock = min_clock(p);
         w->alive = 1;
         w->dead = 0;
@@ -343,11 +315,9 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
         memcpy(w->rid, rid, ridn);
         w->ridn = ridn;
         dd_nbuf b = {0};
-        dd_nbuf_u32(&b, (uint32_t)wi);
-        put_text(&b, p->cfg_json);
-        dd_nbuf_u64(&b, p->staleness < 0 ? UINT64_MAX : (uint64_t)p->staleness);
-        dd_nbuf_u8(&b, (uint8_t)p->stale_lr);
-        dd_nbuf_u32(&b, (uint32_t)p->lease_ms);
+        const dd_pst_welcome wm = {(uint32_t)wi, p->cfg_json, p->staleness < 0 ? UINT64_MAX : (uint64_t)p->staleness,
+                                   (uint8_t)p->stale_lr, (uint32_t)p->lease_ms};
+        dd_pst_enc_welcome(&b, &wm);
         send_reply(p, w, DD_MSG_WELCOME, h->seq, &b);
         dd_nbuf_free(&b);
         return;
@@ -372,52 +342,44 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
     }
     dd_nbuf b = {0};
     if (h->type == DD_MSG_LEASE) {
-        if (r.off != h->len) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed lease");
+        if (dd_pst_dec_empty(pl, h->len, "lease") != DD_OK) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
             return;
         }
         release_lease(p, w);
         int64_t cmin = min_clock(p);
         uint64_t found = UINT64_MAX;
+        dd_pst_lease lm = {.kind = DD_PST_LEASE_WAIT};
         if (p->finished) {
-            dd_nbuf_u8(&b, 2);
-        } else if (p->ep < 0 || p->nw < p->min_workers || (p->staleness >= 0 && w->clock - cmin > p->staleness)) {
-            dd_nbuf_u8(&b, 1);
-        } else {
+            lm.kind = DD_PST_LEASE_END;
+        } else if (p->ep >= 0 && p->nw >= p->min_workers && (p->staleness < 0 || w->clock - cmin <= p->staleness)) {
             for (uint64_t k = 0; k < p->nb; k++)
                 if (p->bstate[k] == 0) {
                     found = k;
                     break;
                 }
-            if (found == UINT64_MAX) dd_nbuf_u8(&b, 1);
         }
         if (found != UINT64_MAX) {
-            uint64_t lo, hi, g;
-            dd_trainer_batch_slice(p->tr, found, 0, 1, &lo, &hi, &g);
             p->bstate[found] = 1;
             p->bowner[found] = wi;
             if (p->bwas[found]) p->ep_redone++;
             p->bwas[found] = 1;
             w->lease = (int64_t)found;
             w->deadline = now + p->lease_ms;
-            uint64_t stal = (uint64_t)(w->clock - cmin);
-            hist_add(p->hist, stal);
-            dd_nbuf_u8(&b, 0);
-            dd_nbuf_u64(&b, (uint64_t)p->ep);
-            dd_nbuf_u64(&b, found);
-            dd_nbuf_u64(&b, lo);
-            dd_nbuf_u64(&b, hi);
-            dd_nbuf_u64(&b, g);
-            dd_nbuf_f64(&b, dd_trainer_lr(p->tr));
-            dd_nbuf_u64(&b, stal);
+            lm = (dd_pst_lease){DD_PST_LEASE_BATCH, (uint64_t)p->ep, found, 0, 0, 0, dd_trainer_lr(p->tr),
+                                (uint64_t)(w->clock - cmin)};
+            dd_trainer_batch_slice(p->tr, found, 0, 1, &lm.lo, &lm.hi, &lm.global);
+            hist_add(p->hist, lm.staleness);
         }
+        dd_pst_enc_lease(&b, &lm);
         send_reply(p, w, DD_MSG_LEASE_REP, h->seq, &b);
     } else if (h->type == DD_MSG_COMMIT) {
-        uint64_t e = dd_nrd_u64(&r), k = dd_nrd_u64(&r), cid = dd_nrd_u64(&r), txn = dd_nrd_u64(&r);
-        if (r.bad || r.off != h->len) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed commit");
+        dd_pst_commit m;
+        if (dd_pst_dec_commit(pl, h->len, &m) != DD_OK) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
             return;
         }
+        const uint64_t e = m.epoch, k = m.batch;
         int ok = (int64_t)e == p->ep && k < p->nb && p->bstate[k] == 1 && p->bowner[k] == wi && w->lease == (int64_t)k;
         if (ok) {
             uint64_t lo, hi, g;
@@ -425,8 +387,8 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
             for (uint64_t f = lo; f < hi; f++)
                 if (p->fcount[f] < 255) p->fcount[f]++;
             p->bstate[k] = 2;
-            w->cid = cid;
-            w->txn = txn;
+            w->cid = m.cid;
+            w->txn = m.txn;
             w->deadline = now + 2 * (int64_t)p->lease_ms; /* the apply must end within this */
         } else {
             w->refused++;
@@ -434,31 +396,32 @@ static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, c
             dd_log(DD_LOG_WARN, "ps-coordinator: worker %s: commit of batch %llu of epoch %llu refused (its lease was lost)",
                    w->name, (unsigned long long)k + 1, (unsigned long long)e + 1);
         }
-        dd_nbuf_u8(&b, (uint8_t)ok);
+        dd_pst_enc_commit_rep(&b, ok);
         send_reply(p, w, DD_MSG_COMMIT_REP, h->seq, &b);
     } else if (h->type == DD_MSG_DONE) {
-        uint64_t e = dd_nrd_u64(&r), k = dd_nrd_u64(&r);
-        double loss = dd_nrd_f64(&r);
-        uint64_t lag = dd_nrd_u64(&r), res = dd_nrd_u64(&r);
-        double cs = dd_nrd_f64(&r), gn = dd_nrd_f64(&r);
-        if (r.bad || r.off != h->len) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed done");
+        dd_pst_done m;
+        if (dd_pst_dec_done(pl, h->len, &m) != DD_OK) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
             return;
         }
-        if ((int64_t)e == p->ep && k < p->nb && p->bstate[k] == 2 && p->bowner[k] == wi) {
-            p->bstate[k] = 3;
-            p->gfifo[p->ftail] = gn;
-            p->fifo[p->ftail++] = loss;
+        if ((int64_t)m.epoch == p->ep && m.batch < p->nb && p->bstate[m.batch] == 2 && p->bowner[m.batch] == wi) {
+            p->bstate[m.batch] = 3;
+            p->gfifo[p->ftail] = m.grad_norm;
+            p->fifo[p->ftail++] = m.loss;
             w->clock++;
             w->batches++;
-            w->compute_s += cs;
+            w->compute_s += m.compute_s;
             w->lease = -1;
-            hist_add(p->lag, lag);
+            hist_add(p->lag, m.lag);
             p->tot_batches++;
         }
-        w->resends = res;
+        w->resends = m.resends;
         send_reply(p, w, DD_MSG_ACK, h->seq, &b);
     } else if (h->type == DD_MSG_BYE) {
+        if (dd_pst_dec_empty(pl, h->len, "bye") != DD_OK) {
+            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
+            return;
+        }
         release_lease(p, w);
         w->alive = 0;
         dd_log(DD_LOG_INFO, "ps-coordinator: worker %s left", w->name);
@@ -956,23 +919,21 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
         kill_after = strtol(kc + 1, NULL, 10);
     {
         dd_nbuf b = {0};
-        put_text(&b, name);
+        dd_pst_enc_hello(&b, name);
         st = coord_req(&l, DD_MSG_HELLO, &b, DD_MSG_WELCOME, &rep, &rp, &rn);
         dd_nbuf_free(&b);
         if (st) goto done;
-        dd_nrd r;
-        dd_nrd_init(&r, rp, rn);
-        (void)dd_nrd_u32(&r);
-        json = get_text(&r);
-        uint64_t s = dd_nrd_u64(&r);
-        p->stale_lr = dd_nrd_u8(&r);
-        p->lease_ms = (int)dd_nrd_u32(&r);
+        dd_pst_welcome wm;
+        st = dd_pst_dec_welcome(rp, rn, &wm);
         zmq_msg_close(&rep);
-        if (r.bad || !json) {
-            st = dd_error(DD_ERR_FORMAT, "the coordinator %s sent a malformed welcome", addr);
+        if (st) {
+            st = dd_error_prefix(st, "the coordinator %s sent a malformed ", addr);
             goto done;
         }
-        p->staleness = s == UINT64_MAX ? -1 : (int64_t)s;
+        json = wm.cfg_json;
+        p->stale_lr = wm.stale_lr;
+        p->lease_ms = (int)wm.lease_ms;
+        p->staleness = wm.staleness == UINT64_MAX ? -1 : (int64_t)wm.staleness;
     }
     dd_train_cfg cfg;
     if ((st = dd_train_cfg_from_json(json, "the coordinator's configuration", &cfg))) goto done;
@@ -1013,27 +974,17 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
     for (;;) {
         if (stop && *stop) break;
         if ((st = coord_req(&l, DD_MSG_LEASE, NULL, DD_MSG_LEASE_REP, &rep, &rp, &rn))) goto done;
-        dd_nrd r;
-        dd_nrd_init(&r, rp, rn);
-        int kind = dd_nrd_u8(&r);
-        uint64_t e = 0, b = 0, lo = 0, hi = 0, gl = 0, stal = 0;
-        double lr = 0;
-        if (kind == 0) {
-            e = dd_nrd_u64(&r);
-            b = dd_nrd_u64(&r);
-            lo = dd_nrd_u64(&r);
-            hi = dd_nrd_u64(&r);
-            gl = dd_nrd_u64(&r);
-            lr = dd_nrd_f64(&r);
-            stal = dd_nrd_u64(&r);
-        }
+        dd_pst_lease lm;
+        st = dd_pst_dec_lease(rp, rn, &lm);
         zmq_msg_close(&rep);
-        if (r.bad) {
-            st = dd_error(DD_ERR_FORMAT, "the coordinator %s sent a malformed lease", addr);
+        if (st) {
+            st = dd_error_prefix(st, "the coordinator %s sent a malformed ", addr);
             goto done;
         }
-        if (kind == 2) break;
-        if (kind == 1) {
+        const uint64_t e = lm.epoch, b = lm.batch, lo = lm.lo, hi = lm.hi, gl = lm.global, stal = lm.staleness;
+        double lr = lm.lr;
+        if (lm.kind == DD_PST_LEASE_END) break;
+        if (lm.kind == DD_PST_LEASE_WAIT) {
             sleep_ms(2);
             continue;
         }
@@ -1057,15 +1008,18 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
         uint64_t txn = 0;
         if ((st = dd_ps_client_stage(cli, g, lr, &txn))) goto done;
         dd_nbuf cb = {0};
-        dd_nbuf_u64(&cb, e);
-        dd_nbuf_u64(&cb, b);
-        dd_nbuf_u64(&cb, dd_ps_client_id(cli));
-        dd_nbuf_u64(&cb, txn);
+        const dd_pst_commit cm = {e, b, dd_ps_client_id(cli), txn};
+        dd_pst_enc_commit(&cb, &cm);
         st = coord_req(&l, DD_MSG_COMMIT, &cb, DD_MSG_COMMIT_REP, &rep, &rp, &rn);
         dd_nbuf_free(&cb);
         if (st) goto done;
-        int ok = rn >= 1 && rp[0] == 1;
+        int ok = 0;
+        st = dd_pst_dec_commit_rep(rp, rn, &ok);
         zmq_msg_close(&rep);
+        if (st) {
+            st = dd_error_prefix(st, "the coordinator %s sent a malformed ", addr);
+            goto done;
+        }
         if (!ok) { /* the lease was lost (we were too slow): another worker does the batch */
             refused++;
             continue;
@@ -1086,13 +1040,8 @@ static dd_status worker_run(ps_t *p, const char *data, const char *pa_run, const
         dd_ps_client_stats cst;
         dd_ps_client_get_stats(cli, &cst);
         dd_nbuf db = {0};
-        dd_nbuf_u64(&db, e);
-        dd_nbuf_u64(&db, b);
-        dd_nbuf_f64(&db, loss);
-        dd_nbuf_u64(&db, lag);
-        dd_nbuf_u64(&db, cst.resends);
-        dd_nbuf_f64(&db, cs);
-        dd_nbuf_f64(&db, norm);
+        const dd_pst_done dm = {e, b, loss, lag, cst.resends, cs, norm};
+        dd_pst_enc_done(&db, &dm);
         st = coord_req(&l, DD_MSG_DONE, &db, DD_MSG_ACK, &rep, &rp, &rn);
         dd_nbuf_free(&db);
         if (st) goto done;

@@ -71,4 +71,13 @@ static inline void dd_ps_map_free(dd_ps_map *m) {
         (m)->n++;                                                                    \
     } while (0)
 
+/* REPL_ACK, a replica's answer to a REPL (on_repl in server.c writes it, the primary's
+ * on_peer reads it): u32 count, then per item the block's name (u16 length + 1..95
+ * printable bytes, dd_nbuf_str) and the u64 version the replica holds. Validates the whole
+ * payload first: a malformed one is refused (DD_ERR_FORMAT, "repl-ack: item 2: ...")
+ * before fn sees any item; then fn(user, name, version) for each item, in order. fn may
+ * be NULL (validation only). Pure: no socket, no state (fuzz_ps_peer, test_ps_msg). */
+dd_status dd_ps_dec_repl_ack(const uint8_t *p, size_t n, void (*fn)(void *user, const char *name, uint64_t version),
+                             void *user);
+
 #endif

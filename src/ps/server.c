@@ -737,6 +737,47 @@ static void on_router(server *sv) {
     zmq_msg_close(&id);
 }
 
+dd_status dd_ps_dec_repl_ack(const uint8_t *p, size_t n, void (*fn)(void *user, const char *name, uint64_t version),
+                             void *user) {
+    for (int pass = 0; pass < 2; pass++) { /* 0: validate everything, 1: hand out the items */
+        dd_nrd r;
+        dd_nrd_init(&r, p, n);
+        const uint32_t cnt = dd_nrd_u32(&r);
+        if (r.bad) return dd_error(DD_ERR_FORMAT, "repl-ack: truncated payload (%zu bytes)", n);
+        if (cnt > (n - 4) / 11) /* an item is at least a 1-byte name (3 bytes) and a version (8) */
+            return dd_error(DD_ERR_FORMAT, "repl-ack: %u items cannot fit in the %zu bytes of the payload", cnt, n);
+        char name[DD_PS_NAME_MAX];
+        for (uint32_t i = 0; i < cnt; i++) {
+            const size_t at = r.off;
+            dd_nrd_str(&r, name, sizeof name);
+            if (r.bad)
+                return dd_error(DD_ERR_FORMAT, "repl-ack: item %u: the block name at byte %zu is truncated, empty, longer "
+                                               "than %d bytes or not printable", i + 1, at, DD_PS_NAME_MAX - 1);
+            const uint64_t v = dd_nrd_u64(&r);
+            if (r.bad) return dd_error(DD_ERR_FORMAT, "repl-ack: item %u ('%s'): truncated version", i + 1, name);
+            if (pass && fn) fn(user, name, v);
+        }
+        if (r.off != n) return dd_error(DD_ERR_FORMAT, "repl-ack: %zu trailing bytes after the %u items", n - r.off, cnt);
+        if (!fn) break;
+    }
+    return DD_OK;
+}
+
+typedef struct {
+    server *sv;
+    int p;
+} peer_ack;
+
+/* One item of peer p's REPL_ACK: it holds block `name` at version v. */
+static void on_ack_item(void *user, const char *name, uint64_t v) {
+    const peer_ack *a = user;
+    int bi = find_block(a->sv, name);
+    if (bi < 0) return;
+    block *b = &a->sv->b[bi];
+    if (v + 1 > b->acked[a->p]) b->acked[a->p] = v + 1;
+    if (b->sent[a->p] <= b->acked[a->p]) b->sent[a->p] = b->acked[a->p];
+}
+
 /* A message from peer server p's DEALER: REPL_ACK or PONG. */
 static void on_peer(server *sv, int p) {
     zmq_msg_t m;
@@ -762,23 +803,17 @@ static void on_peer(server *sv, int p) {
         dd_log(DD_LOG_WARN, "%s: server %s answers again: replicating to it", sv->who, sv->cl.servers[p].name);
     }
     if (h.type == DD_MSG_REPL_ACK) {
-        dd_nrd r;
-        dd_nrd_init(&r, pl, h.len);
-        uint32_t cnt = dd_nrd_u32(&r);
-        char name[DD_PS_NAME_MAX];
-        for (uint32_t i = 0; i < cnt && !r.bad; i++) {
-            dd_nrd_str(&r, name, sizeof name);
-            uint64_t v = dd_nrd_u64(&r);
-            int bi = r.bad ? -1 : find_block(sv, name);
-            if (bi < 0) continue;
-            block *b = &sv->b[bi];
-            if (v + 1 > b->acked[p]) b->acked[p] = v + 1;
-            if (b->sent[p] <= b->acked[p]) b->sent[p] = b->acked[p];
-        }
-        sv->repl_dirty = 1;
+        peer_ack pa = {sv, p};
+        if (dd_ps_dec_repl_ack(pl, h.len, on_ack_item, &pa) != DD_OK)
+            dd_log(DD_LOG_WARN, "%s: refused a reply from server %s: %s", sv->who, sv->cl.servers[p].name, dd_last_error());
+        else
+            sv->repl_dirty = 1;
     } else if (h.type == DD_MSG_ERR) {
         dd_log(DD_LOG_WARN, "%s: server %s refused a replication: %.*s", sv->who, sv->cl.servers[p].name, (int)h.len,
                (const char *)pl);
+    } else if (h.type != DD_MSG_PONG) {
+        dd_log(DD_LOG_WARN, "%s: refused a reply from server %s: a %s message answers no replication or ping", sv->who,
+               sv->cl.servers[p].name, dd_msg_type_name(h.type));
     }
     zmq_msg_close(&m);
 }

@@ -123,3 +123,67 @@ client = {
 for name, (op, p) in client.items():
     with open(os.path.join(out, 'ps_client', name), 'wb') as f:
         f.write(bytes([op]) + p)
+
+# fuzz_ps_train: byte 0 the decoder (0 hello, 1 welcome, 2 lease-reply, 3 commit,
+# 4 commit-reply, 5 done, 6 empty lease/bye), then the bare payload (layouts:
+# src/parallel/ps_msg.h; the refusals of tests/test_ps_msg.c).
+def text(x):
+    return struct.pack('<I', len(x)) + x
+
+
+CFG = b'{"task": "pa", "model": "gmp", "epochs": 2, "batch": 16, "lr": 0.005}'
+train = {
+    'hello': (0, text(b'w0.key:4242@host')),
+    'hello_huge_length': (0, struct.pack('<I', 0xFFFFFFFF) + b'ab'),
+    'welcome': (1, struct.pack('<I', 3) + text(CFG) + struct.pack('<QBI', 0, 1, 10000)),
+    'welcome_inf': (1, struct.pack('<I', 0) + text(CFG) + struct.pack('<QBI', 2**64 - 1, 0, 100)),
+    'welcome_nul': (1, struct.pack('<I', 0) + text(b'{"a"\x00}') + struct.pack('<QBI', 1, 0, 1000)),
+    'lease_batch': (2, struct.pack('<BQQQQQdQ', 0, 1, 4, 64, 80, 16, 0.005, 2)),
+    'lease_wait': (2, b'\x01'),
+    'lease_end': (2, b'\x02'),
+    'commit': (3, struct.pack('<QQQQ', 1, 4, 0x1234, 7)),
+    'commit_short': (3, struct.pack('<QQQ', 1, 4, 0x1234)),
+    'commit_rep_go': (4, b'\x01'),
+    'commit_rep_no': (4, b'\x00'),
+    'done': (5, struct.pack('<QQdQQdd', 1, 4, 0.25, 0, 3, 0.01, 1.5)),
+    'done_nan_loss': (5, struct.pack('<QQdQQdd', 1, 4, float('nan'), 0, 3, 0.01, 1.5)),
+    'lease_req': (6, b''),
+    'lease_req_payload': (6, b'x'),
+}
+# the defects fixed when the decoders moved into ps_msg.c (docs/testing.md, "Defects
+# found and fixed"): written to tests/fuzz/regress/ps_train/, next to the corpus
+train_regress = {
+    'hello_empty': (0, text(b'')),
+    'hello_control': (0, text(b'w0\nforged log line')),
+    'hello_long': (0, text(b'a' * 64)),
+    'welcome_bad_lease': (1, struct.pack('<I', 0) + text(CFG) + struct.pack('<QBI', 1, 0, 0)),
+    'lease_kind3': (2, b'\x03'),
+    'lease_nan_lr': (2, struct.pack('<BQQQQQdQ', 0, 0, 0, 0, 16, 16, float('nan'), 0)),
+    'lease_empty_frames': (2, struct.pack('<BQQQQQdQ', 0, 0, 0, 16, 16, 16, 0.1, 0)),
+    'commit_rep_2': (4, b'\x02'),
+    'done_nan_compute': (5, struct.pack('<QQdQQdd', 1, 4, 0.25, 0, 3, float('nan'), 1.5)),
+}
+for d, items in ((os.path.join(out, 'ps_train'), train), (os.path.join(out, '..', 'regress', 'ps_train'), train_regress)):
+    os.makedirs(d, exist_ok=True)
+    for name, (sel, p) in items.items():
+        with open(os.path.join(d, name), 'wb') as f:
+            f.write(bytes([sel]) + p)
+
+# fuzz_ps_peer: the bare payload of a replica's REPL_ACK (u32 count; name, u64 version).
+peer = {
+    'ack_two': struct.pack('<I', 2) + s(b'w#0') + struct.pack('<Q', 42) + s(b'b') + struct.pack('<Q', 7),
+    'ack_none': struct.pack('<I', 0),
+    'ack_max_version': struct.pack('<I', 1) + s(b'w#1') + struct.pack('<Q', 2**64 - 1),
+    'ack_trailing': struct.pack('<I', 1) + s(b'w#0') + struct.pack('<Q', 42) + b'\x00',
+    'ack_control_name': struct.pack('<I', 1) + s(b'w\x01') + struct.pack('<Q', 1),
+    'ack_huge_count': struct.pack('<I', 0xFFFFFFFF) + s(b'w#0') + struct.pack('<Q', 1),
+}
+# the defect: on_peer applied a malformed REPL_ACK's first items, silently
+peer_regress = {
+    'ack_truncated': struct.pack('<I', 2) + s(b'w#0') + struct.pack('<Q', 42) + s(b'b') + b'\x07',
+}
+for d, items in ((os.path.join(out, 'ps_peer'), peer), (os.path.join(out, '..', 'regress', 'ps_peer'), peer_regress)):
+    os.makedirs(d, exist_ok=True)
+    for name, p in items.items():
+        with open(os.path.join(d, name), 'wb') as f:
+            f.write(p)
