@@ -449,6 +449,50 @@ static void test_big_hammerstein(void) {
     dd_model_destroy(&m);
 }
 
+/* tcn at the default width over a batch of 9 frames of 200 samples (about 1 MB of
+ * activations per 4 frames: the size a grouping of frames for L2 would use, see
+ * docs/performance.md, "tcn in groups of frames"): every frame's output and input
+ * gradient equal the frame alone, bit for bit (a row's operations do not depend on the
+ * batch), and parameter gradients the sum of the frames' ones. */
+static void check_tcn_groups(const char *opts) {
+    dd_model *m = NULL;
+    dd_model_cfg cfg = tm_mcfg(opts);
+    CHECK_OK(dd_model_create("tcn", &cfg, &m));
+    if (!m) return;
+    const int B = 9, T = 200;
+    const size_t np = dd_model_params(m)->total, nf = (size_t)T * 2, nx = (size_t)B * nf;
+    float *p = dd_calloc(np, sizeof(float));
+    dd_model_init(m, p, 3);
+    dd_rng rng;
+    dd_rng_seed(&rng, 99);
+    for (size_t i = 0; i < np; i++) p[i] += (float)((dd_rng_uniform(&rng) * 2 - 1) * 0.05);
+    float *x = malloc(nx * sizeof *x), *r = malloc(nx * sizeof *r), *y = malloc(nx * sizeof *y);
+    float *y1 = malloc(nf * sizeof *y1), *dx = calloc(nx, sizeof *dx), *dx1 = calloc(nf, sizeof *dx1);
+    float *g = dd_calloc(np, sizeof(float)), *gs = dd_calloc(np, sizeof(float));
+    float *ws = dd_calloc(dd_model_workspace_size(m, B, T), sizeof(float));
+    float *ws1 = dd_calloc(dd_model_workspace_size(m, 1, T), sizeof(float));
+    rand_x(x, nx, &rng);
+    rand_vec(r, nx, 1.0, &rng);
+    CHECK_OK(dd_model_forward(m, p, x, y, B, T, ws));
+    CHECK_OK(dd_model_backward(m, p, g, x, r, dx, B, T, ws));
+    int same_y = 1, same_dx = 1;
+    for (int b = 0; b < B; b++) {
+        memset(dx1, 0, nf * sizeof *dx1);
+        CHECK_OK(dd_model_forward(m, p, x + b * nf, y1, 1, T, ws1));
+        CHECK_OK(dd_model_backward(m, p, gs, x + b * nf, r + b * nf, dx1, 1, T, ws1));
+        same_y &= memcmp(y1, y + b * nf, nf * sizeof *y1) == 0;
+        same_dx &= memcmp(dx1, dx + b * nf, nf * sizeof *dx1) == 0;
+    }
+    double dg = 0, gm = 0;
+    for (size_t i = 0; i < np; i++) dg = fmax(dg, fabs(g[i] - gs[i])), gm = fmax(gm, fabs(g[i]));
+    CHECK(same_y && same_dx, "tcn %s: a frame in a batch of 9 differs from the frame alone (y %d, dx %d)",
+          opts, same_y, same_dx);
+    CHECK(gm > 0 && dg <= 1e-5 * gm, "tcn %s: batch gradient vs sum over frames: %g (max %g)", opts, dg, gm);
+    free(x), free(r), free(y), free(y1), free(dx), free(dx1);
+    dd_free(p), dd_free(g), dd_free(gs), dd_free(ws), dd_free(ws1);
+    dd_model_destroy(&m);
+}
+
 int main(void) {
     size_t n = 0;
     const dd_model_info *const *reg = dd_model_registry(&n);
@@ -463,6 +507,8 @@ int main(void) {
     check_model("gru", "hidden=9,layers=3");
     check_model("lstm", "hidden=7,layers=2");
     check_model("tcn", "hidden=8,layers=14,kernel=2");
+    check_tcn_groups("hidden=96");
+    check_tcn_groups("hidden=96,layers=14,kernel=2");
     check_model("resnet", "hidden=10,layers=6,kernel=2");
     test_counts();
     test_bad_configs();

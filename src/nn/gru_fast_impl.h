@@ -131,6 +131,18 @@ static void VSUF(dd_nn_fm_to_bth)(float *dst, const float *src, size_t ld, size_
 #define VBTH_TO_FM VSUF(dd_nn_bth_to_fm)
 #define VFM_TO_BTH VSUF(dd_nn_fm_to_bth)
 
+/* The cell's vector sigmoid (f = 1) or tanh (f = 2) over an array (tests). */
+void VSUF(dd_nn_gru_cellfn_fast)(int f, float *out, const float *in, size_t n) {
+    for (size_t i = 0; i < n; i += VW) {
+        const int m = n - i < VW;
+        const VM tail = VMASK((int)(m ? n - i : VW));
+        const VF x = m ? VLOADM(in + i, tail) : VLOAD(in + i);
+        const VF y = f == 1 ? VSUF(v_sigmoid)(x) : VSUF(v_tanh)(x);
+        if (m) VSTOREM(out + i, y, tail);
+        else VSTORE(out + i, y);
+    }
+}
+
 typedef struct {
     size_t B, T, TB, D, H, c0, cb, ce; /* [cb, ce): this thread's columns of a step */
     float *hprev, *gates, *S;

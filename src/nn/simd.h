@@ -207,5 +207,8 @@ int dd_nn_conv_gemm_backward(float *din, float *dw, float *db, const float *dout
  * the generic loops). Return 0, doing nothing, for other activations or the generic level. */
 int dd_nn_act_fwd(int level, int a, float *out, const float *in, size_t n);
 int dd_nn_act_bwd(int level, int a, float *din, const float *dout, const float *in, size_t n);
+/* The fused GRU cell's vector sigmoid (f = 1) or tanh (f = 2) (simd_vec.h) over n floats,
+ * for tests; returns 0, doing nothing, at the generic level. */
+int dd_nn_gru_cellfn(int level, int f, float *out, const float *in, size_t n);
 
 #endif

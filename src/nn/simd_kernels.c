@@ -47,6 +47,7 @@
                                      const float *in, const float *wb, size_t B, size_t T,    \
                                      size_t Ci, size_t Co, size_t K, size_t d);               \
     void dd_nn_act_fwd_fast##S(int a, float *out, const float *in, size_t n);                 \
+    void dd_nn_gru_cellfn_fast##S(int f, float *out, const float *in, size_t n);              \
     void dd_nn_act_bwd_fast##S(int a, float *din, const float *dout, const float *in, size_t n);
 
 #if DD_NN_HAVE_X86_SIMD
@@ -236,6 +237,17 @@ int dd_nn_act_fwd(int level, int a, float *out, const float *in, size_t n) {
     }
 #endif
     (void)level, (void)a, (void)out, (void)in, (void)n;
+    return 0;
+}
+
+int dd_nn_gru_cellfn(int level, int f, float *out, const float *in, size_t n) {
+#if DD_NN_HAVE_X86_SIMD
+    if (level > DD_SIMD_GENERIC && (f == 1 || f == 2)) {
+        DD_DISPATCH(level, dd_nn_gru_cellfn_fast, (f, out, in, n));
+        return 1;
+    }
+#endif
+    (void)level, (void)f, (void)out, (void)in, (void)n;
     return 0;
 }
 

@@ -1,0 +1,140 @@
+/* The fused GRU cell's vector sigmoid and tanh (src/nn/simd_vec.h, through
+ * dd_nn_gru_cellfn) against double libm, exhaustively over float32 inputs:
+ * - sigmoid: every float x with 2^-26 <= |x| <= 87 (below 2^-26 every float gives 0.5,
+ *   checked on a grid; beyond, the clamp: checked at +-88, +-1e4, +-inf), max relative
+ *   error <= 4e-7, <= 2.5e-7 where |x| <= 20 (issue 17: a cheaper exp, see simd_vec.h);
+ * - tanh: every float x with 2^-26 <= |x| <= 9 (the rational function of dd_nn_tanhf,
+ *   clamped from 7.905 on), max relative error <= 4.5e-7;
+ * - AVX2 and AVX-512 give bit-identical results for every one of these inputs (the GRU
+ *   kernels' bit-identity rests on it); NaN propagates.
+ * The measured errors are printed (docs/performance.md quotes them), also those of the
+ * scalar dd_nn_sigmoidf / dd_nn_tanhf of the generic path over the same inputs.
+ * Unoptimised, sanitizer and valgrind runs check every 61st float only. Skips (77) on a CPU
+ * without AVX2. */
+#include <stdint.h>
+
+#include "distdpd/nn.h"
+#include "dd_test.h"
+#include "nn/simd.h"
+#define DD_NN_DOUBLE 0
+#include "nn/nn_real.h"
+
+#define CHUNK 65536
+
+static float fbits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static uint32_t bitsf(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+typedef struct {
+    double vec, scal; /* max relative error: vector (the top level), scalar */
+    double vec20;     /* vector, |x| <= 20 */
+    float at;         /* where the vector maximum is */
+    size_t n, ndiff;  /* inputs; inputs where the levels differ in any bit */
+} errs;
+
+/* All floats x = +-|x| with bits of |x| in [lo, hi]: f = 1 sigmoid, 2 tanh. */
+static void sweep(int f, uint32_t lo, uint32_t hi, uint32_t step, const int *levels, int nl,
+                  errs *e) {
+    static float in[CHUNK], out[2][CHUNK];
+    for (uint32_t b0 = lo; b0 <= hi;) {
+        size_t n = 0;
+        for (; n < CHUNK / 2 && b0 <= hi; b0 += step, n += 2) {
+            in[n] = fbits(b0);
+            in[n + 1] = -fbits(b0);
+        }
+        for (int l = 0; l < nl; l++) dd_nn_gru_cellfn(levels[l], f, out[l], in, n);
+        for (size_t i = 0; i < n; i += 2) {
+            const double a = in[i];
+            double ref[2], sc[2];
+            if (f == 1) { /* one exp for both signs: s(-a) = e / (1 + e) */
+                const double ex = exp(-a);
+                ref[0] = 1 / (1 + ex);
+                ref[1] = ex / (1 + ex);
+                sc[0] = dd_nn_sigmoidf(in[i]);
+                sc[1] = dd_nn_sigmoidf(in[i + 1]);
+            } else {
+                ref[0] = tanh(a);
+                ref[1] = -ref[0];
+                sc[0] = dd_nn_tanhf(in[i]);
+                sc[1] = dd_nn_tanhf(in[i + 1]);
+            }
+            for (int s = 0; s < 2; s++) {
+                const double ev = fabs(out[0][i + s] - ref[s]) / fabs(ref[s]);
+                const double es = fabs(sc[s] - ref[s]) / fabs(ref[s]);
+                if (!(ev <= e->vec)) {
+                    e->vec = ev;
+                    e->at = in[i + s];
+                }
+                if (es > e->scal) e->scal = es;
+                if (fabs(a) <= 20 && ev > e->vec20) e->vec20 = ev;
+                if (nl > 1 && bitsf(out[0][i + s]) != bitsf(out[1][i + s])) e->ndiff++;
+            }
+        }
+        e->n += n;
+    }
+}
+
+int main(void) {
+    int levels[2], nl = 0;
+    if (dd_nn_simd_supported() >= DD_SIMD_AVX512) levels[nl++] = DD_SIMD_AVX512;
+    if (dd_nn_simd_supported() >= DD_SIMD_AVX2) levels[nl++] = DD_SIMD_AVX2;
+    if (!nl) dd_test_skip("no AVX2 on this CPU (the vector cell runs at AVX2 and AVX-512)");
+
+    /* every 61st float only in unoptimised or sanitizer builds and under valgrind
+     * (DD_TEST_TIMEOUT_SCALE > 1): 20-50x slower there (the Debug+ASan build took 6 min
+     * on a loaded machine for the whole sweep) */
+#if !defined(__OPTIMIZE__) || defined(__SANITIZE_ADDRESS__)
+    const uint32_t step = 61;
+#else
+    const uint32_t step = dd_test_timeout_scale() > 1 ? 61 : 1;
+#endif
+    const uint32_t tiny = bitsf(0x1p-26f);
+    errs es = {0, 0, 0, 0, 0, 0}, et = {0, 0, 0, 0, 0, 0};
+    sweep(1, tiny, bitsf(-DD_NN_EXP_LO), step, levels, nl, &es);
+    sweep(2, tiny, bitsf(9.0f), step, levels, nl, &et);
+    printf("sigmoid over %zu floats, 2^-26 <= |x| <= 87: max rel err %.3g at x = %.9g, %.3g "
+           "for |x| <= 20 (scalar dd_nn_sigmoidf: %.3g); levels differ at %zu\n",
+           es.n, es.vec, (double)es.at, es.vec20, es.scal, es.ndiff);
+    printf("tanh over %zu floats, 2^-26 <= |x| <= 9: max rel err %.3g at x = %.9g (scalar "
+           "dd_nn_tanhf: %.3g); levels differ at %zu\n",
+           et.n, et.vec, (double)et.at, et.scal, et.ndiff);
+    CHECK(es.vec <= 4e-7 && es.vec20 <= 2.5e-7, "sigmoid max rel err %g, %g for |x| <= 20", es.vec, es.vec20);
+    CHECK(et.vec <= 4.5e-7, "tanh max rel err %g", et.vec);
+    CHECK(es.ndiff == 0 && et.ndiff == 0, "AVX2 and AVX-512 differ at %zu + %zu inputs", es.ndiff,
+          et.ndiff);
+    CHECK(es.n * step > 500000000u && et.n * step > 400000000u, "sweeps too short: %zu %zu", es.n,
+          et.n);
+
+    /* tiny inputs, the clamps and NaN, at every level */
+    float x[12] = {0.0f, -0.0f, 0x1p-27f, -0x1p-100f, 88.0f, -88.0f, 1e4f, -1e4f,
+                   INFINITY, -INFINITY, NAN, 1e-30f};
+    for (int l = 0; l < nl; l++) {
+        float s[12], t[12];
+        dd_nn_gru_cellfn(levels[l], 1, s, x, 12);
+        dd_nn_gru_cellfn(levels[l], 2, t, x, 12);
+        for (int i = 0; i < 4; i++) CHECK(s[i] == 0.5f, "sigmoid(%g) = %.9g", (double)x[i], (double)s[i]);
+        CHECK(s[11] == 0.5f && fabsf(t[11] / 1e-30f - 1) < 4.5e-7f, "tiny x: %.9g %.9g", (double)s[11],
+              (double)t[11]);
+        for (int i = 4; i < 10; i += 2) { /* +big: 1; -big: the clamp, 1 / (1 + exp(88)) */
+            CHECK(s[i] == 1.0f, "sigmoid(%g) = %.9g", (double)x[i], (double)s[i]);
+            CHECK(s[i + 1] > 0 && fabs(s[i + 1] * (1 + exp(88.0)) - 1) < 4e-7, "sigmoid(%g) = %.9g",
+                  (double)x[i + 1], (double)s[i + 1]);
+            CHECK(fabsf(t[i] - 1.0f) <= 4.5e-7f && t[i + 1] == -t[i], "tanh(+-%g) = %.9g %.9g",
+                  (double)x[i], (double)t[i], (double)t[i + 1]);
+        }
+        CHECK(t[0] == 0.0f && fabsf(t[2] / 0x1p-27f - 1) < 4.5e-7f, "tanh(0) = %g, tanh(2^-27) = %g",
+              (double)t[0], (double)t[2]);
+        CHECK(isnan(s[10]) && isnan(t[10]), "NaN: %g %g", (double)s[10], (double)t[10]);
+    }
+    /* the generic level has no vector cell */
+    float y = 0;
+    CHECK(dd_nn_gru_cellfn(DD_SIMD_GENERIC, 1, &y, x, 1) == 0, "generic level ran the vector cell");
+    return dd_test_done("test_nn_vecmath");
+}
