@@ -435,6 +435,12 @@ void dd_trainer_batch_slice(const dd_trainer *tr, uint64_t batch, int w, int nw,
  * stage's parameters and gradient slice (which the strategy zeroes) and its stage_done
  * is called after each stage's forward and backward: with an empty slice (lo == hi) every
  * stage callback is still made, in the same order, so that collectives stay matched.
+ * A slice of more than 32 frames whose source gives whole parameter and gradient arrays
+ * (no stage_params / stage_grads) runs in batch chunks on the rank's threads
+ * (dd_nn_threads; docs/performance.md, "Threads inside a rank"): ceil(frames / 32)
+ * chunks (fewer for models whose chunk gradients would exceed 16 M floats), their
+ * gradients and sums added in chunk order, so the thread count never changes a number;
+ * its stage_done calls then come, in the same order, after all chunks are summed.
  * *sse receives the sum of squared errors of these frames (loss = sse / (global F 2)).
  * Errors: DD_ERR_ARG (bad range), the model's and the source's errors. */
 dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, uint64_t global,
