@@ -1083,9 +1083,10 @@ static void test_eval_bounded(void) {
  * ceil(bl / 32) chunks of ceil(bl / chunks) frames, the last one fewer, gradients and
  * sums of squared errors added in chunk order. The result must be, bit for bit, the
  * in-order sum of the chunks' slices computed one by one (each <= 32 frames: the whole
- * path, checked by finite differences in test_gradients), at 1, 2 and 3 threads; for PA
- * modelling and for direct learning through a frozen PA (its own chunk workspaces), on
- * a full batch of 100 (4 chunks of 25) and the last partial one of 95 (32, 32, 31). */
+ * path, checked by finite differences in test_gradients), at 1, 2, 3 and 4 threads; for
+ * PA modelling and for direct learning through a frozen PA (its own chunk workspaces), on
+ * a full batch of 100 (4 chunks of 25), the last partial one of 95 (32, 32, 31) and a
+ * slice of 40 (2 x 20: at 4 threads each chunk's layers get 2 threads, nested). */
 static void test_batch_chunks(void) {
     size_t n[3] = {1200, 512, 512};
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 13, NULL);
@@ -1109,10 +1110,11 @@ static void test_batch_chunks(void) {
         CHECK(dd_trainer_num_batches(tr) == 4, "batches %llu", (unsigned long long)dd_trainer_num_batches(tr));
         const size_t nf = dd_trainer_num_floats(tr);
         float *ref = calloc(nf, sizeof *ref);
-        const uint64_t batches[2] = {0, 3};
-        for (int bi = 0; bi < 2 && ref; bi++) {
+        const uint64_t batches[3] = {0, 3, 1};
+        for (int bi = 0; bi < 3 && ref; bi++) {
             uint64_t lo, hi, glob;
             dd_trainer_batch_slice(tr, batches[bi], 0, 1, &lo, &hi, &glob);
+            if (bi == 2) hi = lo + 40; /* 2 chunks of 20: 4 threads run them 2 x 2 (nested) */
             const size_t bl = (size_t)(hi - lo), nc = (bl + 31) / 32, cf = (bl + nc - 1) / nc;
             CHECK(nc > 1, "the slice of %zu frames is chunked", bl);
             double ssum = 0.0, s;
@@ -1123,7 +1125,7 @@ static void test_batch_chunks(void) {
                 for (size_t i = 0; i < nf; i++) ref[i] = ch ? ref[i] + g[i] : g[i];
                 ssum += s;
             }
-            for (int nt = 1; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+            for (int nt = 1; nt <= 4 && dd_nn_threads_set(nt) == nt; nt++) {
                 double sse = -1.0;
                 CHECK_OK(dd_trainer_compute_grads(tr, 1, lo, hi, glob, NULL, &sse));
                 CHECK(memcmp(dd_trainer_grads(tr), ref, nf * sizeof(float)) == 0,

@@ -9,8 +9,9 @@
  * order afterwards. One thread runs the chunks one after the other, N threads share them
  * (one parallel region per step), and each number is computed by the same operations in
  * the same order in both cases: the thread count never changes a result. The layers
- * called inside a chunk run on the chunk's thread (an inner OpenMP region is not nested
- * into the chunk region: libgomp's default of one active level).
+ * called inside a chunk get threads/chunks threads each (rounded down; more threads than
+ * chunks: nested regions, max-active-levels raised to 2 for the step), which does not
+ * change a number either (their kernels give each output to one thread).
  *
  * Chunks are used where the step is the trainer's own whole-model pass over the whole
  * parameter and gradient storage (the single-process strategy, data parallelism, the
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "distdpd/train.h"
+#include "nn/simd.h"
 #include "train_internal.h"
 
 #ifdef _OPENMP
@@ -140,12 +142,15 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
     double part[DD_CHUNK_MAX];
     dd_status st[DD_CHUNK_MAX];
     char msg[DD_CHUNK_MAX][256];
-    int nth = dd_nn_threads();
-    if ((size_t)nth > nc) nth = (int)nc;
+    const int all = dd_nn_threads();
+    const int nth = (size_t)all > nc ? (int)nc : all, inner = all / nth;
 #ifdef _OPENMP
+    const int levels = omp_get_max_active_levels();
+    if (inner > 1 && levels < 2) omp_set_max_active_levels(2);
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1) if (nth > 1)
 #endif
     for (size_t c = 0; c < nc; c++) {
+        dd_nn_threads_local(inner); /* the layers of this chunk: all / nth threads (nested) */
         const size_t a = c * cf, b = a + cf < bl ? a + cf : bl;
         float *g = src->grads;
         if (c > 0) {
@@ -156,7 +161,11 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
         st[c] = chunk_run(tr, c, epoch, lo, a, b, global, src->params, g, &part[c]);
         msg[c][0] = '\0';
         if (st[c] != DD_OK) snprintf(msg[c], sizeof msg[c], "%s", dd_last_error()); /* the thread's own message */
+        dd_nn_threads_local(0);
     }
+#ifdef _OPENMP
+    if (inner > 1 && levels < 2) omp_set_max_active_levels(levels);
+#endif
     for (size_t c = 0; c < nc; c++)
         if (st[c] != DD_OK) return dd_error(st[c], "%s", msg[c]);
     /* the chunks' sums in chunk order: each element by one thread */
