@@ -42,19 +42,33 @@
 /* At most this many chunks (a larger slice gets larger chunks). */
 #define DD_CHUNK_MAX 64
 
-size_t dd_trainer_chunk_plan(const dd_trainer *tr, size_t bl, size_t *cf) {
-    *cf = bl;
-    if (bl <= DD_CHUNK_FRAMES || tr->n == 0) return 1;
-    if (tr->mwhole || tr->mapped || tr->ranged || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 ||
-        tr->phi != tr->n)
-        return 1;
-    size_t nc = (bl + DD_CHUNK_FRAMES - 1) / DD_CHUNK_FRAMES;
-    const size_t cap = 1 + DD_CHUNK_GRAD_FLOATS / tr->n;
+size_t dd_train_chunks(size_t n, size_t frames, size_t *cf) {
+    *cf = frames;
+    if (frames <= DD_CHUNK_FRAMES || n == 0) return 1;
+    size_t nc = (frames + DD_CHUNK_FRAMES - 1) / DD_CHUNK_FRAMES;
+    const size_t cap = 1 + DD_CHUNK_GRAD_FLOATS / n;
     if (nc > cap) nc = cap;
     if (nc > DD_CHUNK_MAX) nc = DD_CHUNK_MAX;
     if (nc <= 1) return 1;
-    *cf = (bl + nc - 1) / nc;
-    return (bl + *cf - 1) / *cf;
+    *cf = (frames + nc - 1) / nc;
+    return (frames + *cf - 1) / *cf;
+}
+
+void dd_train_chunks_max(size_t n, size_t bmax, size_t *nc, size_t *cf) {
+    *nc = *cf = 1;
+    for (size_t b = 1; b <= bmax; b++) { /* not monotone in b: take the maxima */
+        size_t w, k = dd_train_chunks(n, b, &w);
+        if (k > 1 && k > *nc) *nc = k;
+        if (k > 1 && w > *cf) *cf = w;
+    }
+}
+
+size_t dd_trainer_chunk_plan(const dd_trainer *tr, size_t bl, size_t *cf) {
+    *cf = bl;
+    if (tr->mwhole || tr->mapped || tr->ranged || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 ||
+        tr->phi != tr->n)
+        return 1;
+    return dd_train_chunks(tr->n, bl, cf);
 }
 
 void dd_trainer_chunks_free(dd_trainer *tr) {
@@ -73,12 +87,8 @@ void dd_trainer_chunks_free(dd_trainer *tr) {
 /* The chunk buffers for any slice of at most bmax frames (allocated once). */
 static dd_status chunk_buffers(dd_trainer *tr) {
     if (tr->cws_m) return DD_OK;
-    size_t ncmax = 1, cfmax = 1;
-    for (size_t bl = 1; bl <= tr->bmax; bl++) { /* the plan is not monotone in bl: take the maxima */
-        size_t cf, nc = dd_trainer_chunk_plan(tr, bl, &cf);
-        if (nc > 1 && nc > ncmax) ncmax = nc;
-        if (nc > 1 && cf > cfmax) cfmax = cf;
-    }
+    size_t ncmax, cfmax;
+    dd_train_chunks_max(tr->n, tr->bmax, &ncmax, &cfmax);
     const int F = (int)tr->cfg.frame;
     tr->cws_m = calloc(ncmax, sizeof(float *));
     if (tr->cws_m && tr->pa) tr->cws_p = calloc(ncmax, sizeof(float *));
