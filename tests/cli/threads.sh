@@ -2,7 +2,8 @@
 # Threads inside a rank (train-pa --threads N, docs/performance.md "Threads inside a
 # rank"): 2 and 3 threads give one thread's metrics.jsonl bit for bit (every loss and
 # metric, timing keys aside), at the default SIMD level and at DD_SIMD=avx2, and so do
-# 2 threads for a tcn (threaded depthwise convolutions); 2 ranks of
+# 2 threads for a tcn (threaded depthwise convolutions) and for lstm, resnet, dgru and
+# hammerstein (a batch of 80 frames: 3 batch chunks on 2 threads); 2 ranks of
 # 1 thread equal 1 rank of 2 threads to float rounding (data-parallel sums differ in the
 # last bits, as for any rank count); --threads out of range is a usage error; --help
 # documents it.
@@ -42,6 +43,22 @@ if cmp -s <(untimed "$TMP/tcn_1/metrics.jsonl") <(untimed "$TMP/tcn_2/metrics.js
 else
     fail "tcn --threads 2: metrics.jsonl differs from --threads 1"
 fi
+
+# batch chunks (80 frames: 3 chunks of 27, 27, 26) of the other model kinds run
+# concurrently on 2 threads (OpenBLAS LSTM steps, im2col convolutions, dense stacks):
+# metrics.jsonl identical to one thread
+for m in lstm resnet dgru hammerstein; do
+    for nt in 1 2; do
+        run train-pa --data "$D" --model "$m" --frame 40 --stride 8 --batch 80 --lr 1e-3 --epochs 1 -q \
+            --threads "$nt" --out "$TMP/${m}_$nt"
+        expect_rc 0 "train-pa $m --threads $nt"
+    done
+    if cmp -s <(untimed "$TMP/${m}_1/metrics.jsonl") <(untimed "$TMP/${m}_2/metrics.jsonl"); then
+        pass
+    else
+        fail "$m --threads 2 (batch chunks): metrics.jsonl differs from --threads 1"
+    fi
+done
 
 # hybrid: 2 ranks x 1 thread against 1 rank x 2 threads
 if command -v mpirun >/dev/null 2>&1; then
