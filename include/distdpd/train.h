@@ -186,6 +186,11 @@ void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eval_batch,
  * allocates: *nc workspaces of *cf frames and *nc - 1 gradient copies when *nc > 1). The
  * trainer's choice, and the planner's prediction. */
 size_t dd_train_chunks(size_t n, size_t frames, size_t *cf);
+/* A step whose source has stage_done callbacks (data parallelism, which sends gradient
+ * buckets while the backward runs) is chunked only for models of at most this many
+ * floats (one default 4 MiB bucket: nothing to overlap); chunks would send every bucket
+ * after the chunks' sum. */
+#define DD_TRAIN_CHUNK_OVERLAP_FLOATS ((size_t)1 << 20)
 void dd_train_chunks_max(size_t n, size_t bmax, size_t *nc, size_t *cf);
 
 /* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
@@ -446,7 +451,8 @@ void dd_trainer_batch_slice(const dd_trainer *tr, uint64_t batch, int w, int nw,
  * is called after each stage's forward and backward: with an empty slice (lo == hi) every
  * stage callback is still made, in the same order, so that collectives stay matched.
  * A slice of more than 32 frames whose source gives whole parameter and gradient arrays
- * (no stage_params / stage_grads) runs in batch chunks on the rank's threads
+ * (no stage_params / stage_grads; with stage_done only for models of at most
+ * DD_TRAIN_CHUNK_OVERLAP_FLOATS) runs in batch chunks on the rank's threads
  * (dd_nn_threads; docs/performance.md, "Threads inside a rank"): ceil(frames / 32)
  * chunks (fewer for models whose chunk gradients would exceed 16 M floats), their
  * gradients and sums added in chunk order, so the thread count never changes a number;

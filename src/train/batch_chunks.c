@@ -17,8 +17,10 @@
  * parameter and gradient storage (the single-process strategy, data parallelism, the
  * parameter server's workers, federated clients); not for sharded storage (zero2/zero3:
  * per-stage parameter and gradient callbacks), a tensor-parallel shard (its stages talk
- * to the other ranks), ranged or mapped storage, or when the slice has at most
- * DD_CHUNK_FRAMES frames: those run the model on the whole slice as before. */
+ * to the other ranks), ranged or mapped storage, data parallelism of models above
+ * DD_TRAIN_CHUNK_OVERLAP_FLOATS (its gradient buckets go out during the backward), or
+ * when the slice has at most DD_CHUNK_FRAMES frames: those run the model on the whole
+ * slice as before. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -756,7 +756,8 @@ dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, 
     const size_t F = tr->cfg.frame, bl = (size_t)(hi - lo);
     if (bl == 0) return walk_stages(tr, src);
     size_t cf, nc = dd_trainer_chunk_plan(tr, bl, &cf);
-    if (nc > 1 && src->params && src->grads && !src->stage_params && !src->stage_grads) {
+    if (nc > 1 && src->params && src->grads && !src->stage_params && !src->stage_grads &&
+        (!src->stage_done || tr->n <= DD_TRAIN_CHUNK_OVERLAP_FLOATS)) {
         /* batch chunks (batch_chunks.c), then the stage callbacks in their order */
         DD_TRY(step_buffers(tr, 0));
         DD_TRY(dd_trainer_chunk_grads(tr, epoch, lo, bl, nc, cf, global, src, sse));
