@@ -91,10 +91,10 @@ static dd_status chunk_buffers(dd_trainer *tr) {
     if (tr->cws_m) return DD_OK;
     size_t ncmax, cfmax;
     dd_train_chunks_max(tr->n, tr->bmax, &ncmax, &cfmax);
-    const int F = (int)tr->cfg.frame;
+    const int F = (int)tr->cfg.frame, dla = tr->cfg.task == DD_TRAIN_DLA; /* the PA model runs in the step */
     tr->cws_m = calloc(ncmax, sizeof(float *));
-    if (tr->cws_m && tr->pa) tr->cws_p = calloc(ncmax, sizeof(float *));
-    if (!tr->cws_m || (tr->pa && !tr->cws_p)) {
+    if (tr->cws_m && dla) tr->cws_p = calloc(ncmax, sizeof(float *));
+    if (!tr->cws_m || (dla && !tr->cws_p)) {
         dd_trainer_chunks_free(tr);
         return dd_error(DD_ERR_NOMEM, "out of memory for the batch chunks' workspaces");
     }
@@ -103,10 +103,10 @@ static dd_status chunk_buffers(dd_trainer *tr) {
     for (size_t c = 0; c < ncmax; c++) {
         tr->cws_m[c] = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->m, (int)cfmax, F) + 16,
                                        sizeof(float), "a batch chunk's activations");
-        if (tr->cws_m[c] && tr->pa)
+        if (tr->cws_m[c] && dla)
             tr->cws_p[c] = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->pa, (int)cfmax, F) + 16,
                                            sizeof(float), "a batch chunk's PA activations");
-        if (!tr->cws_m[c] || (tr->pa && !tr->cws_p[c])) {
+        if (!tr->cws_m[c] || (dla && !tr->cws_p[c])) {
             dd_trainer_chunks_free(tr);
             return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
         }
