@@ -8,9 +8,12 @@
 # which of the two 2-core layouts is faster, and whether the losses of 1 and 2 threads are
 # identical (they must be). OMP_WAIT_POLICY=passive unless set (threads sleep at the
 # end of a parallel region instead of spinning: a machine shared with other jobs); when
-# it is not set, 1 x 2 also runs with OMP_WAIT_POLICY=active (threads spin between the
-# step's parallel regions: on idle cores a region then starts in ~1 us instead of a
-# futex wake-up each, and a step has 5 regions), row "1 x 2 active".
+# it is not set, 1 x 2 also runs with OMP_WAIT_POLICY=active (threads spin between
+# parallel regions: on idle cores a region then starts in ~1 us instead of a futex
+# wake-up; a recipe step is one region, its batch chunks), row "1 x 2 active".
+# BENCH_THREADS_BASE=DIR: a second build (e.g. of the commit before a change; its
+# distdpd) also runs 1 x 1 and 1 x 2 in the same rounds, rows "base 1 x 1" / "base 1 x 2",
+# and the speed-ups against both 1 x 1 rows are printed.
 #
 # Then (BENCH_THREADS_LARGE=1, the default) a large model, resnet hidden 512 x 8 blocks
 # (8.4 M parameters, batch 4 x 200, bench_train steps mode; its convolutions run im2col +
@@ -30,6 +33,8 @@ EPOCHS=${BENCH_THREADS_EPOCHS:-2}
 DD="$BUILD/distdpd"
 rm -rf "$OUT"
 mkdir -p "$OUT"
+BASE=${BENCH_THREADS_BASE:-}
+[ -n "$BASE" ] && [ ! -x "$BASE/distdpd" ] && { echo "BENCH_THREADS_BASE=$BASE: no $BASE/distdpd" >&2; exit 2; }
 ACTIVE=0
 [ -z "${OMP_WAIT_POLICY:-}" ] && ACTIVE=1
 export OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -54,6 +59,7 @@ for r in $(seq 1 "$ROUNDS"); do
     layouts=("1x1" "1x2")
     [ "$ACTIVE" = 1 ] && layouts+=("1x2a")
     [ "$MPI" = 1 ] && layouts+=("2x1")
+    [ -n "$BASE" ] && layouts+=("b1x1" "b1x2")
     [ $((r % 2)) = 0 ] && layouts=("${layouts[@]:1}" "${layouts[0]}")
     for l in "${layouts[@]}"; do
         case $l in
@@ -61,6 +67,8 @@ for r in $(seq 1 "$ROUNDS"); do
         1x2) "$DD" train-pa "${RECIPE[@]}" --threads 2 --out "$OUT/run_${l}_$r" ;;
         1x2a) OMP_WAIT_POLICY=active "$DD" train-pa "${RECIPE[@]}" --threads 2 --out "$OUT/run_${l}_$r" ;;
         2x1) mpirun -np 2 "$DD" train-pa "${RECIPE[@]}" --threads 1 --out "$OUT/run_${l}_$r" ;;
+        b1x1) "$BASE/distdpd" train-pa "${RECIPE[@]}" --threads 1 --out "$OUT/run_${l}_$r" ;;
+        b1x2) "$BASE/distdpd" train-pa "${RECIPE[@]}" --threads 2 --out "$OUT/run_${l}_$r" ;;
         esac
     done
     echo "  round $r done (load $(load))"
@@ -72,20 +80,22 @@ def rows(l, r):
     f = os.path.join(out, f"run_{l}_{r}", "metrics.jsonl")
     return [json.loads(x) for x in open(f)] if os.path.exists(f) else []
 res = {}
-for l in ("1x1", "1x2", "1x2a", "2x1"):
+for l in ("1x1", "1x2", "1x2a", "2x1", "b1x1", "b1x2"):
     t = [x["time_s"] + x["eval_time_s"] for r in range(1, rounds + 1) for x in rows(l, r)]
     if t: res[l] = st.median(t)
 same = all([x["train_loss"] for x in rows("1x1", r)] == [x["train_loss"] for x in rows(l, r)]
            for r in range(1, rounds + 1) for l in ("1x2", "1x2a") if l in res)
+base = "b1x1" in res
 print()
-print("| ranks x threads | epoch s (median) | speed-up vs 1 x 1 | target |")
-print("|---|---|---|---|")
+print("| ranks x threads | epoch s (median) | speed-up vs 1 x 1 | target |" + (" vs base 1 x 1 |" if base else ""))
+print("|---|---|---|---|" + ("---|" if base else ""))
 for l, name in (("1x1", "1 x 1"), ("1x2", "1 x 2 (--threads 2)"), ("1x2a", "1 x 2 active (OMP_WAIT_POLICY=active)"),
-                ("2x1", "2 x 1 (mpirun -np 2)")):
+                ("2x1", "2 x 1 (mpirun -np 2)"), ("b1x1", "base 1 x 1"), ("b1x2", "base 1 x 2 (--threads 2)")):
     if l not in res: continue
-    sp = res["1x1"] / res[l]
-    tgt = "" if l == "1x1" else (">= 1.7x: " + ("met" if sp >= 1.7 else "not met"))
-    print(f"| {name} | {res[l]:.3f} | {sp:.2f}x | {tgt} |")
+    ref = "b1x1" if l.startswith("b") else "1x1"
+    sp = res[ref] / res[l]
+    tgt = "" if l in ("1x1", "b1x1") else (">= 1.7x: " + ("met" if sp >= 1.7 else "not met"))
+    print(f"| {name} | {res[l]:.3f} | {sp:.2f}x | {tgt} |" + (f" {res['b1x1'] / res[l]:.2f}x |" if base else ""))
 if "2x1" in res:
     best = min((l for l in ("1x2", "1x2a") if l in res), key=res.get)
     print(f"\nfaster on 2 cores here: {'threads (' + best + ')' if res[best] < res['2x1'] else 'ranks (2 x 1)'}")

@@ -1077,6 +1077,73 @@ static void test_eval_bounded(void) {
     test_eval_nperseg_32768();
 }
 
+/* ---------------------------------------------------------------- batch chunks */
+
+/* A slice of more than 32 frames is computed in batch chunks (src/train/batch_chunks.c):
+ * ceil(bl / 32) chunks of ceil(bl / chunks) frames, the last one fewer, gradients and
+ * sums of squared errors added in chunk order. The result must be, bit for bit, the
+ * in-order sum of the chunks' slices computed one by one (each <= 32 frames: the whole
+ * path, checked by finite differences in test_gradients), at 1, 2, 3 and 4 threads; for
+ * PA modelling and for direct learning through a frozen PA (its own chunk workspaces), on
+ * a full batch of 100 (4 chunks of 25), the last partial one of 95 (32, 32, 31) and a
+ * slice of 40 (2 x 20: at 4 threads each chunk's layers get 2 threads, nested). */
+static void test_batch_chunks(void) {
+    size_t n[3] = {1200, 512, 512};
+    dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 13, NULL);
+    CHECK(ds != NULL, "data set");
+    if (!ds) return;
+    dd_train_cfg c;
+    tt_cfg(&c, DD_TRAIN_PA, 5, 16, 3, 100, 1); /* 395 frames: 3 batches of 100 and one of 95 */
+    dd_trainer *tp = NULL, *td = NULL;
+    CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &tp));
+    if (tp) {
+        dd_model_ref pa = {"gru", *dd_model_config(dd_trainer_model(tp)), dd_trainer_params(tp),
+                           dd_trainer_num_floats(tp)};
+        dd_train_cfg cd;
+        tt_cfg(&cd, DD_TRAIN_DLA, 4, 16, 3, 100, 1);
+        CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &td));
+    }
+    dd_trainer *trs[2] = {tp, td};
+    for (int k = 0; k < 2; k++) {
+        dd_trainer *tr = trs[k];
+        if (!tr) continue;
+        CHECK(dd_trainer_num_batches(tr) == 4, "batches %llu", (unsigned long long)dd_trainer_num_batches(tr));
+        const size_t nf = dd_trainer_num_floats(tr);
+        float *ref = calloc(nf, sizeof *ref);
+        const uint64_t batches[3] = {0, 3, 1};
+        for (int bi = 0; bi < 3 && ref; bi++) {
+            uint64_t lo, hi, glob;
+            dd_trainer_batch_slice(tr, batches[bi], 0, 1, &lo, &hi, &glob);
+            if (bi == 2) hi = lo + 40; /* 2 chunks of 20: 4 threads run them 2 x 2 (nested) */
+            const size_t bl = (size_t)(hi - lo), nc = (bl + 31) / 32, cf = (bl + nc - 1) / nc;
+            CHECK(nc > 1, "the slice of %zu frames is chunked", bl);
+            double ssum = 0.0, s;
+            for (size_t ch = 0; ch < nc; ch++) {
+                const uint64_t a = lo + ch * cf, b = a + cf < hi ? a + cf : hi;
+                CHECK_OK(dd_trainer_compute_grads(tr, 1, a, b, glob, NULL, &s));
+                const float *g = dd_trainer_grads(tr);
+                for (size_t i = 0; i < nf; i++) ref[i] = ch ? ref[i] + g[i] : g[i];
+                ssum += s;
+            }
+            for (int nt = 1; nt <= 4 && dd_nn_threads_set(nt) == nt; nt++) {
+                double sse = -1.0;
+                CHECK_OK(dd_trainer_compute_grads(tr, 1, lo, hi, glob, NULL, &sse));
+                CHECK(memcmp(dd_trainer_grads(tr), ref, nf * sizeof(float)) == 0,
+                      "%s, batch %llu (%zu frames, %zu chunks), %d threads: the gradient is the in-order sum of the "
+                      "chunks' bit for bit",
+                      k ? "DLA" : "PA", (unsigned long long)batches[bi], bl, nc, nt);
+                CHECK(sse == ssum, "%s, %zu frames, %d threads: sse %.17g, the chunks' sum %.17g", k ? "DLA" : "PA", bl,
+                      nt, sse, ssum);
+            }
+            dd_nn_threads_set(1);
+        }
+        free(ref);
+    }
+    dd_trainer_destroy(&td);
+    dd_trainer_destroy(&tp);
+    dd_dataset_free(&ds);
+}
+
 int main(void) {
     const char *tmp = dd_test_tmpdir();
     test_framing();
@@ -1085,6 +1152,7 @@ int main(void) {
     test_model_cfg();
     test_batch_above_frames();
     test_gradients();
+    test_batch_chunks();
     test_l1_loss();
     test_resume(tmp);
     test_strategy_threads();

@@ -178,6 +178,21 @@ typedef struct {
 void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eval_batch, size_t T, size_t cap, size_t chunk,
                        dd_eval_fit *f);
 
+/* Batch chunks of a training step (docs/performance.md, "Threads inside a rank"): a
+ * slice of `frames` frames of a model of n floats, with whole parameter and gradient
+ * storage, runs in the returned number of chunks of *cf frames each (the last fewer; 1:
+ * unchunked, *cf = frames); never depends on the thread count. dd_train_chunks_max: the
+ * most chunks and the widest chunk over slices of 1..bmax frames (what the trainer
+ * allocates: *nc workspaces of *cf frames and *nc - 1 gradient copies when *nc > 1). The
+ * trainer's choice, and the planner's prediction. */
+size_t dd_train_chunks(size_t n, size_t frames, size_t *cf);
+/* A step whose source has stage_done callbacks (data parallelism, which sends gradient
+ * buckets while the backward runs) is chunked only for models of at most this many
+ * floats (one default 4 MiB bucket: nothing to overlap); chunks would send every bucket
+ * after the chunks' sum. */
+#define DD_TRAIN_CHUNK_OVERLAP_FLOATS ((size_t)1 << 20)
+void dd_train_chunks_max(size_t n, size_t bmax, size_t *nc, size_t *cf);
+
 /* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
  * arguments.py defaults: docs/opendpd.md; gru, hidden 23, F 200, S 1, B 64, AdamW
  * lr 5e-3, plateau schedule, clip 200, seed 0, 20 epochs). */
@@ -435,6 +450,13 @@ void dd_trainer_batch_slice(const dd_trainer *tr, uint64_t batch, int w, int nw,
  * stage's parameters and gradient slice (which the strategy zeroes) and its stage_done
  * is called after each stage's forward and backward: with an empty slice (lo == hi) every
  * stage callback is still made, in the same order, so that collectives stay matched.
+ * A slice of more than 32 frames whose source gives whole parameter and gradient arrays
+ * (no stage_params / stage_grads; with stage_done only for models of at most
+ * DD_TRAIN_CHUNK_OVERLAP_FLOATS) runs in batch chunks on the rank's threads
+ * (dd_nn_threads; docs/performance.md, "Threads inside a rank"): ceil(frames / 32)
+ * chunks (fewer for models whose chunk gradients would exceed 16 M floats), their
+ * gradients and sums added in chunk order, so the thread count never changes a number;
+ * its stage_done calls then come, in the same order, after all chunks are summed.
  * *sse receives the sum of squared errors of these frames (loss = sse / (global F 2)).
  * Errors: DD_ERR_ARG (bad range), the model's and the source's errors. */
 dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, uint64_t global,

@@ -536,9 +536,10 @@ static void help_train(int dpd) {
            "  after the same step with RUN/last.ckpt written (exit 75). The options below\n"
            "  choose the strategy (distdpd strategies lists them and what chooses each).\n");
     dd_cli_help_strategy_opts();
-    printf(           "  --threads N         threads per rank for the layer kernels (default: DD_THREADS,\n"
-           "                      else the cores the rank may run on divided among the ranks\n"
-           "                      of its node); never changes a result (bit-identical losses);\n"
+    printf(           "  --threads N         threads per rank: a step's batch chunks of 32 frames, and the\n"
+           "                      layer kernels (default: DD_THREADS, else the cores the rank\n"
+           "                      may run on divided among the ranks of its node); never\n"
+           "                      changes a result (bit-identical losses);\n"
            "                      on a machine shared with other jobs set OMP_WAIT_POLICY=passive\n"
            "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"

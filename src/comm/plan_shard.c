@@ -145,17 +145,22 @@ static void memory_floats(const dd_plan_shard_cfg *c, int r, size_t fl[DD_MEM_KI
     /* dd_trainer_create: the parameter and gradient arenas, whole or this rank's slice */
     fl[DD_MEM_PARAMS] = c->shard == DD_SHARD_ZERO3 ? one + 2 * st : n;
     fl[DD_MEM_GRADS] = c->shard >= DD_SHARD_ZERO2 ? one + 2 * st : n;
+    /* batch chunks (whole storage: none, zero1; data parallelism's bucket callbacks: models
+     * of at most DD_TRAIN_CHUNK_OVERLAP_FLOATS): nc - 1 gradient copies, nc workspaces */
+    const size_t b = batch_per_rank(c);
+    size_t nc = 1, cf = 1;
+    if (c->shard <= DD_SHARD_ZERO1 && n <= DD_TRAIN_CHUNK_OVERLAP_FLOATS) dd_train_chunks_max(n, b, &nc, &cf);
+    if (nc > 1) fl[DD_MEM_GRADS] += (nc - 1) * n;
     /* dd_optim_create over the slice (zero1..3) or the whole arena */
     fl[DD_MEM_OPTIM] = state_arrays(c) * (c->shard == DD_SHARD_NONE ? n : one);
     /* batch buffers: input, target, output, output gradient (+ the PA's output and input
      * gradient for direct learning), the model workspace (+ the PA model's), 16 floats of
      * slack each */
     size_t act = 0;
-    const size_t b = batch_per_rank(c);
     if (b > 0) {
-        const size_t f = b * c->frame * 2;
-        act += 4 * f + dd_model_workspace_size(m, (int)b, (int)c->frame) + 16;
-        if (c->task == DD_TRAIN_DLA) act += 2 * f + dd_model_workspace_size(c->pa, (int)b, (int)c->frame) + 16;
+        const size_t f = b * c->frame * 2, wb = nc > 1 ? cf : b, k = nc > 1 ? nc : 1;
+        act += 4 * f + k * (dd_model_workspace_size(m, (int)wb, (int)c->frame) + 16);
+        if (c->task == DD_TRAIN_DLA) act += 2 * f + k * (dd_model_workspace_size(c->pa, (int)wb, (int)c->frame) + 16);
     }
     /* evaluation buffers where evaluation forwards run */
     if (r == 0 || c->shard == DD_SHARD_ZERO3) act += dd_plan_eval_floats(m, c->pa, c->eval_batch, c->eval_segments, c->nperseg);

@@ -94,7 +94,13 @@ int dd_nn_threads_set(int n) {
     return n;
 }
 
+/* > 0: the layer thread count of the calling thread only (dd_nn_threads_local) */
+static _Thread_local int threads_local;
+
+void dd_nn_threads_local(int n) { threads_local = n > 0 ? n : 0; }
+
 int dd_nn_threads(void) {
+    if (threads_local > 0) return threads_local;
     int n = atomic_load_explicit(&threads_cur, memory_order_relaxed);
     if (n > 0) return n;
     const char *env = getenv("DD_THREADS");

@@ -102,6 +102,9 @@ static inline int dd_omp_tid(void) { return 0; }
 static inline int dd_omp_nth(void) { return 1; }
 #endif
 int dd_nn_threads(void); /* distdpd/nn.h */
+/* n > 0: dd_nn_threads() returns n on the calling thread (a batch chunk's thread:
+ * src/train/batch_chunks.c); 0: the global count again. */
+void dd_nn_threads_local(int n);
 
 /* ---- layout changes between (B, T, C) tensors and feature-major rows over time-major
  * columns (row c, column t*B + b; rows ld apart), in tiles of 16 frames x 16 steps so that

@@ -99,6 +99,10 @@ struct dd_trainer {
     size_t bmax;
     float *xin, *tgt, *out1, *out2, *dout, *du;
     float *ws_m, *ws_p;
+    /* batch chunks (batch_chunks.c): cnc workspaces of ccf frames each (of the model,
+     * and of the PA model for DLA), (cnc - 1) x n gradient floats; allocated on first use */
+    size_t cnc, ccf;
+    float **cws_m, **cws_p, *cgrads;
 
     /* evaluation */
     int eval_here;         /* this rank runs evaluation forwards (rank 0, or every rank
@@ -242,6 +246,18 @@ dd_status dd_train_ckpt_read_model(const dd_ckpt_reader *r, const char *path, co
                                    dd_model **m, float **params);
 /* mkdir -p. */
 dd_status dd_train_mkdirs(const char *path);
+
+/* Batch chunks (batch_chunks.c). The chunk count for a slice of bl frames (1: the
+ * slice runs whole) and *cf, frames per chunk (the last may have fewer); it depends on
+ * bl and the model's size and storage, never on the thread count. */
+size_t dd_trainer_chunk_plan(const dd_trainer *tr, size_t bl, size_t *cf);
+/* dd_trainer_compute_grads for a slice of bl frames at position lo in nc chunks of cf
+ * frames (dd_trainer_chunk_plan): src->params and src->grads (whole storage) are used,
+ * its callbacks are not (the caller makes them). Adds into src->grads; *sse: the sum. */
+dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, size_t bl, size_t nc, size_t cf,
+                                 uint64_t global, const dd_stage_src *src, double *sse);
+/* Frees the chunk buffers (allocated again on next use). */
+void dd_trainer_chunks_free(dd_trainer *tr);
 
 /* Signal helpers. */
 dd_status dd_train_target_gain(const dd_cf32 *x, const dd_cf32 *y, size_t n, int mode, double *g);

@@ -564,6 +564,7 @@ void dd_trainer_destroy(dd_trainer **trp) {
     dd_arena_free(tr->du);
     dd_arena_free(tr->ws_m);
     dd_arena_free(tr->ws_p);
+    dd_trainer_chunks_free(tr);
     free_eval(tr);
     dd_pa_destroy(&tr->true_pa);
     free(tr->hist);
@@ -652,7 +653,8 @@ double dd_trainer_loss_scale(const dd_trainer *tr, uint64_t global) {
     return 1.0 / ((double)global * (double)tr->cfg.frame * 2.0);
 }
 
-/* An empty slice: every stage callback of a forward and a backward, in order. */
+/* An empty slice, or one whose batch chunks ran without callbacks: every stage callback
+ * of a forward and a backward, in order. */
 static dd_status walk_stages(dd_trainer *tr, const dd_stage_src *src) {
     const size_t S = dd_model_num_stages(tr->m);
     for (size_t s = 0; s < S; s++) {
@@ -670,10 +672,11 @@ static dd_status walk_stages(dd_trainer *tr, const dd_stage_src *src) {
     return DD_OK;
 }
 
-/* The step buffers of dd_trainer_compute_grads (the whole model's workspace for this
- * rank's largest slice of a batch), on first use. */
-static dd_status step_buffers(dd_trainer *tr) {
-    if (tr->ws_m || tr->bmax == 0) return DD_OK;
+/* The step buffers of dd_trainer_compute_grads for this rank's largest slice of a
+ * batch, on first use; with `whole`, also the whole model's workspace (a slice run
+ * without batch chunks). */
+static dd_status step_buffers(dd_trainer *tr, int whole) {
+    if (tr->bmax == 0) return DD_OK;
     const size_t fl = tr->bmax * tr->cfg.frame * 2;
     const char *what = "the batch buffers";
     if (!tr->xin) tr->xin = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
@@ -684,15 +687,18 @@ static dd_status step_buffers(dd_trainer *tr) {
     if (tr->cfg.task == DD_TRAIN_DLA) {
         if (!tr->out2) tr->out2 = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
         if (tr->out2 && !tr->du) tr->du = dd_arena_calloc(DD_MEM_ACTIVATIONS, fl, sizeof(float), what);
-        if (tr->du && !tr->ws_p)
+        if (!tr->du) return DD_ERR_NOMEM;
+        if (whole && !tr->ws_p)
             tr->ws_p = dd_arena_calloc(DD_MEM_ACTIVATIONS,
                                        dd_model_workspace_size(tr->pa, (int)tr->bmax, (int)tr->cfg.frame) + 16,
                                        sizeof(float), "the PA model's activations");
-        if (!tr->ws_p) return DD_ERR_NOMEM;
+        if (whole && !tr->ws_p) return DD_ERR_NOMEM;
     }
-    tr->ws_m = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->m, (int)tr->bmax, (int)tr->cfg.frame) + 16,
-                               sizeof(float), "the model's activations");
-    return tr->ws_m ? DD_OK : DD_ERR_NOMEM;
+    if (whole && !tr->ws_m)
+        tr->ws_m = dd_arena_calloc(DD_MEM_ACTIVATIONS,
+                                   dd_model_workspace_size(tr->m, (int)tr->bmax, (int)tr->cfg.frame) + 16,
+                                   sizeof(float), "the model's activations");
+    return !whole || tr->ws_m ? DD_OK : DD_ERR_NOMEM;
 }
 
 dd_status dd_trainer_gather(dd_trainer *tr, uint64_t epoch, uint64_t lo, uint64_t hi, float *x, float *tgt) {
@@ -749,7 +755,15 @@ dd_status dd_trainer_compute_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, 
     }
     const size_t F = tr->cfg.frame, bl = (size_t)(hi - lo);
     if (bl == 0) return walk_stages(tr, src);
-    DD_TRY(step_buffers(tr));
+    size_t cf, nc = dd_trainer_chunk_plan(tr, bl, &cf);
+    if (nc > 1 && src->params && src->grads && !src->stage_params && !src->stage_grads &&
+        (!src->stage_done || tr->n <= DD_TRAIN_CHUNK_OVERLAP_FLOATS)) {
+        /* batch chunks (batch_chunks.c), then the stage callbacks in their order */
+        DD_TRY(step_buffers(tr, 0));
+        DD_TRY(dd_trainer_chunk_grads(tr, epoch, lo, bl, nc, cf, global, src, sse));
+        return walk_stages(tr, src);
+    }
+    DD_TRY(step_buffers(tr, 1));
     const size_t S = dd_model_num_stages(tr->m);
     DD_TRY(dd_trainer_gather(tr, epoch, lo, hi, tr->xin, tr->tgt)); /* (bl, F, 2) each */
     DD_TRY(dd_model_range_forward(tr->m, 0, S, src, tr->xin, tr->xin, tr->out1, (int)bl, (int)F, tr->ws_m));
@@ -1200,6 +1214,7 @@ static void rescale_apply(dd_trainer *tr) {
             dd_arena_free(*bufs[i]);
             *bufs[i] = NULL;
         }
+        dd_trainer_chunks_free(tr);
         tr->bmax = bmax;
     }
     if (tr->rank == 0)

@@ -2,7 +2,8 @@
 # Threads inside a rank (train-pa --threads N, docs/performance.md "Threads inside a
 # rank"): 2 and 3 threads give one thread's metrics.jsonl bit for bit (every loss and
 # metric, timing keys aside), at the default SIMD level and at DD_SIMD=avx2, and so do
-# 2 threads for a tcn (threaded depthwise convolutions); 2 ranks of
+# 2 threads for a tcn (threaded depthwise convolutions) and for lstm, resnet, dgru and
+# hammerstein (a batch of 80 frames: 3 batch chunks on 2 threads); 2 ranks of
 # 1 thread equal 1 rank of 2 threads to float rounding (data-parallel sums differ in the
 # last bits, as for any rank count); --threads out of range is a usage error; --help
 # documents it.
@@ -15,18 +16,23 @@ expect_rc 0 "simulate"
 # 40 frames of 40 samples per batch: 3 AVX-512 / 5 AVX2 vectors of frames to split
 SMALL=(--model gru --hidden 23 --frame 40 --stride 4 --batch 40 --lr 5e-3 --epochs 2 -q)
 
+# same_run DIR1 DIR2 WHAT: the two runs' metrics.jsonl agree bit for bit (timing keys aside)
+same_run() {
+    if cmp -s <(untimed "$1/metrics.jsonl") <(untimed "$2/metrics.jsonl"); then
+        pass
+    else
+        fail "$3: metrics.jsonl differs from --threads 1"
+        diff <(untimed "$1/metrics.jsonl") <(untimed "$2/metrics.jsonl") | head -4
+    fi
+}
+
 for simd in "" avx2; do
     for nt in 1 2 3; do
         DD_SIMD=$simd run train-pa --data "$D" "${SMALL[@]}" --threads "$nt" --out "$TMP/t${simd}_$nt"
         expect_rc 0 "train-pa --threads $nt ${simd:+(DD_SIMD=$simd)}"
     done
     for nt in 2 3; do
-        if cmp -s <(untimed "$TMP/t${simd}_1/metrics.jsonl") <(untimed "$TMP/t${simd}_$nt/metrics.jsonl"); then
-            pass
-        else
-            fail "--threads $nt ${simd:+(DD_SIMD=$simd)}: metrics.jsonl differs from --threads 1"
-            diff <(untimed "$TMP/t${simd}_1/metrics.jsonl") <(untimed "$TMP/t${simd}_$nt/metrics.jsonl") | head -4
-        fi
+        same_run "$TMP/t${simd}_1" "$TMP/t${simd}_$nt" "--threads $nt ${simd:+(DD_SIMD=$simd)}"
     done
 done
 has "$(cat "$TMP/t_1/metrics.jsonl")" '"train_loss"' "metrics.jsonl has the losses compared"
@@ -37,11 +43,19 @@ for nt in 1 2; do
     run train-pa --data "$D" "${TCN[@]}" --threads "$nt" --out "$TMP/tcn_$nt"
     expect_rc 0 "train-pa tcn --threads $nt"
 done
-if cmp -s <(untimed "$TMP/tcn_1/metrics.jsonl") <(untimed "$TMP/tcn_2/metrics.jsonl"); then
-    pass
-else
-    fail "tcn --threads 2: metrics.jsonl differs from --threads 1"
-fi
+same_run "$TMP/tcn_1" "$TMP/tcn_2" "tcn --threads 2"
+
+# batch chunks (80 frames: 3 chunks of 27, 27, 26) of the other model kinds run
+# concurrently on 2 threads (OpenBLAS LSTM steps, im2col convolutions, dense stacks):
+# metrics.jsonl identical to one thread
+for m in lstm resnet dgru hammerstein; do
+    for nt in 1 2; do
+        run train-pa --data "$D" --model "$m" --frame 40 --stride 8 --batch 80 --lr 1e-3 --epochs 1 -q \
+            --threads "$nt" --out "$TMP/${m}_$nt"
+        expect_rc 0 "train-pa $m --threads $nt"
+    done
+    same_run "$TMP/${m}_1" "$TMP/${m}_2" "$m --threads 2 (batch chunks)"
+done
 
 # hybrid: 2 ranks x 1 thread against 1 rank x 2 threads
 if command -v mpirun >/dev/null 2>&1; then

@@ -1,0 +1,198 @@
+/* Batch chunks: the threads inside a rank as data parallelism over a rank's slice of a
+ * batch (docs/performance.md, "Threads inside a rank").
+ *
+ * dd_trainer_compute_grads cuts the slice into chunks whose number and sizes depend only
+ * on the slice's frame count and the model's size, never on the thread count: each chunk
+ * gathers its frames, runs the whole model forward, the loss, and the model backward
+ * into its own gradient buffer (the first chunk into the gradient storage itself) on its
+ * own workspace, and the chunks' gradients and sums of squared errors are added in chunk
+ * order afterwards. One thread runs the chunks one after the other, N threads share them
+ * (one parallel region per step), and each number is computed by the same operations in
+ * the same order in both cases: the thread count never changes a result. The layers
+ * called inside a chunk get threads/chunks threads each (rounded down; more threads than
+ * chunks: nested regions, max-active-levels raised to 2 for the step), which does not
+ * change a number either (their kernels give each output to one thread).
+ *
+ * Chunks are used where the step is the trainer's own whole-model pass over the whole
+ * parameter and gradient storage (the single-process strategy, data parallelism, the
+ * parameter server's workers, federated clients); not for sharded storage (zero2/zero3:
+ * per-stage parameter and gradient callbacks), a tensor-parallel shard (its stages talk
+ * to the other ranks), ranged or mapped storage, data parallelism of models above
+ * DD_TRAIN_CHUNK_OVERLAP_FLOATS (its gradient buckets go out during the backward), or
+ * when the slice has at most DD_CHUNK_FRAMES frames: those run the model on the whole
+ * slice as before. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distdpd/train.h"
+#include "nn/simd.h"
+#include "train_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Frames per chunk (at most; a slice's chunks are as equal as they can be,
+ * ceil(bl / ceil(bl / 32)) frames, the last one fewer): the recipe's batch of 64 is two
+ * chunks of 32. Narrower chunks cost the fused GRU kernels their column blocking (one
+ * thread, gru 23, AVX-512: 16 frames +60-70 % CPU time per step, 32 frames +4-12 %). */
+#define DD_CHUNK_FRAMES 32
+/* The chunks' extra gradient buffers ((chunks - 1) x the model's floats) stay under
+ * this many floats (64 MiB): large models get fewer, larger chunks, or none. */
+#define DD_CHUNK_GRAD_FLOATS ((size_t)16 << 20)
+/* At most this many chunks (a larger slice gets larger chunks). */
+#define DD_CHUNK_MAX 64
+
+size_t dd_train_chunks(size_t n, size_t frames, size_t *cf) {
+    *cf = frames;
+    if (frames <= DD_CHUNK_FRAMES || n == 0) return 1;
+    size_t nc = (frames + DD_CHUNK_FRAMES - 1) / DD_CHUNK_FRAMES;
+    const size_t cap = 1 + DD_CHUNK_GRAD_FLOATS / n;
+    if (nc > cap) nc = cap;
+    if (nc > DD_CHUNK_MAX) nc = DD_CHUNK_MAX;
+    if (nc <= 1) return 1;
+    *cf = (frames + nc - 1) / nc;
+    return (frames + *cf - 1) / *cf;
+}
+
+void dd_train_chunks_max(size_t n, size_t bmax, size_t *nc, size_t *cf) {
+    *nc = *cf = 1;
+    for (size_t b = 1; b <= bmax; b++) { /* not monotone in b: take the maxima */
+        size_t w, k = dd_train_chunks(n, b, &w);
+        if (k > 1 && k > *nc) *nc = k;
+        if (k > 1 && w > *cf) *cf = w;
+    }
+}
+
+size_t dd_trainer_chunk_plan(const dd_trainer *tr, size_t bl, size_t *cf) {
+    *cf = bl;
+    if (tr->mwhole || tr->mapped || tr->ranged || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 ||
+        tr->phi != tr->n)
+        return 1;
+    return dd_train_chunks(tr->n, bl, cf);
+}
+
+void dd_trainer_chunks_free(dd_trainer *tr) {
+    for (size_t c = 0; c < tr->cnc; c++) {
+        dd_arena_free(tr->cws_m[c]);
+        if (tr->cws_p) dd_arena_free(tr->cws_p[c]);
+    }
+    free(tr->cws_m);
+    free(tr->cws_p);
+    dd_arena_free(tr->cgrads);
+    tr->cws_m = tr->cws_p = NULL;
+    tr->cgrads = NULL;
+    tr->cnc = tr->ccf = 0;
+}
+
+/* The chunk buffers for any slice of at most bmax frames (allocated once). */
+static dd_status chunk_buffers(dd_trainer *tr) {
+    if (tr->cws_m) return DD_OK;
+    size_t ncmax, cfmax;
+    dd_train_chunks_max(tr->n, tr->bmax, &ncmax, &cfmax);
+    const int F = (int)tr->cfg.frame, dla = tr->cfg.task == DD_TRAIN_DLA; /* the PA model runs in the step */
+    tr->cws_m = calloc(ncmax, sizeof(float *));
+    if (tr->cws_m && dla) tr->cws_p = calloc(ncmax, sizeof(float *));
+    if (!tr->cws_m || (dla && !tr->cws_p)) {
+        dd_trainer_chunks_free(tr);
+        return dd_error(DD_ERR_NOMEM, "out of memory for the batch chunks' workspaces");
+    }
+    tr->cnc = ncmax;
+    tr->ccf = cfmax;
+    for (size_t c = 0; c < ncmax; c++) {
+        tr->cws_m[c] = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->m, (int)cfmax, F) + 16,
+                                       sizeof(float), "a batch chunk's activations");
+        if (tr->cws_m[c] && dla)
+            tr->cws_p[c] = dd_arena_calloc(DD_MEM_ACTIVATIONS, dd_model_workspace_size(tr->pa, (int)cfmax, F) + 16,
+                                           sizeof(float), "a batch chunk's PA activations");
+        if (!tr->cws_m[c] || (dla && !tr->cws_p[c])) {
+            dd_trainer_chunks_free(tr);
+            return DD_ERR_NOMEM; /* dd_arena_calloc said what and how much */
+        }
+    }
+    tr->cgrads = dd_arena_calloc(DD_MEM_GRADS, (ncmax - 1) * tr->n, sizeof(float), "the batch chunks' gradients");
+    if (!tr->cgrads) {
+        dd_trainer_chunks_free(tr);
+        return DD_ERR_NOMEM;
+    }
+    return DD_OK;
+}
+
+/* Chunk c: frames [a, b) of the slice starting at position lo; gradients added into g. */
+static dd_status chunk_run(dd_trainer *tr, size_t c, uint64_t epoch, uint64_t lo, size_t a, size_t b,
+                           uint64_t global, const float *params, float *g, double *sse) {
+    const size_t F = tr->cfg.frame, off = a * F * 2, nv = (b - a) * F * 2, S = dd_model_num_stages(tr->m);
+    const int bc = (int)(b - a);
+    const dd_stage_src src = {params, g, NULL, NULL, NULL, NULL};
+    float *x = tr->xin + off, *out1 = tr->out1 + off, *dout = tr->dout + off;
+    DD_TRY(dd_trainer_gather(tr, epoch, lo + a, lo + b, x, tr->tgt + off));
+    DD_TRY(dd_model_range_forward(tr->m, 0, S, &src, x, x, out1, bc, (int)F, tr->cws_m[c]));
+    const float *pred = out1;
+    if (tr->cfg.task == DD_TRAIN_DLA) {
+        DD_TRY(dd_model_forward(tr->pa, tr->pa_params, out1, tr->out2 + off, bc, (int)F, tr->cws_p[c]));
+        pred = tr->out2 + off;
+    }
+    *sse = dd_trainer_mse_grad(tr, pred, tr->tgt + off, nv, global, dout);
+    const float *dy = dout;
+    if (tr->cfg.task == DD_TRAIN_DLA) {
+        float *du = tr->du + off;
+        memset(du, 0, nv * sizeof(float));
+        DD_TRY(dd_model_backward(tr->pa, tr->pa_params, NULL, out1, dout, du, bc, (int)F, tr->cws_p[c]));
+        dy = du;
+    }
+    return dd_model_range_backward(tr->m, 0, S, &src, x, x, dy, NULL, NULL, bc, (int)F, tr->cws_m[c]);
+}
+
+dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, size_t bl, size_t nc, size_t cf,
+                                 uint64_t global, const dd_stage_src *src, double *sse) {
+    DD_TRY(chunk_buffers(tr));
+    if (nc > tr->cnc || cf > tr->ccf)
+        return dd_error(DD_ERR_INTERNAL, "batch chunks: %zu x %zu frames planned, buffers for %zu x %zu", nc, cf,
+                        tr->cnc, tr->ccf);
+    const size_t n = tr->n;
+    double part[DD_CHUNK_MAX];
+    dd_status st[DD_CHUNK_MAX];
+    char msg[DD_CHUNK_MAX][256];
+    const int all = dd_nn_threads();
+    const int nth = (size_t)all > nc ? (int)nc : all, inner = all / nth;
+#ifdef _OPENMP
+    const int levels = omp_get_max_active_levels();
+    if (inner > 1 && levels < 2) omp_set_max_active_levels(2);
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1) if (nth > 1)
+#endif
+    for (size_t c = 0; c < nc; c++) {
+        dd_nn_threads_local(inner); /* the layers of this chunk: all / nth threads (nested) */
+        const size_t a = c * cf, b = a + cf < bl ? a + cf : bl;
+        float *g = src->grads;
+        if (c > 0) {
+            g = tr->cgrads + (c - 1) * n;
+            memset(g, 0, n * sizeof(float));
+        }
+        part[c] = 0.0;
+        st[c] = chunk_run(tr, c, epoch, lo, a, b, global, src->params, g, &part[c]);
+        msg[c][0] = '\0';
+        if (st[c] != DD_OK) snprintf(msg[c], sizeof msg[c], "%s", dd_last_error()); /* the thread's own message */
+        dd_nn_threads_local(0);
+    }
+#ifdef _OPENMP
+    if (inner > 1 && levels < 2) omp_set_max_active_levels(levels);
+#endif
+    for (size_t c = 0; c < nc; c++)
+        if (st[c] != DD_OK) return dd_error(st[c], "%s", msg[c]);
+    /* the chunks' sums in chunk order: each element by one thread */
+    const float *cg = tr->cgrads;
+    float *g = src->grads;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1 && n >= 65536)
+#endif
+    for (size_t i = 0; i < n; i++) {
+        float v = g[i];
+        for (size_t c = 1; c < nc; c++) v += cg[(c - 1) * n + i];
+        g[i] = v;
+    }
+    double sum = 0.0;
+    for (size_t c = 0; c < nc; c++) sum += part[c];
+    *sse = sum;
+    return DD_OK;
+}
