@@ -8,8 +8,8 @@
 #  2. message audit (--record): every message a bench sent is one of fed-hello,
 #     fed-update, fed-eval-reply, ping, bye, each of its exact size (header + the
 #     parameter vector for updates, fixed small sizes for the others): no I/Q leaves.
-#  3. fedavg with 1 bench and 1 local step equals train-pa's first step (one batch per
-#     epoch): every metric of eval on the last checkpoints is identical.
+#  3. fedavg with 1 bench and 1 local step equals train-pa's first step to 1e-9 (one batch per
+#     epoch): every metric of eval on the last checkpoints within 1e-9 relative.
 #  4. malformed messages (--attack 1=malformed: five per round) are refused and counted,
 #     and the run is identical to case 1 (test NMSE per round).
 #  5. a bench sending NaN: --agg mean diverges (exit 1, "diverged"); --agg median learns.
@@ -71,7 +71,16 @@ run eval --run "$TMP/tp" --ckpt last --data "$D/bench-00/data.ddb" --json
 A=$(strip <<<"$OUT")
 run eval --run "$TMP/fp" --ckpt last --data "$D/bench-00/data.ddb" --json
 B=$(strip <<<"$OUT")
-[ -n "$A" ] && [ "$A" = "$B" ] && pass || fail "fedavg 1 bench 1 step differs from train-pa's first step: $A vs $B"
+# Equal to rounding: both compute the same gradient (the same batch chunks), but the
+# federated model is w0 + (p - w0), which in float32 is not always p itself (p - w0 is
+# exact only when p and w0 are within a factor 2 of each other); so every number of the
+# evaluation within 1e-9 relative (an update lost or applied twice moves them by ~1e-2).
+res=$(python3 -c "import json,sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+bad = [k for k in a if k not in b or (isinstance(a[k], float) and abs(a[k] - b[k]) > 1e-9 * max(1.0, abs(a[k])))
+       or (not isinstance(a[k], float) and a[k] != b[k])]
+print('ok' if a and not bad and len(a) == len(b) else 'differ: ' + ' '.join(bad))" "$A" "$B")
+[ "$res" = ok ] && pass || fail "fedavg 1 bench 1 step differs from train-pa's first step ($res): $A vs $B"
 
 # 4. malformed messages refused, the run unchanged
 R4="$TMP/r4"
