@@ -6,7 +6,7 @@
 #               and the first FAULT_CI_MAX_N (40) allocation / I/O failure points of the
 #               fault-injection scenarios (make fault-test: all of them); also the unit
 #               label under valgrind memcheck in build/ (make valgrind), the mpi label
-#               against MPICH at 1-3 ranks (make test-mpich: library and mpi tests only,
+#               against MPICH at 1-4 ranks (make test-mpich: library and mpi tests only,
 #               build-mpich/), and the static analysis (make lint: clang-tidy and
 #               cppcheck over src/, no finding allowed)
 # Other targets: make (build only), make install PREFIX=..., make check (suite, no ASan),
@@ -115,11 +115,11 @@ lint:
 
 # The mpi label against MPICH (mpicc.mpich, mpiexec.mpich; Open MPI stays the default
 # MPI): docs/testing.md, "MPICH". Builds only the library and the mpi-label tests;
-# MPICH_TESTS: a ctest -R filter (`make test`: MPICH_CI_TESTS, 1 to 3 ranks).
+# MPICH_TESTS: a ctest -R filter (`make test`: MPICH_CI_TESTS, 1 to 4 ranks).
 MPICH_BUILD ?= build-mpich
 MPI_TESTS := $(basename $(notdir $(wildcard tests/test_*_mpi.c)))
 MPICH_TESTS ?= .
-MPICH_CI_TESTS ?= _np[123]$$
+MPICH_CI_TESTS ?= _np[1234]$$
 .PHONY: test-mpich
 test-mpich:
 	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDD_WERROR=$(DD_WERROR) \
