@@ -54,7 +54,7 @@ static int count_entries(const char *needle) {
     int k = 0;
     struct dirent *e;
     while (d && (e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strstr(e->d_name, needle)) k++;
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && strstr(e->d_name, needle)) k++;
     if (d) closedir(d);
     return k;
 }

@@ -328,7 +328,8 @@ static void test_nonblocking_gather_scatter(dd_comm *c) {
     while (!done) CHECK_OK(dd_comm_test(q1, &done));
     dd_comm_req_free(&q1);
     bad = 0;
-    for (size_t i = 0; i < cnt[r]; i++) bad += recv[i] != (float)(p * (p + 1) / 2 + p * (int)i);
+    const int tri = p * (p + 1) / 2; /* 1 + 2 + ... + p: an integer */
+    for (size_t i = 0; i < cnt[r]; i++) bad += recv[i] != (float)(tri + p * (int)i);
     CHECK(bad == 0, "ireduce_scatter: %zu wrong values on rank %d", bad, r);
     CHECK_ERR(dd_comm_ireduce_scatter(c, send, recv, NULL, &q1), DD_ERR_ARG, "counts");
     free(cnt), free(dsp), free(bc), free(bd), free(a), free(b), free(mine), free(send), free(recv);

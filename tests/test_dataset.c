@@ -1149,8 +1149,6 @@ int main(void) {
     test_fuzz();
     test_dpa();
     test_speed();
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+    dd_t_rm(g_dir); /* tests/dd_test.h: no shell */
     return dd_test_done("test_dataset");
 }

@@ -412,11 +412,11 @@ static void test_onnx_unpack(const char *dir) {
             const float *fcw = p + dd_param_table_find(t, "fc_out.weight")->offset;
             static const int perm[3] = {1, 0, 2};
             int bad = 0;
-            for (size_t i = 0; i < (size_t)(3 * H * 2) && g->initializer[1]->raw_data.len == 4 * (size_t)(3 * H * 2); i++)
+            for (size_t i = 0; i < (size_t)3 * H * 2 && g->initializer[1]->raw_data.len == (size_t)4 * 3 * H * 2; i++)
                 bad += raw_f32(g->initializer[1], i) != wih[(size_t)perm[i / (size_t)(2 * H)] * (size_t)(2 * H) + i % (size_t)(2 * H)];
-            for (size_t i = 0; i < (size_t)(3 * H) && g->initializer[6]->raw_data.len == 4 * (size_t)(6 * H); i++)
+            for (size_t i = 0; i < (size_t)3 * H && g->initializer[6]->raw_data.len == (size_t)4 * 6 * H; i++)
                 bad += raw_f32(g->initializer[6], (size_t)(3 * H) + i) != bhh[(size_t)perm[i / (size_t)H] * (size_t)H + i % (size_t)H];
-            for (size_t i = 0; i < (size_t)(2 * H) && g->initializer[7]->raw_data.len == 4 * (size_t)(2 * H); i++)
+            for (size_t i = 0; i < (size_t)2 * H && g->initializer[7]->raw_data.len == (size_t)4 * 2 * H; i++)
                 bad += raw_f32(g->initializer[7], i) != fcw[(i % 2) * (size_t)H + i / 2];
             CHECK(bad == 0, "%d values of W_l0, B_l1 (recurrent half) or fc_out.weight_T differ from the parameters", bad);
         }

@@ -158,10 +158,9 @@ static void test_pick(void) {
 
 static int argv_is(char **v, int n, const char *want) {
     char buf[2048] = "";
-    for (int i = 0; i < n; i++) {
-        strcat(buf, i ? " " : "");
-        strcat(buf, v[i]);
-    }
+    size_t len = 0;
+    for (int i = 0; i < n && len < sizeof buf; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "", v[i]);
     const int ok = strcmp(buf, want) == 0;
     if (!ok) fprintf(stderr, "  got:  %s\n  want: %s\n", buf, want);
     return ok && v[n] == NULL;

@@ -102,7 +102,7 @@ static void run_case(const cJSON *cs) {
     const cJSON *it;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(cs, "tensors")) {
         const char *k = it->string;
-        if (strncmp(k, "d_", 2) != 0 && strcmp(k, "x") && strcmp(k, "y") && strcmp(k, "g_y")) {
+        if (strncmp(k, "d_", 2) != 0 && strcmp(k, "x") != 0 && strcmp(k, "y") != 0 && strcmp(k, "g_y") != 0) {
             nref++;
             CHECK(dd_param_table_find(t, k) != NULL, "%s: reference tensor '%s' not in the model",
                   cname, k);

@@ -188,8 +188,6 @@ int main(void) {
     test_payload();
     test_keys(dir);
     test_zap(dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
+    dd_t_rm(dir); /* tests/dd_test.h: no shell (the path was unquoted) */
     return dd_test_done("test_net");
 }

@@ -138,7 +138,7 @@ static void test_exact(void) {
     for (int n = 5; n <= 8; n++)
         for (int bits = 32; bits <= 64; bits += 32) {
             run_t r;
-            run_init(&r, n, 1000, bits, 0, (uint64_t)(10 * n + bits), 0);
+            run_init(&r, n, 1000, bits, 0, 10 * (uint64_t)n + (uint64_t)bits, 0);
             float *sum = malloc(1000 * sizeof *sum);
             int ns = -1;
             CHECK_OK(run_protocol(&r, NULL, sum, &ns));
@@ -148,7 +148,7 @@ static void test_exact(void) {
             check_sum(&r, NULL, sum, what);
             run_free(&r);
             /* values on a 2^-10 grid: the fixed point holds them exactly, so must the sum */
-            run_init(&r, n, 1000, bits, 0, (uint64_t)(10 * n + bits + 1), 10);
+            run_init(&r, n, 1000, bits, 0, 10 * (uint64_t)n + (uint64_t)bits + 1, 10);
             CHECK_OK(run_protocol(&r, NULL, sum, &ns));
             double *want = malloc(1000 * sizeof *want);
             plain_sum(&r, NULL, want);
@@ -177,7 +177,7 @@ static void test_dropouts(void) {
     const int expect_n[] = {7, 7, 7, 8, 7, 6, 8};
     for (int c = 0; c < 7; c++) {
         run_t r;
-        run_init(&r, 8, 300, 32, 0, (uint64_t)(500 + c), 0);
+        run_init(&r, 8, 300, 32, 0, 500 + (uint64_t)c, 0);
         CHECK(r.cfg.threshold == 6, "default threshold %d", r.cfg.threshold);
         CHECK_OK(run_protocol(&r, cases[c], sum, &ns));
         CHECK(ns == expect_n[c], "case %d: summed %d", c, ns);
@@ -194,7 +194,7 @@ static void test_dropouts(void) {
     const dd_secagg_state at[] = {DD_SECAGG_SHARE, DD_SECAGG_MASKED, DD_SECAGG_UNMASK};
     for (int c = 0; c < 3; c++) {
         run_t r;
-        run_init(&r, 8, 300, 32, 0, (uint64_t)(600 + c), 0);
+        run_init(&r, 8, 300, 32, 0, 600 + (uint64_t)c, 0);
         CHECK_ERR(run_protocol(&r, below[c], sum, &ns), DD_ERR_ARG, msg[c]);
         CHECK(dd_secagg_server_state(r.srv) == at[c], "state after refusal %s",
               dd_secagg_state_name(dd_secagg_server_state(r.srv)));
@@ -487,14 +487,14 @@ static void test_garbled(void) {
                 /* ROUTED: every bit position class of every byte (boxes are authenticated);
                  * KEYS and SURVIVORS: header, lengths and garbage (a flipped public key of
                  * another client is a valid, different key) */
-                acc_cl += garble(feed_client, &cc, in, il, round == 2, 0, (uint64_t)(round * 10 + i));
+                acc_cl += garble(feed_client, &cc, in, il, round == 2, 0, (uint64_t)round * 10 + (uint64_t)i);
                 CHECK(dd_secagg_client_state(r.cl[i]) == (dd_secagg_state)round, "client state after garbage");
             }
             dd_status st = dd_secagg_client_next(r.cl[i], in, il, r.x[i], &out, &ol);
             CHECK_OK(st);
             free(in);
             srv_ctx sc = {r.srv, r.ids[i]};
-            acc_srv += garble(feed_server, &sc, out, ol, 0, 1, (uint64_t)(100 + round * 10 + i));
+            acc_srv += garble(feed_server, &sc, out, ol, 0, 1, 100 + (uint64_t)round * 10 + (uint64_t)i);
             CHECK_OK(dd_secagg_server_receive(r.srv, r.ids[i], out, ol));
             free(out);
         }
@@ -575,7 +575,7 @@ static void test_independence(void) {
     for (int draw = 0; draw < DRAWS; draw++)
         for (int which = 0; which < 2; which++) {
             run_t r;
-            run_init(&r, 5, D, 32, 0, (uint64_t)(5000 + 2000 * which + draw), 0); /* independent keys */
+            run_init(&r, 5, D, 32, 0, 5000 + 2000 * (uint64_t)which + (uint64_t)draw, 0); /* independent keys */
             r.keep = 1;
             for (int j = 0; j < D; j++) r.x[0][j] = which ? 1.0f : -1.0f;
             float sum[D];

@@ -68,10 +68,12 @@ static void test_reduce_copy(dd_comm *c, const dd_model_tp *tp) {
     CHECK_OK(dd_tp_copy_fwd(tp, v, 37));
     CHECK(tm_all_ok(c, all_equal(v, 37, (float)r)), "copy-to-group forward is not the identity (T = %d)", T);
     CHECK_OK(dd_tp_copy_bwd(tp, v, 37));
-    CHECK(tm_all_ok(c, all_equal(v, 37, (float)(T * (T - 1) / 2))), "copy-to-group backward: not the sum of ranks");
+    const int sum_ranks = T * (T - 1) / 2; /* 0 + 1 + ... + (T - 1): an integer */
+    CHECK(tm_all_ok(c, all_equal(v, 37, (float)sum_ranks)), "copy-to-group backward: not the sum of ranks");
     fill_rank(v, 37, (float)(r + 1));
     CHECK_OK(dd_tp_reduce_fwd(tp, v, 37));
-    CHECK(tm_all_ok(c, all_equal(v, 37, (float)(T * (T + 1) / 2))), "reduce-from-group forward: not the sum");
+    const int sum_1_to_t = T * (T + 1) / 2; /* 1 + 2 + ... + T: an integer */
+    CHECK(tm_all_ok(c, all_equal(v, 37, (float)sum_1_to_t)), "reduce-from-group forward: not the sum");
     fill_rank(v, 37, (float)r);
     CHECK_OK(dd_tp_reduce_bwd(tp, v, 37));
     CHECK(tm_all_ok(c, all_equal(v, 37, (float)r)), "reduce-from-group backward is not the identity");
@@ -97,7 +99,10 @@ static void test_scatter_gather(dd_comm *c, const dd_model_tp *tp) {
     CHECK_OK(dd_tp_scatter_bwd(tp, xl, back, ROWS, (size_t)cols, tmp));
     ok = 1;
     for (int i = 0; i < ROWS; i++)
-        for (int k = 0; k < cols; k++) ok &= back[i * cols + k] == (float)(k / CL);
+        for (int k = 0; k < cols; k++) {
+            const int owner = k / CL; /* the rank whose block holds column k: a floor on purpose */
+            ok &= back[i * cols + k] == (float)owner;
+        }
     CHECK(tm_all_ok(c, ok), "scatter-to-group backward: not the owners' ranks");
     CHECK_OK(dd_tp_gather_bwd(tp, x, xl, ROWS, (size_t)cols));
     ok = 1;

@@ -33,27 +33,6 @@ static int count_lines(const char *s, const char *needle, int *nneedle) {
     return n;
 }
 
-/* Copies checkpoint src to dst, section `name` (NULL: none) replaced by v[0..n). */
-static dd_status rewrite_section(const char *src, const char *dst, const char *name, const void *v, size_t n) {
-    dd_ckpt_reader *r = NULL;
-    dd_ckpt_writer *w = NULL;
-    DD_TRY(dd_ckpt_open(src, &r));
-    dd_status st = dd_ckpt_write_begin(dst, &w);
-    for (size_t i = 0; st == DD_OK && i < dd_ckpt_count(r); i++) {
-        const char *nm = dd_ckpt_section_name(r, i);
-        const void *d;
-        size_t bytes;
-        if (name && strcmp(nm, name) == 0)
-            st = dd_ckpt_add(w, nm, v, n);
-        else if ((st = dd_ckpt_get(r, nm, &d, &bytes)) == DD_OK)
-            st = dd_ckpt_add(w, nm, d, bytes);
-    }
-    if (st == DD_OK) st = dd_ckpt_write_commit(&w);
-    dd_ckpt_abort(&w);
-    dd_ckpt_close(&r);
-    return st;
-}
-
 static int progress_calls, epoch_calls;
 static volatile int stop_now;
 static int steps_seen;
@@ -179,12 +158,12 @@ int main(void) {
         char last[800], keep[800], want[900];
         snprintf(last, sizeof last, "%s/last.ckpt", run2);
         snprintf(keep, sizeof keep, "%s/last.keep", run2);
-        CHECK_OK(rewrite_section(last, keep, NULL, NULL, 0));
+        CHECK_OK(tt_ckpt_rewrite(last, keep, NULL, NULL, 0));
         static const uint8_t three[3] = {1, 2, 3};
-        CHECK_OK(rewrite_section(keep, last, "run_id", "xyz", 4));
+        CHECK_OK(tt_ckpt_rewrite(keep, last, "run_id", "xyz", 4));
         snprintf(want, sizeof want, "%s: section 'run_id' is not a run id (32 hex digits): 'xyz'", last);
         CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_FORMAT, want);
-        CHECK_OK(rewrite_section(keep, last, "data_id", three, sizeof three));
+        CHECK_OK(tt_ckpt_rewrite(keep, last, "data_id", three, sizeof three));
         snprintf(want, sizeof want, "%s: section 'data_id' has 3 bytes, expected", last);
         CHECK_ERR(dd_train_run(NULL, &o), DD_ERR_FORMAT, want);
         CHECK(remove(last) == 0, "remove last.ckpt");

@@ -211,10 +211,12 @@ static void refused(const char *run, const char *data, dd_status status, const c
 
 int main(void) {
     const char *tmp = dd_test_tmpdir();
-    char data[600], data2[600], data3[600], R[600], S[600], p[900], msg[1200];
+    char data[600], data2[600], data3[600], data4[600], data5[600], R[600], S[600], p[900], msg[1200];
     snprintf(data, sizeof data, "%s/data", tmp);
     snprintf(data2, sizeof data2, "%s/data2", tmp);
     snprintf(data3, sizeof data3, "%s/data3", tmp);
+    snprintf(data4, sizeof data4, "%s/data4", tmp);
+    snprintf(data5, sizeof data5, "%s/data5", tmp);
     snprintf(R, sizeof R, "%s/R", tmp);
     snprintf(S, sizeof S, "%s/S", tmp);
     size_t n[3] = {2000, 1024, 1024};
@@ -235,6 +237,21 @@ int main(void) {
         if (ds3) CHECK_OK(dd_dataset_save_opendpd(ds3, data3));
         dd_dataset_free(&ds3);
         dd_free(v);
+    }
+    {   /* data4: the same samples, the test split 24 shorter; data5: the same samples under
+         * another spec (nperseg 256) */
+        const size_t n4[3] = {n[0], n[1], n[2] - 24};
+        const dd_cf32 *in[3] = {ds->in[0], ds->in[1], ds->in[2]};
+        const dd_cf32 *out[3] = {ds->out[0], ds->out[1], ds->out[2]};
+        dd_dataset *d4 = NULL, *d5 = NULL;
+        CHECK_OK(dd_dataset_from_arrays(&ds->spec, n4, in, out, &d4));
+        if (d4) CHECK_OK(dd_dataset_save_opendpd(d4, data4));
+        dd_spec s5 = ds->spec;
+        s5.nperseg = 256;
+        CHECK_OK(dd_dataset_from_arrays(&s5, n, in, out, &d5));
+        if (d5) CHECK_OK(dd_dataset_save_opendpd(d5, data5));
+        dd_dataset_free(&d4);
+        dd_dataset_free(&d5);
     }
     dd_train_cfg c, cg, cd;
     tt_cfg(&c, DD_TRAIN_PA, 6, 32, 2, 32, 2);
@@ -383,6 +400,8 @@ int main(void) {
             (const char *const[]){"was made on another data set than", "the train split holds other samples", NULL});
     refused(X, data3, DD_ERR_MISMATCH,
             (const char *const[]){"the val split holds other samples", NULL});
+    refused(X, data4, DD_ERR_MISMATCH, (const char *const[]){"the test split has 1000 samples (last.ckpt: 1024)", NULL});
+    refused(X, data5, DD_ERR_MISMATCH, (const char *const[]){"spec nperseg 256 (last.ckpt: 512)", NULL});
     CHECK_OK(resume(X, data, 4)); /* its own data set, given explicitly: fine */
 
     /* ---- files of an earlier version (no run id, no data identity) still resume */

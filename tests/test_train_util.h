@@ -4,6 +4,9 @@
 #ifndef TEST_TRAIN_UTIL_H
 #define TEST_TRAIN_UTIL_H
 
+#include <string.h>
+
+#include "distdpd/ckpt.h"
 #include "distdpd/dataset.h"
 #include "distdpd/fit.h"
 #include "distdpd/pa.h"
@@ -148,6 +151,29 @@ static inline void tt_reference_free(tt_reference *r) {
     free(r->grad);
     free(r->params);
     memset(r, 0, sizeof *r);
+}
+
+/* Copies checkpoint src to dst, section `name` (NULL: none) replaced by v[0..n) (added
+ * when src has none); v NULL: the section left out. */
+static inline dd_status tt_ckpt_rewrite(const char *src, const char *dst, const char *name, const void *v, size_t n) {
+    dd_ckpt_reader *r = NULL;
+    dd_ckpt_writer *w = NULL;
+    DD_TRY(dd_ckpt_open(src, &r));
+    dd_status st = dd_ckpt_write_begin(dst, &w);
+    if (st == DD_OK && name && v && !dd_ckpt_has(r, name)) st = dd_ckpt_add(w, name, v, n);
+    for (size_t i = 0; st == DD_OK && i < dd_ckpt_count(r); i++) {
+        const char *nm = dd_ckpt_section_name(r, i);
+        const void *d;
+        size_t bytes;
+        if (name && strcmp(nm, name) == 0) {
+            if (v) st = dd_ckpt_add(w, nm, v, n);
+        } else if ((st = dd_ckpt_get(r, nm, &d, &bytes)) == DD_OK)
+            st = dd_ckpt_add(w, nm, d, bytes);
+    }
+    if (st == DD_OK) st = dd_ckpt_write_commit(&w);
+    dd_ckpt_abort(&w);
+    dd_ckpt_close(&r);
+    return st;
 }
 
 #endif
