@@ -74,7 +74,7 @@ size_t dd_trainer_chunk_plan(const dd_trainer *tr, size_t bl, size_t *cf) {
 }
 
 void dd_trainer_chunks_free(dd_trainer *tr) {
-    for (size_t c = 0; c < tr->cnc; c++) {
+    for (size_t c = 0; tr->cws_m && c < tr->cnc; c++) { /* cws_m NULL: its calloc failed */
         dd_arena_free(tr->cws_m[c]);
         if (tr->cws_p) dd_arena_free(tr->cws_p[c]);
     }
