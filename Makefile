@@ -50,7 +50,7 @@ asan-test:
 test: deps
 	$(MAKE) check
 	$(MAKE) valgrind
-	$(MAKE) test-mpich MPICH_TESTS='$(MPICH_CI_TESTS)'
+	$(MAKE) test-mpich MPICH_TESTS='$(MPICH_CI_TESTS)' MPICH_EXCLUDE='$(MPICH_CI_EXCLUDE)'
 	$(MAKE) asan-test
 	$(MAKE) fuzz-ci
 	$(MAKE) fault-test FAULT_MAX_N=$(FAULT_CI_MAX_N)
@@ -129,17 +129,21 @@ lint-tests:
 
 # The mpi label against MPICH (mpicc.mpich, mpiexec.mpich; Open MPI stays the default
 # MPI): docs/testing.md, "MPICH". Builds only the library and the mpi-label tests;
-# MPICH_TESTS: a ctest -R filter (`make test`: MPICH_CI_TESTS, 1 to 4 ranks).
+# MPICH_TESTS: a ctest -R filter (`make test`: MPICH_CI_TESTS, 1 to 4 ranks), MPICH_EXCLUDE
+# a ctest -E filter (`make test`: MPICH_CI_EXCLUDE, the planner's timing test at 4 ranks:
+# MPICH's waiting ranks poll, so 4 of them on 2 CPUs time nothing the model describes).
 MPICH_BUILD ?= build-mpich
 MPI_TESTS := $(basename $(notdir $(wildcard tests/test_*_mpi.c)))
 MPICH_TESTS ?= .
 MPICH_CI_TESTS ?= _np[1234]$$
+MPICH_EXCLUDE ?= ^$$
+MPICH_CI_EXCLUDE ?= ^test_plan_mpi_np4$$
 .PHONY: test-mpich
 test-mpich:
 	cmake -S . -B $(MPICH_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDD_WERROR=$(DD_WERROR) \
 	  -DMPI_C_COMPILER=mpicc.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich
 	cmake --build $(MPICH_BUILD) -j $(JOBS) --target $(MPI_TESTS)
-	cd $(MPICH_BUILD) && ctest --output-on-failure -j $(JOBS) -L mpi -LE slow -R '$(MPICH_TESTS)' --timeout 1800
+	cd $(MPICH_BUILD) && ctest --output-on-failure -j $(JOBS) -L mpi -LE slow -R '$(MPICH_TESTS)' -E '$(MPICH_EXCLUDE)' --timeout 1800
 
 # Re-configure with the prefix so that the RPATH and distdpd.pc point at it.
 install: $(BUILD)/CMakeCache.txt
