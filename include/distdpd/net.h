@@ -136,6 +136,9 @@ const uint8_t *dd_nrd_bytes(dd_nrd *r, size_t n);
 /* A u16-length string into out[0..cap) (NUL-terminated). Refuses (r->bad) a length >=
  * cap, an empty string, or bytes outside printable ASCII. */
 void dd_nrd_str(dd_nrd *r, char *out, size_t cap);
+/* A NUL-terminated heap copy of n bytes already read and checked (a message's text
+ * field), for the caller to free; NULL when out of memory. */
+char *dd_nrd_dupz(const uint8_t *s, size_t n);
 
 /* ---- keys ---- */
 /* Generates a CURVE key pair and writes base.key (secret, mode 0600, written atomically)

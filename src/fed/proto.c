@@ -124,10 +124,7 @@ dd_status dd_fed_dec_welcome(const uint8_t *p, size_t n, dd_fed_welcome *m) {
     for (uint32_t i = 0; i < len; i++)
         if ((s[i] < 0x20 || s[i] > 0x7e) && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
             BAD("fed-welcome: byte 0x%02x at %u of the configuration is not printable text", s[i], i);
-    m->cfg_json = malloc(len + 1);
-    if (!m->cfg_json) return dd_error(DD_ERR_NOMEM, "fed-welcome");
-    memcpy(m->cfg_json, s, len);
-    m->cfg_json[len] = 0;
+    if (!(m->cfg_json = dd_nrd_dupz(s, len))) return dd_error(DD_ERR_NOMEM, "fed-welcome");
     return DD_OK;
 }
 

@@ -191,6 +191,14 @@ double dd_nrd_f64(dd_nrd *r) {
     memcpy(&d, &u, 8);
     return d;
 }
+char *dd_nrd_dupz(const uint8_t *s, size_t n) {
+    char *z = malloc(n + 1);
+    if (!z) return NULL;
+    if (n) memcpy(z, s, n);
+    z[n] = 0;
+    return z;
+}
+
 void dd_nrd_str(dd_nrd *r, char *out, size_t cap) {
     out[0] = 0;
     uint16_t n = dd_nrd_u16(r);

@@ -82,9 +82,7 @@ dd_status dd_pst_dec_welcome(const uint8_t *p, size_t n, dd_pst_welcome *m) {
     if (m->stale_lr > 1) BAD("welcome: stale-lr %u is not 0 (off) or 1 (on)", m->stale_lr);
     if (m->lease_ms < DD_PST_LEASE_MS_MIN || m->lease_ms > DD_PST_LEASE_MS_MAX)
         BAD("welcome: lease of %u ms outside [%d, %d]", m->lease_ms, DD_PST_LEASE_MS_MIN, DD_PST_LEASE_MS_MAX);
-    if (!(m->cfg_json = malloc((size_t)len + 1))) return dd_error(DD_ERR_NOMEM, "welcome");
-    memcpy(m->cfg_json, s, len);
-    m->cfg_json[len] = 0;
+    if (!(m->cfg_json = dd_nrd_dupz(s, len))) return dd_error(DD_ERR_NOMEM, "welcome");
     return DD_OK;
 }
 
