@@ -4,7 +4,8 @@
 # build-fuzz/corpus/<t>/ (kept between runs; new inputs go there) and the dictionary
 # tests/fuzz/<t>.dict when there is one. Prints per target the executions, libFuzzer's
 # coverage (cov: edges, ft: features) and the corpus size of its last status line.
-# A crash, leak, timeout (-timeout=10 s per input) or sanitizer report fails the run;
+# A crash, leak, timeout (-timeout=10 s per input; FUZZ_TIMEOUT=S sets it, for a loaded
+# machine, with DD_TEST_TIMEOUT_SCALE for the harnesses' own waits) or sanitizer report fails the run;
 # the input is left in build-fuzz/artifacts/ (turn it into tests/fuzz/regress/<t>/).
 # Usage: scripts/fuzz.sh SECONDS [TARGET...]   (targets: csv spec_json ... ; default all)
 # FUZZ_RUNS=N also stops a target after N executions (the issue's 10 million: a target
@@ -28,7 +29,7 @@ for t in "$@"; do
   [ -f "tests/fuzz/$t.dict" ] && dict=(-dict="tests/fuzz/$t.dict")
   log="$B/logs/$t.log"
   OPENBLAS_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    "$B/fuzz_$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${runs[@]}" \
+    "$B/fuzz_$t" -max_total_time="$SECS" -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb=2048 -print_final_stats=1 "${runs[@]}" \
     -artifact_prefix="$B/artifacts/$t-" "${dict[@]}" "$B/corpus/$t" "tests/fuzz/corpus/$t" >"$log" 2>&1
   rc=$?
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)
