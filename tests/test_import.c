@@ -19,13 +19,6 @@ static char data[600], npz[600], st_meta[600], st_badmeta[600];
 static const float *src_params;
 static size_t src_n;
 
-static int has_file(const char *dir, const char *name) {
-    char p[800];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
 /* An import that must succeed: best.ckpt holds the source's values, hidden = 4. */
 static void imported(const char *tensors, const dd_train_cfg *c, const char *out, const char *what) {
     char desc[256] = "";
@@ -36,8 +29,8 @@ static void imported(const char *tensors, const dd_train_cfg *c, const char *out
     CHECK(rm.model && dd_model_cfg_get(dd_model_config(rm.model), "hidden") == 4 &&
               dd_model_params(rm.model)->total == src_n && memcmp(rm.params, src_params, src_n * sizeof(float)) == 0,
           "%s: best.ckpt holds the source's %zu values (hidden 4)", what, src_n);
-    CHECK(has_file(out, "last.ckpt") && has_file(out, "import.json") && strlen(desc) > 0, "%s: last.ckpt, import.json",
-          what);
+    CHECK(tt_has_file(out, "last.ckpt") && tt_has_file(out, "import.json") && strlen(desc) > 0,
+          "%s: last.ckpt, import.json", what);
     dd_run_model_free(&rm);
 }
 
@@ -47,7 +40,7 @@ static void refused(const char *tensors, const dd_train_cfg *c, const char *d, c
     const char *msg = dd_last_error();
     CHECK(st == want && strstr(msg, needle) != NULL, "%s: status %s (want %s), message '%s' should say '%s'", what,
           dd_status_str(st), dd_status_str(want), msg, needle);
-    CHECK(!has_file(out, "best.ckpt") && !has_file(out, "last.ckpt"), "%s: no checkpoint written", what);
+    CHECK(!tt_has_file(out, "best.ckpt") && !tt_has_file(out, "last.ckpt"), "%s: no checkpoint written", what);
 }
 
 int main(void) {

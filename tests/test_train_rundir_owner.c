@@ -27,18 +27,6 @@
 #include "distdpd/train.h"
 #include "test_train_util.h"
 
-static long fsize(const char *path) {
-    struct stat sb;
-    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
-}
-
-static int has_file(const char *dir, const char *name) {
-    char p[900];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    struct stat sb;
-    return stat(p, &sb) == 0;
-}
-
 static void put(const char *dir, const char *name, const char *text) {
     char p[900];
     snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -68,7 +56,7 @@ static void copy_run(const char *src, const char *dst) {
         char a[900], b[900];
         snprintf(a, sizeof a, "%s/%s", src, files[k]);
         snprintf(b, sizeof b, "%s/%s", dst, files[k]);
-        if (fsize(a) >= 0) CHECK(copy_file(a, b), "copy %s", a);
+        if (tt_fsize(a) >= 0) CHECK(copy_file(a, b), "copy %s", a);
     }
 }
 
@@ -272,9 +260,9 @@ int main(void) {
     char *cj = dd_test_read(p);
     CHECK(cj && strstr(cj, "\"fingerprint\""), "config.json data_stats.fingerprint");
     free(cj);
-    CHECK(has_file(R, ".lock"), "RUN/.lock exists");
+    CHECK(tt_has_file(R, ".lock"), "RUN/.lock exists");
     snprintf(p, sizeof p, "%s/.lock", R);
-    CHECK(fsize(p) == 0, "the lock file is emptied at the end of the run (%ld bytes)", fsize(p));
+    CHECK(tt_fsize(p) == 0, "the lock file is emptied at the end of the run (%ld bytes)", tt_fsize(p));
 
     /* ---- the lock: a second writer is refused, naming this process */
     dd_run_lock *lk = NULL, *lk2 = NULL;
@@ -291,7 +279,7 @@ int main(void) {
     CHECK(who && strncmp(who, want, strlen(want)) == 0, "lock file holds 'pid host': '%s'", who ? who : "");
     free(who);
     dd_run_lock_release(&lk);
-    CHECK(lk == NULL && fsize(p) == 0, "released: handle NULL, lock file empty");
+    CHECK(lk == NULL && tt_fsize(p) == 0, "released: handle NULL, lock file empty");
     dd_run_lock_release(&lk); /* NULL-safe */
     char nodir[700];
     snprintf(nodir, sizeof nodir, "%s/nonexistent", tmp);
@@ -360,10 +348,10 @@ int main(void) {
     put(R, "notes.tmp.5", "not ours");
     put(R, "last.ckpt.tmp.", "not ours");
     CHECK_OK(resume(R, NULL, 3));
-    CHECK(!has_file(R, "last.ckpt.tmp.4242.0") && !has_file(R, "best.ckpt.tmp.4242.1") &&
-              !has_file(R, "metrics.jsonl.tmp.4243") && !has_file(R, "config.json.tmp.17"),
+    CHECK(!tt_has_file(R, "last.ckpt.tmp.4242.0") && !tt_has_file(R, "best.ckpt.tmp.4242.1") &&
+              !tt_has_file(R, "metrics.jsonl.tmp.4243") && !tt_has_file(R, "config.json.tmp.17"),
           "stale temporary files removed");
-    CHECK(has_file(R, "last.ckpt.tmp.x") && has_file(R, "notes.tmp.5") && has_file(R, "last.ckpt.tmp."),
+    CHECK(tt_has_file(R, "last.ckpt.tmp.x") && tt_has_file(R, "notes.tmp.5") && tt_has_file(R, "last.ckpt.tmp."),
           "other files kept");
     config_run_id(R, id_last, sizeof id_last);
     CHECK(strcmp(id_cfg, id_last) == 0, "a resume keeps the run id (%s, %s)", id_cfg, id_last);

@@ -4,7 +4,9 @@
 #ifndef TEST_TRAIN_UTIL_H
 #define TEST_TRAIN_UTIL_H
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "distdpd/ckpt.h"
 #include "distdpd/dataset.h"
@@ -174,6 +176,20 @@ static inline dd_status tt_ckpt_rewrite(const char *src, const char *dst, const 
     dd_ckpt_abort(&w);
     dd_ckpt_close(&r);
     return st;
+}
+
+/* The size of a file in bytes, -1 when there is none. */
+static inline long tt_fsize(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* Whether DIR/NAME exists (a run directory's file). */
+static inline int tt_has_file(const char *dir, const char *name) {
+    char p[900];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat sb;
+    return stat(p, &sb) == 0;
 }
 
 #endif

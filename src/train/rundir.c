@@ -30,14 +30,18 @@ dd_status dd_train_write_text(const char *path, const char *text, size_t len) {
         return dd_error(DD_ERR_ARG, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return dd_error(DD_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
-    int ok = fwrite(text, 1, len, f) == len;
-    ok = (fflush(f) == 0) && ok;
-    ok = (fsync(fileno(f)) == 0) && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
+    /* the first failure is the one reported (a failed flush is not followed by an fsync
+     * whose errno would replace it; the stream is closed in any case) */
+    int e = 0;
+    errno = 0;
+    if (fwrite(text, 1, len, f) != len) e = errno ? errno : EIO;
+    if (fflush(f) != 0 && !e) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(f)) != 0) e = errno;
+    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (!e && rename(tmp, path) != 0) e = errno;
+    if (e) {
         unlink(tmp);
-        return dd_error(DD_ERR_IO, "%s: write failed: %s", path, strerror(e));
+        return dd_error(DD_ERR_IO, "%s: write failed: %s; the previous file is untouched", path, strerror(e));
     }
     return DD_OK;
 }
@@ -571,7 +575,19 @@ static dd_status saver_join(run_saver *s, dd_trainer *tr, double *wait_s) {
     long tag = -1;
     dd_status st = dd_ckpt_async_join(s->aw, &w, &ws, &tag);
     if (wait_s) *wait_s = w;
-    if (st == DD_OK) saver_note_write(s, tr, ws, tag);
+    if (st == DD_OK) {
+        saver_note_write(s, tr, ws, tag);
+    } else if (tag >= 0 && (size_t)tag < tr->nhist) {
+        /* the end-of-epoch checkpoint of record `tag` failed (the run ends with this
+         * error): metrics.jsonl and history.csv, written while it was in flight, list that
+         * epoch; rewritten to list only the epochs last.ckpt holds (a resume retrains
+         * the rest and writes them again) */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dd_last_error());
+        if (dd_run_write_metrics(s->o->out, &tr->cfg, dd_model_num_params(tr->m), tr->hist, (size_t)tag) != DD_OK)
+            dd_log(DD_LOG_WARN, "%s", dd_last_error());
+        st = dd_error(st, "%s", msg);
+    }
     return st;
 }
 
@@ -711,8 +727,14 @@ dd_status dd_run_lock_acquire(const char *run, int create, dd_run_lock **out) {
     if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
     host[sizeof host - 1] = '\0';
     int n = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host);
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, who, (size_t)n, 0) != n)
-        dd_log(DD_LOG_WARN, "%s: cannot write the owner's pid into the lock file: %s", path, strerror(errno));
+    ssize_t wr = -1;
+    if (ftruncate(fd, 0) != 0 || (wr = pwrite(fd, who, (size_t)n, 0)) != n) {
+        /* a part of the line (a full disk, a file size limit) would name a wrong host:
+         * an empty file says "another process" instead */
+        dd_log(DD_LOG_WARN, "%s: cannot write the owner's pid into the lock file: %s", path,
+               wr >= 0 ? "short write" : strerror(errno));
+        if (wr > 0 && ftruncate(fd, 0) != 0) { /* nothing more to do: the file holds a partial line */ }
+    }
     *out = lk;
     return DD_OK;
 }

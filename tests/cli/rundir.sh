@@ -9,7 +9,9 @@
 #   another data set) with exit 1, naming the differences, config.json untouched;
 #   train-pa --resume of a DPD run and train-dpd --resume of a PA run are usage errors;
 # - simulate does not replace a data set without --force; run refuses --out = --in;
-# - SIGHUP stops training like SIGTERM (checkpoint, exit 1), except under nohup.
+# - SIGHUP stops training like SIGTERM (checkpoint, exit 1), except under nohup;
+# - a metrics.jsonl that cannot be written (a directory in its place) ends train-pa with
+#   exit 1 naming the file and the cause, no temporary file left, last.ckpt verifying.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -209,5 +211,16 @@ wait "$PID"
 RC=$?
 set -e
 expect_rc 75 "SIGTERM after the ignored SIGHUP (preempted)"
+
+# ---- metrics.jsonl cannot be written: its rename onto a directory fails (EISDIR)
+W=$TMP/wfail
+mkdir -p "$W/metrics.jsonl/x"
+run train-pa --data "$D" "${SMALL[@]}" --epochs 1 --no-report --out "$W" -q
+expect_rc 1 "metrics.jsonl in place of a directory"
+has "$ERR" "$W/metrics.jsonl: write failed: Is a directory; the previous file is untouched" \
+    "the error names metrics.jsonl and the cause"
+if [ -z "$(find "$W" -name '*.tmp.*')" ]; then pass; else fail "temporary files left: $(find "$W" -name '*.tmp.*')"; fi
+run inspect "$W/last.ckpt"
+expect_rc 0 "last.ckpt verifies after the failed metrics write ($ERR)"
 
 finish
