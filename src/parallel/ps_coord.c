@@ -18,10 +18,33 @@ int64_t dd_pst_coord_min_clock(const dd_pst_coord *c) {
     return m == INT64_MAX ? 0 : m;
 }
 
-static void release_lease(dd_pst_coord *c, dd_pst_worker *w) {
-    if (w->lease >= 0 && c->bstate && (uint64_t)w->lease < c->nb && c->bstate[w->lease] == DD_PST_LEASED &&
-        c->bowner[w->lease] == (int)(w - c->w))
-        c->bstate[w->lease] = DD_PST_FREE;
+/* Batch k, committed by w, is done without w's report (w went silent, left, or asked for
+ * another batch): its staged update is applied on w's behalf (or lost), its loss unknown. */
+static void complete_for(dd_pst_coord *c, dd_pst_worker *w, uint64_t k, const char *why) {
+    c->bstate[k] = DD_PST_DONE;
+    c->gfifo[c->ftail] = NAN;
+    c->fifo[c->ftail++] = NAN;
+    if (c->apply && c->apply(c->u, w->cid, w->txn) == DD_OK) {
+        c->ep_completed++;
+        dd_log(DD_LOG_WARN, "ps-coordinator: worker %s %s after committing batch %llu: its staged update was applied on its "
+                            "behalf",
+               w->name, why, (unsigned long long)k + 1);
+    } else {
+        c->ep_lost++;
+        dd_log(DD_LOG_WARN, "ps-coordinator: worker %s %s after committing batch %llu and its staged update could not be "
+                            "applied (%s): lost (the frames count as trained)",
+               w->name, why, (unsigned long long)k + 1, dd_last_error());
+    }
+}
+
+/* w gives its lease up (it asks for another batch, or leaves): a leased batch goes back
+ * to the queue; a committed one whose done never came is completed on its behalf (before
+ * 2026-12-02 it stayed committed without an owner and the epoch never ended). */
+static void release_lease(dd_pst_coord *c, dd_pst_worker *w, const char *why) {
+    if (w->lease >= 0 && c->bstate && (uint64_t)w->lease < c->nb && c->bowner[w->lease] == (int)(w - c->w)) {
+        if (c->bstate[w->lease] == DD_PST_LEASED) c->bstate[w->lease] = DD_PST_FREE;
+        else if (c->bstate[w->lease] == DD_PST_COMMITTED) complete_for(c, w, (uint64_t)w->lease, why);
+    }
     w->lease = -1;
 }
 
@@ -147,8 +170,10 @@ void dd_pst_coord_on_msg(dd_pst_coord *c, const dd_net_hdr *h, const uint8_t *pl
         return;
     }
     if (h->seq < w->last_seq) return; /* an old request */
-    if (!w->alive) { /* back after being declared dead: a member again */
+    if (!w->alive) { /* back after being declared dead: a member again (before 2026-12-02 it stayed marked dead:
+                      * ps.json said "dead" and the end of the run did not wait to tell it "the end") */
         w->alive = 1;
+        w->dead = 0;
         w->clock = dd_pst_coord_min_clock(c);
         dd_log(DD_LOG_INFO, "ps-coordinator: worker %s is back", w->name);
     }
@@ -158,7 +183,7 @@ void dd_pst_coord_on_msg(dd_pst_coord *c, const dd_net_hdr *h, const uint8_t *pl
             dd_pst_coord_refuse(r, peer, "malformed %s", dd_last_error());
             return;
         }
-        release_lease(c, w);
+        release_lease(c, w, "asked for another batch without its done");
         int64_t cmin = dd_pst_coord_min_clock(c);
         uint64_t found = UINT64_MAX;
         dd_pst_lease lm = {.kind = DD_PST_LEASE_WAIT};
@@ -234,7 +259,7 @@ void dd_pst_coord_on_msg(dd_pst_coord *c, const dd_net_hdr *h, const uint8_t *pl
             dd_pst_coord_refuse(r, peer, "malformed %s", dd_last_error());
             return;
         }
-        release_lease(c, w);
+        release_lease(c, w, "left without its done");
         w->alive = 0;
         dd_log(DD_LOG_INFO, "ps-coordinator: worker %s left", w->name);
         reply(w, r, DD_MSG_ACK, h->seq, &b);
@@ -258,20 +283,7 @@ void dd_pst_coord_expire(dd_pst_coord *c, int64_t now) {
                                     "another worker, the worker leaves",
                        w->name, (unsigned long long)k + 1, c->lease_ms);
             } else if (c->bstate[k] == DD_PST_COMMITTED) { /* committed, then silent: complete its staged update */
-                c->bstate[k] = DD_PST_DONE;
-                c->gfifo[c->ftail] = NAN;
-                c->fifo[c->ftail++] = NAN;
-                if (c->apply && c->apply(c->u, w->cid, w->txn) == DD_OK) {
-                    c->ep_completed++;
-                    dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu: its staged "
-                                        "update was applied on its behalf",
-                           w->name, (unsigned long long)k + 1);
-                } else {
-                    c->ep_lost++;
-                    dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu and its staged "
-                                        "update could not be applied (%s): lost (the frames count as trained)",
-                           w->name, (unsigned long long)k + 1, dd_last_error());
-                }
+                complete_for(c, w, k, "went silent");
             }
             w->lease = -1;
             w->alive = 0;
