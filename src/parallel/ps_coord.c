@@ -71,8 +71,8 @@ void dd_pst_coord_refuse(dd_pst_reply *r, const char *peer, const char *fmt, ...
     r->n = (uint32_t)strlen(r->err);
 }
 
-void dd_pst_coord_free(dd_pst_coord *c) {
-    for (int i = 0; i < c->nw; i++) dd_nbuf_free(&c->w[i].last_reply);
+/* The epoch's arrays. */
+static void free_epoch(dd_pst_coord *c) {
     free(c->bstate);
     free(c->bowner);
     free(c->fcount);
@@ -84,16 +84,16 @@ void dd_pst_coord_free(dd_pst_coord *c) {
     c->fifo = c->gfifo = NULL;
 }
 
+void dd_pst_coord_free(dd_pst_coord *c) {
+    for (int i = 0; i < c->nw; i++) dd_nbuf_free(&c->w[i].last_reply);
+    free_epoch(c);
+}
+
 dd_status dd_pst_coord_start_epoch(dd_pst_coord *c, int ep, uint64_t nb, uint64_t nframes, uint64_t done) {
     c->ep = ep;
     c->nb = nb;
     c->nframes = nframes;
-    free(c->bstate);
-    free(c->bowner);
-    free(c->fcount);
-    free(c->fifo);
-    free(c->gfifo);
-    free(c->bwas);
+    free_epoch(c);
     c->bstate = calloc(nb ? nb : 1, 1);
     c->bwas = calloc(nb ? nb : 1, 1);
     c->bowner = calloc(nb ? nb : 1, sizeof *c->bowner);
