@@ -186,7 +186,7 @@ static dd_status serve(ps_t *p, long wait_ms) {
     int r = dd_net_recv(p->router, 1, wait_ms, 1u << 24, &m);
     if (r < 0) return dd_error_prefix(DD_ERR_COMM, "ps-coordinator: ");
     if (r == 0) return DD_OK;
-    dd_pst_reply rep;
+    dd_pst_reply rep = {0};
     if (!m.ok) dd_pst_coord_refuse(&rep, m.peer, "%s", m.err);
     else dd_pst_coord_on_msg(&p->c, &m.h, m.payload, m.peer, dd_net_ms(), &rep);
     if (rep.send) dd_net_send(p->router, m.rid, m.rid_n, rep.type, m.ok ? m.h.seq : 0, 0, rep.p, rep.n);
