@@ -1,8 +1,8 @@
 /* The payloads of the training coordinator's protocol (docs/ps.md, "Coordinator
  * protocol"): what a worker sends the coordinator (HELLO, LEASE, COMMIT, DONE; BYE is
  * empty) and what the coordinator answers (WELCOME, LEASE_REP, COMMIT_REP). Encoders and
- * strict decoders, pure functions (no socket, no state): the coordinator's on_msg and the
- * worker in ps_train.c call them, test_ps_msg tests every refusal and the libFuzzer target
+ * strict decoders, pure functions (no socket, no state): the coordinator's
+ * dd_pst_coord_on_msg (ps_coord.c) and the worker in ps_train.c call them, test_ps_msg tests every refusal and the libFuzzer target
  * tests/fuzz/fuzz_ps_train.c feeds them random bytes.
  *
  * A decoder returns DD_OK with the struct filled, or DD_ERR_FORMAT with dd_last_error()

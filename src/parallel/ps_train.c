@@ -38,29 +38,10 @@
 
 #include "distdpd/parallel.h"
 #include "distdpd/ps.h"
-#include "parallel/ps_msg.h"
+#include "parallel/ps_coord.h"
 
 #define PS_MAXW DD_PST_MAX_WORKERS
-#define PS_HIST 64 /* histogram buckets; the last counts everything >= 63 */
-
-typedef struct {
-    uint64_t id;
-    uint8_t rid[256];
-    size_t ridn;
-    char name[64];
-    int alive;     /* 0: left (bye) or dead */
-    int dead;      /* declared dead (lease expired or silent) */
-    int64_t heard; /* ms of the last message */
-    int64_t clock; /* batches completed in this epoch */
-    int64_t lease; /* batch held, -1 none */
-    int64_t deadline;
-    uint64_t last_seq;
-    int last_type;
-    dd_nbuf last_reply;
-    uint64_t batches, refused, resends, expired;
-    double compute_s;
-    uint64_t cid, txn; /* the committed batch's staged update: its owner (the worker's client id) and transaction */
-} wrec;
+#define PS_HIST DD_PST_HIST
 
 typedef struct {
     /* options */
@@ -81,26 +62,12 @@ typedef struct {
     size_t nblocks;
     uint64_t *ver;
     char *cfg_json;
-    wrec w[PS_MAXW];
-    int nw;
+    dd_pst_coord c; /* the workers, the batches of the epoch, the counters (ps_coord.c) */
     dd_trainer *tr;
-    int ep; /* epoch being served (0-based), -1 none */
-    uint64_t nb, nframes, B;
-    uint8_t *bstate; /* 0 free, 1 leased, 2 committed, 3 done */
-    int *bowner;
-    uint8_t *fcount;
-    double *fifo;
-    double *gfifo; /* the batches' gradient norms (before clipping), NAN: not known */
-    size_t fhead, ftail;
     double last_loss;
-    uint64_t hist[PS_HIST], lag[PS_HIST];
-    uint64_t ep_expired, ep_refused, ep_lost, ep_redone, ep_completed;
-    uint8_t *bwas; /* batch was leased before (redone) */
-    int finished;
     int resuming;       /* --resume: the servers get last.ckpt's state (co_setup after the load) */
     uint64_t *ck_ver;   /* --resume: the blocks' versions from the checkpoint (ps.versions) */
     cJSON *epochs; /* per-epoch records for ps.json */
-    uint64_t tot_batches;
 } ps_t;
 
 /* ------------------------------------------------------------ options */
@@ -136,7 +103,7 @@ static dd_status parse_opts(const dd_strategy_args *a, ps_t *p) {
     p->lease_ms = 10000;
     p->timeout_s = 300;
     p->min_workers = 1;
-    p->ep = -1;
+    p->c.ep = -1;
     const char *v;
     if (!p->cluster_path) return dd_error(DD_ERR_ARG, "--ps: missing (the cluster file)");
     if (!p->key_path) return dd_error(DD_ERR_ARG, "--ps needs --key KEY (this process's secret key file)");
@@ -201,8 +168,6 @@ static dd_status ps_check(const dd_strategy_args *a) {
 
 /* ------------------------------------------------------------ payload helpers */
 
-static void hist_add(uint64_t *h, uint64_t v) { h[v >= PS_HIST - 1 ? PS_HIST - 1 : v]++; }
-
 static int hist_json(char *buf, size_t cap, const uint64_t *h) {
     int last = 0;
     for (int i = 0; i < PS_HIST; i++)
@@ -215,273 +180,16 @@ static int hist_json(char *buf, size_t cap, const uint64_t *h) {
 
 /* ------------------------------------------------------------ coordinator */
 
-static void release_lease(ps_t *p, wrec *w) {
-    if (w->lease >= 0 && p->bstate && (uint64_t)w->lease < p->nb && p->bstate[w->lease] == 1 &&
-        p->bowner[w->lease] == (int)(w - p->w))
-        p->bstate[w->lease] = 0;
-    w->lease = -1;
-}
-
-static int64_t min_clock(const ps_t *p) {
-    int64_t m = INT64_MAX;
-    for (int i = 0; i < p->nw; i++)
-        if (p->w[i].alive && p->w[i].clock < m) m = p->w[i].clock;
-    return m == INT64_MAX ? 0 : m;
-}
-
-static void send_reply(ps_t *p, wrec *w, int type, uint64_t seq, dd_nbuf *b) {
-    w->last_seq = seq;
-    w->last_type = type;
-    w->last_reply.n = 0;
-    if (b && b->n) dd_nbuf_bytes(&w->last_reply, b->p, b->n);
-    dd_net_send(p->router, w->rid, w->ridn, type, seq, 0, w->last_reply.p, (uint32_t)w->last_reply.n);
-}
-
-static void refuse_peer(ps_t *p, const uint8_t *rid, size_t ridn, uint64_t seq, const char *peer, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static void refuse_peer(ps_t *p, const uint8_t *rid, size_t ridn, uint64_t seq, const char *peer, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    dd_log(DD_LOG_WARN, "ps-coordinator: refused a message from %s: %s", peer, msg);
-    dd_net_send(p->router, rid, ridn, DD_MSG_ERR, seq, 0, msg, (uint32_t)strlen(msg));
-}
-
-/* The per-epoch batch book-keeping (states, owners, frame counts, queues). */
-static void free_epoch_state(ps_t *p) {
-    free(p->bstate);
-    free(p->bowner);
-    free(p->fcount);
-    free(p->fifo);
-    free(p->gfifo);
-    free(p->bwas);
-}
-
-static void start_epoch(ps_t *p, dd_trainer *tr) {
-    p->ep = dd_trainer_epoch(tr);
-    p->nb = dd_trainer_num_batches(tr);
-    p->nframes = dd_trainer_num_frames(tr);
-    free_epoch_state(p);
-    p->bstate = calloc(p->nb, 1);
-    p->bwas = calloc(p->nb, 1);
-    p->bowner = calloc(p->nb, sizeof *p->bowner);
-    p->fcount = calloc(p->nframes, 1);
-    p->fifo = calloc(p->nb, sizeof *p->fifo);
-    p->gfifo = calloc(p->nb, sizeof *p->gfifo);
-    p->fhead = p->ftail = 0;
-    /* batches already stepped (a resumed cursor) count as done */
-    for (uint64_t b = 0; b < dd_trainer_batch(tr) && b < p->nb; b++) p->bstate[b] = 3;
-    memset(p->hist, 0, sizeof p->hist);
-    memset(p->lag, 0, sizeof p->lag);
-    p->ep_expired = p->ep_refused = p->ep_lost = p->ep_redone = p->ep_completed = 0;
-    for (int i = 0; i < p->nw; i++) {
-        p->w[i].clock = 0;
-        p->w[i].lease = -1;
-    }
-}
-
-static void on_msg(ps_t *p, const uint8_t *rid, size_t ridn, const char *peer, const dd_net_hdr *h, const uint8_t *pl) {
-    int64_t now = dd_net_ms();
-    int wi = -1;
-    for (int i = 0; i < p->nw; i++)
-        if (p->w[i].id == h->sender) wi = i;
-    if (h->type == DD_MSG_HELLO) {
-        dd_pst_hello m;
-        if (dd_pst_dec_hello(pl, h->len, &m) != DD_OK) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
-            return;
-        }
-        const char *name = m.name;
-        if (wi < 0) {
-            if (p->nw >= PS_MAXW) {
-                refuse_peer(p, rid, ridn, h->seq, peer, "hello: %d workers already joined (the limit)", PS_MAXW);
-                return;
-            }
-            wi = p->nw++;
-            memset(&p->w[wi], 0, sizeof p->w[wi]);
-            p->w[wi].id = h->sender;
-            p->w[wi].lease = -1;
-            p->w[wi].clock = min_clock(p);
-            dd_log(DD_LOG_INFO, "ps-coordinator: worker %s (%s) joined at epoch %d", name, peer, p->ep + 1);
-        }
-        wrec *w = &p->w[wi];
-        snprintf(w->name, sizeof w->name, "%s", name);
-        if (!w->alive) w->clock = min_clock(p);
-        w->alive = 1;
-        w->dead = 0;
-        w->heard = now;
-        memcpy(w->rid, rid, ridn);
-        w->ridn = ridn;
-        dd_nbuf b = {0};
-        const dd_pst_welcome wm = {(uint32_t)wi, p->cfg_json, p->staleness < 0 ? UINT64_MAX : (uint64_t)p->staleness,
-                                   (uint8_t)p->stale_lr, (uint32_t)p->lease_ms};
-        dd_pst_enc_welcome(&b, &wm);
-        send_reply(p, w, DD_MSG_WELCOME, h->seq, &b);
-        dd_nbuf_free(&b);
-        return;
-    }
-    if (wi < 0) {
-        refuse_peer(p, rid, ridn, h->seq, peer, "%s from an unknown worker (send hello first)", dd_msg_type_name(h->type));
-        return;
-    }
-    wrec *w = &p->w[wi];
-    memcpy(w->rid, rid, ridn);
-    w->ridn = ridn;
-    w->heard = now;
-    if (h->seq == w->last_seq) { /* a resend: the same answer */
-        dd_net_send(p->router, w->rid, w->ridn, w->last_type, h->seq, 0, w->last_reply.p, (uint32_t)w->last_reply.n);
-        return;
-    }
-    if (h->seq < w->last_seq) return; /* an old request */
-    if (!w->alive) { /* back after being declared dead: a member again */
-        w->alive = 1;
-        w->clock = min_clock(p);
-        dd_log(DD_LOG_INFO, "ps-coordinator: worker %s is back", w->name);
-    }
-    dd_nbuf b = {0};
-    if (h->type == DD_MSG_LEASE) {
-        if (dd_pst_dec_empty(pl, h->len, "lease") != DD_OK) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
-            return;
-        }
-        release_lease(p, w);
-        int64_t cmin = min_clock(p);
-        uint64_t found = UINT64_MAX;
-        dd_pst_lease lm = {.kind = DD_PST_LEASE_WAIT};
-        if (p->finished) {
-            lm.kind = DD_PST_LEASE_END;
-        } else if (p->ep >= 0 && p->nw >= p->min_workers && (p->staleness < 0 || w->clock - cmin <= p->staleness)) {
-            for (uint64_t k = 0; k < p->nb; k++)
-                if (p->bstate[k] == 0) {
-                    found = k;
-                    break;
-                }
-        }
-        if (found != UINT64_MAX) {
-            p->bstate[found] = 1;
-            p->bowner[found] = wi;
-            if (p->bwas[found]) p->ep_redone++;
-            p->bwas[found] = 1;
-            w->lease = (int64_t)found;
-            w->deadline = now + p->lease_ms;
-            lm = (dd_pst_lease){DD_PST_LEASE_BATCH, (uint64_t)p->ep, found, 0, 0, 0, dd_trainer_lr(p->tr),
-                                (uint64_t)(w->clock - cmin)};
-            dd_trainer_batch_slice(p->tr, found, 0, 1, &lm.lo, &lm.hi, &lm.global);
-            hist_add(p->hist, lm.staleness);
-        }
-        dd_pst_enc_lease(&b, &lm);
-        send_reply(p, w, DD_MSG_LEASE_REP, h->seq, &b);
-    } else if (h->type == DD_MSG_COMMIT) {
-        dd_pst_commit m;
-        if (dd_pst_dec_commit(pl, h->len, &m) != DD_OK) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
-            return;
-        }
-        const uint64_t e = m.epoch, k = m.batch;
-        int ok = (int64_t)e == p->ep && k < p->nb && p->bstate[k] == 1 && p->bowner[k] == wi && w->lease == (int64_t)k;
-        if (ok) {
-            uint64_t lo, hi, g;
-            dd_trainer_batch_slice(p->tr, k, 0, 1, &lo, &hi, &g);
-            for (uint64_t f = lo; f < hi; f++)
-                if (p->fcount[f] < 255) p->fcount[f]++;
-            p->bstate[k] = 2;
-            w->cid = m.cid;
-            w->txn = m.txn;
-            w->deadline = now + 2 * (int64_t)p->lease_ms; /* the apply must end within this */
-        } else {
-            w->refused++;
-            p->ep_refused++;
-            dd_log(DD_LOG_WARN, "ps-coordinator: worker %s: commit of batch %llu of epoch %llu refused (its lease was lost)",
-                   w->name, (unsigned long long)k + 1, (unsigned long long)e + 1);
-        }
-        dd_pst_enc_commit_rep(&b, ok);
-        send_reply(p, w, DD_MSG_COMMIT_REP, h->seq, &b);
-    } else if (h->type == DD_MSG_DONE) {
-        dd_pst_done m;
-        if (dd_pst_dec_done(pl, h->len, &m) != DD_OK) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
-            return;
-        }
-        if ((int64_t)m.epoch == p->ep && m.batch < p->nb && p->bstate[m.batch] == 2 && p->bowner[m.batch] == wi) {
-            p->bstate[m.batch] = 3;
-            p->gfifo[p->ftail] = m.grad_norm;
-            p->fifo[p->ftail++] = m.loss;
-            w->clock++;
-            w->batches++;
-            w->compute_s += m.compute_s;
-            w->lease = -1;
-            hist_add(p->lag, m.lag);
-            p->tot_batches++;
-        }
-        w->resends = m.resends;
-        send_reply(p, w, DD_MSG_ACK, h->seq, &b);
-    } else if (h->type == DD_MSG_BYE) {
-        if (dd_pst_dec_empty(pl, h->len, "bye") != DD_OK) {
-            refuse_peer(p, rid, ridn, h->seq, peer, "malformed %s", dd_last_error());
-            return;
-        }
-        release_lease(p, w);
-        w->alive = 0;
-        dd_log(DD_LOG_INFO, "ps-coordinator: worker %s left", w->name);
-        send_reply(p, w, DD_MSG_ACK, h->seq, &b);
-    } else {
-        refuse_peer(p, rid, ridn, h->seq, peer, "a %s message is not a coordinator request", dd_msg_type_name(h->type));
-    }
-    dd_nbuf_free(&b);
-}
-
-/* Expired leases go back to the queue; silent workers leave the membership. */
-static void expire(ps_t *p) {
-    int64_t now = dd_net_ms();
-    for (int i = 0; i < p->nw; i++) {
-        wrec *w = &p->w[i];
-        if (!w->alive) continue;
-        if (w->lease >= 0 && p->bstate && (uint64_t)w->lease < p->nb && now > w->deadline) {
-            uint64_t k = (uint64_t)w->lease;
-            if (p->bstate[k] == 1) {
-                p->bstate[k] = 0;
-                p->ep_expired++;
-                w->expired++;
-                dd_log(DD_LOG_WARN, "ps-coordinator: worker %s: lease of batch %llu expired after %d ms: the batch goes to "
-                                    "another worker, the worker leaves",
-                       w->name, (unsigned long long)k + 1, p->lease_ms);
-            } else if (p->bstate[k] == 2) { /* committed, then silent: complete its staged update */
-                p->bstate[k] = 3;
-                p->gfifo[p->ftail] = NAN;
-                p->fifo[p->ftail++] = NAN;
-                if (p->cli && dd_ps_client_apply(p->cli, w->cid, w->txn, NULL) == DD_OK) {
-                    p->ep_completed++;
-                    dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu: its staged "
-                                        "update was applied on its behalf",
-                           w->name, (unsigned long long)k + 1);
-                } else {
-                    p->ep_lost++;
-                    dd_log(DD_LOG_WARN, "ps-coordinator: worker %s went silent after committing batch %llu and its staged "
-                                        "update could not be applied (%s): lost (the frames count as trained)",
-                           w->name, (unsigned long long)k + 1, dd_last_error());
-                }
-            }
-            w->lease = -1;
-            w->alive = 0;
-            w->dead = 1;
-        } else if (w->lease < 0 && now - w->heard > p->lease_ms) {
-            w->alive = 0;
-            w->dead = 1;
-            dd_log(DD_LOG_WARN, "ps-coordinator: worker %s silent for %d ms: it leaves", w->name, p->lease_ms);
-        }
-    }
-}
-
 /* Serves the router for up to wait_ms; returns after the first message handled. */
 static dd_status serve(ps_t *p, long wait_ms) {
     dd_net_msg m;
     int r = dd_net_recv(p->router, 1, wait_ms, 1u << 24, &m);
     if (r < 0) return dd_error_prefix(DD_ERR_COMM, "ps-coordinator: ");
     if (r == 0) return DD_OK;
-    if (!m.ok) refuse_peer(p, m.rid, m.rid_n, 0, m.peer, "%s", m.err);
-    else on_msg(p, m.rid, m.rid_n, m.peer, &m.h, m.payload);
+    dd_pst_reply rep = {0};
+    if (!m.ok) dd_pst_coord_refuse(&rep, m.peer, "%s", m.err);
+    else dd_pst_coord_on_msg(&p->c, &m.h, m.payload, m.peer, dd_net_ms(), &rep);
+    if (rep.send) dd_net_send(p->router, m.rid, m.rid_n, rep.type, m.ok ? m.h.seq : 0, 0, rep.p, rep.n);
     dd_net_msg_free(&m);
     return DD_OK;
 }
@@ -510,6 +218,19 @@ static dd_status blocks_of(dd_trainer *tr, dd_ps_block **b, size_t *n) {
 
 static dd_status restore_servers(ps_t *p, dd_trainer *tr);
 
+/* The coordinator's callbacks (ps_coord.h): the trainer's batches and learning rate, the
+ * servers' apply. */
+static void co_slice(void *u, uint64_t k, uint64_t *lo, uint64_t *hi, uint64_t *global) {
+    dd_trainer_batch_slice(((ps_t *)u)->tr, k, 0, 1, lo, hi, global);
+}
+
+static double co_lr(void *u) { return dd_trainer_lr(((ps_t *)u)->tr); }
+
+static dd_status co_apply(void *u, uint64_t cid, uint64_t txn) {
+    ps_t *p = u;
+    return p->cli ? dd_ps_client_apply(p->cli, cid, txn, NULL) : dd_error(DD_ERR_INTERNAL, "no parameter-server client");
+}
+
 static dd_status co_setup(void *self, dd_trainer *tr) {
     ps_t *p = self;
     p->tr = tr;
@@ -519,6 +240,15 @@ static dd_status co_setup(void *self, dd_trainer *tr) {
         return dd_error(DD_ERR_ARG, "%s: no \"coordinator\" entry: workers find the coordinator there (docs/ps.md)", p->cluster_path);
     DD_TRY(check_optimizer(p, dd_trainer_cfg(tr)));
     DD_TRY(dd_train_cfg_to_json(dd_trainer_cfg(tr), &p->cfg_json));
+    p->c.staleness = p->staleness;
+    p->c.stale_lr = p->stale_lr;
+    p->c.lease_ms = p->lease_ms;
+    p->c.min_workers = p->min_workers;
+    p->c.cfg_json = p->cfg_json;
+    p->c.u = p;
+    p->c.slice = co_slice;
+    p->c.lr = co_lr;
+    p->c.apply = co_apply;
     DD_TRY(blocks_of(tr, &p->blocks, &p->nblocks));
     p->ver = malloc(p->nblocks * sizeof *p->ver);
     if (!p->ver) return dd_error(DD_ERR_NOMEM, "ps");
@@ -611,32 +341,34 @@ static dd_status co_load(void *self, dd_trainer *tr, const dd_ckpt_reader *r) {
 
 static dd_status co_step(void *self, dd_trainer *tr, double *loss) {
     ps_t *p = self;
-    if (p->ep != dd_trainer_epoch(tr)) start_epoch(p, tr);
+    if (p->c.ep != dd_trainer_epoch(tr))
+        DD_TRY(dd_pst_coord_start_epoch(&p->c, dd_trainer_epoch(tr), dd_trainer_num_batches(tr), dd_trainer_num_frames(tr),
+                                        dd_trainer_batch(tr)));
     int64_t t0 = dd_net_ms();
     for (;;) {
-        if (p->fhead < p->ftail) {
-            const double gn = p->gfifo[p->fhead];
-            double l = p->fifo[p->fhead++];
+        if (p->c.fhead < p->c.ftail) {
+            const double gn = p->c.gfifo[p->c.fhead];
+            double l = p->c.fifo[p->c.fhead++];
             if (!isfinite(l)) l = p->last_loss; /* a push lost with its worker */
             p->last_loss = l;
             DD_TRY(dd_trainer_advance(tr, l, gn));
             if (loss) *loss = l;
-            if (dd_trainer_batch(tr) >= p->nb) {
+            if (dd_trainer_batch(tr) >= p->c.nb) {
                 /* the epoch is complete (every push acknowledged): evaluation and the
                  * checkpoint see the servers' weights */
                 DD_TRY(dd_ps_client_pull(p->cli, dd_trainer_params(tr), p->ver));
-                if (dd_trainer_epoch(tr) + 1 >= dd_trainer_cfg(tr)->epochs) p->finished = 1;
+                if (dd_trainer_epoch(tr) + 1 >= dd_trainer_cfg(tr)->epochs) p->c.finished = 1;
             }
             return DD_OK;
         }
         DD_TRY(serve(p, 20));
-        expire(p);
-        if (p->fhead < p->ftail) t0 = dd_net_ms();
+        dd_pst_coord_expire(&p->c, dd_net_ms());
+        if (p->c.fhead < p->c.ftail) t0 = dd_net_ms();
         if ((double)(dd_net_ms() - t0) > 1e3 * p->timeout_s) {
             int live = 0;
-            for (int i = 0; i < p->nw; i++) live += p->w[i].alive;
+            for (int i = 0; i < p->c.nw; i++) live += p->c.w[i].alive;
             return dd_error(DD_ERR_TIMEOUT, "ps-coordinator: no batch completed in %g s (--ps-timeout; %d live workers, %d joined, "
-                                            "--ps-min-workers %d): start workers with --ps %s", p->timeout_s, live, p->nw,
+                                            "--ps-min-workers %d): start workers with --ps %s", p->timeout_s, live, p->c.nw,
                             p->min_workers, p->cluster_path);
         }
     }
@@ -699,27 +431,27 @@ static dd_status co_save(void *self, dd_trainer *tr, dd_ckpt_writer *w) {
 static dd_status co_epoch_json(void *self, char *buf, size_t cap) {
     ps_t *p = self;
     uint64_t once = 0, more = 0, missed = 0;
-    for (uint64_t f = 0; f < p->nframes; f++) {
-        once += p->fcount[f] == 1;
-        more += p->fcount[f] > 1;
-        missed += p->fcount[f] == 0;
+    for (uint64_t f = 0; f < p->c.nframes; f++) {
+        once += p->c.fcount[f] == 1;
+        more += p->c.fcount[f] > 1;
+        missed += p->c.fcount[f] == 0;
     }
     int live = 0;
-    for (int i = 0; i < p->nw; i++) live += p->w[i].alive;
+    for (int i = 0; i < p->c.nw; i++) live += p->c.w[i].alive;
     char hs[600], hl[600];
-    hist_json(hs, sizeof hs, p->hist);
-    hist_json(hl, sizeof hl, p->lag);
+    hist_json(hs, sizeof hs, p->c.hist);
+    hist_json(hl, sizeof hl, p->c.lag);
     snprintf(buf, cap,
              "\"ps_workers\":%d,\"ps_staleness\":%lld,\"ps_staleness_hist\":%s,\"ps_update_lag_hist\":%s,"
              "\"ps_frames_once\":%llu,\"ps_frames_repeated\":%llu,\"ps_frames_missed\":%llu,\"ps_leases_expired\":%llu,"
              "\"ps_batches_redone\":%llu,\"ps_commits_refused\":%llu,\"ps_pushes_completed\":%llu,"
              "\"ps_pushes_lost\":%llu",
              live, (long long)p->staleness, hs, hl, (unsigned long long)once, (unsigned long long)more,
-             (unsigned long long)missed, (unsigned long long)p->ep_expired, (unsigned long long)p->ep_redone,
-             (unsigned long long)p->ep_refused, (unsigned long long)p->ep_completed, (unsigned long long)p->ep_lost);
+             (unsigned long long)missed, (unsigned long long)p->c.ep_expired, (unsigned long long)p->c.ep_redone,
+             (unsigned long long)p->c.ep_refused, (unsigned long long)p->c.ep_completed, (unsigned long long)p->c.ep_lost);
     if (p->epochs) {
         char obj[2300];
-        snprintf(obj, sizeof obj, "{\"epoch\":%d,\"frames\":%llu,%s}", p->ep + 1, (unsigned long long)p->nframes, buf);
+        snprintf(obj, sizeof obj, "{\"epoch\":%d,\"frames\":%llu,%s}", p->c.ep + 1, (unsigned long long)p->c.nframes, buf);
         cJSON *o = cJSON_Parse(obj);
         if (o) cJSON_AddItemToArray(p->epochs, o);
     }
@@ -775,8 +507,8 @@ static dd_status ps_report(const void *self, cJSON *pj) {
     }
     cJSON *wa = cJSON_AddArrayToObject(o, "workers");
     uint64_t resends = 0;
-    for (int i = 0; i < p->nw; i++) {
-        const wrec *w = &p->w[i];
+    for (int i = 0; i < p->c.nw; i++) {
+        const dd_pst_worker *w = &p->c.w[i];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", w->name);
         cJSON_AddNumberToObject(x, "batches", (double)w->batches);
@@ -788,7 +520,7 @@ static dd_status ps_report(const void *self, cJSON *pj) {
         cJSON_AddItemToArray(wa, x);
         resends += w->resends;
     }
-    cJSON_AddNumberToObject(o, "pushes", (double)p->tot_batches);
+    cJSON_AddNumberToObject(o, "pushes", (double)p->c.tot_batches);
     dd_ps_client_stats cs = {0};
     if (p->cli) dd_ps_client_get_stats(p->cli, &cs);
     cJSON_AddNumberToObject(o, "resends", (double)(resends + cs.resends));
@@ -802,8 +534,8 @@ static dd_status ps_report(const void *self, cJSON *pj) {
         if (f && fclose(f) != 0 && st == DD_OK) st = dd_error(DD_ERR_IO, "%s: cannot write", path);
         cJSON_free(txt);
     }
-    cJSON_AddNumberToObject(pj, "ps_workers", p->nw);
-    cJSON_AddNumberToObject(pj, "ps_pushes", (double)p->tot_batches);
+    cJSON_AddNumberToObject(pj, "ps_workers", p->c.nw);
+    cJSON_AddNumberToObject(pj, "ps_pushes", (double)p->c.tot_batches);
     cJSON_Delete(o);
     return st;
 }
@@ -1099,11 +831,11 @@ static void ps_destroy(void *self) {
     if (!p) return;
     if (p->router) {
         /* the end: every worker that asks for a batch is told so (a short while) */
-        p->finished = 1;
+        p->c.finished = 1;
         int64_t t0 = dd_net_ms();
         while (dd_net_ms() - t0 < 3000) {
             int live = 0;
-            for (int i = 0; i < p->nw; i++) live += p->w[i].alive && !p->w[i].dead;
+            for (int i = 0; i < p->c.nw; i++) live += p->c.w[i].alive && !p->c.w[i].dead;
             if (!live) break;
             if (serve(p, 20) != DD_OK) break;
         }
@@ -1116,12 +848,11 @@ static void ps_destroy(void *self) {
     if (p->ctx) zmq_ctx_term(p->ctx);
     dd_ps_client_close(&p->cli);
     dd_ps_cluster_free(&p->cl);
-    for (int i = 0; i < p->nw; i++) dd_nbuf_free(&p->w[i].last_reply);
     free(p->blocks);
     free(p->ver);
     free(p->ck_ver);
     free(p->cfg_json);
-    free_epoch_state(p);
+    dd_pst_coord_free(&p->c);
     cJSON_Delete(p->epochs);
     free(p);
 }
@@ -1155,7 +886,7 @@ static void ps_summary(const void *self, FILE *f) {
     char s[32];
     if (p->staleness < 0) snprintf(s, sizeof s, "inf");
     else snprintf(s, sizeof s, "%lld", (long long)p->staleness);
-    fprintf(f, "ps:         %d workers joined, %llu pushes, staleness %s\n", p->nw, (unsigned long long)p->tot_batches, s);
+    fprintf(f, "ps:         %d workers joined, %llu pushes, staleness %s\n", p->c.nw, (unsigned long long)p->c.tot_batches, s);
 }
 
 const dd_strategy_def dd_strategy_def_ps = {

@@ -65,4 +65,6 @@ done
 python3 tests/fuzz/make_net_seeds.py "$C"
 # cluster / hostfile / allow / plan-cluster files and --agg (fuzz_cluster)
 python3 tests/fuzz/make_cluster_seeds.py "$C"
+# the training coordinator played by several workers (fuzz_ps_coord)
+python3 tests/fuzz/make_ps_coord_seeds.py "$C"
 echo "corpora written to $C: $(find "$C" -type f | wc -l) files, $(du -sh "$C" | cut -f1)"
