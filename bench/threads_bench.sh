@@ -117,7 +117,7 @@ ${CC:-cc} -O2 -std=c11 -D_DEFAULT_SOURCE -Iinclude bench/bench_train.c -L"$LIB" 
     -Wl,-rpath,"$LIB" -lm -o "$OUT/bench_train"
 # shellcheck disable=SC2046
 ${CC:-cc} -O2 $(pkg-config --cflags openblas) bench/sgemm_peak.c $(pkg-config --libs openblas) -o "$OUT/sgemm_peak"
-PEAK=$(OPENBLAS_NUM_THREADS=1 "$OUT/sgemm_peak" 2048 3)
+PEAK=$(OPENBLAS_NUM_THREADS=1 "$OUT/sgemm_peak" 2048 5)
 echo
 echo "large model: resnet 512 x 8 blocks (8.4 M parameters), batch 4 x 200 (4 frames: no batch chunks), 2 timed steps"
 echo "processor: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) CPUs;" \
