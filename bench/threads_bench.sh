@@ -122,9 +122,8 @@ echo
 echo "large model: resnet 512 x 8 blocks (8.4 M parameters), batch 4 x 200 (4 frames: no batch chunks), 2 timed steps"
 echo "processor: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(getconf _NPROCESSORS_ONLN) CPUs;" \
     "SIMD path ${DD_SIMD:-of the CPU (avx512 > avx2 > generic)}; OpenBLAS $(pkg-config --modversion openblas)," \
-    "core $(sed 's/.*"core": "\([^"]*\)".*/\1/' <<<"$PEAK"), single-core sgemm peak" \
-    "$(sed 's/.*"gflops": \([0-9.]*\).*/\1/' <<<"$PEAK") GFLOP/s wall, $(sed 's/.*"gflops_cpu": \([0-9.]*\).*/\1/' <<<"$PEAK")" \
-    "CPU time (2048^3); load $(load)"
+    "$(python3 -c 'import json, sys; print("core {core}, single-core sgemm peak {gflops} GFLOP/s wall, {gflops_cpu} CPU time".format(**json.loads(sys.argv[1])))' "$PEAK")" \
+    "(2048^3); load $(load)"
 : >"$OUT/large.jsonl"
 for r in $(seq 1 "$ROUNDS"); do
     # DD_THREADS (as --threads) x OpenBLAS: 1 x 1; 2 x 1 (OPENBLAS_NUM_THREADS=1 wins:

@@ -70,7 +70,7 @@ for nt in 1 2; do
     run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/big_$nt"
     expect_rc 0 "train-pa resnet 256 x 8 --threads $nt (OPENBLAS_NUM_THREADS=1)"
     has "$ERR" "$nt thread(s) per rank, OpenBLAS 1 thread(s)" "OPENBLAS_NUM_THREADS=1 wins over --threads $nt"
-    OPENBLAS_NUM_THREADS= run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/bigb_$nt"
+    OPENBLAS_NUM_THREADS='' run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/bigb_$nt"
     expect_rc 0 "train-pa resnet 256 x 8 --threads $nt (OpenBLAS's threads)"
     has "$ERR" "$nt thread(s) per rank, OpenBLAS $nt thread(s)" "--threads $nt gives OpenBLAS $nt threads"
 done
