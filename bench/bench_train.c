@@ -16,6 +16,8 @@
  *   epoch mode:  one line per epoch {"epoch", "time_s", "eval_time_s", "train_loss",
  *                 "val_nmse_db", "test_nmse_db", ...} then a summary line with the
  *                 peak RSS ("maxrss_kb").
+ * DD_THREADS=N set: dd_nn_threads_set(N) as the command's --threads N does (the batch
+ * chunks, the layer kernels, and OpenBLAS's threads unless OPENBLAS_NUM_THREADS is set).
  * flops_per_sample is dd_model_flops_per_sample(forward) + (backward): the analytic
  * count of one training step per sample (the optimiser step, O(params) per batch, is
  * not counted). */
@@ -27,6 +29,7 @@
 
 #include "distdpd/dataset.h"
 #include "distdpd/model.h"
+#include "distdpd/nn.h"
 #include "distdpd/train.h"
 
 /* CPU seconds of this process (less sensitive than wall time to other jobs on the
@@ -52,6 +55,8 @@ int main(int argc, char **argv) {
     int hidden = atoi(argv[3]);
     long steps = argc > 4 ? atol(argv[4]) : 0;
     int epochs = argc > 5 ? atoi(argv[5]) : 1;
+    const char *nth = getenv("DD_THREADS");
+    if (nth && *nth) dd_nn_threads_set(atoi(nth));
     dd_dataset *ds = NULL;
     dd_trainer *tr = NULL;
     int rc = 1;

@@ -1136,6 +1136,33 @@ static void test_batch_chunks(void) {
                       nt, sse, ssum);
             }
             dd_nn_threads_set(1);
+            if (bi == 0 && k == 0) {
+                /* dd_nn_threads_set also sets OpenBLAS's threads when OPENBLAS_NUM_THREADS is
+                 * unset (ctest sets it): one inside the chunks' region, its count back after
+                 * it, the numbers unchanged; OPENBLAS_NUM_THREADS set: its count left alone */
+                const char *env = getenv("OPENBLAS_NUM_THREADS");
+                char saved[32] = "";
+                if (env) snprintf(saved, sizeof saved, "%s", env);
+                unsetenv("OPENBLAS_NUM_THREADS");
+                if (dd_nn_threads_set(2) == 2) {
+                    CHECK(dd_nn_blas_threads() == 2, "dd_nn_threads_set(2): OpenBLAS %d threads", dd_nn_blas_threads());
+                    double sse = -1.0;
+                    CHECK_OK(dd_trainer_compute_grads(tr, 1, lo, hi, glob, NULL, &sse));
+                    CHECK(memcmp(dd_trainer_grads(tr), ref, nf * sizeof(float)) == 0 && sse == ssum,
+                          "2 threads, OpenBLAS 2: the chunks' gradient and sse bit for bit");
+                    CHECK(dd_nn_blas_threads() == 2, "OpenBLAS's count back after the chunks: %d",
+                          dd_nn_blas_threads());
+                    dd_nn_threads_set(1);
+                    CHECK(dd_nn_blas_threads() == 1, "dd_nn_threads_set(1): OpenBLAS %d", dd_nn_blas_threads());
+                    setenv("OPENBLAS_NUM_THREADS", "3", 1);
+                    dd_nn_threads_set(2);
+                    CHECK(dd_nn_blas_threads() == 1, "OPENBLAS_NUM_THREADS set: OpenBLAS's count left at %d",
+                          dd_nn_blas_threads());
+                }
+                if (*saved) setenv("OPENBLAS_NUM_THREADS", saved, 1);
+                else unsetenv("OPENBLAS_NUM_THREADS");
+                dd_nn_threads_set(1);
+            }
         }
         free(ref);
     }

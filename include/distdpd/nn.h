@@ -63,9 +63,17 @@ void dd_dense_backward_f64(double *din, double *dw, double *db, const double *do
  * is computed by one thread with the same operations as on one thread, so the thread
  * count never changes a result (bit-identical). Default: the environment variable
  * DD_THREADS, else 1. dd_nn_threads_set clamps to [1, 256] and returns the count in use;
- * not thread-safe against running kernels. Without OpenMP in the build: always 1. */
+ * not thread-safe against running kernels. Without OpenMP in the build: always 1.
+ * dd_nn_threads_set also gives OpenBLAS n threads (openblas_set_num_threads; its sgemm
+ * calls outside the trainer's batch chunks: large models, sharded and pipelined stages,
+ * evaluation), unless OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS is set to a positive count
+ * (that count then stays OpenBLAS's); the first-use default (DD_THREADS, else 1) leaves
+ * OpenBLAS's count as it is. Inside the batch chunks' parallel region OpenBLAS runs on
+ * one thread. OpenBLAS's threaded sgemm can change the last bits of a result against one
+ * thread (docs/performance.md, "OpenBLAS's threads"); dd_nn_blas_threads: its count now. */
 int dd_nn_threads_set(int n);
 int dd_nn_threads(void);
+int dd_nn_blas_threads(void);
 /* The cores this process may run on (sched_getaffinity) divided among the ranks of its
  * node (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE; 1 when
  * none is set), at least 1: the default of the command's --threads. */

@@ -536,11 +536,16 @@ static void help_train(int dpd) {
            "  after the same step with RUN/last.ckpt written (exit 75). The options below\n"
            "  choose the strategy (distdpd strategies lists them and what chooses each).\n");
     dd_cli_help_strategy_opts();
-    printf(           "  --threads N         threads per rank: a step's batch chunks of 32 frames, and the\n"
-           "                      layer kernels (default: DD_THREADS, else the cores the rank\n"
-           "                      may run on divided among the ranks of its node); never\n"
-           "                      changes a result (bit-identical losses);\n"
-           "                      on a machine shared with other jobs set OMP_WAIT_POLICY=passive\n"
+    printf(           "  --threads N         threads per rank: a step's batch chunks of 32 frames, the\n"
+           "                      layer kernels, and OpenBLAS's threads for the sgemm calls of\n"
+           "                      unchunked steps (large models, slices of <= 32 frames) and\n"
+           "                      evaluation (default: DD_THREADS, else the cores the rank may\n"
+           "                      run on divided among the ranks of its node); OPENBLAS_NUM_THREADS\n"
+           "                      set: OpenBLAS keeps that count. The batch chunks and the layer\n"
+           "                      kernels never change a result; OpenBLAS's threaded sgemm can\n"
+           "                      change the last bits (OPENBLAS_NUM_THREADS=1: bit-identical;\n"
+           "                      docs/performance.md); on a machine shared with other jobs set\n"
+           "                      OMP_WAIT_POLICY=passive\n"
            "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"
            "                      naming what, how much and the limit (default: none);\n"
@@ -1108,7 +1113,8 @@ static int cmd_train(int argc, char **argv, int dpd) {
     {
         const char *env = getenv("DD_THREADS");
         const int nt = dd_nn_threads_set(threads ? (int)threads : env && *env ? dd_nn_threads() : dd_nn_threads_owned());
-        if (verbosity > 0 && rank == 0) fprintf(stderr, "%s: %d thread(s) per rank\n", NAME, nt);
+        if (verbosity > 0 && rank == 0)
+            fprintf(stderr, "%s: %d thread(s) per rank, OpenBLAS %d thread(s)\n", NAME, nt, dd_nn_blas_threads());
     }
     sargs.nranks = nranks;
     if ((st = dd_strategy_choose(&sargs, &sdef)) != DD_OK) goto fail;

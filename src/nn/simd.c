@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "simd.h"
 
+#include <cblas.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -84,14 +85,41 @@ const char *dd_nn_route_name(int route) {
 
 static _Atomic int threads_cur = 0;
 
-int dd_nn_threads_set(int n) {
+/* OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS set to a positive count: OpenBLAS's own
+ * thread count is the user's, dd_nn_threads_set leaves it alone */
+static int blas_env_threads(void) {
+    static const char *const vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 0) return atoi(v);
+    }
+    return 0;
+}
+
+static int threads_clamp(int n) {
 #ifndef _OPENMP
     n = 1;
 #endif
-    if (n < 1) n = 1;
-    if (n > 256) n = 256;
+    return n < 1 ? 1 : n > 256 ? 256 : n;
+}
+
+int dd_nn_threads_set(int n) {
+    n = threads_clamp(n);
     atomic_store_explicit(&threads_cur, n, memory_order_relaxed);
+    if (!blas_env_threads()) openblas_set_num_threads(n); /* the unchunked steps' sgemm calls */
     return n;
+}
+
+int dd_nn_blas_threads(void) { return openblas_get_num_threads(); }
+
+int dd_nn_blas_threads_one(void) {
+    const int was = openblas_get_num_threads();
+    if (was > 1) openblas_set_num_threads(1);
+    return was;
+}
+
+void dd_nn_blas_threads_restore(int was) {
+    if (was > 1) openblas_set_num_threads(was);
 }
 
 /* > 0: the layer thread count of the calling thread only (dd_nn_threads_local) */
@@ -103,8 +131,11 @@ int dd_nn_threads(void) {
     if (threads_local > 0) return threads_local;
     int n = atomic_load_explicit(&threads_cur, memory_order_relaxed);
     if (n > 0) return n;
+    /* first use (maybe inside a parallel region): DD_THREADS or 1, OpenBLAS untouched */
     const char *env = getenv("DD_THREADS");
-    return dd_nn_threads_set(env && *env ? atoi(env) : 1);
+    n = threads_clamp(env && *env ? atoi(env) : 1);
+    atomic_store_explicit(&threads_cur, n, memory_order_relaxed);
+    return n;
 }
 
 int dd_nn_threads_owned(void) {

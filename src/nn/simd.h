@@ -105,6 +105,10 @@ int dd_nn_threads(void); /* distdpd/nn.h */
 /* n > 0: dd_nn_threads() returns n on the calling thread (a batch chunk's thread:
  * src/train/batch_chunks.c); 0: the global count again. */
 void dd_nn_threads_local(int n);
+/* OpenBLAS's thread count to 1 for a parallel region whose threads call sgemm each (batch
+ * chunks): returns the count before, for dd_nn_blas_threads_restore. Outside parallel regions. */
+int dd_nn_blas_threads_one(void);
+void dd_nn_blas_threads_restore(int was);
 
 /* ---- layout changes between (B, T, C) tensors and feature-major rows over time-major
  * columns (row c, column t*B + b; rows ld apart), in tiles of 16 frames x 16 steps so that

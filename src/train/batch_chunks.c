@@ -11,7 +11,9 @@
  * the same order in both cases: the thread count never changes a result. The layers
  * called inside a chunk get threads/chunks threads each (rounded down; more threads than
  * chunks: nested regions, max-active-levels raised to 2 for the step), which does not
- * change a number either (their kernels give each output to one thread).
+ * change a number either (their kernels give each output to one thread). OpenBLAS runs
+ * on one thread inside the region (each chunk's sgemm calls on the chunk's thread) and
+ * gets its count back after it.
  *
  * Chunks are used where the step is the trainer's own whole-model pass over the whole
  * parameter and gradient storage (the single-process strategy, data parallelism, the
@@ -156,6 +158,10 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
     char msg[DD_CHUNK_MAX][256];
     const int all = dd_nn_threads();
     const int nth = (size_t)all > nc ? (int)nc : all, inner = all / nth;
+    /* the chunks' sgemm calls (LSTM steps, im2col convolutions) on their own thread each:
+     * OpenBLAS's threads would oversubscribe the cores (and its pthread build serialises
+     * concurrent threaded calls) */
+    const int blas = nth > 1 ? dd_nn_blas_threads_one() : 1;
 #ifdef _OPENMP
     const int levels = omp_get_max_active_levels();
     if (inner > 1 && levels < 2) omp_set_max_active_levels(2);
@@ -178,6 +184,7 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
 #ifdef _OPENMP
     if (inner > 1 && levels < 2) omp_set_max_active_levels(levels);
 #endif
+    dd_nn_blas_threads_restore(blas);
     for (size_t c = 0; c < nc; c++)
         if (st[c] != DD_OK) return dd_error(st[c], "%s", msg[c]);
     /* the chunks' sums in chunk order: each element by one thread */

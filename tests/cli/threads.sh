@@ -5,8 +5,9 @@
 # 2 threads for a tcn (threaded depthwise convolutions) and for lstm, resnet, dgru and
 # hammerstein (a batch of 80 frames: 3 batch chunks on 2 threads); 2 ranks of
 # 1 thread equal 1 rank of 2 threads to float rounding (data-parallel sums differ in the
-# last bits, as for any rank count); --threads out of range is a usage error; --help
-# documents it.
+# last bits, as for any rank count); a large model (no batch chunks) with --threads 2
+# gives OpenBLAS 2 threads unless OPENBLAS_NUM_THREADS is set; --threads out of range is
+# a usage error; --help documents it.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -56,6 +57,29 @@ for m in lstm resnet dgru hammerstein; do
     done
     same_run "$TMP/${m}_1" "$TMP/${m}_2" "$m --threads 2 (batch chunks)"
 done
+
+# a large model (resnet 256 x 8: 2.1 M floats) on slices of 4 frames (no batch chunks):
+# --threads also gives OpenBLAS N threads for its sgemm calls unless OPENBLAS_NUM_THREADS
+# is set. With OPENBLAS_NUM_THREADS=1 (ctest's) 1 and 2 threads agree bit for bit; with
+# OpenBLAS's own threads bit for bit where docs/performance.md says so (OpenBLAS's
+# SkylakeX kernel: every K of these sgemm calls, 768, 256 and 800, is a multiple of 32),
+# else to float rounding.
+BIG=(--data "$D" --model resnet --hidden 256 --layers 8 --frame 200 --stride 800 --batch 4 --lr 1e-3 --epochs 1
+    --progress none -v)
+for nt in 1 2; do
+    run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/big_$nt"
+    expect_rc 0 "train-pa resnet 256 x 8 --threads $nt (OPENBLAS_NUM_THREADS=1)"
+    has "$ERR" "$nt thread(s) per rank, OpenBLAS 1 thread(s)" "OPENBLAS_NUM_THREADS=1 wins over --threads $nt"
+    OPENBLAS_NUM_THREADS='' run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/bigb_$nt"
+    expect_rc 0 "train-pa resnet 256 x 8 --threads $nt (OpenBLAS's threads)"
+    has "$ERR" "$nt thread(s) per rank, OpenBLAS $nt thread(s)" "--threads $nt gives OpenBLAS $nt threads"
+done
+same_run "$TMP/big_1" "$TMP/big_2" "resnet 256 x 8 --threads 2, OPENBLAS_NUM_THREADS=1"
+if grep -q '"blas_core":[[:space:]]*"SkylakeX"' "$TMP/bigb_2/config.json"; then
+    same_run "$TMP/bigb_1" "$TMP/bigb_2" "resnet 256 x 8 --threads 2, OpenBLAS SkylakeX 2 threads"
+else
+    same_metrics "$(ev "$TMP/bigb_1")" "$(ev "$TMP/bigb_2")" "resnet 256 x 8 --threads 2, OpenBLAS 2 threads"
+fi
 
 # hybrid: 2 ranks x 1 thread against 1 rank x 2 threads
 if command -v mpirun >/dev/null 2>&1; then
