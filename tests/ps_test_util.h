@@ -108,8 +108,6 @@ static inline char *ps_server_log(ps_cluster *c, int s) {
 }
 
 static inline void ps_cluster_remove(ps_cluster *c) {
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", c->dir);
+    dd_t_rm(c->dir);
 }
 #endif

@@ -318,8 +318,9 @@ static void test_incompatible(void) {
     CHECK_OK(write_small(path, 1));
     size_t n = 0;
     unsigned char *b = read_all(path, &n);
+    REQUIRE(b && n > 0, "cannot read %s", path);
     unsigned char *c = malloc(n);
-    if (!b || !c) return;
+    REQUIRE(c, "out of memory");
 
     memcpy(c, b, n);
     set_u32_fix_crc(c, 8, 2, 0);
@@ -391,8 +392,9 @@ static void test_corrupt_structure(void) {
     CHECK_OK(write_small(path, 1)); /* sections model, params, step, config */
     size_t n = 0;
     unsigned char *b = read_all(path, &n);
+    REQUIRE(b && n > 0, "cannot read %s", path);
     unsigned char *c = malloc(n);
-    if (!b || !c) return;
+    REQUIRE(c, "out of memory");
     static const struct {
         size_t off;      /* where to write */
         const char *val; /* bytes written there (len bytes) */

@@ -217,6 +217,7 @@ static void test_hier_nodes(int k) {
 
 static void test_plain_collectives(dd_comm *c) {
     int p = dd_comm_size(c), r = dd_comm_rank(c);
+    REQUIRE(p >= 1 && r >= 0 && r < p, "rank %d of %d", r, p);
     /* bcast from every root */
     for (int root = 0; root < p; root++) {
         int v[3] = {r == root ? 11 * root + 1 : -1, r == root ? 7 : -1, r == root ? root : -1};

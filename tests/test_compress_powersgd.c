@@ -214,8 +214,10 @@ static void test_sizes(void) {
  * padded part of the last row zero (the last row of U only uses factor 0, and V's
  * factor 0 vanishes on the padded columns). */
 static void low_rank(float *m, size_t n, size_t rows, size_t cols, size_t k, uint64_t key) {
+    REQUIRE(rows > 0 && cols > 0 && k > 0 && n <= rows * cols && n > (rows - 1) * cols,
+            "low_rank: %zu values in %zu x %zu, rank %zu", n, rows, cols, k);
     double *U = malloc(rows * k * sizeof *U), *V = malloc(cols * k * sizeof *V);
-    if (!U || !V) goto done;
+    REQUIRE(U && V, "out of memory"); /* m is the test's input: no test without it */
     dd_rng g;
     dd_rng_seed(&g, key);
     for (size_t i = 0; i < rows * k; i++) U[i] = dd_rng_normal(&g);
@@ -231,7 +233,6 @@ static void low_rank(float *m, size_t n, size_t rows, size_t cols, size_t k, uin
         for (size_t q = 0; q < k; q++) s += U[i * k + q] * V[j * k + q];
         m[t] = (float)s;
     }
-done:
     free(U);
     free(V);
 }

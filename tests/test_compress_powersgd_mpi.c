@@ -253,8 +253,11 @@ done:
 static void test_rank1(dd_comm *w, size_t n, int rank, int shared_u) {
     size_t rows, cols, r;
     shape(n, rank, &rows, &cols, &r);
+    REQUIRE(rows > 0 && cols > 0 && n <= rows * cols, "shape of %zu: %zu x %zu", n, rows, cols);
     dd_compressor *c = make(rank, -1, 31);
-    float *g = malloc(n * sizeof *g), *u = malloc(rows * sizeof *u), *v = malloc(cols * sizeof *v);
+    /* u, v zeroed: every entry is filled below, but the analyzer cannot tell that t / cols
+     * < rows from n <= rows * cols */
+    float *g = malloc(n * sizeof *g), *u = calloc(rows, sizeof *u), *v = calloc(cols, sizeof *v);
     double *ref = calloc(n, sizeof *ref);
     if (!c || !g || !u || !v || !ref) {
         CHECK(0, "setup");

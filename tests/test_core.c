@@ -14,7 +14,7 @@ static void test_arena_mem(void) {
     dd_mem_stats_get(&s0);
     float *a = dd_arena_calloc(DD_MEM_PARAMS, 1000, sizeof(float), "test params");
     float *b = dd_arena_calloc(DD_MEM_OPTIM, 3000, sizeof(float), "test optim");
-    CHECK(a && b && ((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0, "arena blocks not 64-byte aligned");
+    REQUIRE(a && b && ((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0, "arena blocks not 64-byte aligned");
     CHECK(a[999] == 0.0f && b[0] == 0.0f, "arena blocks not zeroed");
     dd_mem_stats_get(&s);
     CHECK(s.cur[DD_MEM_PARAMS] - s0.cur[DD_MEM_PARAMS] == 4000 && s.cur[DD_MEM_OPTIM] - s0.cur[DD_MEM_OPTIM] == 12000,

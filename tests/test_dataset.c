@@ -675,14 +675,14 @@ static void test_bin(void) {
         const uint32_t qnan = 0x7fc00000u, pinf = 0x7f800000u, ninf = 0xff800000u;
         struct {
             int block;
-            size_t sample, comp;
             uint32_t bits;
+            size_t sample, comp;
             const char *name, *want;
         } cases[4] = {
-            {0, 1234, 0, qnan, "nan_train.ddb", "nan_train.ddb: split 'train' input, sample 1234 (I) is NaN"},
-            {5, 776, 1, pinf, "inf_test.ddb", "inf_test.ddb: split 'test' output, sample 776 (Q) is +Inf"},
-            {3, 0, 0, ninf, "inf_val.ddb", "inf_val.ddb: split 'val' output, sample 0 (I) is -Inf"},
-            {1, 4999, 1, qnan | 0x80000000u, "nan_last.ddb", "nan_last.ddb: split 'train' output, sample 4999 (Q) is NaN"},
+            {0, qnan, 1234, 0, "nan_train.ddb", "nan_train.ddb: split 'train' input, sample 1234 (I) is NaN"},
+            {5, pinf, 776, 1, "inf_test.ddb", "inf_test.ddb: split 'test' output, sample 776 (Q) is +Inf"},
+            {3, ninf, 0, 0, "inf_val.ddb", "inf_val.ddb: split 'val' output, sample 0 (I) is -Inf"},
+            {1, qnan | 0x80000000u, 4999, 1, "nan_last.ddb", "nan_last.ddb: split 'train' output, sample 4999 (Q) is NaN"},
         };
         for (int c = 0; c < 4; c++) {
             size_t at = (size_t)off[cases[c].block] + 8 * cases[c].sample + 4 * cases[c].comp;

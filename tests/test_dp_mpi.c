@@ -36,6 +36,7 @@
 #include "dd_test.h"
 #include "distdpd/comm.h"
 #include "distdpd/parallel.h"
+#include "test_mpi_util.h"
 #include "test_train_util.h"
 
 #define TOL_PARAM 1e-5
@@ -45,13 +46,7 @@ static dd_comm *g_world;
 static char g_tmp[512]; /* shared temporary directory (rank 0 creates it) */
 
 /* 1 if every rank's flag is 1, so that one failing rank fails the check everywhere. */
-static int all_ok(int ok) {
-    int *all = calloc((size_t)g_size, sizeof *all);
-    int res = all != NULL && dd_comm_allgather(g_world, &ok, sizeof ok, all) == DD_OK;
-    for (int i = 0; res && i < g_size; i++) res = all[i] == 1;
-    free(all);
-    return res;
-}
+static int all_ok(int ok) { return tm_all_ok(g_world, ok); }
 
 /* 1 if every rank of c holds the same bytes (CRC32C gathered). */
 static int same_on_all(dd_comm *c, const void *p, size_t bytes) {

@@ -43,7 +43,7 @@ int main(void) {
     }
     size_t nx, ny;
     dd_cf32 *x = mt_read_iq_csv(pin, &nx), *y = mt_read_iq_csv(pout, &ny);
-    CHECK(nx == ny && nx == (size_t)mt_num(ds, "n"), "lengths %zu %zu", nx, ny);
+    REQUIRE(nx == ny && nx == (size_t)mt_num(ds, "n") && nx > 0, "lengths %zu %zu", nx, ny);
     size_t n = nx < ny ? nx : ny;
     dd_spec sp;
     dd_spec_default(&sp); /* DPA_200MHz spec.json: 800 MHz, 200 MHz = 10 x 20, nperseg 2560 */

@@ -69,20 +69,19 @@ static int fd_ok(const dd_model *m, float *p, float *x, const float *r, float *y
 static void check_model(const char *name, const char *opts) {
     dd_model *m = NULL;
     dd_model_cfg cfg = tm_mcfg(opts);
-    CHECK_OK(dd_model_create(name, &cfg, &m));
-    if (!m) return;
+    REQUIRE_OK(dd_model_create(name, &cfg, &m));
     char desc[256];
     dd_model_describe(m, desc, sizeof desc);
     const dd_param_table *t = dd_model_params(m);
     printf("%s  [history %ld, %.0f flops/sample fwd, %.0f bwd]\n", desc, dd_model_history(m),
            dd_model_flops_per_sample(m, 0), dd_model_flops_per_sample(m, 1));
     CHECK(strstr(desc, name) == desc, "describe '%s'", desc);
-    CHECK(dd_model_num_params(m) == t->nparams && t->nparams > 0, "%s nparams", name);
+    const size_t np = t->total;
+    REQUIRE(np > 0 && np >= t->nparams && t->nparams > 0 && dd_model_num_params(m) == t->nparams, "%s nparams", name);
     CHECK(strcmp(dd_model_name(m), name) == 0, "name %s", dd_model_name(m));
     CHECK(dd_model_flops_per_sample(m, 1) > dd_model_flops_per_sample(m, 0) &&
               dd_model_flops_per_sample(m, 0) > 0,
           "%s flops", name);
-    size_t np = t->total;
 
     /* deterministic init; padding zero; a different seed differs */
     float *p = dd_calloc(np, sizeof(float)), *p2 = dd_calloc(np, sizeof(float));
@@ -109,7 +108,7 @@ static void check_model(const char *name, const char *opts) {
     const int B = 2, T = 13;
     const size_t nx = (size_t)B * T * 2;
     float *x = malloc(nx * sizeof *x), *y = malloc(nx * sizeof *y), *r = malloc(nx * sizeof *r);
-    float *dx = calloc(nx, sizeof *dx), *dx2 = calloc(nx, sizeof *dx2), *dir = malloc(np * sizeof *dir);
+    float *dx = calloc(nx, sizeof *dx), *dx2 = calloc(nx, sizeof *dx2), *dir = calloc(np, sizeof *dir);
     float *g = dd_calloc(np, sizeof(float)), *g2 = dd_calloc(np, sizeof(float));
     float *ws = dd_calloc(dd_model_workspace_size(m, B, T), sizeof(float));
     rand_x(x, nx, &rng);
@@ -498,7 +497,7 @@ int main(void) {
     const dd_model_info *const *reg = dd_model_registry(&n);
     CHECK(n >= 10, "only %zu models registered", n);
     for (size_t i = 0; i < n; i++) {
-        CHECK(reg[i]->name && reg[i]->summary && reg[i]->def && reg[i]->opts && dd_model_find(reg[i]->name) == reg[i], "registry entry %zu", i);
+        REQUIRE(reg[i]->name && reg[i]->summary && reg[i]->def && reg[i]->opts && dd_model_find(reg[i]->name) == reg[i], "registry entry %zu", i);
         for (size_t j = 0; j < i; j++)
             CHECK(strcmp(reg[i]->name, reg[j]->name) != 0, "duplicate model %s", reg[i]->name);
     }

@@ -409,7 +409,7 @@ int main(int argc, char **argv) {
     CHECK(ds != NULL, "data set");
     dd_train_cfg c;
     cfg_resnet(&c);
-    tt_reference ref;
+    tt_reference ref = {0};
     int ok = ds && all_ok(tt_reference_make(&c, ds, NULL, &ref) == 0);
     CHECK(ok, "one-process reference: %s", dd_last_error());
     if (ok) {
@@ -417,8 +417,8 @@ int main(int argc, char **argv) {
         test_lossy(ds, &ref);
         test_zero1(ds, &ref);
         test_resume(ds, &ref);
-        tt_reference_free(&ref);
     }
+    tt_reference_free(&ref); /* also what it made when another rank failed */
     test_errors();
     dd_dataset_free(&ds);
 

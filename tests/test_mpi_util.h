@@ -13,14 +13,22 @@
 #include "distdpd/core.h"
 #include "distdpd/train.h"
 
-/* 1 if every rank of c passed ok == 1. */
-static inline int tm_all_ok(dd_comm *c, int ok) {
+/* 1 if every rank of c passed ok == 1 (the flags gathered; 0 if the gather fails). */
+static inline int tm_gather_all_one(dd_comm *c, int ok) {
     int n = dd_comm_size(c);
     int *all = calloc((size_t)n, sizeof *all);
     int res = all != NULL && dd_comm_allgather(c, &ok, sizeof ok, all) == DD_OK;
     for (int i = 0; res && i < n; i++) res = all[i] == 1;
     free(all);
     return res;
+}
+
+/* 1 if every rank of c passed ok == 1. This rank's own flag, one of those gathered, is
+ * tested here as well: the static analyzer does not follow the gather's loop, and so
+ * knows that a rank that passed 0 gets 0 (and does not go on with its NULL results). */
+static inline int tm_all_ok(dd_comm *c, int ok) {
+    const int all = tm_gather_all_one(c, ok);
+    return all && ok == 1;
 }
 
 /* 1 if every rank of c passed the same 32-bit value. */

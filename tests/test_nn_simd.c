@@ -104,11 +104,12 @@ static void test_gru(gru_case c) {
                         ws, x, wi, wh, c.B, c.T, c.D, c.H);
     float *fx = tof(x, nx), *fh0 = tof(h0, B * H), *fwi = tof(wi, G3 * D), *fwh = tof(wh, G3 * H);
     float *fbi = tof(bi, G3), *fbh = tof(bh, G3), *fG = tof(G, ny);
-    float *yl[3] = {0};
+    float *yl[3] = {0}; /* the fast route's output per level, compared below */
+    const int nl = nlevels; /* read once: the loops must agree (the calls are opaque) */
     char name[96];
     snprintf(name, sizeof name, "gru B=%d T=%d D=%d H=%d bias=%d h0=%d", c.B, c.T, c.D, c.H, c.bias, c.h0);
     for (int ri = 0; ri < 3; ri++)
-    for (int li = 0; li < nlevels; li++) {
+    for (int li = 0; li < nl; li++) {
         const int route = routes[ri];
         dd_nn_route_set(route);
         dd_nn_simd_set(levels[li]);
@@ -175,12 +176,12 @@ static void test_gru(gru_case c) {
     }
     dd_nn_route_set(DD_NN_ROUTE_AUTO);
     /* AVX2 and AVX-512 agree bit for bit on the fused recurrence */
-    for (int a = 0; a < nlevels; a++)
-        for (int b = a + 1; b < nlevels; b++)
+    for (int a = 0; a < nl; a++)
+        for (int b = a + 1; b < nl; b++)
             if (levels[a] > DD_SIMD_GENERIC && levels[b] > DD_SIMD_GENERIC)
                 CHECK(memcmp(yl[a], yl[b], ny * sizeof(float)) == 0, "%s: %s and %s outputs differ", name,
                       dd_nn_simd_name(levels[a]), dd_nn_simd_name(levels[b]));
-    for (int li = 0; li < nlevels; li++) dd_free(yl[li]);
+    for (int li = 0; li < nl; li++) dd_free(yl[li]);
     dd_free(x), dd_free(h0), dd_free(wi), dd_free(wh), dd_free(bi), dd_free(bh), dd_free(G);
     dd_free(y), dd_free(dx), dd_free(dh0), dd_free(dwi), dd_free(dwh), dd_free(dbi), dd_free(dbh);
     dd_free(ws), dd_free(fx), dd_free(fh0), dd_free(fwi), dd_free(fwh), dd_free(fbi), dd_free(fbh);
@@ -197,12 +198,13 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
     dd_conv1d_forward_f64(y, x, w, bias ? b : NULL, B, T, ci, co, K, dil, groups);
     dd_conv1d_backward_f64(dx, dw, bias ? db : NULL, G, x, w, B, T, ci, co, K, dil, groups);
     float *fx = tof(x, nin), *fw = tof(w, nw), *fb = tof(b, (size_t)co), *fG = tof(G, nout);
-    float *yl[3] = {0};
+    float *yl[3] = {0}; /* the fast route's output per level, compared below */
+    const int nl = nlevels; /* read once: the loops must agree (the calls are opaque) */
     char name[96];
     snprintf(name, sizeof name, "conv B=%d T=%d ci=%d co=%d K=%d d=%d g=%d bias=%d", B, T, ci, co, K,
              dil, groups, bias);
     for (int ri = 0; ri < 3; ri++)
-    for (int li = 0; li < nlevels; li++) {
+    for (int li = 0; li < nl; li++) {
         const int route = routes[ri];
         dd_nn_route_set(route);
         dd_nn_simd_set(levels[li]);
@@ -247,12 +249,12 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
     /* the conv kernels (fast route) agree bit for bit across levels where every level has
      * one: depthwise, or outputs within 6 vectors of the narrowest level */
     const int kernels = groups == ci || (groups == 1 && co <= 6 * 8);
-    for (int a = 0; a < nlevels; a++)
-        for (int c = a + 1; c < nlevels; c++)
+    for (int a = 0; a < nl; a++)
+        for (int c = a + 1; c < nl; c++)
             if (levels[a] > DD_SIMD_GENERIC && levels[c] > DD_SIMD_GENERIC && K > 1 && kernels)
                 CHECK(memcmp(yl[a], yl[c], nout * sizeof(float)) == 0, "%s: %s and %s outputs differ",
                       name, dd_nn_simd_name(levels[a]), dd_nn_simd_name(levels[c]));
-    for (int li = 0; li < nlevels; li++) dd_free(yl[li]);
+    for (int li = 0; li < nl; li++) dd_free(yl[li]);
     dd_free(x), dd_free(w), dd_free(b), dd_free(G), dd_free(y), dd_free(dx), dd_free(dw);
     dd_free(db), dd_free(fx), dd_free(fw), dd_free(fb), dd_free(fG);
 }

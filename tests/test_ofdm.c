@@ -217,9 +217,10 @@ static void check_bins(const char *preset, int nsym) {
     dd_ofdm_get_info(s, &in);
     size_t n, N = in.fft_size;
     const dd_cf32 *x = dd_ofdm_samples(s, &n);
+    size_t a = in.symbol_start[1] - (size_t)in.cp_min / 2;
+    REQUIRE(N > 0 && a + N <= n, "%s: FFT size %zu, window at %zu of %zu samples", preset, N, a, n);
     fftw_complex *u = fftw_malloc(N * sizeof *u);
     fftw_plan p = fftw_plan_dft_1d((int)N, u, u, FFTW_FORWARD, FFTW_ESTIMATE);
-    size_t a = in.symbol_start[1] - (size_t)in.cp_min / 2;
     for (size_t i = 0; i < N; i++) u[i] = x[a + i];
     fftw_execute(p);
     /* expected per-bin power: (N * scale)^2 * |X|^2, |X|^2 >= 2 / (2 (M-1) / 3) */

@@ -74,19 +74,19 @@ static void load_refs(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tests/data/optim_ref.txt", dd_test_srcdir());
     char *text = (char *)dd_test_slurp(path, NULL);
-    int cap = 1024;
-    g_lines = malloc(sizeof(char *) * (size_t)cap);
+    size_t cap = 1; /* lines: newlines + 1 */
+    for (const char *p = text; *p; p++) cap += *p == '\n';
+    g_lines = malloc(sizeof(char *) * cap);
+    REQUIRE(g_lines, "%s: out of memory for %zu lines", path, cap);
+    int n = 0;
     for (char *p = text; *p;) {
         char *nl = strchr(p, '\n');
         if (nl) *nl = '\0';
-        if (g_nlines == cap) {
-            cap *= 2;
-            g_lines = realloc(g_lines, sizeof(char *) * (size_t)cap);
-        }
-        g_lines[g_nlines++] = p;
+        g_lines[n++] = p;
         if (!nl) break;
         p = nl + 1;
     }
+    g_nlines = n;
 }
 
 static int starts(const char *line, const char *word) {
@@ -117,6 +117,7 @@ static long tot_vals, tot_exact, tot_maxulp;
 
 static void run_case(int li) {
     const char *head = g_lines[li];
+    REQUIRE(li + 1 + g_steps < g_nlines, "optim_ref.txt: '%s' lacks its lr and %d w lines", head, g_steps);
     char name[64], kind[16];
     sscanf(head, "case %63s", name);
     kv_word(head, "kind", kind, sizeof kind);
@@ -132,8 +133,8 @@ static void run_case(int li) {
     cfg.eps = kv(head, "eps", 1e-8);
     cfg.weight_decay = kv(head, "wd", 0);
     double lrs[MAXSTEPS];
-    CHECK(starts(g_lines[li + 1], "lr"), "case %s: no lr line", name);
-    CHECK(parse_doubles(g_lines[li + 1] + 2, lrs, MAXSTEPS) == g_steps, "case %s: lr count", name);
+    REQUIRE(starts(g_lines[li + 1], "lr"), "case %s: no lr line", name);
+    REQUIRE(parse_doubles(g_lines[li + 1] + 2, lrs, MAXSTEPS) == g_steps, "case %s: lr count", name);
 
     dd_optim *full = NULL, *ranged = NULL;
     CHECK_OK(dd_optim_create(kind, &cfg, (size_t)g_n, &full));
@@ -149,7 +150,7 @@ static void run_case(int li) {
         int step = 0;
         CHECK(sscanf(wl, "w %d", &step) == 1 && step == s + 1, "case %s: bad w line %d", name, s);
         const char *vals_txt = strchr(wl + 2, ' ');
-        CHECK(vals_txt && parse_floats(vals_txt, ref, MAXN) == g_n, "case %s: w count", name);
+        REQUIRE(vals_txt && parse_floats(vals_txt, ref, MAXN) == g_n, "case %s: w count", name);
         CHECK_OK(dd_optim_step(full, w, g_g[s], lrs[s]));
         /* the same step in three uneven ranges, in reverse order */
         size_t a = 5, b = (size_t)g_n - 9;
@@ -220,6 +221,7 @@ static void test_reference_clip(void) {
     for (int li = 0; li < g_nlines; li++) {
         if (!starts(g_lines[li], "clip")) continue;
         const char *head = g_lines[li];
+        REQUIRE(li + 2 < g_nlines, "optim_ref.txt: '%s' is not followed by its two lines", head);
         char name[64];
         sscanf(head, "clip %63s", name);
         double scale = kv(head, "scale", 1), max_norm = kv(head, "max_norm", 1);
@@ -275,10 +277,11 @@ static void test_reference_schedules(void) {
         CHECK_OK(dd_lr_sched_init(&s, &c));
         double metrics[MAXE], lrs[MAXE];
         int nm = 0, ne = 0, l = li + 1;
+        REQUIRE(l < g_nlines, "sched %s: the last line", name);
         if (starts(g_lines[l], "metrics")) nm = parse_doubles(g_lines[l++] + 8, metrics, MAXE);
-        CHECK(starts(g_lines[l], "lrs"), "sched %s: no lrs", name);
+        REQUIRE(l < g_nlines && starts(g_lines[l], "lrs"), "sched %s: no lrs", name);
         ne = parse_doubles(g_lines[l] + 4, lrs, MAXE);
-        CHECK(ne > 0 && (nm == 0 || nm == ne), "sched %s: %d lrs, %d metrics", name, ne, nm);
+        REQUIRE(ne > 0 && (nm == 0 || nm == ne), "sched %s: %d lrs, %d metrics", name, ne, nm);
         double maxrel = 0;
         int reductions = 0;
         for (int e = 0; e < ne; e++) {

@@ -80,7 +80,7 @@ static void check_layout(const char *what, const dd_train_cfg *c, const dd_datas
     dd_pp *z = NULL;
     dd_strategy st;
     dd_trainer *tr = NULL;
-    CHECK_OK(pp_make(P, M, kind, split, &z, &st));
+    REQUIRE_OK(pp_make(P, M, kind, split, &z, &st));
     if (!z) return;
     CHECK_OK(dd_trainer_create(c, ds, pa, &st, &tr));
     int ok = all_ok(tr != NULL);
@@ -234,7 +234,7 @@ static void test_resume(void) {
         dd_strategy st;
         dd_trainer *tr = NULL;
         if (dir == 0) {
-            CHECK_OK(pp_make(P, 3, DD_PP_1F1B, NULL, &z, &st));
+            REQUIRE_OK(pp_make(P, 3, DD_PP_1F1B, NULL, &z, &st));
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
             ok = all_ok(tr && tt_train_epochs(tr, 1) == 0);
             const dd_strategy_ops *ops = st.ops;
@@ -254,7 +254,7 @@ static void test_resume(void) {
         if (dir == 0) {
             CHECK_OK(dd_trainer_create(&c, ds, NULL, NULL, &tr));
         } else {
-            CHECK_OK(pp_make(P, 2, DD_PP_GPIPE, NULL, &z, &st));
+            REQUIRE_OK(pp_make(P, 2, DD_PP_GPIPE, NULL, &z, &st));
             CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
         }
         ok = all_ok(tr && dd_trainer_load(tr, path, 0) == DD_OK && tt_train_epochs(tr, 1) == 0);
@@ -293,7 +293,7 @@ static void test_delay(void) {
         dd_pp *z = NULL;
         dd_strategy st;
         dd_trainer *tr = NULL;
-        CHECK_OK(pp_make(g_size, 5, DD_PP_1F1B, NULL, &z, &st));
+        REQUIRE_OK(pp_make(g_size, 5, DD_PP_1F1B, NULL, &z, &st));
         unsetenv("DD_PP_DELAY");
         CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
         /* 4 steps: enough for every message kind, quick despite the delays */
@@ -331,7 +331,7 @@ static void test_timeout(void) {
     dd_pp *z = NULL;
     dd_strategy st;
     dd_trainer *tr = NULL;
-    CHECK_OK(pp_make(2, 2, DD_PP_1F1B, NULL, &z, &st));
+    REQUIRE_OK(pp_make(2, 2, DD_PP_1F1B, NULL, &z, &st));
     unsetenv("DD_PP_TIMEOUT");
     CHECK_OK(dd_trainer_create(&c, ds, NULL, &st, &tr));
     if (g_rank == 1 && tr) {
@@ -419,7 +419,7 @@ static void test_errors(void) {
         snprintf(tc.model, sizeof tc.model, "hammerstein");
         tc.model_cfg = tm_mcfg("hidden=8,layers=3,memory=3"); /* 3 stages */
         dd_strategy st;
-        CHECK_OK(pp_make(g_size, 4, DD_PP_1F1B, NULL, &z, &st));
+        REQUIRE_OK(pp_make(g_size, 4, DD_PP_1F1B, NULL, &z, &st));
         dd_trainer *tr = NULL;
         CHECK_ERR(dd_trainer_create(&tc, ds, NULL, &st, &tr), DD_ERR_ARG, "cannot split 3 stages into 4 pipeline groups");
         dd_pp_destroy(&z);

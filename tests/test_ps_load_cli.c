@@ -81,7 +81,8 @@ static void run(const char *what, long pushes, int kill_one, const char *faults)
         CHECK(0, "cluster setup");
         return;
     }
-    setenv("DD_NET_DROP", getenv("DD_PS_LOAD_DROP") ? getenv("DD_PS_LOAD_DROP") : "0.01", 1);
+    const char *drop = getenv("DD_PS_LOAD_DROP");
+    setenv("DD_NET_DROP", drop ? drop : "0.01", 1);
     for (int k = 0; faults && k < 4; k++) setenv(net_faults[k], faults, 1);
     for (int s = 0; s < NS; s++) ps_server_start(&c, s, "--dead-ms 2000 --resend-ms 20");
     shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -197,7 +198,8 @@ int main(void) {
         dd_test_skip("DD_CLI not set (run through ctest)");
         return 77;
     }
-    long pushes = getenv("DD_PS_LOAD_PUSHES") ? atol(getenv("DD_PS_LOAD_PUSHES")) : 10000;
+    const char *np = getenv("DD_PS_LOAD_PUSHES");
+    long pushes = np ? atol(np) : 10000;
     run("load", pushes, 0, NULL);
     run("load, s1 killed -9", pushes, 1, NULL);
     /* 10 % of the messages of servers and workers dropped, 10 % duplicated, 10 % held back

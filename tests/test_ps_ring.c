@@ -179,14 +179,10 @@ static void test_cluster(const char *dir) {
 }
 
 int main(void) {
-    char dir[] = "/tmp/ddring.XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    const char *dir = dd_test_tmpdir();
     test_golden();
     test_movement();
     test_blocks();
     test_cluster(dir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", dir);
     return dd_test_done("test_ps_ring");
 }

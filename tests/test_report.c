@@ -105,7 +105,7 @@ static int well_formed(const char *s) {
             if (strcmp(voids[i], name) == 0) isvoid = 1;
         if (isvoid) continue;
         if (depth == 256) return 0;
-        strcpy(stack[depth++], name);
+        memcpy(stack[depth++], name, sizeof name); /* both 32 bytes, name NUL-terminated */
         /* <style> content is CSS: skip to its end tag */
         if (strcmp(name, "style") == 0) {
             const char *e = strstr(p, "</style>");

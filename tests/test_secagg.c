@@ -141,7 +141,7 @@ static void test_exact(void) {
             run_init(&r, n, 1000, bits, 0, 10 * (uint64_t)n + (uint64_t)bits, 0);
             float *sum = malloc(1000 * sizeof *sum);
             int ns = -1;
-            CHECK_OK(run_protocol(&r, NULL, sum, &ns));
+            REQUIRE_OK(run_protocol(&r, NULL, sum, &ns)); /* sum is read below */
             CHECK(ns == n, "n_summed %d", ns);
             char what[64];
             snprintf(what, sizeof what, "n %d ring 2^%d", n, bits);
@@ -149,7 +149,8 @@ static void test_exact(void) {
             run_free(&r);
             /* values on a 2^-10 grid: the fixed point holds them exactly, so must the sum */
             run_init(&r, n, 1000, bits, 0, 10 * (uint64_t)n + (uint64_t)bits + 1, 10);
-            CHECK_OK(run_protocol(&r, NULL, sum, &ns));
+            REQUIRE_OK(run_protocol(&r, NULL, sum, &ns)); /* sum is read below */
+            REQUIRE(r.cfg.d == 1000, "run_init: %zu values", (size_t)r.cfg.d);
             double *want = malloc(1000 * sizeof *want);
             plain_sum(&r, NULL, want);
             int same = 1;

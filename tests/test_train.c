@@ -417,11 +417,6 @@ static int same_state(dd_trainer *a, dd_trainer *b) {
     return 1;
 }
 
-static long file_size(const char *p) {
-    struct stat sb;
-    return stat(p, &sb) == 0 ? (long)sb.st_size : -1;
-}
-
 /* ---------------------------------------------------------------- batch above the frames */
 
 static long peak_rss_kib(void) {
@@ -590,20 +585,15 @@ static void test_resume(const char *tmp) {
     {
         size_t nf = dd_trainer_num_floats(e);
         float *keep = malloc(nf * sizeof(float));
+        REQUIRE(keep, "out of memory");
         memcpy(keep, dd_trainer_params(e), nf * sizeof(float));
-        long sz = file_size(p1);
-        FILE *f = fopen(p1, "rb");
-        unsigned char *buf = malloc((size_t)sz);
-        CHECK(f && fread(buf, 1, (size_t)sz, f) == (size_t)sz, "read checkpoint");
-        if (f) fclose(f);
-        f = fopen(p3, "wb");
-        fwrite(buf, 1, (size_t)sz - 100, f);
-        fclose(f);
+        size_t sz = 0;
+        unsigned char *buf = dd_test_slurp(p1, &sz);
+        REQUIRE(sz > 100, "%s: %zu bytes", p1, sz);
+        dd_test_write_bytes(p3, buf, sz - 100);
         CHECK_ERR(dd_trainer_load(e, p3, 0), DD_ERR_CORRUPT, "truncated");
         buf[sz / 2] ^= 0x10;
-        f = fopen(p3, "wb");
-        fwrite(buf, 1, (size_t)sz, f);
-        fclose(f);
+        dd_test_write_bytes(p3, buf, sz);
         CHECK_ERR(dd_trainer_load(e, p3, 0), DD_ERR_CORRUPT, "CRC");
         dd_test_write(p3, "I,Q\n1,2\n");
         CHECK_ERR(dd_trainer_load(e, p3, 0), DD_ERR_FORMAT, "not a distdpd checkpoint");
@@ -1185,8 +1175,5 @@ int main(void) {
     test_strategy_threads();
     test_sim_pa(tmp);
     test_eval_bounded();
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
     return dd_test_done("test_train");
 }

@@ -251,8 +251,5 @@ int main(void) {
 
     dd_pa_destroy(&pa);
     dd_dataset_free(&ds);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
     return dd_test_done("test_train_rundir");
 }

@@ -327,6 +327,7 @@ typedef struct {
 /* One epoch's record (metrics.jsonl line, history.csv row). */
 typedef struct {
     int epoch;              /* 1-based: the record after the first epoch has epoch 1 */
+    int best;               /* 1 if this epoch is the best so far (best.ckpt) */
     uint64_t step;          /* optimiser steps done at the end of the epoch */
     double time_s;          /* seconds of training (steps) in this epoch */
     double eval_time_s;     /* seconds of evaluation after it */
@@ -337,13 +338,12 @@ typedef struct {
                                PA_model(DPD(x)) vs G x) */
     dd_eval_metrics test;   /* test split, same definitions */
     int has_true;           /* DPD on simulated data: the true-PA fields below are set */
+    int has_no_dpd;         /* DPD runs: the baseline no_dpd fields below are set */
     dd_eval_metrics true_val, true_test; /* true noiseless PA driven by the DPD (as one
                                             stream over the split) vs G x */
-    int has_no_dpd;         /* DPD runs: the baseline fields below are set */
     dd_eval_metrics no_dpd_val, no_dpd_test; /* the same PA model without the DPD:
                                PA_model(x) vs G x, evaluated like val/test (a constant of
                                the run; metrics.jsonl *_no_dpd_db keys) */
-    int best;               /* 1 if this epoch is the best so far (best.ckpt) */
     double comm_bytes_per_step; /* parallel strategy (epoch_stats): bytes each rank
                                    sent per step, mean over ranks; NaN without one */
     double compression_ratio;   /* dense float32 gradient bytes / compressed payload
