@@ -15,7 +15,9 @@
  *   the GRU, im2col convolutions, dense layers);
  * - dd_nn_simd_set clamps to the supported level;
  * - threads (distdpd/nn.h): the GRU layer, the dense layers and the convolutions on 2 and 3
- *   threads give one thread's bits.
+ *   threads give one thread's bits;
+ * - the fused depthwise + Hardswish (+ residual) layer (tcn's) gives the unfused layers'
+ *   bits, forward and backward, at every level and thread count.
  * On a CPU without AVX2 only the generic level runs (the checks still apply). */
 #include <stdint.h>
 
@@ -357,6 +359,75 @@ static void test_act(void) {
     dd_free(x), dd_free(g);
 }
 
+/* ------------------------------------------------------------------ fused depthwise layer */
+
+/* The fused depthwise + Hardswish (+ residual) layer (dd_conv1d_dw_hswish_forward /
+ * _backward, tcn's layers) against the unfused sequence (dd_conv1d_forward,
+ * dd_act_forward, dd_add_forward; dd_add_backward, dd_act_backward into zeros,
+ * dd_conv1d_backward) at the same level: memcmp of pre, out, din and dW, on 1, 2 and 3
+ * threads, with din and dW non-zero on entry (backward adds), din or dW alone, and the
+ * fused outputs and scratch filled with garbage first. Inputs span Hardswish's three
+ * pieces; dout has +0 and -0 entries. */
+static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)C, nw = (size_t)C * (size_t)K;
+    double *dx = dvec(n, 4), *dw = dvec(nw, 1), *dg = dvec(n, 1), *dd0 = dvec(n, 1), *dw0 = dvec(nw, 1);
+    float *x = tof(dx, n), *w = tof(dw, nw), *G = tof(dg, n), *din0 = tof(dd0, n), *dwi0 = tof(dw0, nw);
+    for (size_t i = 0; i < n; i += 7) G[i] = i % 2 ? -0.0f : 0.0f;
+    char name[96];
+    snprintf(name, sizeof name, "dw+hardswish B=%d T=%d C=%d K=%d d=%d resid=%d", B, T, C, K, dil, resid);
+    float *pre = fzero(n), *out = fzero(n), *din = fzero(n), *dW = fzero(nw), *da = fzero(n);
+    float *fpre = fzero(n), *fout = fzero(n), *fdin = fzero(n), *fdW = fzero(nw), *scr = fzero(n);
+    for (int li = 0; li < nlevels; li++) {
+        dd_nn_simd_set(levels[li]);
+        dd_nn_threads_set(1);
+        dd_conv1d_forward(pre, x, w, NULL, B, T, C, C, K, dil, C);
+        dd_act_forward(DD_ACT_HARDSWISH, out, pre, n);
+        if (resid) dd_add_forward(out, out, x, n);
+        memcpy(din, din0, n * sizeof(float));
+        memcpy(dW, dwi0, nw * sizeof(float));
+        memset(da, 0, n * sizeof(float));
+        if (resid) dd_add_backward(din, NULL, G, n);
+        dd_act_backward(DD_ACT_HARDSWISH, da, G, pre, NULL, n);
+        dd_conv1d_backward(din, dW, NULL, da, x, w, B, T, C, C, K, dil, C);
+        for (int nt = 1; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+            char ctx[160];
+            snprintf(ctx, sizeof ctx, "%s, %s, %d thread(s)", name, dd_nn_simd_name(levels[li]), nt);
+            memset(fpre, 0x7f, n * sizeof(float));
+            memset(fout, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hswish_forward(fpre, fout, x, w, B, T, C, K, dil, resid);
+            CHECK(memcmp(fpre, pre, n * sizeof(float)) == 0, "%s: pre differs from the convolution", ctx);
+            CHECK(memcmp(fout, out, n * sizeof(float)) == 0, "%s: out differs from the unfused layers", ctx);
+            memcpy(fdin, din0, n * sizeof(float));
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hswish_backward(fdin, fdW, G, pre, x, w, B, T, C, K, dil, resid, scr);
+            CHECK(memcmp(fdin, din, n * sizeof(float)) == 0, "%s: din differs from the unfused layers", ctx);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW differs from the unfused layers", ctx);
+            /* each gradient alone */
+            memcpy(fdin, din0, n * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hswish_backward(fdin, NULL, G, pre, x, w, B, T, C, K, dil, resid, scr);
+            CHECK(memcmp(fdin, din, n * sizeof(float)) == 0, "%s: din alone differs", ctx);
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hswish_backward(NULL, fdW, G, pre, x, w, B, T, C, K, dil, resid, scr);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW alone differs", ctx);
+        }
+        dd_nn_threads_set(1);
+    }
+    /* the unfused sequence itself is the float64 layers' within float rounding */
+    double *rpre = dzero(n), *rout = dzero(n);
+    dd_conv1d_forward_f64(rpre, dx, dw, NULL, B, T, C, C, K, dil, C);
+    for (size_t i = 0; i < n; i++) rpre[i] = (double)(float)rpre[i]; /* Hardswish of the float pre */
+    dd_act_forward_f64(DD_ACT_HARDSWISH, rout, rpre, n);
+    for (size_t i = 0; resid && i < n; i++) rout[i] += (double)x[i];
+    CHECK_CLOSE("dw+hardswish out", out, rout, n, name);
+    dd_free(rpre), dd_free(rout);
+    dd_free(dx), dd_free(dw), dd_free(dg), dd_free(dd0), dd_free(dw0), dd_free(x), dd_free(w), dd_free(G);
+    dd_free(din0), dd_free(dwi0), dd_free(pre), dd_free(out), dd_free(din), dd_free(dW), dd_free(da);
+    dd_free(fpre), dd_free(fout), dd_free(fdin), dd_free(fdW), dd_free(scr);
+}
+
 int main(void) {
     dd_rng_seed(&rng, 20250101);
     const int sup = dd_nn_simd_supported();
@@ -411,6 +482,16 @@ int main(void) {
     test_dense(1500, 70, 3, 0);  /* threaded, 3 outputs (dW split by outputs), input chunks */
 
     test_act();
+
+    test_dw_hswish(3, 40, 96, 5, 8, 0);    /* tcn's default layer, plain stack */
+    test_dw_hswish(2, 30, 96, 5, 2, 1);    /* residual (deep stacks) */
+    test_dw_hswish(3, 9, 21, 3, 4, 0);     /* masked tail vector, taps before the frame */
+    test_dw_hswish(2, 7, 37, 2, 1, 1);     /* 37 channels: 2 whole vectors + 5 (AVX-512) */
+    test_dw_hswish(1, 3, 5, 5, 2, 1);      /* receptive field longer than the frame */
+    test_dw_hswish(4, 1, 19, 4, 3, 0);     /* T = 1 */
+    test_dw_hswish(3, 120, 96, 5, 4, 1);   /* threaded (>= 32768 floats): channel vectors split */
+    test_dw_hswish(2, 50, 8, 5, 2048, 1);  /* dilation 2^11 (a deep stack's), the ring = the frame */
+    test_dw_hswish(2, 12, 300, 5, 3, 0);   /* C K > 1024: weights on the heap */
     dd_nn_simd_set(sup);
     printf("worst float32-vs-float64 rel err %.2e\n", worst);
     return dd_test_done("test_nn_simd");

@@ -124,14 +124,15 @@ static size_t layer_saved(const dd_model *m, const dd_stage_def *st, int B, int 
     return nc(m->impl, B, T);
 }
 
+/* One pass per layer (dd_conv1d_dw_hswish_forward / _backward: the convolution, Hardswish
+ * and the residual add fused, the same floats as the three layers in turn). */
 static void layer_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
                           const float *x0, float *out, int B, int T, float *saved, float *scratch) {
     (void)x0, (void)scratch;
     const tcn_impl *g = m->impl;
-    const size_t n = (size_t)B * (size_t)T * (size_t)g->C;
-    dd_stage_conv_fwd(&g->dw[st->arg], sp, saved, in, B, T);
-    dd_act_forward(DD_ACT_HARDSWISH, out, saved, n);
-    if (g->residual) dd_add_forward(out, out, in, n);
+    const dd_conv1d_layer *l = &g->dw[st->arg];
+    dd_conv1d_dw_hswish_forward(saved, out, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation,
+                                g->residual);
 }
 
 static void layer_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
@@ -139,12 +140,10 @@ static void layer_backward(const dd_model *m, const dd_stage_def *st, const dd_s
                            float *scratch) {
     (void)x0, (void)dx0;
     const tcn_impl *g = m->impl;
-    const size_t n = (size_t)B * (size_t)T * (size_t)g->C;
-    /* the identity path of a residual layer passes dout to din */
-    if (g->residual && din) dd_add_backward(din, NULL, dout, n);
-    memset(scratch, 0, n * sizeof(float));
-    dd_act_backward(DD_ACT_HARDSWISH, scratch, dout, saved, NULL, n);
-    dd_stage_conv_bwd(&g->dw[st->arg], sp, din, scratch, in, B, T);
+    const dd_conv1d_layer *l = &g->dw[st->arg];
+    /* a residual layer's identity path passes dout to din */
+    dd_conv1d_dw_hswish_backward(din, DD_SG(sp, l->w), dout, saved, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel,
+                                 l->dilation, g->residual, scratch);
 }
 
 static double layer_flops(const dd_model *m, const dd_stage_def *st, int backward) {
@@ -202,13 +201,13 @@ static void tp_layer_forward(const dd_model *m, const dd_stage_def *st, const dd
     (void)x0;
     const tcn_impl *g = m->impl;
     const dd_model_tp *tp = dd_model_tp_group(m);
-    const size_t BT = (size_t)B * (size_t)T, nl = BT * (size_t)g->Cl;
+    const size_t BT = (size_t)B * (size_t)T;
     tp_scratch w;
     tp_layout(g, B, T, scratch, &w);
     if (!dd_model_tp_ok(m, dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C))) return;
-    dd_stage_conv_fwd(&g->dw[st->arg], sp, saved, w.zl, B, T);
-    dd_act_forward(DD_ACT_HARDSWISH, w.ol, saved, nl);
-    if (g->residual) dd_add_forward(w.ol, w.ol, w.zl, nl);
+    const dd_conv1d_layer *l = &g->dw[st->arg];
+    dd_conv1d_dw_hswish_forward(saved, w.ol, w.zl, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation,
+                                g->residual);
     dd_model_tp_ok(m, dd_tp_gather_fwd(tp, w.ol, out, BT, (size_t)g->C, w.tmp));
 }
 
@@ -228,9 +227,9 @@ static void tp_layer_backward(const dd_model *m, const dd_stage_def *st, const d
     /* dl = dL/dz_{i-1} of the own channels: the identity path of a residual layer, then the conv */
     if (g->residual) memcpy(w.dl, w.ol, nl * sizeof(float));
     else memset(w.dl, 0, nl * sizeof(float));
-    memset(w.tmp, 0, nl * sizeof(float));
-    dd_act_backward(DD_ACT_HARDSWISH, w.tmp, w.ol, saved, NULL, nl);
-    dd_stage_conv_bwd(&g->dw[st->arg], sp, din ? w.dl : NULL, w.tmp, w.zl, B, T);
+    const dd_conv1d_layer *l = &g->dw[st->arg];
+    dd_conv1d_dw_hswish_backward(din ? w.dl : NULL, DD_SG(sp, l->w), w.ol, saved, w.zl, DD_SP(sp, l->w), B, T,
+                                 l->c_in, l->kernel, l->dilation, 0, w.tmp);
     if (!din || !dd_model_tp_ok(m, dd_tp_scatter_bwd(tp, w.dl, w.dz, BT, (size_t)g->C, w.tmp))) return;
     dd_add_forward(din, din, w.dz, n);
 }

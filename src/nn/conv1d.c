@@ -55,3 +55,27 @@ void dd_conv1d_layer_init(const dd_conv1d_layer *l, float *params, dd_rng *rng) 
     dd_param_uniform(params + l->w, (size_t)l->c_out * fan_in, k, rng);
     if (l->bias) dd_param_uniform(params + l->b, (size_t)l->c_out, k, rng);
 }
+
+void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const float *w, int B, int T, int C,
+                                 int kernel, int dilation, int resid) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)C;
+    if (dd_nn_conv_dw_hs_forward(pre, out, in, w, (size_t)B, (size_t)T, (size_t)C, (size_t)kernel,
+                                 (size_t)dilation, resid))
+        return;
+    dd_conv1d_forward(pre, in, w, NULL, B, T, C, C, kernel, dilation, C);
+    dd_act_forward(DD_ACT_HARDSWISH, out, pre, n);
+    if (resid) dd_add_forward(out, out, in, n);
+}
+
+void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
+                                  const float *w, int B, int T, int C, int kernel, int dilation, int resid,
+                                  float *scratch) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)C;
+    if (dd_nn_conv_dw_hs_backward(din, dw, scratch, dout, pre, in, w, (size_t)B, (size_t)T, (size_t)C,
+                                  (size_t)kernel, (size_t)dilation, resid))
+        return;
+    if (resid && din) dd_add_backward(din, NULL, dout, n);
+    memset(scratch, 0, n * sizeof(float));
+    dd_act_backward(DD_ACT_HARDSWISH, scratch, dout, pre, NULL, n);
+    dd_conv1d_backward(din, dw, NULL, scratch, in, w, B, T, C, C, kernel, dilation, C);
+}

@@ -28,9 +28,41 @@
 #define DD_NN_CONV_DW_PAR 32768
 #endif
 
-/* Frames [b0, b1). */
-static void VSUF(conv_dw_fwd_frames)(float *out, const float *in, const float *wt, const float *b,
-                                     size_t b0, size_t b1, size_t T, size_t C, size_t K, size_t d) {
+/* Hardswish of a vector and p + g hardswish'(x): the operations of the scalar loops of
+ * act_impl.h, so that every float comes out as there (the activations below and the fused
+ * depthwise layers use them). */
+static inline __attribute__((always_inline)) VF VSUF(hswish_v)(VF x) {
+    const VF zero = VZERO(), three = VSET1(3.0f), mthree = VSET1(-3.0f), six = VSET1(6.0f);
+    VF y = VDIV(VMUL(x, VADD(x, three)), six);
+#if defined(DD_VEC_AVX512)
+    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GE_OQ), x);
+    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, mthree, _CMP_LE_OQ), zero);
+#else
+    y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, three, _CMP_GE_OQ));
+    y = _mm256_blendv_ps(y, zero, _mm256_cmp_ps(x, mthree, _CMP_LE_OQ));
+#endif
+    return y;
+}
+
+static inline __attribute__((always_inline)) VF VSUF(hswish_bwd_v)(VF p, VF x, VF g) {
+    const VF three = VSET1(3.0f), mthree = VSET1(-3.0f), half = VSET1(0.5f);
+    /* x > 3: p + g;  -3 <= x <= 3: p + g (x/3 + 1/2);  else p */
+    const VF mid = VADD(p, VMUL(g, VADD(VDIV(x, three), half)));
+#if defined(DD_VEC_AVX512)
+    VF y = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask(x, mthree, _CMP_GE_OQ), mid);
+    y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GT_OQ), p, g);
+#else
+    VF y = _mm256_blendv_ps(p, mid, _mm256_cmp_ps(x, mthree, _CMP_GE_OQ));
+    y = _mm256_blendv_ps(y, VADD(p, g), _mm256_cmp_ps(x, three, _CMP_GT_OQ));
+#endif
+    return y;
+}
+
+/* Frames [b0, b1). HS = 0: out = the convolution. HS = 1 (the fused layer): pre = the
+ * convolution, out = Hardswish(pre) (+ in when resid), in the same pass over each row. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_fwd_body)(
+    const int HS, float *pre, float *out, const float *in, const float *wt, const float *b, size_t b0,
+    size_t b1, size_t T, size_t C, size_t K, size_t d, int resid) {
     const size_t nf = C / VW, rem = C % VW;
     const VM tail = VMASK(rem ? (int)rem : VW);
     for (size_t bb = b0; bb < b1; bb++)
@@ -47,21 +79,35 @@ static void VSUF(conv_dw_fwd_frames)(float *out, const float *in, const float *w
                     const float *x = in + (r - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
                     acc = m ? VFMA(VLOADM(w, tail), VLOADM(x, tail), acc) : VFMA(VLOAD(w), VLOAD(x), acc);
                 }
+                if (HS) {
+                    if (m) VSTOREM(pre + r * C + c, acc, tail);
+                    else VSTORE(pre + r * C + c, acc);
+                    acc = VSUF(hswish_v)(acc);
+                    if (resid) acc = VADD(acc, m ? VLOADM(in + r * C + c, tail) : VLOAD(in + r * C + c));
+                }
                 if (m) VSTOREM(out + r * C + c, acc, tail);
                 else VSTORE(out + r * C + c, acc);
             }
         }
 }
 
-void VSUF(dd_nn_conv_dw_fwd_fast)(float *out, const float *in, const float *wt, const float *b,
-                                  size_t B, size_t T, size_t C, size_t K, size_t d) {
+static void VSUF(conv_dw_fwd_frames)(float *pre, float *out, const float *in, const float *wt, const float *b,
+                                     size_t b0, size_t b1, size_t T, size_t C, size_t K, size_t d, int act) {
+    if (act) VSUF(conv_dw_fwd_body)(1, pre, out, in, wt, b, b0, b1, T, C, K, d, act == 2);
+    else VSUF(conv_dw_fwd_body)(0, NULL, out, in, wt, b, b0, b1, T, C, K, d, 0);
+}
+
+/* act 0: the convolution into out (pre unused); 1: fused with Hardswish (pre = the
+ * convolution, out = Hardswish(pre)); 2: as 1, plus in (a residual layer). */
+void VSUF(dd_nn_conv_dw_fwd_fast)(float *pre, float *out, const float *in, const float *wt, const float *b,
+                                  size_t B, size_t T, size_t C, size_t K, size_t d, int act) {
 #ifdef _OPENMP
     const int nth = dd_nn_threads();
 #pragma omp parallel num_threads(nth) if (nth > 1 && B > 1 && B * T * C >= DD_NN_CONV_DW_PAR)
 #endif
     {
         const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-        VSUF(conv_dw_fwd_frames)(out, in, wt, b, B * tid / nt, B * (tid + 1) / nt, T, C, K, d);
+        VSUF(conv_dw_fwd_frames)(pre, out, in, wt, b, B * tid / nt, B * (tid + 1) / nt, T, C, K, d, act);
     }
 }
 
@@ -127,6 +173,91 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
     }
 #endif
     VSUF(conv_dw_bwd_part)(din, dwt, dout, in, wt, 0, B, 0, nv, T, C, K, d);
+}
+
+/* The backward of a depthwise layer fused with Hardswish (pre: the convolution, kept by
+ * forward), channel vectors [v0, v1): da = dout hardswish'(pre) (as dd_act_backward adds it
+ * into zeros), then din += dout (resid) and din += the gather sum of da, dwt += in da, with
+ * the operations and order of conv_dw_bwd_part on da. da lives only in a ring of
+ * R = min(T, (K-1) d + 1) rows (ring, rows C floats apart): row u of a frame in slot
+ * u mod R, computed when row u - (K-1) d is reached, so it is read back from cache. */
+static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const float *dout, const float *pre,
+                                      const float *in, const float *wt, size_t v0, size_t v1, size_t B, size_t T,
+                                      size_t C, size_t K, size_t d, int resid) {
+    const size_t nf = C / VW, rem = C % VW;
+    const VM tail = VMASK(rem ? (int)rem : VW);
+    const size_t span = (K - 1) * d, R = span + 1 < T ? span + 1 : T;
+    const float *gk[DD_NN_CONV_DW_KMAX]; /* ring row of tap k for din */
+    if (v1 > nf + (rem ? 1 : 0)) v1 = nf + (rem ? 1 : 0);
+    for (size_t bb = 0; bb < B; bb++) {
+        size_t next = 0, snext = 0; /* the next da row of the frame to compute, its slot */
+        for (size_t t = 0, slot = 0; t < T; t++, slot = slot + 1 == R ? 0 : slot + 1) {
+            const size_t hi = T - 1 - t > span ? t + span : T - 1;
+            for (; next <= hi; next++, snext = snext + 1 == R ? 0 : snext + 1) {
+                const size_t o = (bb * T + next) * C;
+                for (size_t v = v0; v < v1; v++) {
+                    const size_t c = v * VW;
+                    if (v == nf) {
+                        const VF a = VSUF(hswish_bwd_v)(VZERO(), VLOADM(pre + o + c, tail), VLOADM(dout + o + c, tail));
+                        VSTOREM(ring + snext * C + c, a, tail);
+                    } else {
+                        VSTORE(ring + snext * C + c, VSUF(hswish_bwd_v)(VZERO(), VLOAD(pre + o + c), VLOAD(dout + o + c)));
+                    }
+                }
+            }
+            const size_t r = bb * T + t;
+            const size_t kmin = span <= t ? 0 : K - 1 - t / d;
+            const size_t up = T - 1 - t; /* din: taps with t + s_k < T */
+            const size_t kmin_in = span <= up ? 0 : K - 1 - up / d;
+            for (size_t k = kmin_in; k < K; k++) {
+                size_t u = slot + (K - 1 - k) * d;
+                if (u >= R) u -= R;
+                gk[k] = ring + u * C;
+            }
+            const float *g0 = ring + slot * C;
+            for (size_t v = v0; v < v1; v++) {
+                const size_t c = v * VW;
+                const int m = v == nf;
+                if (din) {
+                    float *p = din + r * C + c;
+                    VF acc = m ? VLOADM(p, tail) : VLOAD(p);
+                    if (resid) acc = VADD(acc, m ? VLOADM(dout + r * C + c, tail) : VLOAD(dout + r * C + c));
+                    for (size_t k = kmin_in; k < K; k++) {
+                        const float *g = gk[k] + c, *w = wt + k * C + c;
+                        acc = m ? VFMA(VLOADM(w, tail), VLOADM(g, tail), acc) : VFMA(VLOAD(w), VLOAD(g), acc);
+                    }
+                    if (m) VSTOREM(p, acc, tail);
+                    else VSTORE(p, acc);
+                }
+                if (dwt) {
+                    const VF g = m ? VLOADM(g0 + c, tail) : VLOAD(g0 + c);
+                    for (size_t k = kmin; k < K; k++) {
+                        const float *x = in + (r - (K - 1 - k) * d) * C + c;
+                        float *a = dwt + k * C + c;
+                        if (m) VSTOREM(a, VFMA(VLOADM(x, tail), g, VLOADM(a, tail)), tail);
+                        else VSTORE(a, VFMA(VLOAD(x), g, VLOAD(a)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Threads split the channel vectors (every (k, c) of dW and every din element is summed as on
+ * one thread). dwt (K x C) adds as in dd_nn_conv_dw_bwd_fast; ring: R x C floats. */
+void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *ring, const float *dout, const float *pre,
+                                     const float *in, const float *wt, size_t B, size_t T, size_t C, size_t K,
+                                     size_t d, int resid) {
+    const size_t nv = (C + VW - 1) / VW;
+#ifdef _OPENMP
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && nv > 1 && B * T * C >= DD_NN_CONV_DW_PAR)
+#endif
+    {
+        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
+        VSUF(conv_dw_hs_bwd_part)(din, dwt, ring, dout, pre, in, wt, nv * tid / nt, nv * (tid + 1) / nt, B, T, C,
+                                  K, d, resid);
+    }
 }
 
 /* ---------------------------------------------------------------- full (groups == 1) */
@@ -363,24 +494,13 @@ void VSUF(dd_nn_conv_full_bwd_fast)(float *din, float *dwb, float *db, const flo
 /* a: 3 = ReLU, 4 = Hardswish (dd_act values). out may alias in. */
 void VSUF(dd_nn_act_fwd_fast)(int a, float *out, const float *in, size_t n) {
     const size_t nf = n / VW * VW;
-    const VF zero = VZERO(), three = VSET1(3.0f), mthree = VSET1(-3.0f), six = VSET1(6.0f);
+    const VF zero = VZERO();
     size_t i = 0;
     if (a == 3) {
         for (; i < nf; i += VW) VSTORE(out + i, VMAX(VLOAD(in + i), zero));
         for (; i < n; i++) out[i] = in[i] > 0 ? in[i] : 0;
     } else {
-        for (; i < nf; i += VW) {
-            const VF x = VLOAD(in + i);
-            VF y = VDIV(VMUL(x, VADD(x, three)), six);
-#if defined(DD_VEC_AVX512)
-            y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GE_OQ), x);
-            y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, mthree, _CMP_LE_OQ), zero);
-#else
-            y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, three, _CMP_GE_OQ));
-            y = _mm256_blendv_ps(y, zero, _mm256_cmp_ps(x, mthree, _CMP_LE_OQ));
-#endif
-            VSTORE(out + i, y);
-        }
+        for (; i < nf; i += VW) VSTORE(out + i, VSUF(hswish_v)(VLOAD(in + i)));
         for (; i < n; i++) {
             const float x = in[i];
             out[i] = x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
@@ -391,8 +511,7 @@ void VSUF(dd_nn_act_fwd_fast)(int a, float *out, const float *in, size_t n) {
 /* din += dout f'(in); a as above. */
 void VSUF(dd_nn_act_bwd_fast)(int a, float *din, const float *dout, const float *in, size_t n) {
     const size_t nf = n / VW * VW;
-    const VF zero = VZERO(), three = VSET1(3.0f), mthree = VSET1(-3.0f);
-    const VF third = VSET1(3.0f), half = VSET1(0.5f);
+    const VF zero = VZERO();
     size_t i = 0;
     if (a == 3) {
         for (; i < nf; i += VW) {
@@ -406,19 +525,8 @@ void VSUF(dd_nn_act_bwd_fast)(int a, float *din, const float *dout, const float 
         for (; i < n; i++)
             if (in[i] > 0) din[i] += dout[i];
     } else {
-        for (; i < nf; i += VW) {
-            const VF x = VLOAD(in + i), g = VLOAD(dout + i), p = VLOAD(din + i);
-            /* x > 3: p + g;  -3 <= x <= 3: p + g (x/3 + 1/2);  else p */
-            const VF mid = VADD(p, VMUL(g, VADD(VDIV(x, third), half)));
-#if defined(DD_VEC_AVX512)
-            VF y = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask(x, mthree, _CMP_GE_OQ), mid);
-            y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GT_OQ), p, g);
-#else
-            VF y = _mm256_blendv_ps(p, mid, _mm256_cmp_ps(x, mthree, _CMP_GE_OQ));
-            y = _mm256_blendv_ps(y, VADD(p, g), _mm256_cmp_ps(x, three, _CMP_GT_OQ));
-#endif
-            VSTORE(din + i, y);
-        }
+        for (; i < nf; i += VW)
+            VSTORE(din + i, VSUF(hswish_bwd_v)(VLOAD(din + i), VLOAD(in + i), VLOAD(dout + i)));
         for (; i < n; i++) {
             const float x = in[i];
             if (x > 3)

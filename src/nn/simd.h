@@ -200,6 +200,20 @@ int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout
                              const float *w, size_t B, size_t T, size_t Ci, size_t Co, size_t K,
                              size_t d, size_t G);
 
+/* Depthwise layer without bias fused with Hardswish (dd_conv1d_dw_hswish_forward /
+ * _backward, contract in distdpd/nn.h; the same floats as the unfused sequence). Forward
+ * writes pre = the convolution and out = Hardswish(pre) (+ in when resid) in one pass over
+ * the rows; backward computes da = dout Hardswish'(pre) into ring (min(T, (K-1) d + 1) x C
+ * floats) a row ahead of its use inside the convolution's backward (threads split the
+ * channel vectors). Return 0, doing nothing, at the generic level, for K >
+ * DD_NN_CONV_DW_KMAX (backward) or when the weights' heap copy fails. */
+#define DD_NN_CONV_DW_KMAX 64
+int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const float *w, size_t B, size_t T,
+                             size_t C, size_t K, size_t d, int resid);
+int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *dout, const float *pre,
+                              const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
+                              int resid);
+
 /* ---- causal conv1d with groups == 1, K > 1 through OpenBLAS (conv_gemm.c): im2col blocks
  * of rows times the weights as stored (Co x Ci K). Same contract as dd_conv1d_forward /
  * _backward (float32, groups 1); return 0, doing nothing, when the block buffers cannot

@@ -34,9 +34,13 @@
     void dd_nn_dense_small_bwd##S(float *din, float *dw, float *db, const float *dout,        \
                                   const float *in, const float *w, size_t N, size_t NI,        \
                                   size_t O);                                                   \
-    void dd_nn_conv_dw_fwd_fast##S(float *out, const float *in, const float *wt,              \
+    void dd_nn_conv_dw_fwd_fast##S(float *pre, float *out, const float *in, const float *wt,  \
                                    const float *b, size_t B, size_t T, size_t C, size_t K,    \
-                                   size_t d);                                                 \
+                                   size_t d, int act);                                        \
+    void dd_nn_conv_dw_hs_bwd_fast##S(float *din, float *dwt, float *ring, const float *dout, \
+                                      const float *pre, const float *in, const float *wt,     \
+                                      size_t B, size_t T, size_t C, size_t K, size_t d,       \
+                                      int resid);                                             \
     void dd_nn_conv_dw_bwd_fast##S(float *din, float *dwt, const float *dout, const float *in, \
                                    const float *wt, size_t B, size_t T, size_t C, size_t K,   \
                                    size_t d);                                                 \
@@ -192,7 +196,7 @@ int dd_nn_simd_width(int level) {
 void dd_nn_conv_dw_fwd(int level, float *out, const float *in, const float *wt, const float *b,
                        size_t B, size_t T, size_t C, size_t K, size_t d) {
 #if DD_NN_HAVE_X86_SIMD
-    DD_DISPATCH(level, dd_nn_conv_dw_fwd_fast, (out, in, wt, b, B, T, C, K, d));
+    DD_DISPATCH(level, dd_nn_conv_dw_fwd_fast, (NULL, out, in, wt, b, B, T, C, K, d, 0));
 #else
     (void)level, (void)out, (void)in, (void)wt, (void)b, (void)B, (void)T, (void)C, (void)K, (void)d;
 #endif
@@ -266,24 +270,85 @@ int dd_nn_act_bwd(int level, int a, float *din, const float *dout, const float *
 
 static size_t dd_conv_roundup(size_t n, size_t w) { return (n + w - 1) / w * w; }
 
+/* ---- depthwise layers: weights transposed to wt (K x C) on the stack up to
+ * DD_NN_CONV_DW_MAX floats, on the heap above (0, nothing done, when that fails) */
+
+/* act as dd_nn_conv_dw_fwd_fast. */
+static int dw_forward(int level, float *pre, float *out, const float *in, const float *w, const float *b,
+                      size_t B, size_t T, size_t C, size_t K, size_t d, int act) {
+    float ws[DD_NN_CONV_DW_MAX];
+    float *wt = C * K <= DD_NN_CONV_DW_MAX ? ws : dd_calloc(C * K, sizeof(float));
+    if (!wt) return 0;
+    for (size_t c = 0; c < C; c++)
+        for (size_t k = 0; k < K; k++) wt[k * C + c] = w[c * K + k];
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_conv_dw_fwd_fast, (pre, out, in, wt, b, B, T, C, K, d, act));
+#else
+    (void)level, (void)pre, (void)out, (void)in, (void)b, (void)B, (void)T, (void)d, (void)act;
+#endif
+    if (wt != ws) dd_free(wt);
+    return 1;
+}
+
+/* ring == NULL: dout is the convolution's output gradient (dd_nn_conv_dw_bwd); else the
+ * layer fused with Hardswish (dd_nn_conv_dw_hs_bwd_fast; pre, ring, resid). */
+static int dw_backward(int level, float *din, float *dw, float *ring, const float *dout, const float *pre,
+                       const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
+                       int resid) {
+    float ws[DD_NN_CONV_DW_MAX], dws[DD_NN_CONV_DW_MAX];
+    const int heap = C * K > DD_NN_CONV_DW_MAX;
+    float *wt = heap ? dd_calloc(C * K, sizeof(float)) : ws;
+    float *dwt = heap && dw ? dd_calloc(C * K, sizeof(float)) : dws;
+    int done = 0;
+    if (wt && dwt) {
+        for (size_t c = 0; c < C; c++)
+            for (size_t k = 0; k < K; k++) wt[k * C + c] = w[c * K + k];
+        if (dw) memset(dwt, 0, C * K * sizeof(float));
+        if (!ring) {
+            dd_nn_conv_dw_bwd(level, din, dw ? dwt : NULL, dout, in, wt, B, T, C, K, d);
+        } else {
+#if DD_NN_HAVE_X86_SIMD
+            DD_DISPATCH(level, dd_nn_conv_dw_hs_bwd_fast,
+                        (din, dw ? dwt : NULL, ring, dout, pre, in, wt, B, T, C, K, d, resid));
+#else
+            (void)pre, (void)resid;
+#endif
+        }
+        if (dw)
+            for (size_t c = 0; c < C; c++)
+                for (size_t k = 0; k < K; k++) dw[c * K + k] += dwt[k * C + c];
+        done = 1;
+    }
+    if (heap) {
+        dd_free(wt);
+        if (dw) dd_free(dwt);
+    }
+    return done;
+}
+
+int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const float *w, size_t B, size_t T,
+                             size_t C, size_t K, size_t d, int resid) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC) return 0;
+    return dw_forward(level, pre, out, in, w, NULL, B, T, C, K, d, resid ? 2 : 1);
+}
+
+int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *dout, const float *pre,
+                              const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
+                              int resid) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC || K > DD_NN_CONV_DW_KMAX) return 0;
+    return dw_backward(level, din, dw, ring, dout, pre, in, w, B, T, C, K, d, resid);
+}
+
 int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b,
                             size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d,
                             size_t G) {
     const int level = dd_nn_simd_level();
     if (level == DD_SIMD_GENERIC) return 0;
     const size_t vw = (size_t)dd_nn_simd_width(level);
-    if (G == Ci && G == Co) {
-        /* depthwise: no matrix product to hand to OpenBLAS; wide layers re-lay their
-         * weights on the heap */
-        float ws[DD_NN_CONV_DW_MAX];
-        float *wt = Ci * K <= DD_NN_CONV_DW_MAX ? ws : dd_calloc(Ci * K, sizeof(float));
-        if (!wt) return 0;
-        for (size_t c = 0; c < Ci; c++)
-            for (size_t k = 0; k < K; k++) wt[k * Ci + c] = w[c * K + k];
-        dd_nn_conv_dw_fwd(level, out, in, wt, b, B, T, Ci, K, d);
-        if (wt != ws) dd_free(wt);
-        return 1;
-    }
+    /* depthwise: no matrix product to hand to OpenBLAS */
+    if (G == Ci && G == Co) return dw_forward(level, NULL, out, in, w, b, B, T, Ci, K, d, 0);
     const size_t lo = dd_conv_roundup(Co, vw);
     if (G == 1 && lo <= 6 * vw && dd_nn_conv_full_fast(level, lo / vw, Ci * K)) {
         float ws[DD_NN_CONV_FULL_MAX], bp[96];
@@ -310,29 +375,8 @@ int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout
     if (level == DD_SIMD_GENERIC) return 0;
     const size_t vw = (size_t)dd_nn_simd_width(level);
     if (G == Ci && G == Co) {
-        float ws[DD_NN_CONV_DW_MAX], dws[DD_NN_CONV_DW_MAX];
-        const int heap = Ci * K > DD_NN_CONV_DW_MAX;
-        float *wt = heap ? dd_calloc(Ci * K, sizeof(float)) : ws;
-        float *dwt = heap && dw ? dd_calloc(Ci * K, sizeof(float)) : dws;
-        if (!wt || !dwt) {
-            if (heap) {
-                dd_free(wt);
-                if (dw) dd_free(dwt);
-            }
-            return 0;
-        }
-        for (size_t c = 0; c < Ci; c++)
-            for (size_t k = 0; k < K; k++) wt[k * Ci + c] = w[c * K + k];
-        if (dw) memset(dwt, 0, Ci * K * sizeof(float));
+        if (!dw_backward(level, din, dw, NULL, dout, NULL, in, w, B, T, Ci, K, d, 0)) return 0;
         if (db) dd_nn_colsum_add(db, dout, B * T, Co, Co);
-        dd_nn_conv_dw_bwd(level, din, dw ? dwt : NULL, dout, in, wt, B, T, Ci, K, d);
-        if (dw)
-            for (size_t c = 0; c < Ci; c++)
-                for (size_t k = 0; k < K; k++) dw[c * K + k] += dwt[k * Ci + c];
-        if (heap) {
-            dd_free(wt);
-            if (dw) dd_free(dwt);
-        }
         return 1;
     }
     const size_t li = dd_conv_roundup(Ci, vw);
