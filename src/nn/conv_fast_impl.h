@@ -28,32 +28,12 @@
 #define DD_NN_CONV_DW_PAR 32768
 #endif
 
-/* y / dv (dv = 3 or 6, c = 1/dv rounded) without a division instruction (the divider's
- * throughput bounded the Hardswish passes): q = y c corrected by one fused residual,
- * q + (y - q dv) c, which is y / dv correctly rounded for every float y with
- * 2^-125 <= |y| < inf (checked over all 2^32 floats for both divisors, docs/performance.md,
- * "tcn"); the rest (zeros, subnormal quotients, infinities, NaN) takes the division. */
-static inline __attribute__((always_inline)) VF VSUF(div_3_6)(VF y, VF dv, VF c) {
-    const VF q0 = VMUL(y, c);
-    const VF q = VFMA(VFNMA(q0, dv, y), c, q0);
-    const VF a = VMAX(y, VSUB(VZERO(), y)); /* |y| (NaN: one of them) */
-#if defined(DD_VEC_AVX512)
-    const __mmask16 odd = _mm512_cmp_ps_mask(a, VSET1(0x1p-125f), _CMP_NGE_UQ) |
-                          _mm512_cmp_ps_mask(a, VSET1(INFINITY), _CMP_NLT_UQ);
-    return odd ? _mm512_mask_div_ps(q, odd, y, dv) : q;
-#else
-    const VF odd = _mm256_or_ps(_mm256_cmp_ps(a, VSET1(0x1p-125f), _CMP_NGE_UQ),
-                                _mm256_cmp_ps(a, VSET1(INFINITY), _CMP_NLT_UQ));
-    return _mm256_movemask_ps(odd) ? _mm256_blendv_ps(q, VDIV(y, dv), odd) : q;
-#endif
-}
-
-/* Hardswish of a vector and p + g hardswish'(x): the values of the scalar loops of
+/* Hardswish of a vector and p + g hardswish'(x): the operations of the scalar loops of
  * act_impl.h, so that every float comes out as there (the activations below and the fused
  * depthwise layers use them). */
 static inline __attribute__((always_inline)) VF VSUF(hswish_v)(VF x) {
     const VF zero = VZERO(), three = VSET1(3.0f), mthree = VSET1(-3.0f), six = VSET1(6.0f);
-    VF y = VSUF(div_3_6)(VMUL(x, VADD(x, three)), six, VSET1(1.0f / 6.0f));
+    VF y = VDIV(VMUL(x, VADD(x, three)), six);
 #if defined(DD_VEC_AVX512)
     y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GE_OQ), x);
     y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, mthree, _CMP_LE_OQ), zero);
@@ -67,7 +47,7 @@ static inline __attribute__((always_inline)) VF VSUF(hswish_v)(VF x) {
 static inline __attribute__((always_inline)) VF VSUF(hswish_bwd_v)(VF p, VF x, VF g) {
     const VF three = VSET1(3.0f), mthree = VSET1(-3.0f), half = VSET1(0.5f);
     /* x > 3: p + g;  -3 <= x <= 3: p + g (x/3 + 1/2);  else p */
-    const VF mid = VADD(p, VMUL(g, VADD(VSUF(div_3_6)(x, three, VSET1(1.0f / 3.0f)), half)));
+    const VF mid = VADD(p, VMUL(g, VADD(VDIV(x, three), half)));
 #if defined(DD_VEC_AVX512)
     VF y = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask(x, mthree, _CMP_GE_OQ), mid);
     y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GT_OQ), p, g);

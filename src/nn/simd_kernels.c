@@ -6,7 +6,6 @@
  * dispatchers below pick one by the level of dd_nn_simd_level(). Without GCC on x86-64
  * only the dispatchers remain (the level is then always generic and they fall back to
  * OpenBLAS / plain C, or are never called). */
-#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
