@@ -365,8 +365,9 @@ static void test_act(void) {
  * _backward, tcn's layers) against the unfused sequence (dd_conv1d_forward,
  * dd_act_forward, dd_add_forward; dd_add_backward, dd_act_backward into zeros,
  * dd_conv1d_backward) at the same level: memcmp of pre, out, din and dW, on 1, 2 and 3
- * threads, with din and dW non-zero on entry (backward adds), din or dW alone, and the
- * fused outputs and scratch filled with garbage first. Inputs span Hardswish's three
+ * threads, with din and dW non-zero on entry (backward adds), din or dW alone, pre not
+ * stored (backward recomputes it), and the fused outputs and scratch filled with garbage
+ * first. Inputs span Hardswish's three
  * pieces; dout has +0 and -0 entries. */
 static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
     const size_t n = (size_t)B * (size_t)T * (size_t)C, nw = (size_t)C * (size_t)K;
@@ -376,7 +377,7 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
     char name[96];
     snprintf(name, sizeof name, "dw+hardswish B=%d T=%d C=%d K=%d d=%d resid=%d", B, T, C, K, dil, resid);
     float *pre = fzero(n), *out = fzero(n), *din = fzero(n), *dW = fzero(nw), *da = fzero(n);
-    float *fpre = fzero(n), *fout = fzero(n), *fdin = fzero(n), *fdW = fzero(nw), *scr = fzero(n);
+    float *fpre = fzero(n), *fout = fzero(n), *fdin = fzero(n), *fdW = fzero(nw), *scr = fzero(2 * n);
     for (int li = 0; li < nlevels; li++) {
         dd_nn_simd_set(levels[li]);
         dd_nn_threads_set(1);
@@ -403,6 +404,16 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
             dd_conv1d_dw_hswish_backward(fdin, fdW, G, pre, x, w, B, T, C, K, dil, resid, scr);
             CHECK(memcmp(fdin, din, n * sizeof(float)) == 0, "%s: din differs from the unfused layers", ctx);
             CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW differs from the unfused layers", ctx);
+            /* pre not stored: forward gives the same out, backward recomputes pre */
+            memset(fout, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hswish_forward(NULL, fout, x, w, B, T, C, K, dil, resid);
+            CHECK(memcmp(fout, out, n * sizeof(float)) == 0, "%s: out without pre differs", ctx);
+            memcpy(fdin, din0, n * sizeof(float));
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, 2 * n * sizeof(float));
+            dd_conv1d_dw_hswish_backward(fdin, fdW, G, NULL, x, w, B, T, C, K, dil, resid, scr);
+            CHECK(memcmp(fdin, din, n * sizeof(float)) == 0, "%s: din with pre recomputed differs", ctx);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW with pre recomputed differs", ctx);
             /* each gradient alone */
             memcpy(fdin, din0, n * sizeof(float));
             memset(scr, 0xff, n * sizeof(float));

@@ -164,17 +164,18 @@ void dd_conv1d_backward(float *din, float *dw, float *db, const float *dout, con
                         int dilation, int groups);
 /* A depthwise conv1d without bias (C channels, weight (C, 1, kernel)) fused with Hardswish
  * and, when resid, a residual add (tcn's layers): pre = conv(in), out = Hardswish(pre)
- * (+ in). The same floats as dd_conv1d_forward, dd_act_forward(DD_ACT_HARDSWISH, out, pre)
- * and dd_add_forward(out, out, in) in turn, in one pass over the rows at the SIMD levels
- * (the generic level runs that sequence). Float32 only: the float64 reference is that
+ * (+ in); pre may be NULL (not stored: backward recomputes it). The same floats as
+ * dd_conv1d_forward, dd_act_forward(DD_ACT_HARDSWISH, out, pre) and
+ * dd_add_forward(out, out, in) in turn, in one pass over the rows at the SIMD levels (the
+ * generic level runs that sequence). Float32 only: the float64 reference is that
  * sequence. */
 void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const float *w, int B, int T,
                                  int C, int kernel, int dilation, int resid);
-/* Its backward, with pre from forward: din += dout (resid) + the convolution's dL/din of
- * da = dout Hardswish'(pre), dw += its dL/dw (din, dw may be NULL). The same floats as
- * dd_add_backward(din, NULL, dout), dd_act_backward into zeroed scratch and
- * dd_conv1d_backward in turn, with da kept only in a ring of rows at the SIMD levels.
- * scratch: B T C floats. */
+/* Its backward, with pre from forward or NULL (then recomputed from in, the same floats):
+ * din += dout (resid) + the convolution's dL/din of da = dout Hardswish'(pre), dw += its
+ * dL/dw (din, dw may be NULL). The same floats as dd_add_backward(din, NULL, dout),
+ * dd_act_backward into zeroed scratch and dd_conv1d_backward in turn, with da kept only in
+ * a ring of rows at the SIMD levels. scratch: B T C floats, twice that when pre is NULL. */
 void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
                                   const float *w, int B, int T, int C, int kernel, int dilation, int resid,
                                   float *scratch);

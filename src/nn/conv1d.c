@@ -62,8 +62,9 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
     if (dd_nn_conv_dw_hs_forward(pre, out, in, w, (size_t)B, (size_t)T, (size_t)C, (size_t)kernel,
                                  (size_t)dilation, resid))
         return;
-    dd_conv1d_forward(pre, in, w, NULL, B, T, C, C, kernel, dilation, C);
-    dd_act_forward(DD_ACT_HARDSWISH, out, pre, n);
+    float *a = pre ? pre : out;
+    dd_conv1d_forward(a, in, w, NULL, B, T, C, C, kernel, dilation, C);
+    dd_act_forward(DD_ACT_HARDSWISH, out, a, n);
     if (resid) dd_add_forward(out, out, in, n);
 }
 
@@ -74,6 +75,10 @@ void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, cons
     if (dd_nn_conv_dw_hs_backward(din, dw, scratch, dout, pre, in, w, (size_t)B, (size_t)T, (size_t)C,
                                   (size_t)kernel, (size_t)dilation, resid))
         return;
+    if (!pre) {
+        dd_conv1d_forward(scratch + n, in, w, NULL, B, T, C, C, kernel, dilation, C);
+        pre = scratch + n;
+    }
     if (resid && din) dd_add_backward(din, NULL, dout, n);
     memset(scratch, 0, n * sizeof(float));
     dd_act_backward(DD_ACT_HARDSWISH, scratch, dout, pre, NULL, n);

@@ -58,8 +58,21 @@ static inline __attribute__((always_inline)) VF VSUF(hswish_bwd_v)(VF p, VF x, V
     return y;
 }
 
+/* acc + sum over taps k = kmin..K-1 (ascending) of wt[k][c..] in[r - s_k][c..], one fused
+ * multiply-add each: the depthwise forward's sum, also recomputed by the fused backward. */
+static inline __attribute__((always_inline)) VF VSUF(conv_dw_taps)(VF acc, const float *in, const float *wt,
+                                                                   size_t r, size_t c, size_t kmin, size_t C,
+                                                                   size_t K, size_t d, int m, VM tail) {
+    for (size_t k = kmin; k < K; k++) {
+        const float *x = in + (r - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
+        acc = m ? VFMA(VLOADM(w, tail), VLOADM(x, tail), acc) : VFMA(VLOAD(w), VLOAD(x), acc);
+    }
+    return acc;
+}
+
 /* Frames [b0, b1). HS = 0: out = the convolution. HS = 1 (the fused layer): pre = the
- * convolution, out = Hardswish(pre) (+ in when resid), in the same pass over each row. */
+ * convolution (not stored when NULL), out = Hardswish(pre) (+ in when resid), in the same
+ * pass over each row. */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_fwd_body)(
     const int HS, float *pre, float *out, const float *in, const float *wt, const float *b, size_t b0,
     size_t b1, size_t T, size_t C, size_t K, size_t d, int resid) {
@@ -75,13 +88,10 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_fwd_body)(
                 const size_t c = v * VW;
                 const int m = v == nf;
                 VF acc = b ? (m ? VLOADM(b + c, tail) : VLOAD(b + c)) : VZERO();
-                for (size_t k = kmin; k < K; k++) {
-                    const float *x = in + (r - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
-                    acc = m ? VFMA(VLOADM(w, tail), VLOADM(x, tail), acc) : VFMA(VLOAD(w), VLOAD(x), acc);
-                }
+                acc = VSUF(conv_dw_taps)(acc, in, wt, r, c, kmin, C, K, d, m, tail);
                 if (HS) {
-                    if (m) VSTOREM(pre + r * C + c, acc, tail);
-                    else VSTORE(pre + r * C + c, acc);
+                    if (pre && m) VSTOREM(pre + r * C + c, acc, tail);
+                    else if (pre) VSTORE(pre + r * C + c, acc);
                     acc = VSUF(hswish_v)(acc);
                     if (resid) acc = VADD(acc, m ? VLOADM(in + r * C + c, tail) : VLOAD(in + r * C + c));
                 }
@@ -176,7 +186,8 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
 }
 
 /* The backward of a depthwise layer fused with Hardswish (pre: the convolution, kept by
- * forward), channel vectors [v0, v1): da = dout hardswish'(pre) (as dd_act_backward adds it
+ * forward; NULL: recomputed from in with forward's operations), channel vectors [v0, v1):
+ * da = dout hardswish'(pre) (as dd_act_backward adds it
  * into zeros), then din += dout (resid) and din += the gather sum of da, dwt += in da, with
  * the operations and order of conv_dw_bwd_part on da. da lives only in a ring of
  * R = min(T, (K-1) d + 1) rows (ring, rows C floats apart): row u of a frame in slot
@@ -194,15 +205,17 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
         for (size_t t = 0, slot = 0; t < T; t++, slot = slot + 1 == R ? 0 : slot + 1) {
             const size_t hi = T - 1 - t > span ? t + span : T - 1;
             for (; next <= hi; next++, snext = snext + 1 == R ? 0 : snext + 1) {
-                const size_t o = (bb * T + next) * C;
+                const size_t rn = bb * T + next, o = rn * C;
+                const size_t kmn = span <= next ? 0 : K - 1 - next / d;
                 for (size_t v = v0; v < v1; v++) {
                     const size_t c = v * VW;
-                    if (v == nf) {
-                        const VF a = VSUF(hswish_bwd_v)(VZERO(), VLOADM(pre + o + c, tail), VLOADM(dout + o + c, tail));
-                        VSTOREM(ring + snext * C + c, a, tail);
-                    } else {
-                        VSTORE(ring + snext * C + c, VSUF(hswish_bwd_v)(VZERO(), VLOAD(pre + o + c), VLOAD(dout + o + c)));
-                    }
+                    const int m = v == nf;
+                    /* pre as forward stored it, or the same sum again */
+                    const VF x = pre ? (m ? VLOADM(pre + o + c, tail) : VLOAD(pre + o + c))
+                                     : VSUF(conv_dw_taps)(VZERO(), in, wt, rn, c, kmn, C, K, d, m, tail);
+                    const VF a = VSUF(hswish_bwd_v)(VZERO(), x, m ? VLOADM(dout + o + c, tail) : VLOAD(dout + o + c));
+                    if (m) VSTOREM(ring + snext * C + c, a, tail);
+                    else VSTORE(ring + snext * C + c, a);
                 }
             }
             const size_t r = bb * T + t;

@@ -202,10 +202,11 @@ int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout
 
 /* Depthwise layer without bias fused with Hardswish (dd_conv1d_dw_hswish_forward /
  * _backward, contract in distdpd/nn.h; the same floats as the unfused sequence). Forward
- * writes pre = the convolution and out = Hardswish(pre) (+ in when resid) in one pass over
- * the rows; backward computes da = dout Hardswish'(pre) into ring (min(T, (K-1) d + 1) x C
- * floats) a row ahead of its use inside the convolution's backward (threads split the
- * channel vectors). Return 0, doing nothing, at the generic level, for K >
+ * writes pre = the convolution (unless NULL) and out = Hardswish(pre) (+ in when resid) in
+ * one pass over the rows; backward computes da = dout Hardswish'(pre) (pre NULL: the
+ * convolution again, its operations in forward's order) into ring (min(T, (K-1) d + 1) x C
+ * floats) (K-1) d rows ahead of its use inside the convolution's backward (threads split
+ * the channel vectors). Return 0, doing nothing, at the generic level, for K >
  * DD_NN_CONV_DW_KMAX (backward) or when the weights' heap copy fails. */
 #define DD_NN_CONV_DW_KMAX 64
 int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const float *w, size_t B, size_t T,
