@@ -5,6 +5,7 @@
  *   cc -O2 -Iinclude -Isrc bench/bench_nn.c -Lbuild -ldistdpd -ldistdpd_rf -Wl,-rpath,$PWD/build -lm -o bench_nn
  * Run:  OPENBLAS_NUM_THREADS=1 ./bench_nn [B T H reps]      (default 64 200 23 20)
  *       OPENBLAS_NUM_THREADS=1 ./bench_nn --dispatch [reps]  (default 5)
+ *       ./bench_nn --tcn-layer [reps]                         (default 20)
  *
  * The GRU line also gives the best process CPU time of each (steadier on a shared machine).
  * GFLOP/s counts the matrix products only: a GRU step costs 2*3H*(D+H) flops per sequence
@@ -18,7 +19,15 @@
  * (3H x H x B T). Prints one table per family, the winner per width and the threshold
  * the library uses (DD_NN_* in src/nn/simd.h), so a new machine can be checked. For the
  * GRU, "auto" may mix the two (fused recurrence, weight gradients through sgemm): its
- * time is shown too. */
+ * time is shown too.
+ *
+ * --tcn-layer: one tcn depthwise layer at the default shape (B 64, T 200, C 96, K 5,
+ * dilation 4; plain and residual), forward and backward, as the unfused sequence
+ * (dd_conv1d_forward, dd_act_forward, dd_add_forward; dd_add_backward, memset,
+ * dd_act_backward, dd_conv1d_backward), fused (dd_conv1d_dw_hswish_forward / _backward
+ * with the convolution stored) and fused with the convolution recomputed (pre = NULL),
+ * the three alternating in every rep; best CPU and wall time of each, at the SIMD level
+ * in use (DD_SIMD). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,7 +258,60 @@ static int dispatch(int reps) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ --tcn-layer */
+
+static int tcn_layer(int reps) {
+    const int B = 64, T = 200, C = 96, K = 5, d = 4;
+    const size_t n = (size_t)B * T * C, nw = (size_t)C * K;
+    dd_rng r;
+    dd_rng_seed(&r, 3);
+    float *x = frand(n, &r, 3), *w = frand(nw, &r, 0.4), *g = frand(n, &r, 1), *pre = frand(n, &r, 0);
+    float *out = frand(n, &r, 0), *din = frand(n, &r, 0), *scr = frand(2 * n, &r, 0), *dw = frand(nw, &r, 0);
+    printf("tcn layer B=%d T=%d C=%d K=%d d=%d, SIMD %s, best of %d (ms, CPU time; wall)\n", B, T, C, K, d,
+           dd_nn_simd_name(dd_nn_simd_level()), reps);
+    for (int resid = 0; resid <= 1; resid++) {
+        double best[3][2][2]; /* variant, fwd/bwd, cpu/wall */
+        for (int v = 0; v < 3; v++)
+            for (int j = 0; j < 2; j++) best[v][j][0] = best[v][j][1] = 1e30;
+        for (int rep = 0; rep < reps; rep++)
+            for (int v = 0; v < 3; v++) {
+                double c0 = cpu_ms(), t0 = dd_now();
+                if (v == 0) {
+                    dd_conv1d_forward(pre, x, w, NULL, B, T, C, C, K, d, C);
+                    dd_act_forward(DD_ACT_HARDSWISH, out, pre, n);
+                    if (resid) dd_add_forward(out, out, x, n);
+                } else {
+                    dd_conv1d_dw_hswish_forward(v == 1 ? pre : NULL, out, x, w, B, T, C, K, d, resid);
+                }
+                double c1 = cpu_ms(), t1 = dd_now();
+                memset(din, 0, n * sizeof(float)); /* the stage framework's zeroing, in both */
+                if (v == 0) {
+                    if (resid) dd_add_backward(din, NULL, g, n);
+                    memset(scr, 0, n * sizeof(float));
+                    dd_act_backward(DD_ACT_HARDSWISH, scr, g, pre, NULL, n);
+                    dd_conv1d_backward(din, dw, NULL, scr, x, w, B, T, C, C, K, d, C);
+                } else {
+                    dd_conv1d_dw_hswish_backward(din, dw, g, v == 1 ? pre : NULL, x, w, B, T, C, K, d, resid, scr);
+                }
+                double c2 = cpu_ms(), t2 = dd_now();
+                const double m[2][2] = {{c1 - c0, (t1 - t0) * 1e3}, {c2 - c1, (t2 - t1) * 1e3}};
+                for (int j = 0; j < 2; j++)
+                    for (int q = 0; q < 2; q++)
+                        if (m[j][q] < best[v][j][q]) best[v][j][q] = m[j][q];
+            }
+        const char *names[3] = {"unfused", "fused", "fused, recomputed"};
+        for (int v = 0; v < 3; v++)
+            printf("  %s %-17s forward %.3f; %.3f  backward %.3f; %.3f  total %.3f (%.2fx unfused)\n",
+                   resid ? "residual" : "plain   ", names[v], best[v][0][0], best[v][0][1], best[v][1][0],
+                   best[v][1][1], best[v][0][0] + best[v][1][0],
+                   (best[0][0][0] + best[0][1][0]) / (best[v][0][0] + best[v][1][0]));
+    }
+    dd_free(x), dd_free(w), dd_free(g), dd_free(pre), dd_free(out), dd_free(din), dd_free(scr), dd_free(dw);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--tcn-layer") == 0) return tcn_layer(argc > 2 ? atoi(argv[2]) : 20);
     if (argc > 1 && strcmp(argv[1], "--dispatch") == 0) return dispatch(argc > 2 ? atoi(argv[2]) : 5);
     int B = argc > 1 ? atoi(argv[1]) : 64, T = argc > 2 ? atoi(argv[2]) : 200;
     int H = argc > 3 ? atoi(argv[3]) : 23, reps = argc > 4 ? atoi(argv[4]) : 20, D = 2;
