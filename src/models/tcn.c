@@ -119,9 +119,8 @@ static const dd_stage_ops stem_stage = {
 
 /* ---- stage "network.2i" (layer st->arg): saved a_i (BT, C), the convolution; scratch
  * (BT, C) (the fused kernels use a ring of rows of it). Not saving a_i and recomputing it
- * in backward (pre = NULL: the same floats) was measured slower per layer (AVX-512 2.43
- * against 2.24-2.30 ms forward + backward at the default shape, AVX2 3.2 against 2.9-3.0;
- * docs/performance.md, "tcn"). ---- */
+ * in backward (pre = NULL: the same floats) measured slower per layer at AVX2 and
+ * AVX-512 (docs/performance.md, "tcn: fused depthwise layers"). ---- */
 
 static size_t layer_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
