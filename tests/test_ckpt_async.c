@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,23 +28,10 @@
 #include "distdpd/ckpt.h"
 #include "train/train_internal.h"
 
-static char g_warned[4096];
-static int g_nwarn;
-
-/* The log handler: counts warnings, keeps them all (the writer thread logs; the test
- * reads after the join, which orders the two). */
-static void capture(dd_log_level level, const char *msg, void *user) {
-    (void)user;
-    if (level != DD_LOG_WARN) return;
-    g_nwarn++;
-    size_t used = strlen(g_warned);
-    snprintf(g_warned + used, sizeof g_warned - used, "%s\n", msg);
-}
-
-static void capture_start(void) {
-    g_nwarn = 0;
-    g_warned[0] = '\0';
-    dd_log_set(capture, NULL, DD_LOG_WARN);
+/* ROOT/name created, its path in ck. */
+static void sub_dir(char *ck, size_t cap, const char *root, const char *name) {
+    snprintf(ck, cap, "%s/%s", root, name);
+    REQUIRE(mkdir(ck, 0777) == 0, "mkdir %s: %s", ck, strerror(errno));
 }
 
 /* A writer for path holding one section "step" = step; NULL on failure (checked). */
@@ -64,18 +50,6 @@ static long ckpt_step(const char *path) {
     long s = dd_ckpt_get_u64(r, "step", &v) == DD_OK ? (long)v : -1;
     dd_ckpt_close(&r);
     return s;
-}
-
-/* Entries of dir (not "." / "..") whose name holds `part`; -1 without dir. */
-static int count_names(const char *dir, const char *part) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && strstr(e->d_name, part) != NULL;
-    closedir(d);
-    return n;
 }
 
 static int exists(const char *path) {
@@ -102,8 +76,7 @@ static void step_job(dd_ckpt_job *job, const char *dir, uint64_t step, const cha
 /* Rotation of 6 step checkpoints, keep 2, in the writer thread. */
 static void test_keep_last(const char *root) {
     char ck[560], last[700], best[700], p[800];
-    snprintf(ck, sizeof ck, "%s/rot", root);
-    REQUIRE(mkdir(ck, 0777) == 0, "mkdir %s: %s", ck, strerror(errno));
+    sub_dir(ck, sizeof ck, root, "rot");
     snprintf(last, sizeof last, "%s/last.ckpt", ck);
     snprintf(best, sizeof best, "%s/best.ckpt", ck);
     /* names the pruner must not touch: too few digits, a letter, another suffix */
@@ -132,8 +105,8 @@ static void test_keep_last(const char *root) {
     }
     dd_ckpt_async_destroy(&a);
     CHECK(a == NULL, "destroy clears the handle");
-    CHECK(count_names(ck, "step-") == 2 + 3, "%d step-like names, want the newest 2 + 3 strangers",
-          count_names(ck, "step-") + 0);
+    CHECK(dd_test_count_names(ck, "step-") == 2 + 3, "%d step-like names, want the newest 2 + 3 strangers",
+          dd_test_count_names(ck, "step-"));
     for (uint64_t s = 1; s <= 6; s++) {
         snprintf(p, sizeof p, "%s/step-%010llu.ckpt", ck, (unsigned long long)s);
         CHECK(exists(p) == (s >= 5), "step %llu: exists %d", (unsigned long long)s, exists(p));
@@ -148,15 +121,14 @@ static void test_keep_last(const char *root) {
           "last.ckpt is a hard link to step 6 (inodes %lu / %lu, %lu links)", (unsigned long)sl.st_ino,
           (unsigned long)s6.st_ino, (unsigned long)sl.st_nlink);
     CHECK(ckpt_step(best) == 5, "best.ckpt holds step %ld, want 5", ckpt_step(best));
-    CHECK(count_names(ck, ".tmp.") == 0, "%d temporary files left", count_names(ck, ".tmp."));
+    CHECK(dd_test_count_names(ck, ".tmp.") == 0, "%d temporary files left", dd_test_count_names(ck, ".tmp."));
 }
 
 /* The link over last.ckpt refused: its directory missing, then a non-empty directory in
  * its place. */
 static void test_link_refused(const char *root) {
     char ck[560], last[700], p[800];
-    snprintf(ck, sizeof ck, "%s/link", root);
-    REQUIRE(mkdir(ck, 0777) == 0, "mkdir %s: %s", ck, strerror(errno));
+    sub_dir(ck, sizeof ck, root, "link");
     dd_ckpt_async *a = NULL;
     REQUIRE_OK(dd_ckpt_async_create(0, &a));
 
@@ -188,7 +160,8 @@ static void test_link_refused(const char *root) {
     char *keep = dd_test_read(p);
     CHECK(keep && strcmp(keep, "keep me") == 0, "the directory's file: %s", keep ? keep : "(gone)");
     free(keep);
-    CHECK(count_names(ck, ".tmp.") == 0, "%d temporary files left (the link's is removed)", count_names(ck, ".tmp."));
+    CHECK(dd_test_count_names(ck, ".tmp.") == 0, "%d temporary files left (the link's is removed)",
+          dd_test_count_names(ck, ".tmp."));
     dd_ckpt_async_destroy(&a);
 }
 
@@ -196,8 +169,7 @@ static void test_link_refused(const char *root) {
  * failure is unjoined: the error returned, the new job discarded. */
 static void test_failed_job(const char *root) {
     char ck[560], last[700], best[700], p[800];
-    snprintf(ck, sizeof ck, "%s/fail", root);
-    REQUIRE(mkdir(ck, 0777) == 0, "mkdir %s: %s", ck, strerror(errno));
+    sub_dir(ck, sizeof ck, root, "fail");
     snprintf(last, sizeof last, "%s/last.ckpt", ck);
     snprintf(best, sizeof best, "%s/gone/best.ckpt", ck);
     dd_ckpt_async *a = NULL;
@@ -250,14 +222,13 @@ static void test_failed_job(const char *root) {
     CHECK_OK(dd_ckpt_async_submit(a, &job));
     dd_ckpt_async_destroy(&a);
     CHECK(ckpt_step(last) == 1, "last.ckpt holds step %ld after destroy", ckpt_step(last));
-    CHECK(count_names(ck, ".tmp.") == 0, "%d temporary files left", count_names(ck, ".tmp."));
+    CHECK(dd_test_count_names(ck, ".tmp.") == 0, "%d temporary files left", dd_test_count_names(ck, ".tmp."));
 }
 
 /* Pruning that cannot list its directory, or cannot remove an old step file. */
 static void test_prune_refused(const char *root) {
     char ck[560], last[700], p[800];
-    snprintf(ck, sizeof ck, "%s/prune", root);
-    REQUIRE(mkdir(ck, 0777) == 0, "mkdir %s: %s", ck, strerror(errno));
+    sub_dir(ck, sizeof ck, root, "prune");
     snprintf(last, sizeof last, "%s/last.ckpt", ck);
     dd_ckpt_async *a = NULL;
     REQUIRE_OK(dd_ckpt_async_create(1, &a)); /* synchronous: done inside submit */
@@ -267,17 +238,17 @@ static void test_prune_refused(const char *root) {
     snprintf(gone, sizeof gone, "%s/gone", ck);
     dd_ckpt_job job;
     step_job(&job, ck, 1, NULL, last, gone, 1);
-    capture_start();
+    dd_test_warn_start();
     CHECK_OK(dd_ckpt_async_submit(a, &job));
     CHECK(ckpt_step(last) == 1, "synchronous: last.ckpt written inside submit (%ld)", ckpt_step(last));
     double write_s = NAN;
     long tag = -2;
     CHECK_OK(dd_ckpt_async_join(a, NULL, &write_s, &tag));
-    dd_log_set(NULL, NULL, DD_LOG_WARN);
+    dd_test_warn_stop();
     CHECK(tag == 1 && write_s >= 0, "tag %ld, write %g s", tag, write_s);
-    CHECK(g_nwarn == 1 && strstr(g_warned, "prune/gone: cannot list it to remove old checkpoints: ") &&
-              strstr(g_warned, strerror(ENOENT)),
-          "%d warnings: %s", g_nwarn, g_warned);
+    CHECK(dd_t_nwarn == 1 && strstr(dd_t_warned, "prune/gone: cannot list it to remove old checkpoints: ") &&
+              strstr(dd_t_warned, strerror(ENOENT)),
+          "%d warnings: %s", dd_t_nwarn, dd_t_warned);
 
     /* 2. an old "step file" that is a non-empty directory: unlink(2) refuses */
     snprintf(p, sizeof p, "%s/step-0000000000.ckpt", ck);
@@ -285,12 +256,12 @@ static void test_prune_refused(const char *root) {
     snprintf(p, sizeof p, "%s/step-0000000000.ckpt/x", ck);
     dd_test_write(p, "x");
     step_job(&job, ck, 2, NULL, last, ck, 1);
-    capture_start();
+    dd_test_warn_start();
     CHECK_OK(dd_ckpt_async_submit(a, &job));
     CHECK_OK(dd_ckpt_async_join(a, NULL, NULL, NULL));
-    dd_log_set(NULL, NULL, DD_LOG_WARN);
-    CHECK(g_nwarn == 1 && strstr(g_warned, "step-0000000000.ckpt: cannot remove this old checkpoint (--keep-last): "),
-          "%d warnings: %s", g_nwarn, g_warned);
+    dd_test_warn_stop();
+    CHECK(dd_t_nwarn == 1 && strstr(dd_t_warned, "step-0000000000.ckpt: cannot remove this old checkpoint (--keep-last): "),
+          "%d warnings: %s", dd_t_nwarn, dd_t_warned);
     CHECK(exists(p), "the directory's file is kept");
     snprintf(p, sizeof p, "%s/step-0000000001.ckpt", ck);
     CHECK(!exists(p), "step 1 is pruned (keep 1) past the one that cannot be");

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,39 +29,10 @@
 #include "dd_test.h"
 #include "distdpd/train.h"
 
-static char g_warned[4096];
-static int g_nwarn;
-
-static void capture(dd_log_level level, const char *msg, void *user) {
-    (void)user;
-    if (level != DD_LOG_WARN) return;
-    g_nwarn++;
-    size_t used = strlen(g_warned);
-    snprintf(g_warned + used, sizeof g_warned - used, "%s\n", msg);
-}
-
-static void capture_start(void) {
-    g_nwarn = 0;
-    g_warned[0] = '\0';
-    dd_log_set(capture, NULL, DD_LOG_WARN);
-}
-
 static double wall_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Entries of dir (not "." / "..") whose name holds `part`; -1 without dir. */
-static int count_names(const char *dir, const char *part) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && strstr(e->d_name, part) != NULL;
-    closedir(d);
-    return n;
 }
 
 /* The heartbeat at path when it is exactly one line holding one JSON object; NULL
@@ -130,7 +100,7 @@ static void test_open_refused(const char *dir) {
     } else {
         printf("note: /proc/sys is writable here: the unwritable-directory refusal is not exercised\n");
     }
-    CHECK(count_names(dir, "hb") == 0, "a refusal created %d files", count_names(dir, "hb"));
+    CHECK(dd_test_count_names(dir, "hb") == 0, "a refusal created %d files", dd_test_count_names(dir, "hb"));
 }
 
 static void test_lines(const char *dir) {
@@ -194,7 +164,7 @@ static void test_lines(const char *dir) {
     dd_heartbeat_step(NULL, 1, 1, 1.0);
     dd_heartbeat_write(NULL, 1, 1, "x");
     dd_heartbeat_final(NULL, "x");
-    CHECK(count_names(dir, ".tmp.") == 0, "%d temporary files left", count_names(dir, ".tmp."));
+    CHECK(dd_test_count_names(dir, ".tmp.") == 0, "%d temporary files left", dd_test_count_names(dir, ".tmp."));
 }
 
 /* Writes that fail: the previous heartbeat stays, one warning per handle. */
@@ -208,15 +178,15 @@ static void test_write_failures(const char *dir) {
 
     /* 1. a full disk: the temporary file is /dev/full, fclose reports ENOSPC */
     REQUIRE(symlink("/dev/full", tmp) == 0, "symlink %s: %s", tmp, strerror(errno));
-    capture_start();
+    dd_test_warn_start();
     dd_heartbeat_write(hb, 2, 0, "train");
-    dd_log_set(NULL, NULL, DD_LOG_WARN);
+    dd_test_warn_stop();
     cJSON *j = read_hb(p);
     CHECK(j && jnum(j, "step") == 1, "the previous heartbeat stays whole (step %g)", j ? jnum(j, "step") : -1);
     cJSON_Delete(j);
-    CHECK(g_nwarn == 1 && strstr(g_warned, "fail.json: cannot write it: ") && strstr(g_warned, strerror(ENOSPC)) &&
-              strstr(g_warned, "further failures are not reported"),
-          "%d warnings: %s", g_nwarn, g_warned);
+    CHECK(dd_t_nwarn == 1 && strstr(dd_t_warned, "fail.json: cannot write it: ") && strstr(dd_t_warned, strerror(ENOSPC)) &&
+              strstr(dd_t_warned, "further failures are not reported"),
+          "%d warnings: %s", dd_t_nwarn, dd_t_warned);
     CHECK(access(tmp, F_OK) != 0, "the failed temporary file is removed");
 
     /* the next write succeeds */
@@ -227,10 +197,10 @@ static void test_write_failures(const char *dir) {
 
     /* 2. the temporary file's name taken by a directory: fopen fails; not reported again */
     REQUIRE(mkdir(tmp, 0777) == 0, "mkdir %s: %s", tmp, strerror(errno));
-    capture_start();
+    dd_test_warn_start();
     dd_heartbeat_write(hb, 4, 0, "train");
-    dd_log_set(NULL, NULL, DD_LOG_WARN);
-    CHECK(g_nwarn == 0, "a second failure of the handle is not reported: %s", g_warned);
+    dd_test_warn_stop();
+    CHECK(dd_t_nwarn == 0, "a second failure of the handle is not reported: %s", dd_t_warned);
     j = read_hb(p);
     CHECK(j && jnum(j, "step") == 3, "the previous heartbeat stays");
     cJSON_Delete(j);
@@ -238,11 +208,11 @@ static void test_write_failures(const char *dir) {
 
     /* a new handle reports it (the directory is not removed: it is not the writer's) */
     REQUIRE_OK(dd_heartbeat_open(p, 1, &hb));
-    capture_start();
+    dd_test_warn_start();
     dd_heartbeat_final(hb, "done");
-    dd_log_set(NULL, NULL, DD_LOG_WARN);
-    CHECK(g_nwarn == 1 && strstr(g_warned, "fail.json: cannot write it: ") && strstr(g_warned, strerror(EISDIR)),
-          "%d warnings: %s", g_nwarn, g_warned);
+    dd_test_warn_stop();
+    CHECK(dd_t_nwarn == 1 && strstr(dd_t_warned, "fail.json: cannot write it: ") && strstr(dd_t_warned, strerror(EISDIR)),
+          "%d warnings: %s", dd_t_nwarn, dd_t_warned);
     struct stat sb;
     CHECK(stat(tmp, &sb) == 0 && S_ISDIR(sb.st_mode), "the directory in the way is left alone");
     REQUIRE(rmdir(tmp) == 0, "rmdir %s: %s", tmp, strerror(errno));
@@ -254,17 +224,17 @@ static void test_write_failures(const char *dir) {
     char inner[800];
     snprintf(inner, sizeof inner, "%s/x", p);
     dd_test_write(inner, "x");
-    capture_start();
+    dd_test_warn_start();
     dd_heartbeat_write(hb, 5, 0, "checkpoint");
-    dd_log_set(NULL, NULL, DD_LOG_WARN);
-    CHECK(g_nwarn == 1 && strstr(g_warned, "fail.json: cannot write it: ") && strstr(g_warned, strerror(EISDIR)),
-          "%d warnings: %s", g_nwarn, g_warned);
+    dd_test_warn_stop();
+    CHECK(dd_t_nwarn == 1 && strstr(dd_t_warned, "fail.json: cannot write it: ") && strstr(dd_t_warned, strerror(EISDIR)),
+          "%d warnings: %s", dd_t_nwarn, dd_t_warned);
     CHECK(access(tmp, F_OK) != 0, "the written temporary file is removed after the failed rename");
     char *x = dd_test_read(inner);
     CHECK(x && strcmp(x, "x") == 0, "the directory's content is untouched");
     free(x);
     dd_heartbeat_close(&hb);
-    CHECK(count_names(dir, ".tmp.") == 0, "%d temporary files left", count_names(dir, ".tmp."));
+    CHECK(dd_test_count_names(dir, ".tmp.") == 0, "%d temporary files left", dd_test_count_names(dir, ".tmp."));
 }
 
 int main(void) {
