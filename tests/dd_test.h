@@ -190,4 +190,39 @@ static inline void dd_test_write(const char *path, const char *text) {
     dd_test_write_bytes(path, text, strlen(text));
 }
 
+/* Entries of dir (not "." / "..") whose name holds `part` (e.g. ".tmp.": an atomic
+ * writer's temporary files left behind); -1 when dir cannot be listed. */
+static inline int dd_test_count_names(const char *dir, const char *part) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
+
+/* Warnings logged through dd_log between dd_test_warn_start() and dd_test_warn_stop():
+ * their count and their text, one per line (a writer thread may log them: read them
+ * after joining it). */
+static char dd_t_warned[4096];
+static int dd_t_nwarn;
+
+static inline void dd_t_warn_capture(dd_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level != DD_LOG_WARN) return;
+    dd_t_nwarn++;
+    size_t used = strlen(dd_t_warned);
+    snprintf(dd_t_warned + used, sizeof dd_t_warned - used, "%s\n", msg);
+}
+
+static inline void dd_test_warn_start(void) {
+    dd_t_nwarn = 0;
+    dd_t_warned[0] = '\0';
+    dd_log_set(dd_t_warn_capture, NULL, DD_LOG_WARN);
+}
+
+static inline void dd_test_warn_stop(void) { dd_log_set(NULL, NULL, DD_LOG_WARN); }
+
 #endif

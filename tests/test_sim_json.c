@@ -2,14 +2,127 @@
  * the error paths `make coverage` showed untested: each bad file is refused with the
  * exact message naming file and field, *pa stays NULL, and the valid file next to it
  * still loads (nothing is lost). Non-finite numbers (cJSON reads 1e999 as inf) and
- * integers out of range used to reach casts to int (undefined behaviour) and dd_pa_create. */
+ * integers out of range used to reach casts to int (undefined behaviour) and dd_pa_create.
+ * The fallback to `distdpd simulate`'s simulation.json (a data set directory without
+ * pa.json): the PA rebuilt from it reproduces the data set's output (made by the real PA,
+ * calibrated on the same input) to float precision; each bad file is refused naming the
+ * file and the field; a directory with neither file is "not found", and a directory path
+ * too long for the file names is refused with the reason first. */
+#include <complex.h>
+
 #include "distdpd/pa.h"
 #include "distdpd/train.h"
 #include "dd_test.h"
+#include "test_train_util.h"
 
 #define CAL "\"calib\": {\"calibrated\": 1, \"in_gain\": 1, \"p0\": 1, \"out_power\": 1, \"noise_var\": 0}"
 
+/* The fallback to simulation.json ("pa": model, drive_db, in_gain, out_power). */
+static void test_simulation_json(void) {
+    const char *dir = dd_test_tmpdir();
+    char sim[700];
+    snprintf(sim, sizeof sim, "%s/simulation.json", dir);
+    const size_t n[3] = {3000, 500, 500};
+    dd_pa *truth = NULL;
+    dd_dataset *ds = tt_make_data(n, "saleh", NULL, 0.0, 0.5, -3.0, 11, &truth);
+    REQUIRE(ds && truth, "data set: %s", dd_last_error());
+    dd_pa_calib cal;
+    dd_pa_get_calib(truth, &cal);
+    char txt[600];
+    snprintf(txt, sizeof txt,
+             "{\"pa\": {\"model\": \"saleh\", \"drive_db\": -3, \"snr_db\": null, \"in_gain\": %.17g, "
+             "\"out_power\": %.17g, \"noise_var\": 0}}",
+             cal.in_gain, cal.out_power);
+    dd_test_write(sim, txt);
+
+    /* the rebuilt PA on the recorded input gives the recorded output */
+    int found = 0;
+    dd_pa *pa = NULL;
+    CHECK_OK(dd_sim_pa_load(dir, ds, &pa, &found));
+    REQUIRE(pa != NULL && found == 1, "simulation.json found (%d)", found);
+    size_t N = n[0] + n[1] + n[2], k = 0;
+    dd_cf32 *x = dd_calloc(N, sizeof *x), *y = dd_calloc(N, sizeof *y), *ref = dd_calloc(N, sizeof *ref);
+    REQUIRE(x && y && ref, "out of memory");
+    for (int s = 0; s < DD_SPLIT_COUNT; s++)
+        for (size_t i = 0; i < ds->n[s]; i++, k++) {
+            x[k] = ds->in[s][i];
+            ref[k] = ds->out[s][i];
+        }
+    CHECK_OK(dd_pa_apply(pa, x, y, N));
+    double err = 0, pw = 0;
+    for (size_t i = 0; i < N; i++) {
+        err += (double)cabsf(y[i] - ref[i]) * cabsf(y[i] - ref[i]);
+        pw += (double)cabsf(ref[i]) * cabsf(ref[i]);
+    }
+    CHECK(pw > 0 && err / pw < 1e-10, "rebuilt PA vs the data set's output: relative error %.3g", pw > 0 ? err / pw : -1);
+    dd_pa_calib back;
+    dd_pa_get_calib(pa, &back);
+    CHECK(back.calibrated && back.noise_var == 0 && fabs(back.p0 / cal.p0 - 1) < 1e-9,
+          "calibration: p0 %.17g, the true PA's %.17g", back.p0, cal.p0);
+    dd_pa_destroy(&pa);
+    dd_free(x);
+    dd_free(y);
+    dd_free(ref);
+
+    /* the data set is needed */
+    pa = (dd_pa *)&pa;
+    CHECK_ERR(dd_sim_pa_load(dir, NULL, &pa, &found), DD_ERR_ARG,
+              "simulation.json: the data set is needed to rebuild the PA");
+    CHECK(pa == NULL, "refused: *pa is NULL");
+
+    static const struct {
+        const char *json, *msg;
+        dd_status st;
+    } cases[] = {
+        {"{\"pa\": {\"model\": ", "simulation.json: invalid JSON", DD_ERR_FORMAT},
+        {"{\"pa\": {\"drive_db\": 0}}", "simulation.json: missing 'pa.model'", DD_ERR_FORMAT},
+        {"{\"pa\": {\"model\": 3}}", "simulation.json: missing 'pa.model'", DD_ERR_FORMAT},
+        {"{\"pa\": {\"model\": \"nosuch\", \"drive_db\": 0, \"in_gain\": 1, \"out_power\": 1}}",
+         "simulation.json: pa: unknown model 'nosuch' (valid: ", DD_ERR_ARG},
+        {"{\"pa\": {\"model\": \"saleh\", \"in_gain\": 1, \"out_power\": 1}}",
+         "simulation.json: missing field 'drive_db'", DD_ERR_FORMAT},
+        {"{\"pa\": {\"model\": \"saleh\", \"drive_db\": 0, \"in_gain\": 1e999, \"out_power\": 1}}",
+         "simulation.json: field 'in_gain' is not a finite number", DD_ERR_FORMAT},
+        {"{\"pa\": {\"model\": \"saleh\", \"drive_db\": 0, \"in_gain\": 1, \"out_power\": \"1\"}}",
+         "simulation.json: field 'out_power' is not a number", DD_ERR_FORMAT},
+        {"{\"pa\": {\"model\": \"saleh\", \"drive_db\": 99, \"in_gain\": 1, \"out_power\": 1}}",
+         "simulation.json: pa 'saleh': drive_db = 99 is out of range", DD_ERR_ARG},
+        {"{\"pa\": {\"model\": \"saleh\", \"drive_db\": 0, \"in_gain\": null, \"out_power\": 1}}",
+         "simulation.json: dd_pa_set_calib: in_gain = 0 must be > 0", DD_ERR_ARG},
+        {"{\"pa\": {\"model\": \"saleh\", \"drive_db\": 0, \"in_gain\": 1, \"out_power\": -1}}",
+         "simulation.json: dd_pa_set_calib: out_power = -1 must be >= 0", DD_ERR_ARG},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dd_test_write(sim, cases[c].json);
+        pa = (dd_pa *)&pa;
+        found = -1;
+        dd_status st = dd_sim_pa_load(dir, ds, &pa, &found);
+        CHECK(st == cases[c].st && strstr(dd_last_error(), cases[c].msg) != NULL,
+              "case %zu: %s '%s', want %s '%s'", c, dd_status_str(st), dd_last_error(), dd_status_str(cases[c].st),
+              cases[c].msg);
+        CHECK(pa == NULL && found == 0, "case %zu: refused, nothing returned (found %d)", c, found);
+        if (st == DD_OK) dd_pa_destroy(&pa);
+    }
+
+    /* neither file: not found, not an error */
+    REQUIRE(unlink(sim) == 0, "unlink %s", sim);
+    pa = (dd_pa *)&pa;
+    CHECK_OK(dd_sim_pa_load(dir, ds, &pa, &found));
+    CHECK(pa == NULL && found == 0, "no file: found %d", found);
+
+    /* a directory path too long for DIR/pa.json: the reason first (the path would fill
+     * the message and cut it off) */
+    static char longdir[4200];
+    memset(longdir, 'd', sizeof longdir - 1);
+    longdir[0] = '/';
+    longdir[sizeof longdir - 1] = '\0';
+    CHECK_ERR(dd_sim_pa_load(longdir, ds, &pa, &found), DD_ERR_ARG, "path too long: /ddd");
+    dd_pa_destroy(&truth);
+    dd_dataset_free(&ds);
+}
+
 int main(void) {
+    test_simulation_json();
     const char *dir = dd_test_tmpdir();
     char good[600], bad[600];
     snprintf(good, sizeof good, "%s/pa_good.json", dir);

@@ -584,7 +584,8 @@ typedef struct dd_run_lock dd_run_lock;
  * of this process (0 before the first). dd_train_run writes it after the first step of
  * the process, after a step when 0.2 s have passed since the last write, after each
  * checkpoint and at the start of each epoch's evaluation; the caller writes the final
- * state. A write that fails is logged once as a warning (naming the file). */
+ * state. A write that fails is logged once as a warning (naming the file). A state is
+ * written as a word: letters, digits and '-' kept, other characters as '_', at most 31. */
 typedef struct dd_heartbeat dd_heartbeat;
 /* Checks that the directory of path exists and is writable; nothing is written yet.
  * Errors: DD_ERR_IO (naming path), DD_ERR_NOMEM. */

@@ -235,14 +235,15 @@ dd_status dd_parse_number(const char *what, const char *val, double lo, double h
 
 void dd_path_dir(const char *path, char *dir, size_t cap) {
     if (!dir || cap == 0) return;
-    snprintf(dir, cap, "%s", path ? path : "");
-    char *slash = strrchr(dir, '/');
+    /* the slash looked for in path, not in the copy: a copy cut to cap may have lost it */
+    const char *p = path ? path : "";
+    const char *slash = strrchr(p, '/');
     if (!slash)
         snprintf(dir, cap, ".");
-    else if (slash == dir)
-        dir[1] = '\0';
+    else if (slash == p)
+        snprintf(dir, cap, "/");
     else
-        *slash = '\0';
+        snprintf(dir, cap, "%.*s", (int)(slash - p), p);
 }
 
 const char *dd_file_kind(unsigned int mode) {

@@ -23,7 +23,7 @@ int dd_net_key_valid(const char *s) {
 static dd_status write_file(const char *path, const char *text, mode_t mode, int force) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return dd_error(DD_ERR_IO, "%s: path too long", path);
+        return dd_error(DD_ERR_IO, "path too long: %s", path); /* the reason first: the path fills the message */
     if (!force && access(path, F_OK) == 0)
         return dd_error(DD_ERR_IO, "%s exists: not overwriting a key (remove it first, or --force)", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, mode);

@@ -32,12 +32,15 @@ dd_status dd_heartbeat_open(const char *path, int world_size, dd_heartbeat **out
     if (!out) return dd_error(DD_ERR_ARG, "dd_heartbeat_open: NULL output");
     *out = NULL;
     if (!path || !*path) return dd_error(DD_ERR_ARG, "heartbeat file: empty path");
-    if (strlen(path) >= DD_TRAIN_PATH_MAX) return dd_error(DD_ERR_ARG, "heartbeat file %s: path too long", path);
+    if (strlen(path) >= DD_TRAIN_PATH_MAX) /* the reason first: the path fills the message */
+        return dd_error(DD_ERR_ARG, "heartbeat file: path too long (%zu bytes, at most %d): %s", strlen(path),
+                        DD_TRAIN_PATH_MAX - 1, path);
     char dir[DD_TRAIN_PATH_MAX];
     dd_path_dir(path, dir, sizeof dir);
     struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    if (stat(dir, &sb) != 0)
         return dd_error(DD_ERR_IO, "heartbeat file %s: its directory %s does not exist", path, dir);
+    if (!S_ISDIR(sb.st_mode)) return dd_error(DD_ERR_IO, "heartbeat file %s: %s is not a directory", path, dir);
     if (access(dir, W_OK) != 0)
         return dd_error(DD_ERR_IO, "heartbeat file %s: cannot write into %s: %s", path, dir, strerror(errno));
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
@@ -52,7 +55,22 @@ dd_status dd_heartbeat_open(const char *path, int world_size, dd_heartbeat **out
     return DD_OK;
 }
 
-static void hb_write(dd_heartbeat *hb, const char *state) {
+/* The state as written: letters, digits, '_' and '-' (others become '_': the line stays
+ * valid JSON), at most HB_STATE_MAX characters (the line fits its buffer). */
+#define HB_STATE_MAX 31
+static void hb_state(const char *state, char out[HB_STATE_MAX + 1]) {
+    size_t i = 0;
+    for (; state && state[i] && i < HB_STATE_MAX; i++) {
+        const char c = state[i];
+        const int word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+        out[i] = word ? c : '_';
+    }
+    out[i] = '\0';
+}
+
+static void hb_write(dd_heartbeat *hb, const char *state_in) {
+    char state[HB_STATE_MAX + 1];
+    hb_state(state_in, state);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;

@@ -33,14 +33,15 @@ static dd_status file_crc(const char *path, uint32_t *crc, uint64_t *bytes) {
         return dd_error(DD_ERR_NOMEM, "out of memory checksumming %s", path);
     }
     size_t got;
+    errno = 0;
     while ((got = fread(buf, 1, CHUNK, f)) > 0) {
         *crc = dd_crc32c(*crc, buf, got);
         *bytes += got;
     }
-    int bad = ferror(f);
+    const int bad = ferror(f), e = errno; /* e.g. EISDIR: fopen opens a directory, fread refuses */
     free(buf);
     fclose(f);
-    return bad ? dd_error(DD_ERR_IO, "%s: read error", path) : DD_OK;
+    return bad ? dd_error(DD_ERR_IO, "%s: read error: %s", path, strerror(e ? e : EIO)) : DD_OK;
 }
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

@@ -27,7 +27,7 @@
 dd_status dd_train_write_text(const char *path, const char *text, size_t len) {
     char tmp[DD_TRAIN_PATH_MAX + 64];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return dd_error(DD_ERR_ARG, "%s: path too long", path);
+        return dd_error(DD_ERR_ARG, "path too long: %s", path); /* the reason first: the path fills the message */
     FILE *f = fopen(tmp, "wb");
     if (!f) return dd_error(DD_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
     /* the first failure is the one reported (a failed flush is not followed by an fsync
@@ -71,7 +71,8 @@ static int file_exists(const char *p) {
 }
 
 static dd_status join(char *buf, size_t cap, const char *dir, const char *name) {
-    if (snprintf(buf, cap, "%s/%s", dir, name) >= (int)cap) return dd_error(DD_ERR_ARG, "%s: path too long", dir);
+    if (snprintf(buf, cap, "%s/%s", dir, name) >= (int)cap) /* the reason first: the path fills the message */
+        return dd_error(DD_ERR_ARG, "path too long: %s/%s", dir, name);
     return DD_OK;
 }
 

@@ -346,7 +346,7 @@ dd_status dd_sim_pa_load(const char *dir_or_path, const dd_dataset *ds, dd_pa **
         return DD_OK;
     }
     if (snprintf(path, sizeof path, "%s/%s", dir_or_path, DD_SIM_PA_FILE) >= (int)sizeof path)
-        return dd_error(DD_ERR_ARG, "%s: path too long", dir_or_path);
+        return dd_error(DD_ERR_ARG, "path too long: %s", dir_or_path); /* the reason first: the path may fill the message */
     if (stat(path, &sb) == 0) {
         DD_TRY(load_pa_json(path, pa));
         if (found) *found = 1;
