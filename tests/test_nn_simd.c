@@ -376,7 +376,7 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
     for (size_t i = 0; i < n; i += 7) G[i] = i % 2 ? -0.0f : 0.0f;
     char name[96];
     snprintf(name, sizeof name, "dw+hardswish B=%d T=%d C=%d K=%d d=%d resid=%d", B, T, C, K, dil, resid);
-    float *pre = fzero(n), *out = fzero(n), *din = fzero(n), *dW = fzero(nw), *da = fzero(n);
+    float *pre = fzero(n), *out = fzero(n), *din = fzero(n), *dW = fzero(nw), *da = fzero(n), *dinz = fzero(n);
     float *fpre = fzero(n), *fout = fzero(n), *fdin = fzero(n), *fdW = fzero(nw), *scr = fzero(2 * n);
     for (int li = 0; li < nlevels; li++) {
         dd_nn_simd_set(levels[li]);
@@ -390,6 +390,10 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
         if (resid) dd_add_backward(din, NULL, G, n);
         dd_act_backward(DD_ACT_HARDSWISH, da, G, pre, NULL, n);
         dd_conv1d_backward(din, dW, NULL, da, x, w, B, T, C, C, K, dil, C);
+        /* din from zeros: what DD_DW_HS_SET_DIN writes */
+        memset(dinz, 0, n * sizeof(float));
+        if (resid) dd_add_backward(dinz, NULL, G, n);
+        dd_conv1d_backward(dinz, NULL, NULL, da, x, w, B, T, C, C, K, dil, C);
         for (int nt = 1; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
             char ctx[160];
             snprintf(ctx, sizeof ctx, "%s, %s, %d thread(s)", name, dd_nn_simd_name(levels[li]), nt);
@@ -423,6 +427,15 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
             memset(scr, 0xff, n * sizeof(float));
             dd_conv1d_dw_hswish_backward(NULL, fdW, G, pre, x, w, B, T, C, K, dil, resid, scr);
             CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW alone differs", ctx);
+            /* DD_DW_HS_SET_DIN: din's garbage (NaN) ignored, written as added into zeros;
+             * dW still added into */
+            memset(fdin, 0xff, n * sizeof(float));
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hswish_backward(fdin, fdW, G, pre, x, w, B, T, C, K, dil,
+                                         (resid ? DD_DW_HS_RESID : 0) | DD_DW_HS_SET_DIN, scr);
+            CHECK(memcmp(fdin, dinz, n * sizeof(float)) == 0, "%s: din written (SET_DIN) differs", ctx);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW with SET_DIN differs", ctx);
         }
         dd_nn_threads_set(1);
     }
@@ -435,7 +448,7 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
     CHECK_CLOSE("dw+hardswish out", out, rout, n, name);
     dd_free(rpre), dd_free(rout);
     dd_free(dx), dd_free(dw), dd_free(dg), dd_free(dd0), dd_free(dw0), dd_free(x), dd_free(w), dd_free(G);
-    dd_free(din0), dd_free(dwi0), dd_free(pre), dd_free(out), dd_free(din), dd_free(dW), dd_free(da);
+    dd_free(din0), dd_free(dwi0), dd_free(pre), dd_free(out), dd_free(din), dd_free(dW), dd_free(da), dd_free(dinz);
     dd_free(fpre), dd_free(fout), dd_free(fdin), dd_free(fdW), dd_free(scr);
 }
 

@@ -175,9 +175,14 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
  * din += dout (resid) + the convolution's dL/din of da = dout Hardswish'(pre), dw += its
  * dL/dw (din, dw may be NULL). The same floats as dd_add_backward(din, NULL, dout),
  * dd_act_backward into zeroed scratch and dd_conv1d_backward in turn, with da kept only in
- * a ring of rows at the SIMD levels. scratch: B T C floats, twice that when pre is NULL. */
+ * a ring of rows at the SIMD levels. scratch: B T C floats, twice that when pre is NULL.
+ * flags: DD_DW_HS_RESID (the residual layer: resid above), DD_DW_HS_SET_DIN (din's
+ * contents are ignored and it is written, the same floats as adding into zeros: the
+ * caller need not clear it). */
+#define DD_DW_HS_RESID 1
+#define DD_DW_HS_SET_DIN 2
 void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
-                                  const float *w, int B, int T, int C, int kernel, int dilation, int resid,
+                                  const float *w, int B, int T, int C, int kernel, int dilation, int flags,
                                   float *scratch);
 void dd_conv1d_forward_f64(double *out, const double *in, const double *w, const double *b, int B,
                            int T, int c_in, int c_out, int kernel, int dilation, int groups);

@@ -438,6 +438,7 @@ static dd_status stage_view(const dd_model *m, const dd_stage_src *src, size_t s
     sp->lo = st->lo;
     sp->g = NULL;
     sp->p = NULL;
+    sp->din_set = 0;
     if (src->params) {
         sp->p = src->params + st->lo;
     } else {
@@ -494,9 +495,10 @@ dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const
         dd_stage_params sp;
         DD_TRY(stage_view(m, src, s, 1, &sp));
         float *dprev = din;
-        if (s > s0) {
+        if (s > s0) { /* the inter-stage buffer: cleared, or written whole by the stage */
             dprev = dbuf[s & 1];
-            memset(dprev, 0, BT * (size_t)st->in_w * sizeof(float));
+            if (st->ops->sets_din) sp.din_set = 1;
+            else memset(dprev, 0, BT * (size_t)st->in_w * sizeof(float));
         }
         st->ops->backward(m, st, &sp, s == s0 ? in : act[s - s0], x0, dcur, dprev, dx0, B, T, saved[s - s0],
                           scratch);

@@ -24,6 +24,8 @@ typedef struct {
     const float *p; /* parameters of the stage */
     float *g;       /* gradients of the stage (backward adds into them); NULL: not wanted */
     size_t lo;      /* arena offset of p[0] and g[0] */
+    int din_set;    /* backward of a stage with ops->sets_din: din holds garbage and is to be
+                     * written, not added into (it is the framework's buffer, never dx0) */
 } dd_stage_params;
 #define DD_SP(sp, off) ((sp)->p + ((off) - (sp)->lo))
 #define DD_SG(sp, off) ((sp)->g ? (sp)->g + ((off) - (sp)->lo) : (float *)0)
@@ -48,6 +50,10 @@ typedef struct {
                      int B, int T, float *saved, float *scratch);
     /* FLOPs per sample of forward (backward = 0) or backward (1). */
     double (*flops)(const dd_model *m, const dd_stage_def *st, int backward);
+    /* 1: backward honours sp->din_set (writes din whole, the same floats as adding into
+     * zeros), so the framework does not clear its inter-stage gradient buffer first (a
+     * memset of B T in_w floats per stage). 0: din is cleared for it. */
+    int sets_din;
     /* Recurrent stages only (NULL otherwise): floats of state carried from one chunk of a
      * stream to the next, per frame, and a forward of B frames starting from `state`
      * (B x state_size floats, each part of the state laid out (B, width); zeros at the

@@ -144,9 +144,11 @@ static void layer_backward(const dd_model *m, const dd_stage_def *st, const dd_s
     (void)x0, (void)dx0;
     const tcn_impl *g = m->impl;
     const dd_conv1d_layer *l = &g->dw[st->arg];
-    /* a residual layer's identity path passes dout to din */
+    /* a residual layer's identity path passes dout to din; din is written whole when the
+     * framework has not cleared it (sets_din) */
+    const int flags = (g->residual ? DD_DW_HS_RESID : 0) | (sp->din_set ? DD_DW_HS_SET_DIN : 0);
     dd_conv1d_dw_hswish_backward(din, DD_SG(sp, l->w), dout, saved, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel,
-                                 l->dilation, g->residual, scratch);
+                                 l->dilation, flags, scratch);
 }
 
 static double layer_flops(const dd_model *m, const dd_stage_def *st, int backward) {
@@ -162,6 +164,7 @@ static const dd_stage_ops layer_stage = {
     .forward = layer_forward,
     .backward = layer_backward,
     .flops = layer_flops,
+    .sets_din = 1,
 };
 
 /* ---- stage "network.2i" of a tensor-parallel shard (Cl = C / T channels [r Cl, (r+1) Cl)).

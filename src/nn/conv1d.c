@@ -69,12 +69,14 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
 }
 
 void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
-                                  const float *w, int B, int T, int C, int kernel, int dilation, int resid,
+                                  const float *w, int B, int T, int C, int kernel, int dilation, int flags,
                                   float *scratch) {
     const size_t n = (size_t)B * (size_t)T * (size_t)C;
+    const int resid = flags & DD_DW_HS_RESID;
     if (dd_nn_conv_dw_hs_backward(din, dw, scratch, dout, pre, in, w, (size_t)B, (size_t)T, (size_t)C,
-                                  (size_t)kernel, (size_t)dilation, resid))
+                                  (size_t)kernel, (size_t)dilation, flags & (DD_DW_HS_RESID | DD_DW_HS_SET_DIN)))
         return;
+    if (din && (flags & DD_DW_HS_SET_DIN)) memset(din, 0, n * sizeof(float));
     if (!pre) {
         dd_conv1d_forward(scratch + n, in, w, NULL, B, T, C, C, kernel, dilation, C);
         pre = scratch + n;

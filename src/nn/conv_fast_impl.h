@@ -195,13 +195,17 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
 /* The backward of a depthwise layer fused with Hardswish (pre: the convolution, kept by
  * forward; NULL: recomputed from in with forward's operations), channel vectors [v0, v1):
  * da = dout hardswish'(pre) (as dd_act_backward adds it
- * into zeros), then din += dout (resid) and din += the gather sum of da, dwt += in da, with
+ * into zeros), then din += dout (flags: DD_DW_HS_RESID) and din += the gather sum of da
+ * (DD_DW_HS_SET_DIN: into zeros, not din's contents), dwt += in da, with
  * the operations and order of conv_dw_bwd_part on da. da lives only in a ring of
  * R = min(T, (K-1) d + 1) rows (ring, rows C floats apart): row u of a frame in slot
  * u mod R, computed when row u - (K-1) d is reached, so it is read back from cache. */
 static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const float *dout, const float *pre,
                                       const float *in, const float *wt, size_t v0, size_t v1, size_t B, size_t T,
-                                      size_t C, size_t K, size_t d, int resid) {
+                                      size_t C, size_t K, size_t d, int flags) {
+    /* set: din is written, starting from zero instead of its contents (the same floats as
+     * adding into a cleared din; every element of the channel vectors is written) */
+    const int resid = flags & DD_DW_HS_RESID, set = flags & DD_DW_HS_SET_DIN;
     const size_t nf = C / VW, rem = C % VW;
     const VM tail = VMASK(rem ? (int)rem : VW);
     const size_t span = (K - 1) * d, R = span + 1 < T ? span + 1 : T;
@@ -240,7 +244,7 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
                 const int m = v == nf;
                 if (din) {
                     float *p = din + r * C + c;
-                    VF acc = m ? VLOADM(p, tail) : VLOAD(p);
+                    VF acc = set ? VZERO() : m ? VLOADM(p, tail) : VLOAD(p);
                     if (resid) acc = VADD(acc, m ? VLOADM(dout + r * C + c, tail) : VLOAD(dout + r * C + c));
                     for (size_t k = kmin_in; k < K; k++) {
                         const float *g = gk[k] + c, *w = wt + k * C + c;
@@ -267,7 +271,7 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
  * one thread). dwt (K x C) adds as in dd_nn_conv_dw_bwd_fast; ring: R x C floats. */
 void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *ring, const float *dout, const float *pre,
                                      const float *in, const float *wt, size_t B, size_t T, size_t C, size_t K,
-                                     size_t d, int resid) {
+                                     size_t d, int flags) {
     const size_t nv = (C + VW - 1) / VW;
 #ifdef _OPENMP
     const int nth = dd_nn_threads();
@@ -276,7 +280,7 @@ void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *ring, const 
     {
         const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
         VSUF(conv_dw_hs_bwd_part)(din, dwt, ring, dout, pre, in, wt, nv * tid / nt, nv * (tid + 1) / nt, B, T, C,
-                                  K, d, resid);
+                                  K, d, flags);
     }
 }
 

@@ -211,9 +211,10 @@ int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout
 #define DD_NN_CONV_DW_KMAX 64
 int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const float *w, size_t B, size_t T,
                              size_t C, size_t K, size_t d, int resid);
+/* flags: DD_DW_HS_RESID, DD_DW_HS_SET_DIN (distdpd/nn.h, dd_conv1d_dw_hswish_backward). */
 int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *dout, const float *pre,
                               const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
-                              int resid);
+                              int flags);
 
 /* ---- causal conv1d with groups == 1, K > 1 through OpenBLAS (conv_gemm.c): im2col blocks
  * of rows times the weights as stored (Co x Ci K). Same contract as dd_conv1d_forward /

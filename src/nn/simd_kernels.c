@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "distdpd/core.h"
+#include "distdpd/nn.h" /* DD_DW_HS_RESID, DD_DW_HS_SET_DIN */
 #include "simd.h"
 
 #define DD_NN_DOUBLE 0
@@ -40,7 +41,7 @@
     void dd_nn_conv_dw_hs_bwd_fast##S(float *din, float *dwt, float *ring, const float *dout, \
                                       const float *pre, const float *in, const float *wt,     \
                                       size_t B, size_t T, size_t C, size_t K, size_t d,       \
-                                      int resid);                                             \
+                                      int flags);                                             \
     void dd_nn_conv_dw_bwd_fast##S(float *din, float *dwt, const float *dout, const float *in, \
                                    const float *wt, size_t B, size_t T, size_t C, size_t K,   \
                                    size_t d);                                                 \
@@ -291,10 +292,10 @@ static int dw_forward(int level, float *pre, float *out, const float *in, const 
 }
 
 /* ring == NULL: dout is the convolution's output gradient (dd_nn_conv_dw_bwd); else the
- * layer fused with Hardswish (dd_nn_conv_dw_hs_bwd_fast; pre, ring, resid). */
+ * layer fused with Hardswish (dd_nn_conv_dw_hs_bwd_fast; pre, ring, flags). */
 static int dw_backward(int level, float *din, float *dw, float *ring, const float *dout, const float *pre,
                        const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
-                       int resid) {
+                       int flags) {
     float ws[DD_NN_CONV_DW_MAX], dws[DD_NN_CONV_DW_MAX];
     const int heap = C * K > DD_NN_CONV_DW_MAX;
     float *wt = heap ? dd_calloc(C * K, sizeof(float)) : ws;
@@ -309,9 +310,9 @@ static int dw_backward(int level, float *din, float *dw, float *ring, const floa
         } else {
 #if DD_NN_HAVE_X86_SIMD
             DD_DISPATCH(level, dd_nn_conv_dw_hs_bwd_fast,
-                        (din, dw ? dwt : NULL, ring, dout, pre, in, wt, B, T, C, K, d, resid));
+                        (din, dw ? dwt : NULL, ring, dout, pre, in, wt, B, T, C, K, d, flags));
 #else
-            (void)pre, (void)resid;
+            (void)pre, (void)flags;
 #endif
         }
         if (dw)
@@ -335,10 +336,10 @@ int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const floa
 
 int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *dout, const float *pre,
                               const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
-                              int resid) {
+                              int flags) {
     const int level = dd_nn_simd_level();
     if (level == DD_SIMD_GENERIC || K > DD_NN_CONV_DW_KMAX) return 0;
-    return dw_backward(level, din, dw, ring, dout, pre, in, w, B, T, C, K, d, resid);
+    return dw_backward(level, din, dw, ring, dout, pre, in, w, B, T, C, K, d, flags);
 }
 
 int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b,
