@@ -254,6 +254,21 @@ static dd_status on_eval(cl_t *c, const dd_net_msg *m) {
     return DD_OK;
 }
 
+/* FED_END: the federation is over. An empty payload is the coordinator's normal end; a
+ * reason ("the coordinator stopped on an error") is its failure, and an end before any
+ * welcome is no federation this bench took part in: both are errors, so that the bench's
+ * exit status 0 means it was welcomed and the run ended as planned. The reason is network
+ * text: at most 200 bytes go into the message, anything not printable as '?'. */
+static dd_status on_end(cl_t *c, const dd_net_msg *m) {
+    if (!c->tr) return dd_error(DD_ERR_COMM, "fed-end before fed-welcome: the federation ended without this bench");
+    if (!m->h.len) return DD_OK;
+    char why[201];
+    const size_t k = m->h.len < 200 ? m->h.len : 200;
+    for (size_t i = 0; i < k; i++) why[i] = m->payload[i] >= 0x20 && m->payload[i] < 0x7f ? (char)m->payload[i] : '?';
+    why[k] = 0;
+    return dd_error(DD_ERR_COMM, "fed-end: the federation ended on an error: %s%s", why, m->h.len > 200 ? "..." : "");
+}
+
 dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
     cl_t C, *c = &C;
     memset(c, 0, sizeof C);
@@ -322,7 +337,7 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         dd_net_msg m;
         int r = dd_net_recv(c->sock, 0, 100, c->n ? (uint32_t)(c->n * 8 + (1u << 17)) : (1u << 20), &m);
         if (r < 0) {
-            st = DD_ERR_COMM;
+            st = dd_error_prefix(DD_ERR_COMM, "the coordinator %s: ", o->server);
             break;
         }
         if (r == 0) continue;
@@ -338,10 +353,7 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         case DD_MSG_FED_ROUND: st = c->tr ? on_round(c, &m, &quit) : dd_error(DD_ERR_FORMAT, "fed-round before fed-welcome"); break;
         case DD_MSG_FED_SECAGG: on_secagg(c, &m); break;
         case DD_MSG_FED_EVAL: st = c->tr ? on_eval(c, &m) : dd_error(DD_ERR_FORMAT, "fed-eval before fed-welcome"); break;
-        case DD_MSG_FED_END:
-            if (m.h.len) dd_log(DD_LOG_WARN, WHO ": the coordinator ended: %.*s", (int)m.h.len, (const char *)m.payload);
-            quit = 1;
-            break;
+        case DD_MSG_FED_END: st = on_end(c, &m); quit = 1; break;
         case DD_MSG_ERR: /* a refused message of ours: the session goes on */
             dd_log(DD_LOG_WARN, WHO ": the coordinator refused a message: %.*s", (int)(m.h.len < 400 ? m.h.len : 400),
                    (const char *)m.payload);
@@ -349,7 +361,10 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         default: dd_log(DD_LOG_WARN, WHO ": ignored a %s message from the coordinator", dd_msg_type_name(m.h.type)); break;
         }
         dd_net_msg_free(&m);
-        if (st) break;
+        if (st) { /* a message of the coordinator's that the bench cannot go on with: name it */
+            dd_error_prefix(st, "the coordinator %s: ", o->server);
+            break;
+        }
     }
     if (c->sock && st == DD_OK && o->fail_at_round <= 0) csend(c, DD_MSG_BYE, NULL, 0);
 done:
