@@ -15,6 +15,7 @@
 #include <zmq.h>
 
 #include "distdpd/fednet.h"
+#include "distdpd/model.h"
 #include "distdpd/optim.h"
 #include "distdpd/secagg.h"
 
@@ -66,6 +67,16 @@ static dd_status welcome(cl_t *c, const dd_net_msg *m) {
         c->index = wm.index;
         return DD_OK;
     }
+    /* the model's size first, from its parameter table alone: a configuration of another
+     * model (a GRU of hidden 4096 against nparams 80) would otherwise build a trainer of
+     * gigabytes before the count is compared (20 s in the fed_client fuzz target) */
+    dd_model *mdl = NULL;
+    DD_TRY(dd_model_create(cfg.model, &cfg.model_cfg, &mdl));
+    const size_t total = dd_model_params(mdl)->total;
+    dd_model_destroy(&mdl);
+    if (total != wm.nparams)
+        return dd_error(DD_ERR_MISMATCH, "the coordinator's model has %llu parameters, %s with this configuration %zu",
+                        (unsigned long long)wm.nparams, cfg.model, total);
     c->cfg = cfg;
     DD_TRY(dd_trainer_create(&c->cfg, c->ds, NULL, NULL, &c->tr));
     c->n = dd_trainer_num_floats(c->tr);
