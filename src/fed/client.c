@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "data/data_internal.h" /* dd_quote */
 #include "distdpd/fednet.h"
 #include "distdpd/model.h"
 #include "distdpd/optim.h"
@@ -269,15 +270,13 @@ static dd_status on_eval(cl_t *c, const dd_net_msg *m) {
  * reason ("the coordinator stopped on an error") is its failure, and an end before any
  * welcome is no federation this bench took part in: both are errors, so that the bench's
  * exit status 0 means it was welcomed and the run ended as planned. The reason is network
- * text: at most 200 bytes go into the message, anything not printable as '?'. */
+ * text: at most 200 bytes of it, quoted (dd_quote: no raw bytes reach a terminal). */
 static dd_status on_end(cl_t *c, const dd_net_msg *m) {
     if (!c->tr) return dd_error(DD_ERR_COMM, "fed-end before fed-welcome: the federation ended without this bench");
     if (!m->h.len) return DD_OK;
-    char why[201];
-    const size_t k = m->h.len < 200 ? m->h.len : 200;
-    for (size_t i = 0; i < k; i++) why[i] = m->payload[i] >= 0x20 && m->payload[i] < 0x7f ? (char)m->payload[i] : '?';
-    why[k] = 0;
-    return dd_error(DD_ERR_COMM, "fed-end: the federation ended on an error: %s%s", why, m->h.len > 200 ? "..." : "");
+    char why[4 * 200 + 4];
+    return dd_error(DD_ERR_COMM, "fed-end: the federation ended on an error: %s",
+                    dd_quote(why, sizeof why, (const char *)m->payload, m->h.len, 200));
 }
 
 dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
@@ -365,10 +364,12 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         case DD_MSG_FED_SECAGG: on_secagg(c, &m); break;
         case DD_MSG_FED_EVAL: st = c->tr ? on_eval(c, &m) : dd_error(DD_ERR_FORMAT, "fed-eval before fed-welcome"); break;
         case DD_MSG_FED_END: st = on_end(c, &m); quit = 1; break;
-        case DD_MSG_ERR: /* a refused message of ours: the session goes on */
-            dd_log(DD_LOG_WARN, WHO ": the coordinator refused a message: %.*s", (int)(m.h.len < 400 ? m.h.len : 400),
-                   (const char *)m.payload);
+        case DD_MSG_ERR: { /* a refused message of ours: the session goes on */
+            char why[4 * 400 + 4];
+            dd_log(DD_LOG_WARN, WHO ": the coordinator refused a message: %s",
+                   dd_quote(why, sizeof why, (const char *)m.payload, m.h.len, 400));
             break;
+        }
         default: dd_log(DD_LOG_WARN, WHO ": ignored a %s message from the coordinator", dd_msg_type_name(m.h.type)); break;
         }
         dd_net_msg_free(&m);
