@@ -74,7 +74,18 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path) != 0 && errno != ENOENT;
 }
 
-static void cleanup(void) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+/* At exit: the scratch directory, and what the harness kept for the session (valgrind's
+ * "possibly lost" otherwise; the ZeroMQ context and its ZAP thread stay, as the other
+ * socket harnesses leave theirs). */
+static void cleanup(void) {
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    dd_trainer_destroy(&ref);
+    dd_dataset_free(&ds);
+    dd_free(cfg_json);
+    cfg_json = NULL;
+    free(w_init);
+    w_init = NULL;
+}
 
 /* ---- the bench's thread ---- */
 typedef struct {
