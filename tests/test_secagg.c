@@ -362,6 +362,17 @@ static void test_transitions(void) {
     int k;
     CHECK_OK(dd_secagg_resolve(&bad, &k));
     CHECK(bad.threshold == 4 && k == 30, "t %d, k %d (5 (1e9 2^k + 1) < 2^63: 2^k < 1.84e9)", bad.threshold, k);
+    /* a tiny range (a coordinator's fed-round may carry any finite range > 0): the
+     * largest k with n (range 2^k + 1) < 2^31, where lim / n / range overflowed to inf
+     * and was cast to int before 2026-12-02 (UBSan; fuzz_fed_client) */
+    static const double tiny[3] = {1e-300, 4.9e-324, 1e-200};
+    for (int i = 0; i < 3; i++) {
+        dd_secagg_cfg t = {.session = 1, .d = 10, .n = 2, .range = tiny[i]};
+        int kt;
+        CHECK_OK(dd_secagg_resolve(&t, &kt));
+        CHECK(t.n * (ldexp(t.range, kt) + 1) < 0x1p31 && t.n * (ldexp(t.range, kt + 1) + 1) >= 0x1p31,
+              "range %g: k %d is not the largest with n (range 2^k + 1) < 2^31", t.range, kt);
+    }
     bad.n = 1;
     CHECK_ERR(dd_secagg_resolve(&bad, NULL), DD_ERR_ARG, "n (clients invited) must be in [2, 255]");
     dd_secagg_client *cc;

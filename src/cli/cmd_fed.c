@@ -307,7 +307,8 @@ static void help_client(void) {
            "  -v, --verbose / -q, --quiet / -h, --help\n"
            "\n"
            "exit status: 0 the federation ended (or --fail-at-round), 1 error (no welcome, the\n"
-           "coordinator gone, bad data: the message says), 2 usage error\n");
+           "coordinator gone or ended on an error, a message of its refused, bad data: the\n"
+           "message says), 2 usage error\n");
 }
 
 int dd_cmd_fed_client(int argc, char **argv) {

@@ -14,7 +14,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "data/data_internal.h" /* dd_quote */
 #include "distdpd/fednet.h"
+#include "distdpd/model.h"
 #include "distdpd/optim.h"
 #include "distdpd/secagg.h"
 
@@ -66,6 +68,16 @@ static dd_status welcome(cl_t *c, const dd_net_msg *m) {
         c->index = wm.index;
         return DD_OK;
     }
+    /* the model's size first, from its parameter table alone: a configuration of another
+     * model (a GRU of hidden 4096 against nparams 80) would otherwise build a trainer of
+     * gigabytes before the count is compared (20 s in the fed_client fuzz target) */
+    dd_model *mdl = NULL;
+    DD_TRY(dd_model_create(cfg.model, &cfg.model_cfg, &mdl));
+    const size_t total = dd_model_params(mdl)->total;
+    dd_model_destroy(&mdl);
+    if (total != wm.nparams)
+        return dd_error(DD_ERR_MISMATCH, "the coordinator's model has %llu parameters, %s with this configuration %zu",
+                        (unsigned long long)wm.nparams, cfg.model, total);
     c->cfg = cfg;
     DD_TRY(dd_trainer_create(&c->cfg, c->ds, NULL, NULL, &c->tr));
     c->n = dd_trainer_num_floats(c->tr);
@@ -254,6 +266,19 @@ static dd_status on_eval(cl_t *c, const dd_net_msg *m) {
     return DD_OK;
 }
 
+/* FED_END: the federation is over. An empty payload is the coordinator's normal end; a
+ * reason ("the coordinator stopped on an error") is its failure, and an end before any
+ * welcome is no federation this bench took part in: both are errors, so that the bench's
+ * exit status 0 means it was welcomed and the run ended as planned. The reason is network
+ * text: at most 200 bytes of it, quoted (dd_quote: no raw bytes reach a terminal). */
+static dd_status on_end(cl_t *c, const dd_net_msg *m) {
+    if (!c->tr) return dd_error(DD_ERR_COMM, "fed-end before fed-welcome: the federation ended without this bench");
+    if (!m->h.len) return DD_OK;
+    char why[4 * 200 + 4];
+    return dd_error(DD_ERR_COMM, "fed-end: the federation ended on an error: %s",
+                    dd_quote(why, sizeof why, (const char *)m->payload, m->h.len, 200));
+}
+
 dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
     cl_t C, *c = &C;
     memset(c, 0, sizeof C);
@@ -322,7 +347,7 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         dd_net_msg m;
         int r = dd_net_recv(c->sock, 0, 100, c->n ? (uint32_t)(c->n * 8 + (1u << 17)) : (1u << 20), &m);
         if (r < 0) {
-            st = DD_ERR_COMM;
+            st = dd_error_prefix(DD_ERR_COMM, "the coordinator %s: ", o->server);
             break;
         }
         if (r == 0) continue;
@@ -338,18 +363,20 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         case DD_MSG_FED_ROUND: st = c->tr ? on_round(c, &m, &quit) : dd_error(DD_ERR_FORMAT, "fed-round before fed-welcome"); break;
         case DD_MSG_FED_SECAGG: on_secagg(c, &m); break;
         case DD_MSG_FED_EVAL: st = c->tr ? on_eval(c, &m) : dd_error(DD_ERR_FORMAT, "fed-eval before fed-welcome"); break;
-        case DD_MSG_FED_END:
-            if (m.h.len) dd_log(DD_LOG_WARN, WHO ": the coordinator ended: %.*s", (int)m.h.len, (const char *)m.payload);
-            quit = 1;
+        case DD_MSG_FED_END: st = on_end(c, &m); quit = 1; break;
+        case DD_MSG_ERR: { /* a refused message of ours: the session goes on */
+            char why[4 * 400 + 4];
+            dd_log(DD_LOG_WARN, WHO ": the coordinator refused a message: %s",
+                   dd_quote(why, sizeof why, (const char *)m.payload, m.h.len, 400));
             break;
-        case DD_MSG_ERR: /* a refused message of ours: the session goes on */
-            dd_log(DD_LOG_WARN, WHO ": the coordinator refused a message: %.*s", (int)(m.h.len < 400 ? m.h.len : 400),
-                   (const char *)m.payload);
-            break;
+        }
         default: dd_log(DD_LOG_WARN, WHO ": ignored a %s message from the coordinator", dd_msg_type_name(m.h.type)); break;
         }
         dd_net_msg_free(&m);
-        if (st) break;
+        if (st) { /* a message of the coordinator's that the bench cannot go on with: name it */
+            dd_error_prefix(st, "the coordinator %s: ", o->server);
+            break;
+        }
     }
     if (c->sock && st == DD_OK && o->fail_at_round <= 0) csend(c, DD_MSG_BYE, NULL, 0);
 done:

@@ -113,9 +113,12 @@ dd_status dd_secagg_resolve(dd_secagg_cfg *cfg, int *scale_log2) {
         return dd_error(DD_ERR_ARG, "secure aggregation: d must be in [1, 2^31], got %zu", cfg->d);
     if (!(cfg->range > 0) || !isfinite(cfg->range))
         return dd_error(DD_ERR_ARG, "secure aggregation: range must be finite and > 0, got %g", cfg->range);
-    /* the largest k with n (range 2^k + 1) < 2^(bits-1) */
+    /* the largest k with n (range 2^k + 1) < 2^(bits-1); the first guess as a difference of
+     * logarithms: lim / n / range overflows to inf for a range below about 1e-290 (a
+     * coordinator's fed-round may say 1e-300), and (int)inf is undefined (found by the
+     * fed_client fuzz target). log2 of a positive finite double is in [-1074, 1024). */
     double lim = ldexp(1.0, cfg->ring_bits - 1);
-    int k = (int)floor(log2(lim / cfg->n / cfg->range)) + 1;
+    int k = (int)floor(log2(lim / cfg->n) - log2(cfg->range)) + 1;
     while (k > -1100 && cfg->n * (ldexp(cfg->range, k) + 1) >= lim) k--;
     if (k < 0)
         return dd_error(DD_ERR_ARG,

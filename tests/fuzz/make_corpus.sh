@@ -67,4 +67,6 @@ python3 tests/fuzz/make_net_seeds.py "$C"
 python3 tests/fuzz/make_cluster_seeds.py "$C"
 # the training coordinator played by several workers (fuzz_ps_coord)
 python3 tests/fuzz/make_ps_coord_seeds.py "$C"
+# the coordinator's scripts played against a real bench (fuzz_fed_client)
+python3 tests/fuzz/make_fed_client_seeds.py "$C"
 echo "corpora written to $C: $(find "$C" -type f | wc -l) files, $(du -sh "$C" | cut -f1)"
