@@ -36,9 +36,8 @@
  * rounds, evaluations, pongs, unchanged) ends in DD_OK, or with silence in DD_ERR_TIMEOUT.
  * Secure aggregation past the bench's advertisement needs the other benches' keys: its
  * decoder is fuzz_secagg's. */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE /* nftw (fuzz_util.h's dd_fuzz_rm_tree) */
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
@@ -67,18 +66,11 @@ static void log_stderr(dd_log_level l, const char *m, void *u) {
     fprintf(stderr, "%lld %s\n", (long long)dd_net_ms(), m);
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) != 0 && errno != ENOENT;
-}
-
 /* At exit: the scratch directory, and what the harness kept for the session (valgrind's
  * "possibly lost" otherwise; the ZeroMQ context and its ZAP thread stay, as the other
  * socket harnesses leave theirs). */
 static void cleanup(void) {
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    dd_fuzz_rm_tree(dir);
     dd_trainer_destroy(&ref);
     dd_dataset_free(&ds);
     dd_free(cfg_json);

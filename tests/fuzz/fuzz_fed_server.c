@@ -20,10 +20,9 @@
  * Invariants (abort = finding): the coordinator answers the ping within 10 s after every
  * input (a pong: nothing it received made it hang or leave its loop), and its thread never
  * returns (it would only at the end of its 10^5 rounds). */
-#define _GNU_SOURCE /* nftw */
+#define _GNU_SOURCE /* nftw (fuzz_util.h's dd_fuzz_rm_tree) */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <signal.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -125,19 +124,12 @@ static int until_pong(void) {
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) != 0 && errno != ENOENT;
-}
-
 /* The keys and the coordinator's run directory (metrics.jsonl grows a line a round). */
 static void cleanup(void) {
     exiting = 1;
     fprintf(stderr, "fuzz_fed_server: %ld pings sent again after 2 s without a pong; %ld sends refused by the dealer's queue\n",
             resends, refused_sends);
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    dd_fuzz_rm_tree(dir);
 }
 
 /* The directories of earlier processes that are gone (a crash, or libFuzzer's exit,
@@ -158,7 +150,7 @@ static void remove_stale(void) {
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char path[900];
         snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
-        nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        dd_fuzz_rm_tree(path);
     }
     closedir(d);
 }

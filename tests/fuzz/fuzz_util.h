@@ -23,6 +23,19 @@ static void dd_fuzz_log_drop(dd_log_level l, const char *m, void *u) {
     (void)u;
 }
 
+#ifdef _GNU_SOURCE /* nftw: harnesses that define it before their includes (the socket ones) */
+#include <errno.h>
+#include <ftw.h>
+static int dd_fuzz_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path) != 0 && errno != ENOENT;
+}
+/* Removes the tree at path (a harness's scratch directory), depth first, not following links. */
+static inline void dd_fuzz_rm_tree(const char *path) { nftw(path, dd_fuzz_rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+#endif
+
 /* Once per process: no log output (refusals are the expected outcome of most inputs). */
 static inline void dd_fuzz_init(void) {
     static int done;
