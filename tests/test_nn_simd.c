@@ -8,7 +8,9 @@
  * - backward adds into its outputs (a second call doubles them);
  * - invariants the kernels promise: the GRU output of a frame is bit-identical whether it
  *   runs alone or inside a batch, and AVX2 and AVX-512 give bit-identical GRU outputs and
- *   convolution outputs (fused recurrence, conv kernels); ReLU and Hardswish are
+ *   convolution outputs (fused recurrence, conv kernels); every frame's GRU output and
+ *   dL/dh0 at 1 .. 65 columns (the register blocks chosen by the column count) are its
+ *   bits alone, at every fused level (memcmp); ReLU and Hardswish are
  *   bit-identical to the generic loops (including -3, 3, infinities and NaN);
  * - every case under each route (simd.h): AUTO (the measured thresholds), FAST (the
  *   kernels wherever they apply) and BLAS (OpenBLAS wherever it applies: sgemm paths of
@@ -188,6 +190,58 @@ static void test_gru(gru_case c) {
     dd_free(y), dd_free(dx), dd_free(dh0), dd_free(dwi), dd_free(dwh), dd_free(dbi), dd_free(dbh);
     dd_free(ws), dd_free(fx), dd_free(fh0), dd_free(fwi), dd_free(fwh), dd_free(fbi), dd_free(fbh);
     dd_free(fG);
+}
+
+/* The fused GRU kernels' register blocks depend on how many columns (frames) a call has
+ * (gru_fast_impl.h: wider unit / row blocks for 1-2 vectors of columns, e.g. the
+ * trainer's 32-frame chunks at AVX-512) and on the vector width; no sum's order may.
+ * Every frame's output and dL/dh0 (the recurrence backward: cell backward and W_hh^T
+ * blocks at every step) at B = 1 .. 65 columns and at each fused level must be the bits
+ * of that frame run alone at the first fused level (memcmp). */
+static void test_gru_blocks(int T, int D, int H) {
+    const size_t NB = 65, Tz = (size_t)T, Dz = (size_t)D, Hz = (size_t)H, G3 = 3 * Hz;
+    const double k = 1 / sqrt((double)H);
+    double *x = dvec(NB * Tz * Dz, 1), *h0 = dvec(NB * Hz, 0.5), *wi = dvec(G3 * Dz, k);
+    double *wh = dvec(G3 * Hz, k), *bi = dvec(G3, k), *bh = dvec(G3, k), *G = dvec(NB * Tz * Hz, 1);
+    float *fx = tof(x, NB * Tz * Dz), *fh0 = tof(h0, NB * Hz), *fwi = tof(wi, G3 * Dz);
+    float *fwh = tof(wh, G3 * Hz), *fbi = tof(bi, G3), *fbh = tof(bh, G3), *fG = tof(G, NB * Tz * Hz);
+    float *ry = fzero(NB * Tz * Hz), *rdh0 = fzero(NB * Hz); /* each frame alone */
+    const int nb[] = {1, 15, 16, 17, 32, 33, 64, 65};
+    int ref = 0, checked = 0;
+    dd_nn_route_set(DD_NN_ROUTE_FAST);
+    for (int li = 0; li < nlevels; li++) {
+        if (!dd_nn_gru_fused(levels[li], Hz)) continue;
+        dd_nn_simd_set(levels[li]);
+        for (size_t bi_ = 0; bi_ < (ref ? sizeof nb / sizeof nb[0] : NB); bi_++) {
+            /* the reference pass: frame b alone (B = 1) at the first fused level */
+            const size_t B = ref ? (size_t)nb[bi_] : 1, f0 = ref ? 0 : bi_;
+            const gru_case c = {(int)B, T, D, H, 1, 1};
+            float *y = fzero(B * Tz * Hz), *dx = fzero(B * Tz * Dz), *dh0 = fzero(B * Hz);
+            float *dwi = fzero(G3 * Dz), *dwh = fzero(G3 * Hz), *dbi = fzero(G3), *dbh = fzero(G3);
+            gru_run_f(&c, fx + f0 * Tz * Dz, fh0 + f0 * Hz, fwi, fwh, fbi, fbh, fG + f0 * Tz * Hz, y, dx,
+                      dh0, dwi, dwh, dbi, dbh);
+            if (!ref) {
+                memcpy(ry + f0 * Tz * Hz, y, Tz * Hz * sizeof(float));
+                memcpy(rdh0 + f0 * Hz, dh0, Hz * sizeof(float));
+            } else {
+                CHECK(memcmp(y, ry, B * Tz * Hz * sizeof(float)) == 0,
+                      "gru T=%d D=%d H=%d, %s: output of B=%zu differs from the frames alone", T, D, H,
+                      dd_nn_simd_name(levels[li]), B);
+                CHECK(memcmp(dh0, rdh0, B * Hz * sizeof(float)) == 0,
+                      "gru T=%d D=%d H=%d, %s: dh0 of B=%zu differs from the frames alone", T, D, H,
+                      dd_nn_simd_name(levels[li]), B);
+                checked++;
+            }
+            dd_free(y), dd_free(dx), dd_free(dh0), dd_free(dwi), dd_free(dwh), dd_free(dbi), dd_free(dbh);
+        }
+        if (!ref) li--; /* the first fused level again, now batched */
+        ref = 1;
+    }
+    printf("gru blocks T=%d D=%d H=%d: %d batched runs compared with the frames alone\n", T, D, H, checked);
+    dd_nn_route_set(DD_NN_ROUTE_AUTO);
+    dd_free(x), dd_free(h0), dd_free(wi), dd_free(wh), dd_free(bi), dd_free(bh), dd_free(G);
+    dd_free(fx), dd_free(fh0), dd_free(fwi), dd_free(fwh), dd_free(fbi), dd_free(fbh), dd_free(fG);
+    dd_free(ry), dd_free(rdh0);
 }
 
 /* ------------------------------------------------------------------ conv1d and dense */
@@ -478,6 +532,11 @@ int main(void) {
         {3, 4, 2, 400, 1, 1},  /* H = 400: AUTO takes the sgemm path */
     };
     for (size_t i = 0; i < sizeof gc / sizeof gc[0]; i++) test_gru(gc[i]);
+    test_gru_blocks(7, 2, 23); /* the recipe's H: 4-unit blocks + 3, 12-row blocks + 11 */
+    test_gru_blocks(1, 2, 23); /* T = 1 */
+    test_gru_blocks(4, 1, 13); /* one unit / row left over */
+    test_gru_blocks(3, 3, 30); /* 12 + 12 + 6 rows, 2 + 2 units at 3-4 vectors */
+    test_gru_blocks(5, 2, 1);  /* H = 1 */
 
     test_conv(3, 40, 96, 96, 5, 8, 96, 0); /* tcn layer: depthwise, dilation 8 */
     test_conv(3, 120, 96, 96, 5, 4, 96, 1); /* depthwise, threaded (frames; dW by channels) */

@@ -2,31 +2,49 @@
  * included by gru_fast.c once per instruction set (AVX-512, AVX2). Layout and contract:
  * simd.h (dd_nn_gru_fwd_fast / dd_nn_gru_bwd_fast) and gru_impl.h.
  *
- * Forward, per step t (columns c0 = tB .. c0+B), for blocks of FJ hidden units x FNV
- * vectors of columns, in registers: a_g = (b_hh[g] + b_ih[g]) + W_ih[g] x_t + W_hh[g] h_{t-1}
- * for g = r, z (d = 0..D-1 then k = 0..H-1, in order), hn = b_hn + W_hn h_{t-1}, then the
- * cell: r = sigmoid(a_r), z = sigmoid(a_z), gx_n = b_in + W_in x_t, n = tanh(gx_n + r hn),
- * h = n + z (h_{t-1} - n); stores r, z, n, hn (saved for backward) and h (the next
- * step's input); at the end the outputs h_1..h_T go to (B, T, H) by tile transposes.
+ * Forward, per step t (columns c0 = tB .. c0+B), for blocks of FJ_OF(NV) hidden units x
+ * NV <= FNV vectors of columns, in registers:
+ * a_g = (b_hh[g] + b_ih[g]) + W_ih[g] x_t + W_hh[g] h_{t-1} for g = r, z (d = 0..D-1 then
+ * k = 0..H-1, in order), hn = b_hn + W_hn h_{t-1}, then the cell: r = sigmoid(a_r),
+ * z = sigmoid(a_z), gx_n = b_in + W_in x_t, n = tanh(gx_n + r hn), h = n + z (h_{t-1} - n);
+ * stores r, z, n, hn (saved for backward) and h (the next step's input); at the end the
+ * outputs h_1..h_T go to (B, T, H) by tile transposes.
  * Backward, per step t from T-1 down:
  *   1. d = dh + dout_t; the cell backward into dG rows [da_r, da_z, da_n r, da_n] and
  *      dh = d z (elementwise);
- *   2. dh += W_hh^T [da_r, da_z, da_n r] for blocks of BK output rows x FNV vectors in
- *      registers, m = 0..3H-1 in order (skipped at t = 0 unless dL/dh0 is wanted).
+ *   2. dh += W_hh^T [da_r, da_z, da_n r] for blocks of BK_OF(NV) output rows x NV vectors
+ *      in registers, m = 0..3H-1 in order (skipped at t = 0 unless dL/dh0 is wanted).
  * Each dot product runs in the same order for every column, so results do not depend on
  * B, on the column's position or on the vector width. */
 
+/* Register blocks are chosen per column block by its count of vectors NV (<= FNV), so
+ * that a block fills the register file also when a thread's columns are few (the
+ * trainer's 32-frame batch chunks are 2 vectors at AVX-512, 4 at AVX2): FJ_OF(NV) hidden
+ * units forward (3 FJ_OF(NV) NV accumulators), BK_OF(NV) output rows backward (BK_OF(NV)
+ * NV accumulators). Blocking changes no sum's order (contract above). */
 #if defined(DD_VEC_AVX512)
-#define FNV 4 /* column vectors per register block (64 columns) */
-#define FJ 2  /* hidden units per forward block: 3 FJ FNV = 24 accumulators */
-#define BK 6  /* output rows per backward block: BK FNV = 24 accumulators */
+#define FNV 4 /* column vectors per register block (64 columns), at most */
+/* forward: 1-2 vectors: 4 units (24 accumulators at 2); 3-4 vectors: 2 (24 at 4) */
+#define FJ_OF(NV) ((NV) <= 2 ? 4 : 2)
+/* backward: 1-2 vectors: 12 rows (24 accumulators at 2); 3-4 vectors: 6 (24 at 4) */
+#define BK_OF(NV) ((NV) <= 2 ? 12 : 6)
 #else
 #define FNV 2 /* 16 columns; 16 ymm registers */
-#define FJ 2  /* 12 accumulators */
+/* forward: 1 vector: 4 units (12 accumulators), 2 vectors: 2 (12) */
+#define FJ_OF(NV) ((NV) <= 1 ? 4 : 2)
 #ifndef BK_AVX2
 #define BK_AVX2 6
 #endif
-#define BK BK_AVX2 /* 12 accumulators + 2 operands + a broadcast */
+/* backward: 1 vector: 12 rows (12 accumulators), 2 vectors: BK_AVX2 (12 + 2 operands + a
+ * broadcast) */
+#define BK_OF(NV) ((NV) <= 1 ? 12 : BK_AVX2)
+#endif
+/* accumulators per block, at most: 3 FJ_OF(NV) NV and BK_OF(NV) NV (the arrays are sized
+ * to this, not to the largest FJ_OF x FNV: GCC keeps an array of 48 zmm in memory) */
+#if defined(DD_VEC_AVX512)
+#define NACC 24
+#else
+#define NACC 12
 #endif
 
 #if defined(DD_VEC_AVX512)
@@ -157,50 +175,56 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
                                                                       const int MT, size_t j0,
                                                                       size_t col, VM tail) {
     const size_t H = x->H, TB = x->TB, D = x->D, c = x->c0 + col;
-    VF acc[3 * FJ][FNV];
+    VF acc[NACC];
     /* r, z: (b_hh + b_ih) + W_i x_t + W_h h_{t-1};  hn: b_hn + W_hn h_{t-1} */
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int g = 0; g < 3; g++)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int jj = 0; jj < J; jj++) {
             const size_t row = (size_t)g * H + j0 + (size_t)jj;
             float b = x->b_hh ? x->b_hh[row] : 0.0f;
             if (g < 2 && x->b_ih) b += x->b_ih[row];
             const VF b0 = VSET1(b);
-#pragma GCC unroll 8
-            for (int v = 0; v < NV; v++) acc[g * J + jj][v] = b0;
+#pragma GCC unroll 16
+            for (int v = 0; v < NV; v++) acc[(g * J + jj) * NV + v] = b0;
         }
     for (size_t d = 0; d < D; d++) {
         const float *xd = x->xfm + d * TB + c;
         VF xv[FNV];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < NV; v++)
             xv[v] = MT && v == NV - 1 ? VLOADM(xd + (size_t)v * VW, tail) : VLOAD(xd + (size_t)v * VW);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int g = 0; g < 2; g++)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
             for (int jj = 0; jj < J; jj++) {
                 const VF w = VSET1(x->w_ih[((size_t)g * H + j0 + (size_t)jj) * D + d]);
-#pragma GCC unroll 8
-                for (int v = 0; v < NV; v++) acc[g * J + jj][v] = VFMA(w, xv[v], acc[g * J + jj][v]);
+#pragma GCC unroll 16
+                for (int v = 0; v < NV; v++) {
+                    VF *a = &acc[(g * J + jj) * NV + v];
+                    *a = VFMA(w, xv[v], *a);
+                }
             }
     }
     for (size_t k = 0; k < H; k++) {
         const float *hk = x->hprev + k * TB + c;
         VF hv[FNV];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < NV; v++)
             hv[v] = MT && v == NV - 1 ? VLOADM(hk + (size_t)v * VW, tail) : VLOAD(hk + (size_t)v * VW);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int g = 0; g < 3; g++)
-#pragma GCC unroll 8
+#pragma GCC unroll 16
             for (int jj = 0; jj < J; jj++) {
                 const VF w = VSET1(x->w_hh[((size_t)g * H + j0 + (size_t)jj) * H + k]);
-#pragma GCC unroll 8
-                for (int v = 0; v < NV; v++) acc[g * J + jj][v] = VFMA(w, hv[v], acc[g * J + jj][v]);
+#pragma GCC unroll 16
+                for (int v = 0; v < NV; v++) {
+                    VF *a = &acc[(g * J + jj) * NV + v];
+                    *a = VFMA(w, hv[v], *a);
+                }
             }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int jj = 0; jj < J; jj++) {
         const size_t j = j0 + (size_t)jj;
         float *gr = x->gates + j * TB + c, *gz = x->gates + (H + j) * TB + c;
@@ -208,7 +232,7 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
         const float *hp = x->hprev + j * TB + c;
         /* h_t: the next step's h_{t-1} (hprev column block t+1), or S after the last step */
         float *hd = x->last ? x->S + j * x->B + col : x->hprev + j * TB + c + x->B;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < NV; v++) {
             const size_t o = (size_t)v * VW;
             const int m = MT && v == NV - 1;
@@ -218,9 +242,9 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
                 const float *xd = x->xfm + d * TB + c + o;
                 gxn = VFMA(VSET1(x->w_ih[(2 * H + j) * D + d]), m ? VLOADM(xd, tail) : VLOAD(xd), gxn);
             }
-            VF r = VSUF(v_sigmoid)(acc[jj][v]);
-            VF z = VSUF(v_sigmoid)(acc[J + jj][v]);
-            VF hn = acc[2 * J + jj][v];
+            VF r = VSUF(v_sigmoid)(acc[jj * NV + v]);
+            VF z = VSUF(v_sigmoid)(acc[(J + jj) * NV + v]);
+            VF hn = acc[(2 * J + jj) * NV + v];
             VF n = VSUF(v_tanh)(VFMA(r, hn, gxn));
             VF hpv = m ? VLOADM(hp + o, tail) : VLOAD(hp + o);
             VF h = VFMA(z, VSUB(hpv, n), n);
@@ -241,32 +265,66 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
     }
 }
 
-#define FWD_CASE(J, NV)                                            \
-    case (J) * 8 + (NV):                                           \
-        VSUF(gru_fwd_block)(x, (J), (NV), 1, j0, col, tail);        \
+/* One block with compile-time J, NV and MT (masked last vector). */
+/* each (J, NV, MT) its own function: inlined into one loop nest, the blocks' register
+ * allocation suffered from the others' (spilled accumulators) */
+#define FWD_FN(J, NV, MT)                                                                   \
+    static __attribute__((noinline)) void VSUF(gru_fwd_##J##_##NV##_##MT)(                  \
+        const VSUF(gru_fctx) *x, size_t j0, size_t col, VM tail) {                          \
+        VSUF(gru_fwd_block)(x, (J), (NV), (MT), j0, col, tail);                             \
+    }
+#define FWD_FNS(J, NV) FWD_FN(J, NV, 0) FWD_FN(J, NV, 1)
+FWD_FNS(1, 1)
+FWD_FNS(2, 1)
+FWD_FNS(1, 2)
+FWD_FNS(2, 2)
+#if FJ_OF(1) > 2
+FWD_FNS(3, 1)
+FWD_FNS(4, 1)
+#endif
+#if FJ_OF(2) > 2
+FWD_FNS(3, 2)
+FWD_FNS(4, 2)
+#endif
+#if FNV > 2
+FWD_FNS(1, 3)
+FWD_FNS(2, 3)
+FWD_FNS(1, 4)
+FWD_FNS(2, 4)
+#endif
+#define FWD_CASE(J, NV)                                                     \
+    case (J) * 8 + (NV):                                                    \
+        if (mt) VSUF(gru_fwd_##J##_##NV##_1)(x, j0, col, tail);            \
+        else VSUF(gru_fwd_##J##_##NV##_0)(x, j0, col, tail);               \
         break;
 static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
     const size_t B = x->ce, H = x->H;
-    for (size_t j0 = 0; j0 < H; j0 += FJ) {
-        const int J = H - j0 >= FJ ? FJ : (int)(H - j0);
-        for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
-            const size_t rem = B - col;
-            const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
-            const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
-            /* whole blocks (the recipe's B = 64: every block) without masked accesses */
-            if (rem >= (size_t)FNV * VW && J == FJ) {
-                VSUF(gru_fwd_block)(x, FJ, FNV, 0, j0, col, tail);
-                continue;
-            }
+    for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
+        const size_t rem = B - col;
+        const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
+        /* masked accesses only when the last vector is partial */
+        const int mt = rem < (size_t)NV * VW;
+        const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+        const int fj = FJ_OF(NV);
+        for (size_t j0 = 0; j0 < H; j0 += (size_t)fj) {
+            const int J = H - j0 >= (size_t)fj ? fj : (int)(H - j0);
             switch (J * 8 + NV) {
                 FWD_CASE(1, 1)
-                FWD_CASE(1, 2)
                 FWD_CASE(2, 1)
+                FWD_CASE(1, 2)
                 FWD_CASE(2, 2)
+#if FJ_OF(1) > 2
+                FWD_CASE(3, 1)
+                FWD_CASE(4, 1)
+#endif
+#if FJ_OF(2) > 2
+                FWD_CASE(3, 2)
+                FWD_CASE(4, 2)
+#endif
 #if FNV > 2
                 FWD_CASE(1, 3)
-                FWD_CASE(1, 4)
                 FWD_CASE(2, 3)
+                FWD_CASE(1, 4)
                 FWD_CASE(2, 4)
 #endif
             default: break;
@@ -275,6 +333,8 @@ static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
     }
 }
 #undef FWD_CASE
+#undef FWD_FN
+#undef FWD_FNS
 
 void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, float *xfm,
                               const float *xin, const float *h0, const float *w_ih,
@@ -323,74 +383,89 @@ static inline __attribute__((always_inline)) void VSUF(gru_bwd_block)(const VSUF
                                                                       const int MT, size_t k0,
                                                                       size_t col, VM tail) {
     const size_t B = x->B, TB = x->TB, H = x->H, M = 3 * H;
-    VF acc[BK][FNV];
-#pragma GCC unroll 8
+    VF acc[NACC];
+#pragma GCC unroll 16
     for (int kk = 0; kk < K; kk++) {
         const float *d = x->dh + (k0 + (size_t)kk) * B + col;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < NV; v++)
-            acc[kk][v] = MT && v == NV - 1 ? VLOADM(d + (size_t)v * VW, tail) : VLOAD(d + (size_t)v * VW);
+            acc[kk * NV + v] =
+                MT && v == NV - 1 ? VLOADM(d + (size_t)v * VW, tail) : VLOAD(d + (size_t)v * VW);
     }
     const float *g = x->dG + x->c0 + col;
     const float *w = x->w_hh + k0;
     for (size_t m = 0; m < M; m++, g += TB, w += H) {
         VF gv[FNV];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < NV; v++)
             gv[v] = MT && v == NV - 1 ? VLOADM(g + (size_t)v * VW, tail) : VLOAD(g + (size_t)v * VW);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int kk = 0; kk < K; kk++) {
             const VF wv = VSET1(w[kk]);
-#pragma GCC unroll 8
-            for (int v = 0; v < NV; v++) acc[kk][v] = VFMA(wv, gv[v], acc[kk][v]);
+#pragma GCC unroll 16
+            for (int v = 0; v < NV; v++) acc[kk * NV + v] = VFMA(wv, gv[v], acc[kk * NV + v]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int kk = 0; kk < K; kk++) {
         float *d = x->dh + (k0 + (size_t)kk) * B + col;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int v = 0; v < NV; v++) {
-            if (MT && v == NV - 1) VSTOREM(d + (size_t)v * VW, acc[kk][v], tail);
-            else VSTORE(d + (size_t)v * VW, acc[kk][v]);
+            if (MT && v == NV - 1) VSTOREM(d + (size_t)v * VW, acc[kk * NV + v], tail);
+            else VSTORE(d + (size_t)v * VW, acc[kk * NV + v]);
         }
     }
 }
 
-#define BWD_CASE(K, NV)                                            \
-    case (K) * 8 + (NV):                                           \
-        VSUF(gru_bwd_block)(x, (K), (NV), 1, k0, col, tail);        \
+#define BWD_FN(K, NV, MT)                                                                   \
+    static __attribute__((noinline)) void VSUF(gru_bwd_##K##_##NV##_##MT)(                  \
+        const VSUF(gru_bctx) *x, size_t k0, size_t col, VM tail) {                          \
+        VSUF(gru_bwd_block)(x, (K), (NV), (MT), k0, col, tail);                             \
+    }
+#define BWD_FNS(K, NV) BWD_FN(K, NV, 0) BWD_FN(K, NV, 1)
+#define BWD_FNS6(NV) BWD_FNS(1, NV) BWD_FNS(2, NV) BWD_FNS(3, NV) BWD_FNS(4, NV) BWD_FNS(5, NV) \
+    BWD_FNS(6, NV)
+#define BWD_FNS12(NV) BWD_FNS6(NV) BWD_FNS(7, NV) BWD_FNS(8, NV) BWD_FNS(9, NV) BWD_FNS(10, NV) \
+    BWD_FNS(11, NV) BWD_FNS(12, NV)
+BWD_FNS12(1)
+#if BK_OF(2) > 6
+BWD_FNS12(2)
+#else
+BWD_FNS6(2)
+#endif
+#if FNV > 2
+BWD_FNS6(3)
+BWD_FNS6(4)
+#endif
+#define BWD_CASE(K, NV)                                                     \
+    case (K) * 8 + (NV):                                                    \
+        if (mt) VSUF(gru_bwd_##K##_##NV##_1)(x, k0, col, tail);            \
+        else VSUF(gru_bwd_##K##_##NV##_0)(x, k0, col, tail);               \
         break;
-#define BWD_CASES(K) BWD_CASE(K, 1) BWD_CASE(K, 2)
-#define BWD_CASES4(K) BWD_CASE(K, 1) BWD_CASE(K, 2) BWD_CASE(K, 3) BWD_CASE(K, 4)
+#define BWD_CASES6(NV) BWD_CASE(1, NV) BWD_CASE(2, NV) BWD_CASE(3, NV) \
+    BWD_CASE(4, NV) BWD_CASE(5, NV) BWD_CASE(6, NV)
+#define BWD_CASES12(NV) BWD_CASES6(NV) BWD_CASE(7, NV) BWD_CASE(8, NV) BWD_CASE(9, NV) \
+    BWD_CASE(10, NV) BWD_CASE(11, NV) BWD_CASE(12, NV)
 static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
     const size_t B = x->ce, H = x->H;
-    for (size_t k0 = 0; k0 < H; k0 += BK) {
-        const int K = H - k0 >= BK ? BK : (int)(H - k0);
-        for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
-            const size_t rem = B - col;
-            const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
-            const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
-            if (rem >= (size_t)FNV * VW && K == BK) {
-                VSUF(gru_bwd_block)(x, BK, FNV, 0, k0, col, tail);
-                continue;
-            }
+    for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
+        const size_t rem = B - col;
+        const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
+        const int mt = rem < (size_t)NV * VW;
+        const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+        const int bk = BK_OF(NV);
+        for (size_t k0 = 0; k0 < H; k0 += (size_t)bk) {
+            const int K = H - k0 >= (size_t)bk ? bk : (int)(H - k0);
             switch (K * 8 + NV) {
-#if FNV > 2
-                BWD_CASES4(1)
-                BWD_CASES4(2)
-                BWD_CASES4(3)
-                BWD_CASES4(4)
-                BWD_CASES4(5)
-                BWD_CASES4(6)
+                BWD_CASES12(1)
+#if BK_OF(2) > 6
+                BWD_CASES12(2)
 #else
-                BWD_CASES(1)
-                BWD_CASES(2)
-                BWD_CASES(3)
-                BWD_CASES(4)
-#if BK > 4
-                BWD_CASES(5)
-                BWD_CASES(6)
+                BWD_CASES6(2)
 #endif
+#if FNV > 2
+                BWD_CASES6(3)
+                BWD_CASES6(4)
 #endif
             default: break;
             }
@@ -398,8 +473,12 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
     }
 }
 #undef BWD_CASE
-#undef BWD_CASES
-#undef BWD_CASES4
+#undef BWD_FN
+#undef BWD_FNS
+#undef BWD_FNS6
+#undef BWD_FNS12
+#undef BWD_CASES6
+#undef BWD_CASES12
 
 void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const float *gates,
                               const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
@@ -465,8 +544,9 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
 }
 
 #undef FNV
-#undef FJ
-#undef BK
+#undef NACC
+#undef FJ_OF
+#undef BK_OF
 #undef VBTH_TO_FM
 #undef VFM_TO_BTH
 #undef VTRANSPOSE
