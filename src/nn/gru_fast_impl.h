@@ -8,7 +8,9 @@
  * k = 0..H-1, in order), hn = b_hn + W_hn h_{t-1}, then the cell: r = sigmoid(a_r),
  * z = sigmoid(a_z), gx_n = b_in + W_in x_t, n = tanh(gx_n + r hn), h = n + z (h_{t-1} - n);
  * stores r, z, n, hn (saved for backward) and h (the next step's input); at the end the
- * outputs h_1..h_T go to (B, T, H) by tile transposes.
+ * outputs h_1..h_T go to (B, T, H) by tile transposes. The gates are step-major here
+ * (simd.h): step t's rows [r, z, n, hn] are one 4H x B block at 4HB t, which the backward
+ * reads as one piece (as 4H rows TB apart, the cell backward waited on cache misses).
  * Backward, per step t from T-1 down:
  *   1. d = dh + dout_t; the cell backward into dG rows [da_r, da_z, da_n r, da_n] and
  *      dh = d z (elementwise);
@@ -227,8 +229,9 @@ static inline __attribute__((always_inline)) void VSUF(gru_fwd_block)(const VSUF
 #pragma GCC unroll 16
     for (int jj = 0; jj < J; jj++) {
         const size_t j = j0 + (size_t)jj;
-        float *gr = x->gates + j * TB + c, *gz = x->gates + (H + j) * TB + c;
-        float *gn = x->gates + (2 * H + j) * TB + c, *ghn = x->gates + (3 * H + j) * TB + c;
+        /* gates step-major: rows [r, z, n, hn] of step t at 4 H B t (4 H B floats) */
+        float *gr = x->gates + 4 * H * x->c0 + j * x->B + col, *gz = gr + H * x->B;
+        float *gn = gz + H * x->B, *ghn = gn + H * x->B;
         const float *hp = x->hprev + j * TB + c;
         /* h_t: the next step's h_{t-1} (hprev column block t+1), or S after the last step */
         float *hd = x->last ? x->S + j * x->B + col : x->hprev + j * TB + c + x->B;
@@ -504,15 +507,17 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
         for (size_t j = 0; j < H; j++) {
             const size_t cr = j * TB + c0, cz = (H + j) * TB + c0, cn = (2 * H + j) * TB + c0;
             const size_t ch = (3 * H + j) * TB + c0;
+            const float *gr = gates + 4 * H * c0 + j * B, *gz = gr + H * B, *gn = gz + H * B;
+            const float *ghn = gn + H * B;
             float *d = dh + j * B;
             for (size_t o = cb; o < ce; o += VW) {
                 const int m = ce - o < VW;
                 VF dd = VADD(m ? VLOADM(d + o, tail) : VLOAD(d + o),
                              m ? VLOADM(dG + ch + o, tail) : VLOAD(dG + ch + o));
-                VF r = m ? VLOADM(gates + cr + o, tail) : VLOAD(gates + cr + o);
-                VF z = m ? VLOADM(gates + cz + o, tail) : VLOAD(gates + cz + o);
-                VF nv = m ? VLOADM(gates + cn + o, tail) : VLOAD(gates + cn + o);
-                VF hn = m ? VLOADM(gates + ch + o, tail) : VLOAD(gates + ch + o);
+                VF r = m ? VLOADM(gr + o, tail) : VLOAD(gr + o);
+                VF z = m ? VLOADM(gz + o, tail) : VLOAD(gz + o);
+                VF nv = m ? VLOADM(gn + o, tail) : VLOAD(gn + o);
+                VF hn = m ? VLOADM(ghn + o, tail) : VLOAD(ghn + o);
                 VF hp = m ? VLOADM(hprev + j * TB + c0 + o, tail) : VLOAD(hprev + j * TB + c0 + o);
                 VF an = VMUL(VMUL(dd, VSUB(one, z)), VFNMA(nv, nv, one));
                 VF dar = VMUL(VMUL(VMUL(an, hn), r), VSUB(one, r));

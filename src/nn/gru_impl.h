@@ -17,7 +17,8 @@
  *
  * Float32 on x86-64 with AVX2 or AVX-512 (simd.h): the recurrence (forward steps, and
  * the backward steps up to dG and dL/dh0) runs in the fused kernels of gru_fast_impl.h,
- * same layout; the input projection, the weight gradients and dx stay as below. */
+ * same layout except the gates, step-major there (simd.h); the input projection, the
+ * weight gradients and dx stay as below. */
 
 typedef struct {
     dd_real *xfm, *hprev, *gates, *dG, *dxtm, *S, *dh;

@@ -123,7 +123,9 @@ void dd_nn_fm_to_bth(float *dst, const float *src, size_t ld, size_t B, size_t n
 /* ---- fused GRU recurrence (gru_fast.c), float32, level >= DD_SIMD_AVX2 only.
  * Layout as gru_impl.h: feature-major rows over time-major columns c = t*B + b, TB = T*B.
  * Forward: hprev (H x TB) holds h0 in columns [0, B); for every step t the function
- * computes gates rows [r, z, n, hn] (4H x TB) of columns [tB, tB+B), h_t into
+ * computes the gates [r, z, n, hn] of columns [tB, tB+B) into gates + 4HBt, step-major
+ * (4H x B per step, unlike gru_impl.h's 4H x TB rows: only dd_nn_gru_bwd_fast reads them,
+ * so a backward runs at the level and route of its forward), h_t into
  * hprev columns [(t+1)B, ...) (t < T-1) and into out (B, T, H). It first writes xfm (D x TB),
  * the input x (B, T, D) feature-major, and h0 (B, H; NULL: zeros) into hprev columns
  * [0, B), each thread for its own frames. S (>= H x B floats) is scratch. */
