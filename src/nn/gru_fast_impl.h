@@ -163,6 +163,16 @@ void VSUF(dd_nn_gru_cellfn_fast)(int f, float *out, const float *in, size_t n) {
     }
 }
 
+/* The column block starting rem columns before the end: its vectors NV (<= FNV), whether
+ * the last is partial (mt: masked accesses only then) and that vector's mask. */
+static inline __attribute__((always_inline)) int VSUF(gru_col_block)(size_t rem, int *mt,
+                                                                     VM *tail) {
+    const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
+    *mt = rem < (size_t)NV * VW;
+    *tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+    return NV;
+}
+
 typedef struct {
     size_t B, T, TB, D, H, c0, cb, ce; /* [cb, ce): this thread's columns of a step */
     float *hprev, *gates, *S;
@@ -303,11 +313,9 @@ FWD_FNS(2, 4)
 static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
     const size_t B = x->ce, H = x->H;
     for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
-        const size_t rem = B - col;
-        const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
-        /* masked accesses only when the last vector is partial */
-        const int mt = rem < (size_t)NV * VW;
-        const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+        int mt;
+        VM tail;
+        const int NV = VSUF(gru_col_block)(B - col, &mt, &tail);
         const int fj = FJ_OF(NV);
         for (size_t j0 = 0; j0 < H; j0 += (size_t)fj) {
             const int J = H - j0 >= (size_t)fj ? fj : (int)(H - j0);
@@ -452,10 +460,9 @@ BWD_FNS6(4)
 static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
     const size_t B = x->ce, H = x->H;
     for (size_t col = x->cb; col < B; col += (size_t)FNV * VW) {
-        const size_t rem = B - col;
-        const int NV = rem >= (size_t)FNV * VW ? FNV : (int)((rem + VW - 1) / VW);
-        const int mt = rem < (size_t)NV * VW;
-        const VM tail = VMASK((int)(rem - (size_t)(NV - 1) * VW));
+        int mt;
+        VM tail;
+        const int NV = VSUF(gru_col_block)(B - col, &mt, &tail);
         const int bk = BK_OF(NV);
         for (size_t k0 = 0; k0 < H; k0 += (size_t)bk) {
             const int K = H - k0 >= (size_t)bk ? bk : (int)(H - k0);
