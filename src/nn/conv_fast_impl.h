@@ -348,31 +348,31 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_nv)(
     }
 }
 
+/* HS 0: out = the convolution (pre unused); 1: pre = the convolution, out = Hardswish(pre). */
+static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_hs)(
+    const int HS, float *pre, float *out, const float *in, const float *wf, const float *bp, size_t B, size_t T,
+    size_t Ci, size_t Co, size_t K, size_t d) {
+    switch ((Co + VW - 1) / VW) {
+    case 1: VSUF(conv_full_fwd_nv)(HS, 1, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 2: VSUF(conv_full_fwd_nv)(HS, 2, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 3: VSUF(conv_full_fwd_nv)(HS, 3, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 4: VSUF(conv_full_fwd_nv)(HS, 4, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 5: VSUF(conv_full_fwd_nv)(HS, 5, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    default: VSUF(conv_full_fwd_nv)(HS, 6, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    }
+}
+
 /* wf: K x Ci rows of NV*VW floats (w[:, ci, k], zero-padded); bp: NV*VW floats (bias or 0). */
 void VSUF(dd_nn_conv_full_fwd_fast)(float *out, const float *in, const float *wf, const float *bp,
                                     size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
-    switch ((Co + VW - 1) / VW) {
-    case 1: VSUF(conv_full_fwd_nv)(0, 1, NULL, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 2: VSUF(conv_full_fwd_nv)(0, 2, NULL, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 3: VSUF(conv_full_fwd_nv)(0, 3, NULL, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 4: VSUF(conv_full_fwd_nv)(0, 4, NULL, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 5: VSUF(conv_full_fwd_nv)(0, 5, NULL, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    default: VSUF(conv_full_fwd_nv)(0, 6, NULL, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    }
+    VSUF(conv_full_fwd_hs)(0, NULL, out, in, wf, bp, B, T, Ci, Co, K, d);
 }
 
 /* As dd_nn_conv_full_fwd_fast, fused with Hardswish: pre = the convolution, out =
  * Hardswish(pre), stored from the same registers (tcn's stem). */
 void VSUF(dd_nn_conv_full_hs_fwd_fast)(float *pre, float *out, const float *in, const float *wf, const float *bp,
                                        size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
-    switch ((Co + VW - 1) / VW) {
-    case 1: VSUF(conv_full_fwd_nv)(1, 1, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 2: VSUF(conv_full_fwd_nv)(1, 2, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 3: VSUF(conv_full_fwd_nv)(1, 3, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 4: VSUF(conv_full_fwd_nv)(1, 4, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 5: VSUF(conv_full_fwd_nv)(1, 5, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    default: VSUF(conv_full_fwd_nv)(1, 6, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    }
+    VSUF(conv_full_fwd_hs)(1, pre, out, in, wf, bp, B, T, Ci, Co, K, d);
 }
 
 /* din rows r0 .. r0+R-1 of one frame += taps kmin..K-1 (gather form). */
