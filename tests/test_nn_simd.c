@@ -18,8 +18,9 @@
  * - dd_nn_simd_set clamps to the supported level;
  * - threads (distdpd/nn.h): the GRU layer, the dense layers and the convolutions on 2 and 3
  *   threads give one thread's bits;
- * - the fused depthwise + Hardswish (+ residual) layer (tcn's) gives the unfused layers'
- *   bits, forward and backward, at every level and thread count.
+ * - the fused depthwise + Hardswish (+ residual) layer (tcn's) and the fused convolution
+ *   + Hardswish (tcn's stem) give the unfused layers' bits, forward and backward, at every
+ *   level, route and thread count.
  * On a CPU without AVX2 only the generic level runs (the checks still apply). */
 #include <stdint.h>
 
@@ -506,6 +507,85 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
     dd_free(fpre), dd_free(fout), dd_free(fdin), dd_free(fdW), dd_free(scr);
 }
 
+/* A convolution fused with Hardswish (dd_conv1d_hswish_forward / _backward, tcn's stem)
+ * against the unfused sequence at the same level and route (dd_conv1d_forward,
+ * dd_act_forward; dd_act_backward into zeros, dd_conv1d_backward): memcmp of pre, out, din,
+ * dW and db on 1, 2 and 3 threads, pre and out NaN on entry (written), dW and db non-zero
+ * on entry (added into), the scratch NaN, with and without din (without: the 1x1 kernel
+ * that never stores da). Inputs span Hardswish's three pieces; dout has +0 and -0. */
+static void test_conv_hswish(int B, int T, int ci, int co, int K, int dil, int bias) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)co, nx = (size_t)B * (size_t)T * (size_t)ci;
+    const size_t nw = (size_t)co * (size_t)ci * (size_t)K;
+    double *dx = dvec(nx, 2), *dw = dvec(nw, 1), *db = dvec((size_t)co, 1), *dg = dvec(n, 1);
+    double *dw0 = dvec(nw, 1), *db0 = dvec((size_t)co, 1);
+    float *x = tof(dx, nx), *w = tof(dw, nw), *b = tof(db, (size_t)co), *G = tof(dg, n), *wi0 = tof(dw0, nw);
+    float *bi0 = tof(db0, (size_t)co);
+    for (size_t i = 0; i < n; i += 7) G[i] = i % 2 ? -0.0f : 0.0f;
+    char name[112];
+    snprintf(name, sizeof name, "conv+hardswish B=%d T=%d ci=%d co=%d K=%d d=%d bias=%d", B, T, ci, co, K, dil, bias);
+    float *pre = fzero(n), *out = fzero(n), *da = fzero(n), *din = fzero(nx), *dW = fzero(nw), *dB = fzero((size_t)co);
+    float *dW1 = fzero(nw), *dB1 = fzero((size_t)co);
+    float *fpre = fzero(n), *fout = fzero(n), *fdin = fzero(nx), *fdW = fzero(nw), *fdB = fzero((size_t)co);
+    float *scr = fzero(n);
+    for (int ri = 0; ri < 3; ri++)
+        for (int li = 0; li < nlevels; li++) {
+            dd_nn_route_set(routes[ri]);
+            dd_nn_simd_set(levels[li]);
+            dd_nn_threads_set(1);
+            /* the unfused sequence; with din, then without */
+            dd_conv1d_forward(pre, x, w, bias ? b : NULL, B, T, ci, co, K, dil, 1);
+            dd_act_forward(DD_ACT_HARDSWISH, out, pre, n);
+            memset(da, 0, n * sizeof(float));
+            dd_act_backward(DD_ACT_HARDSWISH, da, G, pre, NULL, n);
+            memset(din, 0, nx * sizeof(float));
+            memcpy(dW, wi0, nw * sizeof(float));
+            memcpy(dB, bi0, (size_t)co * sizeof(float));
+            dd_conv1d_backward(din, dW, bias ? dB : NULL, da, x, w, B, T, ci, co, K, dil, 1);
+            memcpy(dW1, wi0, nw * sizeof(float));
+            memcpy(dB1, bi0, (size_t)co * sizeof(float));
+            dd_conv1d_backward(NULL, dW1, bias ? dB1 : NULL, da, x, w, B, T, ci, co, K, dil, 1);
+            for (int nt = 1; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+                char ctx[200];
+                snprintf(ctx, sizeof ctx, "%s, %s, route %s, %d thread(s)", name, dd_nn_simd_name(levels[li]),
+                         dd_nn_route_name(routes[ri]), nt);
+                memset(fpre, 0xff, n * sizeof(float));
+                memset(fout, 0xff, n * sizeof(float));
+                dd_conv1d_hswish_forward(fpre, fout, x, w, bias ? b : NULL, B, T, ci, co, K, dil, 1);
+                CHECK(memcmp(fpre, pre, n * sizeof(float)) == 0, "%s: pre differs from the convolution", ctx);
+                CHECK(memcmp(fout, out, n * sizeof(float)) == 0, "%s: out differs from the unfused layers", ctx);
+                memset(fdin, 0, nx * sizeof(float));
+                memcpy(fdW, wi0, nw * sizeof(float));
+                memcpy(fdB, bi0, (size_t)co * sizeof(float));
+                memset(scr, 0xff, n * sizeof(float));
+                dd_conv1d_hswish_backward(fdin, fdW, bias ? fdB : NULL, G, pre, x, w, B, T, ci, co, K, dil, 1, scr);
+                CHECK(memcmp(fdin, din, nx * sizeof(float)) == 0, "%s: din differs from the unfused layers", ctx);
+                CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW (with din) differs", ctx);
+                CHECK(memcmp(fdB, dB, (size_t)co * sizeof(float)) == 0, "%s: db (with din) differs", ctx);
+                memcpy(fdW, wi0, nw * sizeof(float));
+                memcpy(fdB, bi0, (size_t)co * sizeof(float));
+                memset(scr, 0xff, n * sizeof(float));
+                dd_conv1d_hswish_backward(NULL, fdW, bias ? fdB : NULL, G, pre, x, w, B, T, ci, co, K, dil, 1, scr);
+                CHECK(memcmp(fdW, dW1, nw * sizeof(float)) == 0, "%s: dW (no din) differs from the unfused layers",
+                      ctx);
+                CHECK(memcmp(fdB, dB1, (size_t)co * sizeof(float)) == 0,
+                      "%s: db (no din) differs from the unfused layers", ctx);
+            }
+            dd_nn_threads_set(1);
+        }
+    dd_nn_route_set(DD_NN_ROUTE_AUTO);
+    /* the unfused sequence itself is the float64 layers' within float rounding */
+    double *rpre = dzero(n), *rout = dzero(n);
+    dd_conv1d_forward_f64(rpre, dx, dw, bias ? db : NULL, B, T, ci, co, K, dil, 1);
+    for (size_t i = 0; i < n; i++) rpre[i] = (double)(float)rpre[i];
+    dd_act_forward_f64(DD_ACT_HARDSWISH, rout, rpre, n);
+    CHECK_CLOSE("conv+hardswish out", out, rout, n, name);
+    dd_free(rpre), dd_free(rout);
+    dd_free(dx), dd_free(dw), dd_free(db), dd_free(dg), dd_free(dw0), dd_free(db0), dd_free(x), dd_free(w);
+    dd_free(b), dd_free(G), dd_free(wi0), dd_free(bi0), dd_free(pre), dd_free(out), dd_free(da), dd_free(din);
+    dd_free(dW), dd_free(dB), dd_free(dW1), dd_free(dB1), dd_free(fpre), dd_free(fout), dd_free(fdin);
+    dd_free(fdW), dd_free(fdB), dd_free(scr);
+}
+
 int main(void) {
     dd_rng_seed(&rng, 20250101);
     const int sup = dd_nn_simd_supported();
@@ -575,6 +655,16 @@ int main(void) {
     test_dw_hswish(3, 120, 96, 5, 4, 1);   /* threaded (>= 32768 floats): channel vectors split */
     test_dw_hswish(2, 50, 8, 5, 2048, 1);  /* dilation 2^11 (a deep stack's), the ring = the frame */
     test_dw_hswish(2, 12, 300, 5, 3, 0);   /* C K > 1024: weights on the heap */
+
+    test_conv_hswish(4, 100, 6, 96, 1, 1, 1);  /* tcn's stem: 6 features -> 96, bias (38,400 floats) */
+    test_conv_hswish(3, 17, 6, 37, 1, 1, 1);   /* masked tail vector of outputs */
+    test_conv_hswish(2, 9, 8, 40, 1, 1, 0);    /* 8 inputs (the 1x1 kernel's most), no bias */
+    test_conv_hswish(2, 13, 1, 20, 1, 1, 1);   /* one input */
+    test_conv_hswish(1, 7, 3, 16, 1, 1, 1);    /* one whole AVX-512 vector, two AVX2 ones */
+    test_conv_hswish(2, 11, 9, 24, 1, 1, 1);   /* 9 inputs: backward through scratch */
+    test_conv_hswish(2, 11, 5, 40, 4, 2, 1);   /* K 4: forward fused, backward through scratch */
+    test_conv_hswish(2, 6, 6, 3, 1, 1, 1);     /* 3 outputs: the small dense kernel's, not fused */
+    test_conv_hswish(2, 5, 6, 200, 1, 1, 1);   /* 200 outputs: forward through OpenBLAS */
     dd_nn_simd_set(sup);
     printf("worst float32-vs-float64 rel err %.2e\n", worst);
     return dd_test_done("test_nn_simd");

@@ -184,6 +184,20 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
 void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
                                   const float *w, int B, int T, int C, int kernel, int dilation, int flags,
                                   float *scratch);
+/* A convolution followed by Hardswish (tcn's stem, a 1x1 convolution): pre = the
+ * convolution (kept for backward), out = Hardswish(pre); the same floats as
+ * dd_conv1d_forward then dd_act_forward, in one pass where the convolution runs in the
+ * small-convolution kernel. */
+void dd_conv1d_hswish_forward(float *pre, float *out, const float *in, const float *w, const float *b, int B, int T,
+                              int c_in, int c_out, int kernel, int dilation, int groups);
+/* Its backward: din, dw, db (each may be NULL) += the convolution's gradients of
+ * da = dout Hardswish'(pre); the same floats as dd_act_backward into a cleared scratch
+ * then dd_conv1d_backward. A 1x1 layer of at most 8 inputs whose din is not wanted never
+ * stores da (where its backward runs in the small-convolution kernel); otherwise da goes
+ * through scratch (B T c_out floats). */
+void dd_conv1d_hswish_backward(float *din, float *dw, float *db, const float *dout, const float *pre, const float *in,
+                               const float *w, int B, int T, int c_in, int c_out, int kernel, int dilation,
+                               int groups, float *scratch);
 void dd_conv1d_forward_f64(double *out, const double *in, const double *w, const double *b, int B,
                            int T, int c_in, int c_out, int kernel, int dilation, int groups);
 void dd_conv1d_backward_f64(double *din, double *dw, double *db, const double *dout,

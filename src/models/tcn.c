@@ -65,7 +65,9 @@ static void tcn_destroy(dd_model *m) {
 static size_t nc(const tcn_impl *g, int B, int T) { return ((size_t)B * (size_t)T * (size_t)g->C + 15) / 16 * 16; }
 static size_t nf(int B, int T) { return ((size_t)B * (size_t)T * NF + 15) / 16 * 16; }
 
-/* ---- stage "network.0": saved [f (BT, 6), a_0 (BT, C)]; scratch [da (BT, C), df (BT, 6)] ---- */
+/* ---- stage "network.0": saved [f (BT, 6), a_0 (BT, C)]; scratch [da (BT, C), df (BT, 6)].
+ * The 1x1 convolution and Hardswish run fused (dd_conv1d_hswish_forward / _backward: the
+ * same floats as the two layers in turn). ---- */
 
 static size_t stem_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
@@ -78,9 +80,9 @@ static void stem_forward(const dd_model *m, const dd_stage_def *st, const dd_sta
     const tcn_impl *g = m->impl;
     const size_t BT = (size_t)B * (size_t)T;
     float *feat = saved, *a = saved + nf(B, T);
+    const dd_conv1d_layer *l = &g->in;
     dd_iqfeat_forward(feat, in, BT);
-    dd_stage_conv_fwd(&g->in, sp, a, feat, B, T);
-    dd_act_forward(DD_ACT_HARDSWISH, out, a, BT * (size_t)g->C);
+    dd_conv1d_hswish_forward(a, out, feat, DD_SP(sp, l->w), DD_SP(sp, l->b), B, T, NF, g->C, 1, 1, 1);
 }
 
 static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
@@ -88,12 +90,13 @@ static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_st
                           float *scratch) {
     (void)st, (void)x0, (void)dx0;
     const tcn_impl *g = m->impl;
-    const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->C;
+    const size_t BT = (size_t)B * (size_t)T;
+    const dd_conv1d_layer *l = &g->in;
     float *feat = saved, *a = saved + nf(B, T), *da = scratch, *dfeat = din ? scratch + nc(g, B, T) : NULL;
-    memset(da, 0, n * sizeof(float));
-    dd_act_backward(DD_ACT_HARDSWISH, da, dout, a, NULL, n);
     if (dfeat) memset(dfeat, 0, BT * NF * sizeof(float));
-    dd_stage_conv_bwd(&g->in, sp, dfeat, da, feat, B, T);
+    /* without din (training the model itself), da = dout Hardswish'(a) is never stored */
+    dd_conv1d_hswish_backward(dfeat, DD_SG(sp, l->w), DD_SG(sp, l->b), dout, a, feat, DD_SP(sp, l->w), B, T, NF,
+                              g->C, 1, 1, 1, da);
     if (din) dd_iqfeat_backward(din, dfeat, in, BT);
 }
 

@@ -86,3 +86,24 @@ void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, cons
     dd_act_backward(DD_ACT_HARDSWISH, scratch, dout, pre, NULL, n);
     dd_conv1d_backward(din, dw, NULL, scratch, in, w, B, T, C, C, kernel, dilation, C);
 }
+
+void dd_conv1d_hswish_forward(float *pre, float *out, const float *in, const float *w, const float *b, int B, int T,
+                              int c_in, int c_out, int kernel, int dilation, int groups) {
+    if (dd_nn_conv_hs_fast_forward(pre, out, in, w, b, (size_t)B, (size_t)T, (size_t)c_in, (size_t)c_out,
+                                   (size_t)kernel, (size_t)dilation, (size_t)groups))
+        return;
+    dd_conv1d_forward(pre, in, w, b, B, T, c_in, c_out, kernel, dilation, groups);
+    dd_act_forward(DD_ACT_HARDSWISH, out, pre, (size_t)B * (size_t)T * (size_t)c_out);
+}
+
+void dd_conv1d_hswish_backward(float *din, float *dw, float *db, const float *dout, const float *pre, const float *in,
+                               const float *w, int B, int T, int c_in, int c_out, int kernel, int dilation,
+                               int groups, float *scratch) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)c_out;
+    if (!din && kernel == 1 && groups == 1 &&
+        dd_nn_conv1x1_hs_fast_backward(dw, db, dout, pre, in, (size_t)B * (size_t)T, (size_t)c_in, (size_t)c_out))
+        return;
+    memset(scratch, 0, n * sizeof(float));
+    dd_act_backward(DD_ACT_HARDSWISH, scratch, dout, pre, NULL, n);
+    dd_conv1d_backward(din, dw, db, scratch, in, w, B, T, c_in, c_out, kernel, dilation, groups);
+}

@@ -290,8 +290,8 @@ void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *ring, const 
 
 /* Rows r0 .. r0+R-1 of one frame (R independent accumulator chains), taps kmin..K-1. */
 static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_rows)(
-    const int NV, const int R, float *out, const float *in, const float *wf, const VF *bias,
-    size_t r0, size_t kmin, size_t Ci, size_t Co, size_t K, size_t d, VM tail) {
+    const int HS, const int NV, const int R, float *pre, float *out, const float *in, const float *wf,
+    const VF *bias, size_t r0, size_t kmin, size_t Ci, size_t Co, size_t K, size_t d, VM tail) {
     const size_t ld = (size_t)NV * VW; /* floats per wf row */
     VF acc[4][CNV];
 #pragma GCC unroll 4
@@ -315,18 +315,22 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_rows)(
     }
 #pragma GCC unroll 4
     for (int q = 0; q < R; q++) {
-        float *o = out + (r0 + (size_t)q) * Co;
+        float *o = out + (r0 + (size_t)q) * Co, *a = HS ? pre + (r0 + (size_t)q) * Co : NULL;
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
-            if (v == NV - 1) VSTOREM(o + (size_t)v * VW, acc[q][v], tail);
-            else VSTORE(o + (size_t)v * VW, acc[q][v]);
+            /* HS: the sum into pre, its Hardswish into out (the operations of act_fwd) */
+            const VF y = HS ? VSUF(hswish_v)(acc[q][v]) : acc[q][v];
+            if (HS && v == NV - 1) VSTOREM(a + (size_t)v * VW, acc[q][v], tail);
+            else if (HS) VSTORE(a + (size_t)v * VW, acc[q][v]);
+            if (v == NV - 1) VSTOREM(o + (size_t)v * VW, y, tail);
+            else VSTORE(o + (size_t)v * VW, y);
         }
     }
 }
 
 static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_nv)(
-    const int NV, float *out, const float *in, const float *wf, const float *bp, size_t B,
-    size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
+    const int HS, const int NV, float *pre, float *out, const float *in, const float *wf, const float *bp,
+    size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
     const VM tail = VMASK((int)(Co - (size_t)(NV - 1) * VW));
     const size_t full = (K - 1) * d; /* rows with t >= full see every tap */
     VF bias[CNV];
@@ -335,25 +339,40 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_nv)(
     for (size_t bb = 0; bb < B; bb++) {
         size_t t = 0;
         for (; t < T && t < full; t++) /* the frame's first rows: taps kmin..K-1 */
-            VSUF(conv_full_fwd_rows)(NV, 1, out, in, wf, bias, bb * T + t, K - 1 - t / d, Ci, Co, K, d, tail);
+            VSUF(conv_full_fwd_rows)(HS, NV, 1, pre, out, in, wf, bias, bb * T + t, K - 1 - t / d, Ci, Co, K, d,
+                                     tail);
         for (; t + 4 <= T; t += 4)
-            VSUF(conv_full_fwd_rows)(NV, 4, out, in, wf, bias, bb * T + t, 0, Ci, Co, K, d, tail);
+            VSUF(conv_full_fwd_rows)(HS, NV, 4, pre, out, in, wf, bias, bb * T + t, 0, Ci, Co, K, d, tail);
         for (; t < T; t++)
-            VSUF(conv_full_fwd_rows)(NV, 1, out, in, wf, bias, bb * T + t, 0, Ci, Co, K, d, tail);
+            VSUF(conv_full_fwd_rows)(HS, NV, 1, pre, out, in, wf, bias, bb * T + t, 0, Ci, Co, K, d, tail);
+    }
+}
+
+/* HS 0: out = the convolution (pre unused); 1: pre = the convolution, out = Hardswish(pre). */
+static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_hs)(
+    const int HS, float *pre, float *out, const float *in, const float *wf, const float *bp, size_t B, size_t T,
+    size_t Ci, size_t Co, size_t K, size_t d) {
+    switch ((Co + VW - 1) / VW) {
+    case 1: VSUF(conv_full_fwd_nv)(HS, 1, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 2: VSUF(conv_full_fwd_nv)(HS, 2, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 3: VSUF(conv_full_fwd_nv)(HS, 3, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 4: VSUF(conv_full_fwd_nv)(HS, 4, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    case 5: VSUF(conv_full_fwd_nv)(HS, 5, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
+    default: VSUF(conv_full_fwd_nv)(HS, 6, pre, out, in, wf, bp, B, T, Ci, Co, K, d); break;
     }
 }
 
 /* wf: K x Ci rows of NV*VW floats (w[:, ci, k], zero-padded); bp: NV*VW floats (bias or 0). */
 void VSUF(dd_nn_conv_full_fwd_fast)(float *out, const float *in, const float *wf, const float *bp,
                                     size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
-    switch ((Co + VW - 1) / VW) {
-    case 1: VSUF(conv_full_fwd_nv)(1, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 2: VSUF(conv_full_fwd_nv)(2, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 3: VSUF(conv_full_fwd_nv)(3, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 4: VSUF(conv_full_fwd_nv)(4, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    case 5: VSUF(conv_full_fwd_nv)(5, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    default: VSUF(conv_full_fwd_nv)(6, out, in, wf, bp, B, T, Ci, Co, K, d); break;
-    }
+    VSUF(conv_full_fwd_hs)(0, NULL, out, in, wf, bp, B, T, Ci, Co, K, d);
+}
+
+/* As dd_nn_conv_full_fwd_fast, fused with Hardswish: pre = the convolution, out =
+ * Hardswish(pre), stored from the same registers (tcn's stem). */
+void VSUF(dd_nn_conv_full_hs_fwd_fast)(float *pre, float *out, const float *in, const float *wf, const float *bp,
+                                       size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d) {
+    VSUF(conv_full_fwd_hs)(1, pre, out, in, wf, bp, B, T, Ci, Co, K, d);
 }
 
 /* din rows r0 .. r0+R-1 of one frame += taps kmin..K-1 (gather form). */
@@ -512,6 +531,95 @@ void VSUF(dd_nn_conv_full_bwd_fast)(float *din, float *dwb, float *db, const flo
 #undef CFD_CASE
 #undef CFD_CASES
 #undef CNV
+
+/* A 1x1 convolution (dense layer, Ci <= DD_NN_CONV1X1_HS_CIMAX inputs, any Co) fused with
+ * Hardswish, backward without din (tcn's stem): da = dout hardswish'(pre) (as
+ * dd_nn_act_bwd_fast adds it into zeros) is formed in registers, never stored;
+ * dw[co, ci] += 0 + sum over rows (in order, from zero) of da[r, co] in[r, ci] and
+ * db[co] += sum over rows of da[r, co]: the operations of dd_nn_conv_full_bwd_fast's dW
+ * and db loops on a stored da (the same products, fused multiply-adds and additions in
+ * the same order), with the output channels as vector lanes instead of broadcasts. One
+ * pass over the rows per NVB output vectors (accumulators CI NVB + NVB). */
+#if defined(DD_VEC_AVX512)
+#define C1H_NVB 3
+#else
+#define C1H_NVB 2
+#endif
+static inline __attribute__((always_inline)) void VSUF(conv1x1_hs_bwd_blk)(
+    const int CI, const int NVB, float *dw, float *db, const float *dout, const float *pre, const float *in,
+    size_t N, size_t Co, size_t v0) {
+    const size_t nf = Co / VW, rem = Co % VW;
+    const VM tail = VMASK(rem ? (int)rem : VW);
+    VF acc[DD_NN_CONV1X1_HS_CIMAX][C1H_NVB], sb[C1H_NVB];
+#pragma GCC unroll 4
+    for (int j = 0; j < NVB; j++) {
+        sb[j] = VZERO();
+#pragma GCC unroll 8
+        for (int ci = 0; ci < CI; ci++) acc[ci][j] = VZERO();
+    }
+    for (size_t n = 0; n < N; n++) {
+        const float *x = in + n * (size_t)CI, *p = pre + n * Co, *g = dout + n * Co;
+        VF da[C1H_NVB];
+#pragma GCC unroll 4
+        for (int j = 0; j < NVB; j++) {
+            const size_t c = (v0 + (size_t)j) * VW;
+            const int m = v0 + (size_t)j == nf;
+            da[j] = VSUF(hswish_bwd_v)(VZERO(), m ? VLOADM(p + c, tail) : VLOAD(p + c),
+                                       m ? VLOADM(g + c, tail) : VLOAD(g + c));
+            sb[j] = VADD(sb[j], da[j]);
+        }
+#pragma GCC unroll 8
+        for (int ci = 0; ci < CI; ci++) {
+            const VF xb = VSET1(x[ci]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NVB; j++) acc[ci][j] = VFMA(da[j], xb, acc[ci][j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NVB; j++) {
+        const size_t c = (v0 + (size_t)j) * VW, nl = v0 + (size_t)j == nf ? rem : VW;
+        float lanes[VW];
+        for (int ci = 0; ci < CI; ci++) {
+            VSTORE(lanes, VADD(VZERO(), acc[ci][j])); /* as the kernel's zeroed dwb + acc */
+            for (size_t l = 0; l < nl; l++) dw[(c + l) * (size_t)CI + (size_t)ci] += lanes[l];
+        }
+        if (db) {
+            VSTORE(lanes, sb[j]);
+            for (size_t l = 0; l < nl; l++) db[c + l] += lanes[l];
+        }
+    }
+}
+
+#define C1H_CASE(CI, NVB)                                                           \
+    case (CI) * 8 + (NVB):                                                          \
+        VSUF(conv1x1_hs_bwd_blk)((CI), (NVB), dw, db, dout, pre, in, N, Co, v0);    \
+        break;
+#if C1H_NVB == 3
+#define C1H_CASES(CI) C1H_CASE(CI, 1) C1H_CASE(CI, 2) C1H_CASE(CI, 3)
+#else
+#define C1H_CASES(CI) C1H_CASE(CI, 1) C1H_CASE(CI, 2)
+#endif
+void VSUF(dd_nn_conv1x1_hs_bwd_fast)(float *dw, float *db, const float *dout, const float *pre, const float *in,
+                                     size_t N, size_t Ci, size_t Co) {
+    const size_t nv = (Co + VW - 1) / VW;
+    for (size_t v0 = 0; v0 < nv; v0 += C1H_NVB) {
+        const int nvb = nv - v0 < C1H_NVB ? (int)(nv - v0) : C1H_NVB;
+        switch ((int)Ci * 8 + nvb) {
+            C1H_CASES(1)
+            C1H_CASES(2)
+            C1H_CASES(3)
+            C1H_CASES(4)
+            C1H_CASES(5)
+            C1H_CASES(6)
+            C1H_CASES(7)
+            C1H_CASES(8)
+        default: break;
+        }
+    }
+}
+#undef C1H_CASE
+#undef C1H_CASES
+#undef C1H_NVB
 
 /* ---------------------------------------------------------------- activations */
 

@@ -11,10 +11,8 @@ void RFN(dd_dense_forward)(dd_real *out, const dd_real *in, const dd_real *w, co
     if (dd_nn_dense_small_fwd(dd_nn_simd_level(), out, in, w, b, N, NI, O)) return;
     if (dd_nn_conv_fast_forward(out, in, w, b, 1, N, NI, O, 1, 1, 1)) return; /* small I, O */
 #endif
-    if (b) {
-        for (size_t n = 0; n < N; n++)
-            for (size_t o = 0; o < O; o++) out[n * O + o] = b[o];
-    }
+    if (b) /* every row starts as the bias (row copies: the scalar loop was 3 % of a tcn step at AVX2) */
+        for (size_t n = 0; n < N; n++) memcpy(out + n * O, b, O * sizeof(dd_real));
     /* out (N, O) (+)= in (N, I) . W^T (I, O) */
     RFN(dd_nn_gemm)(0, 1, N, O, NI, 1, in, NI, w, NI, b ? 1 : 0, out, O);
 }

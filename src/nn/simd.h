@@ -196,6 +196,17 @@ void dd_nn_conv_full_bwd(int level, float *din, float *dwb, float *db, const flo
  * that allocation fails). */
 #define DD_NN_CONV_DW_MAX 1024
 #define DD_NN_CONV_FULL_MAX 4096
+/* tcn's stem (a 1x1 convolution, then Hardswish), fused where the convolution would run in
+ * the kernels above anyway (so the floats are those of dd_conv1d_forward then
+ * dd_act_forward, and of dd_act_backward into zeros then dd_conv1d_backward): forward
+ * pre = the convolution, out = Hardswish(pre) (any K, groups 1); backward (K = 1, groups
+ * 1, no din, Ci <= DD_NN_CONV1X1_HS_CIMAX) dw (not NULL) and db (may be NULL) added into,
+ * da never stored. Return 1 if done, 0 (nothing done) otherwise. */
+#define DD_NN_CONV1X1_HS_CIMAX 8
+int dd_nn_conv_hs_fast_forward(float *pre, float *out, const float *in, const float *w, const float *b, size_t B,
+                               size_t T, size_t Ci, size_t Co, size_t K, size_t d, size_t G);
+int dd_nn_conv1x1_hs_fast_backward(float *dw, float *db, const float *dout, const float *pre, const float *in,
+                                   size_t N, size_t Ci, size_t Co);
 int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b, size_t B,
                             size_t T, size_t Ci, size_t Co, size_t K, size_t d, size_t G);
 int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout, const float *in,

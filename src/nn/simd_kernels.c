@@ -55,10 +55,21 @@
     void dd_nn_gru_cellfn_fast##S(int f, float *out, const float *in, size_t n);              \
     void dd_nn_act_bwd_fast##S(int a, float *din, const float *dout, const float *in, size_t n);
 
+/* tcn's stem kernels (conv_fast_impl.h), declared apart to keep the list above as it is */
+#define DD_FAST_DECLS_TCN(S)                                                                  \
+    void dd_nn_conv_full_hs_fwd_fast##S(float *pre, float *out, const float *in,             \
+                                        const float *wf, const float *bp, size_t B, size_t T, \
+                                        size_t Ci, size_t Co, size_t K, size_t d);            \
+    void dd_nn_conv1x1_hs_bwd_fast##S(float *dw, float *db, const float *dout,               \
+                                      const float *pre, const float *in, size_t N, size_t Ci, \
+                                      size_t Co);
+
 #if DD_NN_HAVE_X86_SIMD
 #include <immintrin.h>
 DD_FAST_DECLS(_avx512)
 DD_FAST_DECLS(_avx2)
+DD_FAST_DECLS_TCN(_avx512)
+DD_FAST_DECLS_TCN(_avx2)
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx2,fma")
@@ -342,14 +353,11 @@ int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *d
     return dw_backward(level, din, dw, ring, dout, pre, in, w, B, T, C, K, d, flags);
 }
 
-int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b,
-                            size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d,
-                            size_t G) {
-    const int level = dd_nn_simd_level();
-    if (level == DD_SIMD_GENERIC) return 0;
+/* The full (groups 1) forward through the kernels when the route gives it to them (else 0,
+ * nothing done); pre != NULL: fused with Hardswish (dd_nn_conv_full_hs_fwd_fast). */
+static int full_forward(int level, float *pre, float *out, const float *in, const float *w, const float *b,
+                        size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d, size_t G) {
     const size_t vw = (size_t)dd_nn_simd_width(level);
-    /* depthwise: no matrix product to hand to OpenBLAS */
-    if (G == Ci && G == Co) return dw_forward(level, NULL, out, in, w, b, B, T, Ci, K, d, 0);
     const size_t lo = dd_conv_roundup(Co, vw);
     if (G == 1 && lo <= 6 * vw && dd_nn_conv_full_fast(level, lo / vw, Ci * K)) {
         float ws[DD_NN_CONV_FULL_MAX], bp[96];
@@ -362,11 +370,58 @@ int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const f
             for (size_t ci = 0; ci < Ci; ci++)
                 for (size_t k = 0; k < K; k++) wf[(k * Ci + ci) * lo + co] = w[(co * Ci + ci) * K + k];
         if (b) memcpy(bp, b, Co * sizeof(float));
-        dd_nn_conv_full_fwd(level, out, in, wf, bp, B, T, Ci, Co, K, d);
+        if (pre) {
+#if DD_NN_HAVE_X86_SIMD
+            DD_DISPATCH(level, dd_nn_conv_full_hs_fwd_fast, (pre, out, in, wf, bp, B, T, Ci, Co, K, d));
+#endif
+        } else {
+            dd_nn_conv_full_fwd(level, out, in, wf, bp, B, T, Ci, Co, K, d);
+        }
         if (wf != ws) dd_free(wf);
         return 1;
     }
     return 0;
+}
+
+int dd_nn_conv_fast_forward(float *out, const float *in, const float *w, const float *b,
+                            size_t B, size_t T, size_t Ci, size_t Co, size_t K, size_t d,
+                            size_t G) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC) return 0;
+    /* depthwise: no matrix product to hand to OpenBLAS */
+    if (G == Ci && G == Co) return dw_forward(level, NULL, out, in, w, b, B, T, Ci, K, d, 0);
+    return full_forward(level, NULL, out, in, w, b, B, T, Ci, Co, K, d, G);
+}
+
+/* A 1x1 convolution goes through dd_dense_forward / _backward, which give outputs up to
+ * DD_NN_DENSE_SMALL_MAX to the small dense kernel (except on the BLAS route) */
+static int dense_small_takes(size_t K, size_t G, size_t Co) {
+    return K == 1 && G == 1 && Co <= DD_NN_DENSE_SMALL_MAX && dd_nn_route() != DD_NN_ROUTE_BLAS;
+}
+
+int dd_nn_conv_hs_fast_forward(float *pre, float *out, const float *in, const float *w, const float *b, size_t B,
+                               size_t T, size_t Ci, size_t Co, size_t K, size_t d, size_t G) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC || G != 1 || !pre || dense_small_takes(K, G, Co) || (Ci == 1 && Co == 1))
+        return 0; /* (1 -> 1 channel: the depthwise kernel's) */
+    return full_forward(level, pre, out, in, w, b, B, T, Ci, Co, K, d, G);
+}
+
+int dd_nn_conv1x1_hs_fast_backward(float *dw, float *db, const float *dout, const float *pre, const float *in,
+                                   size_t N, size_t Ci, size_t Co) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC || !dw || Ci < 1 || Ci > DD_NN_CONV1X1_HS_CIMAX || dense_small_takes(1, 1, Co))
+        return 0;
+    /* only where dd_nn_conv_fast_backward would run dd_nn_conv_full_bwd_fast (its floats) */
+    const size_t vw = (size_t)dd_nn_simd_width(level), li = dd_conv_roundup(Ci, vw);
+    if (li > 6 * vw || !dd_nn_conv_full_fast(level, li / vw, Co)) return 0;
+#if DD_NN_HAVE_X86_SIMD
+    DD_DISPATCH(level, dd_nn_conv1x1_hs_bwd_fast, (dw, db, dout, pre, in, N, Ci, Co));
+    return 1;
+#else
+    (void)db, (void)dout, (void)pre, (void)in, (void)N;
+    return 0;
+#endif
 }
 
 int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout,
