@@ -3,6 +3,7 @@
  * are in gru_impl.h, instantiated here for float and double. */
 #include "distdpd/nn.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn_private.h"

@@ -101,12 +101,30 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
     memset(dh, 0, H * B * sizeof(dd_real));
     int fast = 0;
 #if !DD_NN_DOUBLE
-    {
-        const int level = dd_nn_simd_level();
-        if (dd_nn_gru_fused(level, H)) {
-            dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL);
-            fast = 1;
+    /* the fused path's weight and bias gradients: one pass each over dG, in one parallel
+     * region; inside the time loop chunk by chunk when all three are on the kernel (dG's
+     * chunk still in cache; the same floats, simd.h), else after it */
+    dd_nn_nt_prod p[3];
+    int np = 0, wdone = 0;
+    const int level = dd_nn_simd_level();
+    if (dd_nn_gru_fused(level, H)) {
+        if (dw_hh || db_hh)
+            p[np++] = (dd_nn_nt_prod){3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh};
+        if (dw_ih || db_ih) {
+            p[np++] = (dd_nn_nt_prod){2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih};
+            p[np++] = (dd_nn_nt_prod){H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
+                                      dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL};
         }
+        int steps = np > 0 && dd_nn_gru_wgrad_steps();
+        for (int i = 0; i < np; i++) steps &= dd_nn_gemm_nt_fast(level, p[i].M, p[i].N);
+        const size_t nf = steps ? (TB + DD_NN_NT_KC - 1) / DD_NN_NT_KC * dd_nn_nt_part_size(p, np) : 0;
+        float *part = nf ? malloc(nf * sizeof(float)) : NULL;
+        for (size_t i = 0; part && i < nf; i++) part[i] = -0.0f; /* -0 + s == s for every s */
+        dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL, p,
+                           part ? np : 0, part);
+        if (part) dd_nn_nt_parts_add(p, np, part), wdone = 1;
+        free(part);
+        fast = 1;
     }
 #endif
     for (size_t t = T; !fast && t-- > 0;) {
@@ -138,17 +156,7 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
     }
 #if !DD_NN_DOUBLE
     if (fast) {
-        /* weight and bias gradients in one pass each over dG, in one parallel region */
-        dd_nn_nt_prod p[3];
-        int n = 0;
-        if (dw_hh || db_hh)
-            p[n++] = (dd_nn_nt_prod){3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh};
-        if (dw_ih || db_ih) {
-            p[n++] = (dd_nn_nt_prod){2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih};
-            p[n++] = (dd_nn_nt_prod){H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
-                                     dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL};
-        }
-        dd_nn_gemm_nt_acc_n(dd_nn_simd_level(), p, n);
+        if (!wdone) dd_nn_gemm_nt_acc_n(level, p, np);
         return;
     }
 #endif
