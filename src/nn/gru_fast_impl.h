@@ -351,7 +351,7 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
                               const float *xin, const float *h0, const float *w_ih,
                               const float *w_hh, const float *b_ih, const float *b_hh, size_t B,
                               size_t T, size_t D, size_t H) {
-    const size_t TB = T * B;
+    const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (TB columns used) */
     /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
      * recurrence needs only its own column, so no step waits for another thread */
 #ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
@@ -519,7 +519,7 @@ static void VSUF(gru_wgrad_chunks)(const dd_nn_nt_prod *p, int np, float *part, 
 void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const float *gates,
                               const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
                               int want_dh0, const dd_nn_nt_prod *p, int np, float *part) {
-    const size_t TB = T * B;
+    const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (T B columns used) */
     const VF one = VSET1(1.0f);
     /* threads: whole vectors of columns each, all steps (as forward) */
 #ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
@@ -531,7 +531,7 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
     dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
     const size_t cb = x.cb, ce = x.ce;
     /* the weight-gradient chunks [0, nxt) are still to run (np > 0) */
-    size_t nxt = np > 0 ? (TB + DD_NN_NT_KC - 1) / DD_NN_NT_KC : 0;
+    size_t nxt = np > 0 ? (T * B + DD_NN_NT_KC - 1) / DD_NN_NT_KC : 0;
     /* dout (B, T, H) of this thread's frames feature-major into dG rows [3H, 4H) (step t
      * reads its columns there before it overwrites them with da_n) */
     if (cb < ce) VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, cb, ce, T, H);

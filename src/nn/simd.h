@@ -143,6 +143,15 @@ typedef struct { /* one product of dd_nn_gemm_nt_acc_n */
     size_t ldc;
     float *rowsum;
 } dd_nn_nt_prod;
+/* The fused GRU's row stride (floats) for rows of TB columns (xfm, hprev, dG): TB rounded
+ * up to whole cache lines, an odd count of them, so that rows one stride apart fall into
+ * different cache sets (with TB = 6400, 25.6 KB rows, every 4th row shared L1 sets and every
+ * 5th L2 sets, and a step's 4H dG rows missed). */
+static inline size_t dd_nn_gru_ld(size_t TB) {
+    size_t ld = (TB + 15) / 16 * 16;
+    if (!(ld / 16 & 1)) ld += 16;
+    return ld;
+}
 /* The kernels' products sum K in chunks of DD_NN_NT_KC columns: register accumulators per
  * chunk, lane-reduced and added to C chunk by chunk in column order. */
 #define DD_NN_NT_KC 1024
