@@ -490,6 +490,12 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
 #undef BWD_CASES6
 #undef BWD_CASES12
 
+/* The cell backward prefetches the dG lines it will write GPF steps later: the 3H rows
+ * [da_r, da_z, da_n r] hold stale values from the last batch, and their lines were read for
+ * ownership at the stores (3H rows LD apart, 3H streams the hardware prefetchers did not
+ * follow). Prefetching the rows it reads too (dout in dG's last H rows, h_{t-1}) measured
+ * 2 % slower; distances of 1 to 8 steps alike (docs/performance.md). */
+#define GPF 2
 /* gemm_fast_impl.h (included after this file): one product's chunks */
 static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p);
 
@@ -549,6 +555,11 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
             float *d = dh + j * B;
             for (size_t o = cb; o < ce; o += VW) {
                 const int m = ce - o < VW;
+                if (t >= GPF) { /* step t - GPF's rows da_r, da_z, da_n r (see GPF) */
+                    _mm_prefetch((const char *)(dG + cr - GPF * B + o), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(dG + cz - GPF * B + o), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(dG + cn - GPF * B + o), _MM_HINT_T0);
+                }
                 VF dd = VADD(m ? VLOADM(d + o, tail) : VLOAD(d + o),
                              m ? VLOADM(dG + ch + o, tail) : VLOAD(dG + ch + o));
                 VF r = m ? VLOADM(gr + o, tail) : VLOAD(gr + o);
@@ -597,6 +608,7 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
 }
 
 #undef FNV
+#undef GPF
 #undef NACC
 #undef FJ_OF
 #undef BK_OF
