@@ -16,6 +16,10 @@
  *      dh = d z (elementwise);
  *   2. dh += W_hh^T [da_r, da_z, da_n r] for blocks of BK_OF(NV) output rows x NV vectors
  *      in registers, m = 0..3H-1 in order (skipped at t = 0 unless dL/dh0 is wanted).
+ *   3. the weight-gradient products' chunks of DD_NN_NT_KC columns that step t completed
+ *      (all their columns >= tB), while dG's chunk is in cache (simd.h: the same floats
+ *      as the products after the loop).
+ * Rows of xfm, hprev and dG are dd_nn_gru_ld(TB) floats apart (not sharing cache sets).
  * Each dot product runs in the same order for every column, so results do not depend on
  * B, on the column's position or on the vector width. */
 
