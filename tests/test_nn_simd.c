@@ -245,6 +245,56 @@ static void test_gru_blocks(int T, int D, int H) {
     dd_free(ry), dd_free(rdh0);
 }
 
+/* The fused backward's weight gradients run chunk by chunk inside the time loop
+ * (dd_nn_gru_wgrad_steps, default) give the bits of one product after it (steps off), on
+ * 1-3 threads, also when a chunk boundary falls inside a step or a step spans chunks, and
+ * when the gradients start non-zero (the backward adds). */
+static void test_gru_wgrad_steps(int B, int T, int D, int H, int bias) {
+    const size_t Bz = (size_t)B, Tz = (size_t)T, Dz = (size_t)D, Hz = (size_t)H, G3 = 3 * Hz;
+    const size_t nx = Bz * Tz * Dz, ny = Bz * Tz * Hz;
+    const double k = 1 / sqrt((double)H);
+    double *x = dvec(nx, 1), *h0 = dvec(Bz * Hz, 0.5), *wi = dvec(G3 * Dz, k), *wh = dvec(G3 * Hz, k);
+    double *bi = dvec(G3, k), *bh = dvec(G3, k), *G = dvec(ny, 1);
+    double *g0 = dvec(2 * G3 * (Dz + Hz + 1), 0.1); /* starting gradients */
+    float *fx = tof(x, nx), *fh0 = tof(h0, Bz * Hz), *fwi = tof(wi, G3 * Dz), *fwh = tof(wh, G3 * Hz);
+    float *fbi = tof(bi, G3), *fbh = tof(bh, G3), *fG = tof(G, ny), *fg0 = tof(g0, G3 * (Dz + Hz + 2));
+    const size_t ng = G3 * (Dz + Hz + 2); /* dW_ih, dW_hh, db_ih, db_hh in one array */
+    const gru_case c = {B, T, D, H, bias, 1};
+    int checked = 0;
+    dd_nn_route_set(DD_NN_ROUTE_FAST);
+    for (int li = 0; li < nlevels; li++) {
+        if (!dd_nn_gru_fused(levels[li], Hz)) continue;
+        dd_nn_simd_set(levels[li]);
+        float *ref = NULL;
+        for (int run = 0; run < 4; run++) { /* steps off on 1 thread; on, 1-3 threads */
+            const int nt = run == 0 ? 1 : run;
+            if (dd_nn_threads_set(nt) != nt) continue;
+            const int was = dd_nn_gru_wgrad_steps_set(run > 0);
+            float *g = fzero(ng), *y = fzero(ny), *dx = fzero(nx), *dh0 = fzero(Bz * Hz);
+            memcpy(g, fg0, ng * sizeof(float));
+            float *dwi = g, *dwh = dwi + G3 * Dz, *dbi = dwh + G3 * Hz, *dbh = dbi + G3;
+            gru_run_f(&c, fx, fh0, fwi, fwh, fbi, fbh, fG, y, dx, dh0, dwi, dwh, dbi, dbh);
+            dd_nn_gru_wgrad_steps_set(was);
+            if (!ref) ref = g, g = NULL;
+            else {
+                const size_t nc = bias ? ng : G3 * (Dz + Hz);
+                CHECK(memcmp(g, ref, nc * sizeof(float)) == 0,
+                      "gru wgrad steps B=%d T=%d D=%d H=%d bias=%d, %s, %d threads: dW/db differ from "
+                      "one product after the loop", B, T, D, H, bias, dd_nn_simd_name(levels[li]), nt);
+                checked++;
+            }
+            dd_free(g), dd_free(y), dd_free(dx), dd_free(dh0);
+        }
+        dd_nn_threads_set(1);
+        dd_free(ref);
+    }
+    printf("gru wgrad steps B=%d T=%d D=%d H=%d bias=%d: %d runs compared\n", B, T, D, H, bias, checked);
+    dd_nn_route_set(DD_NN_ROUTE_AUTO);
+    dd_free(x), dd_free(h0), dd_free(wi), dd_free(wh), dd_free(bi), dd_free(bh), dd_free(G), dd_free(g0);
+    dd_free(fx), dd_free(fh0), dd_free(fwi), dd_free(fwh), dd_free(fbi), dd_free(fbh), dd_free(fG);
+    dd_free(fg0);
+}
+
 /* ------------------------------------------------------------------ conv1d and dense */
 
 static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, int bias) {
@@ -617,6 +667,11 @@ int main(void) {
     test_gru_blocks(4, 1, 13); /* one unit / row left over */
     test_gru_blocks(3, 3, 30); /* 12 + 12 + 6 rows, 2 + 2 units at 3-4 vectors */
     test_gru_blocks(5, 2, 1);  /* H = 1 */
+    test_gru_wgrad_steps(32, 70, 2, 23, 1);  /* the recipe's chunks: 3 chunks of 32 steps (2240) */
+    test_gru_wgrad_steps(33, 40, 3, 13, 1);  /* chunk boundaries inside steps */
+    test_gru_wgrad_steps(65, 50, 2, 23, 0);  /* no biases (no row sums), 2-3 threads */
+    test_gru_wgrad_steps(1100, 3, 2, 5, 1);  /* one step spans chunks */
+    test_gru_wgrad_steps(5, 7, 2, 23, 1);    /* one chunk, shorter than DD_NN_NT_KC */
 
     test_conv(3, 40, 96, 96, 5, 8, 96, 0); /* tcn layer: depthwise, dilation 8 */
     test_conv(3, 120, 96, 96, 5, 4, 96, 1); /* depthwise, threaded (frames; dW by channels) */

@@ -10,7 +10,7 @@
  * in AVX-512's 32 registers, 3 x 3 (+3 +4) in AVX2's 16 (4 x 5 there spilled to the stack
  * in the inner loop). */
 
-#define GKC 1024   /* columns per chunk */
+#define GKC DD_NN_NT_KC /* columns per chunk (simd.h) */
 #if defined(DD_VEC_AVX512)
 #define GM 4       /* rows of A per block */
 #define GN 5       /* rows of B per block, at most */

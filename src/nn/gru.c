@@ -3,6 +3,7 @@
  * are in gru_impl.h, instantiated here for float and double. */
 #include "distdpd/nn.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn_private.h"
@@ -17,8 +18,8 @@
 #include "gru_impl.h"
 
 size_t dd_gru_workspace_size(int B, int T, int D, int H) {
-    /* layout in gru_impl.h: TB (9H + 2D) + 4 H B */
-    const size_t TB = (size_t)B * (size_t)T;
+    /* layout in gru_impl.h: TB (9H + 2D) + 4 H B, rows up to dd_nn_gru_ld(TB) apart */
+    const size_t TB = dd_nn_gru_ld((size_t)B * (size_t)T);
     return TB * (9 * (size_t)H + 2 * (size_t)D) + 4 * (size_t)H * (size_t)B;
 }
 

@@ -16,6 +16,10 @@
  *      dh = d z (elementwise);
  *   2. dh += W_hh^T [da_r, da_z, da_n r] for blocks of BK_OF(NV) output rows x NV vectors
  *      in registers, m = 0..3H-1 in order (skipped at t = 0 unless dL/dh0 is wanted).
+ *   3. the weight-gradient products' chunks of DD_NN_NT_KC columns that step t completed
+ *      (all their columns >= tB), while dG's chunk is in cache (simd.h: the same floats
+ *      as the products after the loop).
+ * Rows of xfm, hprev and dG are dd_nn_gru_ld(TB) floats apart (not sharing cache sets).
  * Each dot product runs in the same order for every column, so results do not depend on
  * B, on the column's position or on the vector width. */
 
@@ -351,7 +355,7 @@ void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, 
                               const float *xin, const float *h0, const float *w_ih,
                               const float *w_hh, const float *b_ih, const float *b_hh, size_t B,
                               size_t T, size_t D, size_t H) {
-    const size_t TB = T * B;
+    const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (TB columns used) */
     /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
      * recurrence needs only its own column, so no step waits for another thread */
 #ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
@@ -490,10 +494,42 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
 #undef BWD_CASES6
 #undef BWD_CASES12
 
+/* The cell backward prefetches the dG lines it will write GPF steps later: the 3H rows
+ * [da_r, da_z, da_n r] hold stale values from the last batch, and their lines were read for
+ * ownership at the stores (3H rows LD apart, 3H streams the hardware prefetchers did not
+ * follow). Prefetching the rows it reads too (dout in dG's last H rows, h_{t-1}) measured
+ * 2 % slower; distances of 1 to 8 steps alike (docs/performance.md). */
+#define GPF 2
+/* gemm_fast_impl.h (included after this file): one product's chunks */
+static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p);
+
+/* The weight-gradient products' chunks [lo, hi) into part (dd_nn_gru_bwd_fast, simd.h):
+ * each chunk as the single product runs it (gemm_nt_run over its kn columns, row blocks
+ * shared out by its orphaned `omp for` inside a parallel region). */
+static void VSUF(gru_wgrad_chunks)(const dd_nn_nt_prod *p, int np, float *part, size_t lo,
+                                   size_t hi) {
+    const size_t per = dd_nn_nt_part_size(p, np);
+    for (size_t c = hi; c-- > lo;) {
+        size_t off = 0;
+        for (int i = 0; i < np; i++) {
+            const size_t k0 = c * DD_NN_NT_KC, M = p[i].M, N = p[i].N;
+            dd_nn_nt_prod q = p[i];
+            q.K = p[i].K - k0 < DD_NN_NT_KC ? p[i].K - k0 : DD_NN_NT_KC;
+            q.A = p[i].A + k0;
+            q.Bm = p[i].Bm + k0;
+            q.C = p[i].C ? part + c * per + off : NULL;
+            q.ldc = N;
+            q.rowsum = p[i].rowsum ? part + c * per + off + M * N : NULL;
+            VSUF(gemm_nt_run)(&q);
+            off += M * (N + 1);
+        }
+    }
+}
+
 void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const float *gates,
                               const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
-                              int want_dh0) {
-    const size_t TB = T * B;
+                              int want_dh0, const dd_nn_nt_prod *p, int np, float *part) {
+    const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (T B columns used) */
     const VF one = VSET1(1.0f);
     /* threads: whole vectors of columns each, all steps (as forward) */
 #ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
@@ -504,14 +540,18 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
     VSUF(gru_bctx) x = {B, TB, H, 0, 0, B, dG, dh, w_hh};
     dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
     const size_t cb = x.cb, ce = x.ce;
+    /* the weight-gradient chunks [0, nxt) are still to run (np > 0) */
+    size_t nxt = np > 0 ? (T * B + DD_NN_NT_KC - 1) / DD_NN_NT_KC : 0;
     /* dout (B, T, H) of this thread's frames feature-major into dG rows [3H, 4H) (step t
      * reads its columns there before it overwrites them with da_n) */
     if (cb < ce) VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, cb, ce, T, H);
     const VM tail = VMASK((ce - cb) % VW ? (int)((ce - cb) % VW) : VW);
-    for (size_t t = T; cb < ce && t-- > 0;) {
+    /* without weight-gradient chunks a thread with no columns has nothing to do; with
+     * them every thread runs every step (the barriers below) */
+    for (size_t t = T; (cb < ce || nxt > 0) && t-- > 0;) {
         const size_t c0 = t * B;
         /* 1. cell backward, d = dh + dout_t */
-        for (size_t j = 0; j < H; j++) {
+        for (size_t j = 0; j < H && cb < ce; j++) {
             const size_t cr = j * TB + c0, cz = (H + j) * TB + c0, cn = (2 * H + j) * TB + c0;
             const size_t ch = (3 * H + j) * TB + c0;
             const float *gr = gates + 4 * H * c0 + j * B, *gz = gr + H * B, *gn = gz + H * B;
@@ -519,6 +559,11 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
             float *d = dh + j * B;
             for (size_t o = cb; o < ce; o += VW) {
                 const int m = ce - o < VW;
+                if (t >= GPF) { /* step t - GPF's rows da_r, da_z, da_n r (see GPF) */
+                    _mm_prefetch((const char *)(dG + cr - GPF * B + o), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(dG + cz - GPF * B + o), _MM_HINT_T0);
+                    _mm_prefetch((const char *)(dG + cn - GPF * B + o), _MM_HINT_T0);
+                }
                 VF dd = VADD(m ? VLOADM(d + o, tail) : VLOAD(d + o),
                              m ? VLOADM(dG + ch + o, tail) : VLOAD(dG + ch + o));
                 VF r = m ? VLOADM(gr + o, tail) : VLOAD(gr + o);
@@ -551,11 +596,23 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
             x.c0 = c0;
             VSUF(gru_bwd_blocks)(&x);
         }
+        /* 3. the weight-gradient chunks whose columns are all final now (>= c0), while
+         * they are in cache; every thread of the team comes here at the same steps */
+        size_t lo = nxt;
+        while (lo > 0 && (lo - 1) * DD_NN_NT_KC >= c0) lo--;
+        if (lo < nxt) {
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+            VSUF(gru_wgrad_chunks)(p, np, part, lo, nxt);
+            nxt = lo;
+        }
     }
     }
 }
 
 #undef FNV
+#undef GPF
 #undef NACC
 #undef FJ_OF
 #undef BK_OF

@@ -24,9 +24,13 @@ typedef struct {
     dd_real *xfm, *hprev, *gates, *dG, *dxtm, *S, *dh;
 } RFN(dd_gru_ws);
 
-static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t T, size_t D, size_t H) {
+/* Rows TB apart, or LD (dd_nn_gru_ld) on the fused path (xfm, hprev, dG; its gates are
+ * step-major): dd_gru_workspace_size counts the larger. */
+static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t T, size_t D, size_t H,
+                                           size_t LD) {
     RFN(dd_gru_ws) w;
-    const size_t TB = T * B;
+    const size_t TB = LD;
+    (void)T;
     w.xfm = ws;
     w.hprev = w.xfm + TB * D;
     w.gates = w.hprev + H * TB;
@@ -37,11 +41,21 @@ static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t T, size
     return w;
 }
 
+/* The rows' stride: dd_nn_gru_ld on the fused path (forward and backward decide alike). */
+static size_t RFN(dd_gru_ld)(size_t TB, size_t H) {
+#if !DD_NN_DOUBLE
+    if (dd_nn_gru_fused(dd_nn_simd_level(), H)) return dd_nn_gru_ld(TB);
+#else
+    (void)H;
+#endif
+    return TB;
+}
+
 void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_real *h0,
                          const dd_real *w_ih, const dd_real *w_hh, const dd_real *b_ih,
                          const dd_real *b_hh, int B_, int T_, int D_, int H_) {
     const size_t B = (size_t)B_, T = (size_t)T_, D = (size_t)D_, H = (size_t)H_, TB = T * B;
-    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H);
+    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H, RFN(dd_gru_ld)(TB, H));
     dd_real *const gates = w.gates, *const hprev = w.hprev, *const S = w.S;
 
 #if !DD_NN_DOUBLE
@@ -93,7 +107,8 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
                           dd_real *db_hh, const dd_real *dout, dd_real *ws, const dd_real *x,
                           const dd_real *w_ih, const dd_real *w_hh, int B_, int T_, int D_, int H_) {
     const size_t B = (size_t)B_, T = (size_t)T_, D = (size_t)D_, H = (size_t)H_, TB = T * B;
-    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H);
+    const size_t LD = RFN(dd_gru_ld)(TB, H); /* == TB off the fused path */
+    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H, LD);
     const dd_real *const gates = w.gates, *const hprev = w.hprev;
     dd_real *const dG = w.dG, *const dh = w.dh;
     (void)x; /* the forward's feature-major copy w.xfm is used instead */
@@ -101,12 +116,30 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
     memset(dh, 0, H * B * sizeof(dd_real));
     int fast = 0;
 #if !DD_NN_DOUBLE
-    {
-        const int level = dd_nn_simd_level();
-        if (dd_nn_gru_fused(level, H)) {
-            dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL);
-            fast = 1;
+    /* the fused path's weight and bias gradients: one pass each over dG, in one parallel
+     * region; inside the time loop chunk by chunk when all three are on the kernel (dG's
+     * chunk still in cache; the same floats, simd.h), else after it */
+    dd_nn_nt_prod p[3];
+    int np = 0, wdone = 0;
+    const int level = dd_nn_simd_level();
+    if (dd_nn_gru_fused(level, H)) {
+        if (dw_hh || db_hh)
+            p[np++] = (dd_nn_nt_prod){3 * H, dw_hh ? H : 0, TB, dG, LD, hprev, LD, dw_hh, H, db_hh};
+        if (dw_ih || db_ih) {
+            p[np++] = (dd_nn_nt_prod){2 * H, dw_ih ? D : 0, TB, dG, LD, w.xfm, LD, dw_ih, D, db_ih};
+            p[np++] = (dd_nn_nt_prod){H, dw_ih ? D : 0, TB, dG + 3 * H * LD, LD, w.xfm, LD,
+                                      dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL};
         }
+        int steps = np > 0 && dd_nn_gru_wgrad_steps();
+        for (int i = 0; i < np; i++) steps &= dd_nn_gemm_nt_fast(level, p[i].M, p[i].N);
+        const size_t nf = steps ? (TB + DD_NN_NT_KC - 1) / DD_NN_NT_KC * dd_nn_nt_part_size(p, np) : 0;
+        float *part = nf ? malloc(nf * sizeof(float)) : NULL;
+        for (size_t i = 0; part && i < nf; i++) part[i] = -0.0f; /* -0 + s == s for every s */
+        dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL, p,
+                           part ? np : 0, part);
+        if (part) dd_nn_nt_parts_add(p, np, part), wdone = 1;
+        free(part);
+        fast = 1;
     }
 #endif
     for (size_t t = T; !fast && t-- > 0;) {
@@ -127,8 +160,8 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
         for (size_t b = 0; b < B; b++)
             for (size_t j = 0; j < H; j++) dh0[b * H + j] += dh[j * B + b];
     if (dx) {
-        RFN(dd_nn_gemm)(1, 0, TB, D, 2 * H, 1, dG, TB, w_ih, D, 0, w.dxtm, D);
-        RFN(dd_nn_gemm)(1, 0, TB, D, H, 1, dG + 3 * H * TB, TB, w_ih + 2 * H * D, D, 1, w.dxtm, D);
+        RFN(dd_nn_gemm)(1, 0, TB, D, 2 * H, 1, dG, LD, w_ih, D, 0, w.dxtm, D);
+        RFN(dd_nn_gemm)(1, 0, TB, D, H, 1, dG + 3 * H * LD, LD, w_ih + 2 * H * D, D, 1, w.dxtm, D);
         for (size_t b = 0; b < B; b++)
             for (size_t t = 0; t < T; t++) {
                 const dd_real *src = w.dxtm + (t * B + b) * D;
@@ -138,17 +171,7 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
     }
 #if !DD_NN_DOUBLE
     if (fast) {
-        /* weight and bias gradients in one pass each over dG, in one parallel region */
-        dd_nn_nt_prod p[3];
-        int n = 0;
-        if (dw_hh || db_hh)
-            p[n++] = (dd_nn_nt_prod){3 * H, dw_hh ? H : 0, TB, dG, TB, hprev, TB, dw_hh, H, db_hh};
-        if (dw_ih || db_ih) {
-            p[n++] = (dd_nn_nt_prod){2 * H, dw_ih ? D : 0, TB, dG, TB, w.xfm, TB, dw_ih, D, db_ih};
-            p[n++] = (dd_nn_nt_prod){H, dw_ih ? D : 0, TB, dG + 3 * H * TB, TB, w.xfm, TB,
-                                     dw_ih ? dw_ih + 2 * H * D : NULL, D, db_ih ? db_ih + 2 * H : NULL};
-        }
-        dd_nn_gemm_nt_acc_n(dd_nn_simd_level(), p, n);
+        if (!wdone) dd_nn_gemm_nt_acc_n(level, p, np);
         return;
     }
 #endif

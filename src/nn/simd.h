@@ -133,16 +133,6 @@ void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float
                         const float *x, const float *h0, const float *w_ih, const float *w_hh,
                         const float *b_ih, const float *b_hh, size_t B, size_t T, size_t D,
                         size_t H);
-/* Backward through time: dG (4H x TB) receives rows [da_r, da_z, da_n * r, da_n] of every
- * column; dh (H x B) must be zero on entry and holds dL/dh0 on return when want_dh0 (else
- * garbage). dout (B, T, H) is dL/dh_t. */
-void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, const float *gates,
-                        const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
-                        int want_dh0);
-
-/* ---- C (M x N, ldc) += A (M x K, lda) B (N x K, ldb)^T and, when rowsum != NULL,
- * rowsum[i] += sum_k A[i, k] (gemm_fast.c). Any level (generic, and M N above the AUTO
- * threshold: OpenBLAS). N may be 0. */
 typedef struct { /* one product of dd_nn_gemm_nt_acc_n */
     size_t M, N, K;
     const float *A;
@@ -153,6 +143,47 @@ typedef struct { /* one product of dd_nn_gemm_nt_acc_n */
     size_t ldc;
     float *rowsum;
 } dd_nn_nt_prod;
+/* The fused GRU's row stride (floats) for rows of TB columns (xfm, hprev, dG): TB rounded
+ * up to whole cache lines, an odd count of them, so that rows one stride apart fall into
+ * different cache sets (with TB = 6400, 25.6 KB rows, every 4th row shared L1 sets and every
+ * 5th L2 sets, and a step's 4H dG rows missed). */
+static inline size_t dd_nn_gru_ld(size_t TB) {
+    size_t ld = (TB + 15) / 16 * 16;
+    if (!(ld / 16 & 1)) ld += 16;
+    return ld;
+}
+/* The kernels' products sum K in chunks of DD_NN_NT_KC columns: register accumulators per
+ * chunk, lane-reduced and added to C chunk by chunk in column order. */
+#define DD_NN_NT_KC 1024
+/* Floats of one chunk's partial results of n products (M (N + 1) each: C, then rowsum). */
+static inline size_t dd_nn_nt_part_size(const dd_nn_nt_prod *p, int n) {
+    size_t s = 0;
+    for (int i = 0; i < n; i++) s += p[i].M * (p[i].N + 1);
+    return s;
+}
+/* Backward through time: dG (4H x TB) receives rows [da_r, da_z, da_n * r, da_n] of every
+ * column; dh (H x B) must be zero on entry and holds dL/dh0 on return when want_dh0 (else
+ * garbage). dout (B, T, H) is dL/dh_t. With np > 0 it also runs the np weight-gradient
+ * products p (A and Bm over the TB columns, A in dG) chunk by chunk inside the time loop, as
+ * soon as a chunk's columns of dG are final (still in cache): chunk c's results (C and
+ * rowsum, lane-reduced as the kernel does) go to part + c dd_nn_nt_part_size(p, np), which
+ * must hold ceil(TB / DD_NN_NT_KC) chunks filled with -0.0f (the exact additive identity);
+ * dd_nn_nt_parts_add then adds them to p's C and rowsum in chunk order: the same floats as
+ * dd_nn_gemm_nt_acc_n(level, p, np) after the backward. Every p must be on the kernel
+ * (dd_nn_gemm_nt_fast). */
+void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, const float *gates,
+                        const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
+                        int want_dh0, const dd_nn_nt_prod *p, int np, float *part);
+void dd_nn_nt_parts_add(const dd_nn_nt_prod *p, int np, const float *part);
+/* Whether dd_gru_backward runs its weight gradients inside the fused time loop (default 1;
+ * 0: after it, as one product; the same floats: tests); returns the previous setting. Not
+ * thread-safe against running kernels. */
+int dd_nn_gru_wgrad_steps_set(int on);
+int dd_nn_gru_wgrad_steps(void);
+
+/* ---- C (M x N, ldc) += A (M x K, lda) B (N x K, ldb)^T and, when rowsum != NULL,
+ * rowsum[i] += sum_k A[i, k] (gemm_fast.c). Any level (generic, and M N above the AUTO
+ * threshold: OpenBLAS). N may be 0. */
 /* n independent products of dd_nn_gemm_nt_acc (their C and rowsum do not overlap), the
  * same numbers as n calls; on the kernels they share one parallel region. */
 void dd_nn_gemm_nt_acc_n(int level, const dd_nn_nt_prod *p, int n);

@@ -6,6 +6,7 @@
  * dispatchers below pick one by the level of dd_nn_simd_level(). Without GCC on x86-64
  * only the dispatchers remain (the level is then always generic and they fall back to
  * OpenBLAS / plain C, or are never called). */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -25,7 +26,8 @@
                                size_t D, size_t H);                                           \
     void dd_nn_gru_bwd_fast##S(float *dG, float *dh, const float *dout, const float *gates,   \
                                const float *hprev, const float *w_hh, size_t B, size_t T,     \
-                               size_t H, int want_dh0);                                       \
+                               size_t H, int want_dh0, const dd_nn_nt_prod *p, int np,        \
+                               float *part);                                                  \
     void dd_nn_gemm_nt_fast_n##S(const dd_nn_nt_prod *p, int n);                              \
     void dd_nn_gemm_nt_fast##S(size_t M, size_t N, size_t K, const float *A, size_t lda,      \
                                const float *Bm, size_t ldb, float *C, size_t ldc,             \
@@ -119,13 +121,41 @@ void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float
 
 void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, const float *gates,
                         const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
-                        int want_dh0) {
+                        int want_dh0, const dd_nn_nt_prod *p, int np, float *part) {
 #if DD_NN_HAVE_X86_SIMD
-    DD_DISPATCH(level, dd_nn_gru_bwd_fast, (dG, dh, dout, gates, hprev, w_hh, B, T, H, want_dh0));
+    DD_DISPATCH(level, dd_nn_gru_bwd_fast,
+                (dG, dh, dout, gates, hprev, w_hh, B, T, H, want_dh0, p, np, part));
 #else
     (void)level, (void)dG, (void)dh, (void)dout, (void)gates, (void)hprev, (void)w_hh;
-    (void)B, (void)T, (void)H, (void)want_dh0;
+    (void)B, (void)T, (void)H, (void)want_dh0, (void)p, (void)np, (void)part;
 #endif
+}
+
+void dd_nn_nt_parts_add(const dd_nn_nt_prod *p, int np, const float *part) {
+    const size_t per = dd_nn_nt_part_size(p, np);
+    size_t off = 0;
+    for (int i = 0; i < np; i++) {
+        const size_t M = p[i].M, N = p[i].N, nch = (p[i].K + DD_NN_NT_KC - 1) / DD_NN_NT_KC;
+        for (size_t c = 0; c < nch; c++) { /* chunk order, as the kernel's single product */
+            const float *q = part + c * per + off;
+            if (p[i].C && N > 0)
+                for (size_t r = 0; r < M; r++)
+                    for (size_t j = 0; j < N; j++) p[i].C[r * p[i].ldc + j] += q[r * N + j];
+            if (p[i].rowsum)
+                for (size_t r = 0; r < M; r++) p[i].rowsum[r] += q[M * N + r];
+        }
+        off += M * (N + 1);
+    }
+}
+
+static _Atomic int gru_wgrad_steps = 1;
+
+int dd_nn_gru_wgrad_steps_set(int on) {
+    return atomic_exchange_explicit(&gru_wgrad_steps, on != 0, memory_order_relaxed);
+}
+
+int dd_nn_gru_wgrad_steps(void) {
+    return atomic_load_explicit(&gru_wgrad_steps, memory_order_relaxed);
 }
 
 int dd_nn_gru_fused(int level, size_t H) {
