@@ -1113,8 +1113,14 @@ static int cmd_train(int argc, char **argv, int dpd) {
     {
         const char *env = getenv("DD_THREADS");
         const int nt = dd_nn_threads_set(threads ? (int)threads : env && *env ? dd_nn_threads() : dd_nn_threads_owned());
-        if (verbosity > 0 && rank == 0)
-            fprintf(stderr, "%s: %d thread(s) per rank, OpenBLAS %d thread(s)\n", NAME, nt, dd_nn_blas_threads());
+        if (verbosity > 0 && rank == 0) {
+            const int blas = dd_nn_blas_threads();
+            if (blas == 1) /* the layers' large sgemm calls: panels of C on the rank's threads */
+                fprintf(stderr, "%s: %d thread(s) per rank, OpenBLAS 1 thread(s), large products in up to %d panels\n",
+                        NAME, nt, dd_nn_sgemm_panels_max());
+            else
+                fprintf(stderr, "%s: %d thread(s) per rank, OpenBLAS %d thread(s) of its own\n", NAME, nt, blas);
+        }
     }
     sargs.nranks = nranks;
     if ((st = dd_strategy_choose(&sargs, &sdef)) != DD_OK) goto fail;
