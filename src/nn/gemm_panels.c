@@ -4,9 +4,9 @@
  * dd_nn_threads(). The cut depends on the shape only (and on DD_GEMM_PANELS), never on
  * the thread count: one thread runs the same panel calls one after the other, so the
  * thread count never changes a bit, on any OpenBLAS kernel (docs/performance.md,
- * "OpenBLAS's threads"). OpenBLAS's own threads do not give that: its threaded driver
- * splits K differently from its one-thread driver, and on its Haswell kernel every
- * threaded call differs.
+ * "OpenBLAS's threads and the layers' sgemm panels"). OpenBLAS's own threads do not give
+ * that: its threaded driver splits K differently from its one-thread driver, and on its
+ * Haswell kernel every threaded call differs.
  *
  * Why not cut by the thread count and rely on a panel giving one call's bits? Measured
  * here (2026-12-02, OpenBLAS 0.3.21, /tmp scan of model shapes up to K 4096, the four
@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "distdpd/nn.h"
 #include "simd.h"
 
 #define PANEL_ALIGN 64      /* panel starts: whole cache lines, whole kernel tiles */

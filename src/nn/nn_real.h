@@ -142,7 +142,7 @@ static inline void RFN(dd_nn_gemm)(int ta, int tb, size_t M, size_t N, size_t K,
 #if DD_NN_DOUBLE
     R_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,
            (int)N, (int)K, alpha, A, (int)lda, Bm, (int)ldb, beta, C, (int)ldc);
-#else /* large products in panels on the library's threads, bit-identical to one call */
+#else /* large products in panels on the library's threads (cut by shape: any thread count, the same bits) */
     dd_nn_sgemm(ta, tb, M, N, K, alpha, A, lda, Bm, ldb, beta, C, ldc);
 #endif
 }
