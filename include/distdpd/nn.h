@@ -70,11 +70,12 @@ void dd_dense_backward_f64(double *din, double *dw, double *db, const double *do
  * rows or columns of C, one single-threaded sgemm each, run on the n threads. The cut
  * depends on the product's shape only (and on the cap: the environment variable
  * DD_GEMM_PANELS, default 2, at most 64), never on n, so the thread count never changes
- * a bit (docs/performance.md, "OpenBLAS's threads"). OPENBLAS_NUM_THREADS or
- * GOTO_NUM_THREADS set to a positive count: that count stays OpenBLAS's, and with more
- * than one the products run as one call on OpenBLAS's own threads, whose threaded
- * sgemm can change the last bits against one thread (an opt-in). The first-use default
- * (DD_THREADS, else 1) leaves OpenBLAS's count as it is. dd_nn_blas_threads: its count now. */
+ * a bit (docs/performance.md, "OpenBLAS's threads and the layers' sgemm panels").
+ * OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS set to a positive count: that count stays
+ * OpenBLAS's, and with more than one the products run as one call on OpenBLAS's own
+ * threads, whose threaded sgemm can change the last bits against one thread (an
+ * opt-in). The first-use default (DD_THREADS, else 1) leaves OpenBLAS's count as it is.
+ * dd_nn_blas_threads: OpenBLAS's count now; dd_nn_sgemm_panels_max: the cap in use. */
 int dd_nn_threads_set(int n);
 int dd_nn_threads(void);
 int dd_nn_blas_threads(void);
