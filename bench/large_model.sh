@@ -14,7 +14,10 @@
 # (dd_model_flops_per_sample forward + backward x training samples / training time).
 # Environment: DD_DATA (default ../shared/data/opendpd/DPA_200MHz from the source root),
 # LM_MODEL, LM_LR, LM_STRIDE, LM_BATCH, LM_EPOCHS, LM_SMALL (default "gru"),
-# LM_SMALL_LR (5e-3).
+# LM_SMALL_LR (5e-3), LM_THREADS (train-pa's --threads; unset: its default, the cores the
+# process owns; OPENBLAS_NUM_THREADS=1 keeps OpenBLAS on one thread, and since
+# 2026-12-02 the large model's sgemm products run in panels on those threads, with the
+# numbers of one thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -54,7 +57,8 @@ run_one() { # TAG LR MODEL...
     local desc
     desc=$("$CLI" models --model "$@" --json | tr -d '\n' | sed -n 's/.*"describe":"\([^"]*\)".*/\1/p')
     "$CLI" train-pa --data "$DATA" --model "$@" --stride "$STRIDE" --batch "$BATCH" --epochs "$EPOCHS" \
-        --lr "$lr" --seed 0 --no-report --progress lines --out "$dir" >"$OUT/$tag.log" 2>&1
+        --lr "$lr" --seed 0 --no-report --progress lines ${LM_THREADS:+--threads "$LM_THREADS"} --out "$dir" \
+        >"$OUT/$tag.log" 2>&1
     echo
     echo "### $desc, AdamW lr $lr"
     echo

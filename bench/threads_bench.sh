@@ -16,17 +16,18 @@
 # and the speed-ups against both 1 x 1 rows are printed.
 #
 # Then (BENCH_THREADS_LARGE=1, the default) a large model, resnet hidden 512 x 8 blocks
-# (8.4 M parameters, batch 4 x 200: 4 frames, no batch chunks; bench_train steps mode;
-# its convolutions run im2col + OpenBLAS sgemm, which the library's threads do not
-# split): wall and CPU-time GFLOP/s at DD_THREADS 1 and 2 (bench_train calls
-# dd_nn_threads_set as --threads does) with OPENBLAS_NUM_THREADS=1 (which wins: what
-# --threads 2 gave before it set OpenBLAS's threads), and DD_THREADS 2 without
-# OPENBLAS_NUM_THREADS (--threads 2 now: OpenBLAS gets 2 threads), medians over the
-# rounds, speed-up against 1 thread (the issue asks for "scaling with threads"; the 1.7x
-# of the recipe is printed as the reference) and CPU-time GFLOP/s (all threads' CPU
-# time: per core) against the single-core sgemm peak by CPU time (bench/sgemm_peak,
-# 2048^3; the issue's target: >= 60 %), after
-# a line with the processor, SIMD path, OpenBLAS version and core.
+# (8.4 M parameters, batch 4 x 200: 4 frames, no batch chunks; bench_train steps mode,
+# which calls dd_nn_threads_set from DD_THREADS as --threads does; its convolutions run
+# im2col + sgemm): wall and CPU-time GFLOP/s of the ways its sgemm calls can run, in
+# rounds with the order rotating: DD_THREADS 1 with the products' panels one after the
+# other (the default), 1 with one call per product (DD_GEMM_PANELS=1, the library before
+# the panels), 2 with the panels on the 2 threads (--threads 2 now), 2 on OpenBLAS's own
+# threads (OPENBLAS_NUM_THREADS=2, the opt-in), and with BENCH_THREADS_BASE that build's
+# bench_train at DD_THREADS 1 and 2; medians, the paired (same-round) ratios against 1
+# thread with panels (the issue asks for "scaling with threads"), and CPU-time GFLOP/s
+# (all threads' CPU time: per core) against the single-core sgemm peak by CPU time
+# (bench/sgemm_peak, 2048^3; the issue's target: >= 60 %), after a line with the
+# processor, SIMD path, OpenBLAS version and core.
 # BENCH_THREADS_RECIPE=0 skips the recipe rounds (the large model only).
 #
 #   bash bench/threads_bench.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, BUILD_DIR/bench-threads)
@@ -125,18 +126,36 @@ echo "processor: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ 
     "$(python3 -c 'import json, sys; print("core {core}, single-core sgemm peak {gflops} GFLOP/s wall, {gflops_cpu} CPU time".format(**json.loads(sys.argv[1])))' "$PEAK")" \
     "(2048^3); load $(load)"
 : >"$OUT/large.jsonl"
+if [ -n "$BASE" ]; then
+    BLIB=$(cd "$BASE" && pwd)
+    ${CC:-cc} -O2 -std=c11 -D_DEFAULT_SOURCE -Iinclude bench/bench_train.c -L"$BLIB" -ldistdpd -ldistdpd_rf \
+        -Wl,-rpath,"$BLIB" -lm -o "$OUT/bench_train_base"
+fi
+# the rows: DD_THREADS (as --threads) and how the sgemm calls run
+#   1 panels  : one thread, OpenBLAS on one thread, the large products' panels one after
+#               the other (the default)
+#   1 onecall : DD_GEMM_PANELS=1: one sgemm call per product (the library before the
+#               panels, at one thread)
+#   2 panels  : --threads 2 now: the panels on the 2 threads (bit-identical to 1 panels)
+#   2 openblas: OPENBLAS_NUM_THREADS=2: one call on OpenBLAS's own 2 threads (the opt-in;
+#               what --threads 2 gave this model before the panels)
+#   1 base, 2 base: BENCH_THREADS_BASE's bench_train at DD_THREADS 1 and 2 (OpenBLAS
+#               following DD_THREADS there)
+# the order rotates every round; "paired" = median (min-max) of the per-round ratios
+cfgs=("1 panels" "1 onecall" "2 panels" "2 openblas")
+[ -n "$BASE" ] && cfgs+=("1 base" "2 base")
+LARGE=("$DATA" resnet 512 2 1 4 200 layers=8 kernel=3)
 for r in $(seq 1 "$ROUNDS"); do
-    # DD_THREADS (as --threads) x OpenBLAS: 1 x 1; 2 x 1 (OPENBLAS_NUM_THREADS=1 wins:
-    # --threads 2 before OpenBLAS followed it); 2 x follow (--threads 2 now:
-    # dd_nn_threads_set gives OpenBLAS 2 threads)
-    for cfg in "1 1" "2 1" "2 follow"; do
+    [ "$r" -gt 1 ] && cfgs=("${cfgs[@]:1}" "${cfgs[0]}")
+    for cfg in "${cfgs[@]}"; do
         # shellcheck disable=SC2086
         set -- $cfg
-        if [ "$2" = follow ]; then
-            env -u OPENBLAS_NUM_THREADS DD_THREADS="$1" "$OUT/bench_train" "$DATA" resnet 512 2 1 4 200 layers=8 kernel=3
-        else
-            DD_THREADS=$1 OPENBLAS_NUM_THREADS=$2 "$OUT/bench_train" "$DATA" resnet 512 2 1 4 200 layers=8 kernel=3
-        fi | sed "s/^{/{\"threads\": $1, \"blas\": \"$2\", /" >>"$OUT/large.jsonl"
+        case $2 in
+        panels) env -u OPENBLAS_NUM_THREADS -u DD_GEMM_PANELS DD_THREADS="$1" "$OUT/bench_train" "${LARGE[@]}" ;;
+        onecall) env -u OPENBLAS_NUM_THREADS DD_GEMM_PANELS=1 DD_THREADS="$1" "$OUT/bench_train" "${LARGE[@]}" ;;
+        openblas) env -u DD_GEMM_PANELS OPENBLAS_NUM_THREADS="$1" DD_THREADS="$1" "$OUT/bench_train" "${LARGE[@]}" ;;
+        base) env -u OPENBLAS_NUM_THREADS DD_THREADS="$1" "$OUT/bench_train_base" "${LARGE[@]}" ;;
+        esac | sed "s/^{/{\"threads\": $1, \"blas\": \"$2\", \"round\": $r, /" >>"$OUT/large.jsonl"
     done
     echo "  round $r done (load $(load))"
 done
@@ -144,17 +163,26 @@ python3 - "$OUT/large.jsonl" "$PEAK" <<'EOF'
 import json, statistics as st, sys
 rs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 peak = json.loads(sys.argv[2])["gflops_cpu"]
+def vals(t, b, key):
+    return {x["round"]: x["flops_per_sample"] * x["samples"] / x[key] * 1e-9 for x in rs if x["threads"] == t and x["blas"] == b}
 def g(t, b, key="time_s"):
-    v = [x["flops_per_sample"] * x["samples"] / x[key] * 1e-9 for x in rs if x["threads"] == t and x["blas"] == b]
+    v = list(vals(t, b, key).values())
     return st.median(v) if v else None
-base = g(1, "1")
-print("| DD_THREADS (--threads) | OpenBLAS threads | GFLOP/s (wall, median) | GFLOP/s (CPU time) | speed-up vs 1 thread"
-      " | CPU-time GFLOP/s, % of the 1-core sgemm peak (CPU time) | reference |")
+def paired(t, b, key):
+    a, r = vals(t, b, key), vals(1, "panels", key)
+    q = [a[k] / r[k] for k in a if k in r]
+    return f"{st.median(q):.2f}x ({min(q):.2f}-{max(q):.2f})" if q else ""
+base = g(1, "panels")
+print("| DD_THREADS (--threads) | sgemm calls | GFLOP/s (wall, median) | GFLOP/s (CPU time) | paired wall speed-up vs"
+      " 1 thread, panels (median, min-max) | paired CPU-time ratio | CPU time, % of the 1-core sgemm peak |")
 print("|---|---|---|---|---|---|---|")
-for t, b, name in ((1, "1", "1"), (2, "1", "1 (OPENBLAS_NUM_THREADS=1)"), (2, "follow", "2 (follows --threads)")):
+names = {"panels": "panels (the default)", "onecall": "one call per product (DD_GEMM_PANELS=1)",
+         "openblas": "one call on OpenBLAS's own threads (OPENBLAS_NUM_THREADS)",
+         "base": "base build (OpenBLAS follows --threads)"}
+for t, b in ((1, "panels"), (1, "onecall"), (2, "panels"), (2, "openblas"), (1, "base"), (2, "base")):
     v = g(t, b)
     if v is None or not base: continue
-    ref = "" if t == 1 else ("1.7x: " + ("reached" if v / base >= 1.7 else "not reached"))
-    print(f"| {t} | {name} | {v:.1f} | {g(t, b, 'cpu_s'):.1f} | {v / base:.2f}x | {100 * g(t, b, 'cpu_s') / peak:.0f} % | {ref} |")
+    print(f"| {t} | {names[b]} | {v:.1f} | {g(t, b, 'cpu_s'):.1f} | {paired(t, b, 'time_s')} | {paired(t, b, 'cpu_s')}"
+          f" | {100 * g(t, b, 'cpu_s') / peak:.0f} % |")
 EOF
 echo "load at the end: $(load)"

@@ -10,6 +10,7 @@
  * the evaluation workspace cap; nperseg 2^20 on splits of a few thousand samples
  * evaluates in about 100 MB; at nperseg 32768 the evaluation workspace stays under one
  * segment's forward workspace and the peak RSS near the split copies). */
+#include <cblas.h> /* openblas_set_num_threads */
 #include <complex.h>
 #include <math.h>
 #include <pthread.h>
@@ -1127,27 +1128,32 @@ static void test_batch_chunks(void) {
             }
             dd_nn_threads_set(1);
             if (bi == 0 && k == 0) {
-                /* dd_nn_threads_set also sets OpenBLAS's threads when OPENBLAS_NUM_THREADS is
-                 * unset (ctest sets it): one inside the chunks' region, its count back after
-                 * it, the numbers unchanged; OPENBLAS_NUM_THREADS set: its count left alone */
+                /* dd_nn_threads_set puts OpenBLAS on one thread when OPENBLAS_NUM_THREADS is
+                 * unset (ctest sets it; the layers' large sgemm calls then run in panels on
+                 * the library's threads), the numbers unchanged; OPENBLAS_NUM_THREADS set:
+                 * its count left alone, one inside the chunks' region, back after it */
                 const char *env = getenv("OPENBLAS_NUM_THREADS");
                 char saved[32] = "";
                 if (env) snprintf(saved, sizeof saved, "%s", env);
                 unsetenv("OPENBLAS_NUM_THREADS");
+                openblas_set_num_threads(2);
                 if (dd_nn_threads_set(2) == 2) {
-                    CHECK(dd_nn_blas_threads() == 2, "dd_nn_threads_set(2): OpenBLAS %d threads", dd_nn_blas_threads());
+                    CHECK(dd_nn_blas_threads() == 1, "dd_nn_threads_set(2): OpenBLAS %d thread(s)", dd_nn_blas_threads());
                     double sse = -1.0;
                     CHECK_OK(dd_trainer_compute_grads(tr, 1, lo, hi, glob, NULL, &sse));
                     CHECK(memcmp(dd_trainer_grads(tr), ref, nf * sizeof(float)) == 0 && sse == ssum,
-                          "2 threads, OpenBLAS 2: the chunks' gradient and sse bit for bit");
-                    CHECK(dd_nn_blas_threads() == 2, "OpenBLAS's count back after the chunks: %d",
-                          dd_nn_blas_threads());
-                    dd_nn_threads_set(1);
-                    CHECK(dd_nn_blas_threads() == 1, "dd_nn_threads_set(1): OpenBLAS %d", dd_nn_blas_threads());
+                          "2 threads, OpenBLAS 1: the chunks' gradient and sse bit for bit");
                     setenv("OPENBLAS_NUM_THREADS", "3", 1);
+                    openblas_set_num_threads(3);
                     dd_nn_threads_set(2);
-                    CHECK(dd_nn_blas_threads() == 1, "OPENBLAS_NUM_THREADS set: OpenBLAS's count left at %d",
+                    CHECK(dd_nn_blas_threads() == 3, "OPENBLAS_NUM_THREADS set: OpenBLAS's count left at %d",
                           dd_nn_blas_threads());
+                    sse = -1.0;
+                    CHECK_OK(dd_trainer_compute_grads(tr, 1, lo, hi, glob, NULL, &sse));
+                    CHECK(memcmp(dd_trainer_grads(tr), ref, nf * sizeof(float)) == 0 && sse == ssum,
+                          "2 threads, OpenBLAS 3 (one inside the chunks): the chunks' gradient and sse bit for bit");
+                    CHECK(dd_nn_blas_threads() == 3, "OpenBLAS's count back after the chunks: %d", dd_nn_blas_threads());
+                    openblas_set_num_threads(1);
                 }
                 if (*saved) setenv("OPENBLAS_NUM_THREADS", saved, 1);
                 else unsetenv("OPENBLAS_NUM_THREADS");

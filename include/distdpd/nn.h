@@ -64,16 +64,22 @@ void dd_dense_backward_f64(double *din, double *dw, double *db, const double *do
  * count never changes a result (bit-identical). Default: the environment variable
  * DD_THREADS, else 1. dd_nn_threads_set clamps to [1, 256] and returns the count in use;
  * not thread-safe against running kernels. Without OpenMP in the build: always 1.
- * dd_nn_threads_set also gives OpenBLAS n threads (openblas_set_num_threads; its sgemm
- * calls outside the trainer's batch chunks: large models, sharded and pipelined stages,
- * evaluation), unless OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS is set to a positive count
- * (that count then stays OpenBLAS's); the first-use default (DD_THREADS, else 1) leaves
- * OpenBLAS's count as it is. Inside the batch chunks' parallel region OpenBLAS runs on
- * one thread. OpenBLAS's threaded sgemm can change the last bits of a result against one
- * thread (docs/performance.md, "OpenBLAS's threads"); dd_nn_blas_threads: its count now. */
+ * The layers' float sgemm calls: dd_nn_threads_set puts OpenBLAS on one thread
+ * (openblas_set_num_threads(1)) and a large product (each panel >= 128 rows or columns
+ * and 2^23 multiply-adds) is cut into up to dd_nn_sgemm_panels_max() panels of whole
+ * rows or columns of C, one single-threaded sgemm each, run on the n threads. The cut
+ * depends on the product's shape only (and on the cap: the environment variable
+ * DD_GEMM_PANELS, default 2, at most 64), never on n, so the thread count never changes
+ * a bit (docs/performance.md, "OpenBLAS's threads and the layers' sgemm panels").
+ * OPENBLAS_NUM_THREADS or GOTO_NUM_THREADS set to a positive count: that count stays
+ * OpenBLAS's, and with more than one the products run as one call on OpenBLAS's own
+ * threads, whose threaded sgemm can change the last bits against one thread (an
+ * opt-in). The first-use default (DD_THREADS, else 1) leaves OpenBLAS's count as it is.
+ * dd_nn_blas_threads: OpenBLAS's count now; dd_nn_sgemm_panels_max: the cap in use. */
 int dd_nn_threads_set(int n);
 int dd_nn_threads(void);
 int dd_nn_blas_threads(void);
+int dd_nn_sgemm_panels_max(void);
 /* The cores this process may run on (sched_getaffinity) divided among the ranks of its
  * node (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS or SLURM_NTASKS_PER_NODE; 1 when
  * none is set), at least 1: the default of the command's --threads. */

@@ -537,15 +537,14 @@ static void help_train(int dpd) {
            "  choose the strategy (distdpd strategies lists them and what chooses each).\n");
     dd_cli_help_strategy_opts();
     printf(           "  --threads N         threads per rank: a step's batch chunks of 32 frames, the\n"
-           "                      layer kernels, and OpenBLAS's threads for the sgemm calls of\n"
-           "                      unchunked steps (large models, slices of <= 32 frames) and\n"
-           "                      evaluation (default: DD_THREADS, else the cores the rank may\n"
-           "                      run on divided among the ranks of its node); OPENBLAS_NUM_THREADS\n"
-           "                      set: OpenBLAS keeps that count. The batch chunks and the layer\n"
-           "                      kernels never change a result; OpenBLAS's threaded sgemm can\n"
-           "                      change the last bits (OPENBLAS_NUM_THREADS=1: bit-identical;\n"
-           "                      docs/performance.md); on a machine shared with other jobs set\n"
-           "                      OMP_WAIT_POLICY=passive\n"
+           "                      layer kernels, and the large sgemm products, cut by shape into\n"
+           "                      up to DD_GEMM_PANELS (default 2) panels, OpenBLAS on one thread\n"
+           "                      (default: DD_THREADS, else the cores the rank may run on\n"
+           "                      divided among the ranks of its node). The thread count never\n"
+           "                      changes a result. OPENBLAS_NUM_THREADS set: OpenBLAS keeps that\n"
+           "                      count, and above 1 runs the products on its own threads, which\n"
+           "                      can change the last bits (docs/performance.md); on a machine\n"
+           "                      shared with other jobs set OMP_WAIT_POLICY=passive\n"
            "  --mem-limit-mb N    arena budget per rank in MiB: an allocation of parameters,\n"
            "                      gradients, optimiser state or activations beyond it fails,\n"
            "                      naming what, how much and the limit (default: none);\n"
@@ -1113,8 +1112,14 @@ static int cmd_train(int argc, char **argv, int dpd) {
     {
         const char *env = getenv("DD_THREADS");
         const int nt = dd_nn_threads_set(threads ? (int)threads : env && *env ? dd_nn_threads() : dd_nn_threads_owned());
-        if (verbosity > 0 && rank == 0)
-            fprintf(stderr, "%s: %d thread(s) per rank, OpenBLAS %d thread(s)\n", NAME, nt, dd_nn_blas_threads());
+        if (verbosity > 0 && rank == 0) {
+            const int blas = dd_nn_blas_threads();
+            if (blas == 1) /* the layers' large sgemm calls: panels of C on the rank's threads */
+                fprintf(stderr, "%s: %d thread(s) per rank, OpenBLAS 1 thread(s), large products in up to %d panels\n",
+                        NAME, nt, dd_nn_sgemm_panels_max());
+            else
+                fprintf(stderr, "%s: %d thread(s) per rank, OpenBLAS %d thread(s) of its own\n", NAME, nt, blas);
+        }
     }
     sargs.nranks = nranks;
     if ((st = dd_strategy_choose(&sargs, &sdef)) != DD_OK) goto fail;

@@ -16,6 +16,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "simd.h" /* dd_nn_sgemm */
+
 #undef dd_real
 #undef RFN
 #undef RFN_
@@ -40,7 +42,7 @@
 #define R_TANH dd_nn_tanhf
 #define R_SIGMOID dd_nn_sigmoidf
 #define R_SQRT sqrtf
-#define R_GEMM cblas_sgemm
+#define R_GEMM cblas_sgemm /* dd_nn_gemm: dd_nn_sgemm, below */
 #endif
 #define RFN(name) RFN_(name)
 
@@ -137,8 +139,12 @@ static inline void RFN(dd_nn_gemm)(int ta, int tb, size_t M, size_t N, size_t K,
             for (size_t j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
         return;
     }
+#if DD_NN_DOUBLE
     R_GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,
            (int)N, (int)K, alpha, A, (int)lda, Bm, (int)ldb, beta, C, (int)ldc);
+#else /* large products in panels on the library's threads (cut by shape: any thread count, the same bits) */
+    dd_nn_sgemm(ta, tb, M, N, K, alpha, A, lda, Bm, ldb, beta, C, ldc);
+#endif
 }
 
 static inline dd_real RFN(dd_nn_sigmoid)(dd_real x) { return R_SIGMOID(x); }

@@ -106,7 +106,9 @@ static int threads_clamp(int n) {
 int dd_nn_threads_set(int n) {
     n = threads_clamp(n);
     atomic_store_explicit(&threads_cur, n, memory_order_relaxed);
-    if (!blas_env_threads()) openblas_set_num_threads(n); /* the unchunked steps' sgemm calls */
+    /* OpenBLAS on one thread: the layers' large sgemm calls run in panels on the n threads
+     * (gemm_panels.c), bit-identical at any n, where OpenBLAS's own threads are not */
+    if (!blas_env_threads()) openblas_set_num_threads(1);
     return n;
 }
 

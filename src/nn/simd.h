@@ -110,6 +110,24 @@ void dd_nn_threads_local(int n);
 int dd_nn_blas_threads_one(void);
 void dd_nn_blas_threads_restore(int was);
 
+/* ---- the layers' float sgemm (gemm_panels.c; dd_nn_gemm of nn_real.h): row-major
+ * C (M x N) = alpha op(A) op(B) + beta C, ta/tb 0 plain, 1 transposed, dimensions > 0.
+ * While OpenBLAS runs on one thread, a large product runs as dd_nn_sgemm_panels(M, N, K)
+ * panels of C (whole rows or columns), one single-threaded cblas_sgemm each, on up to
+ * dd_nn_threads() OpenMP threads; the cut depends on the shape only, so the thread count
+ * never changes a bit. OpenBLAS with threads of its own (OPENBLAS_NUM_THREADS > 1): one call. */
+void dd_nn_sgemm(int ta, int tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
+                 const float *B, size_t ldb, float beta, float *C, size_t ldc);
+/* the panels of a product (1: one call): up to dd_nn_sgemm_panels_max() (DD_GEMM_PANELS,
+ * default 2), each at least 128 rows or columns and 2^23 multiply-adds; by rows of C when
+ * M > N, else by columns. Independent of the thread count. */
+int dd_nn_sgemm_panels(size_t M, size_t N, size_t K, int *by_rows);
+int dd_nn_sgemm_panels_set_max(int n); /* clamps to [1, 64]; returns the cap in use */
+/* C in p panels of rows (by_rows) or columns, starts floor(D i / p) rounded down to a
+ * multiple of 64, on min(nth, p) threads; no size check (the tests') */
+void dd_nn_sgemm_split(int by_rows, int p, int nth, int ta, int tb, size_t M, size_t N, size_t K, float alpha,
+                       const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc);
+
 /* ---- layout changes between (B, T, C) tensors and feature-major rows over time-major
  * columns (row c, column t*B + b; rows ld apart), in tiles of 16 frames x 16 steps so that
  * whole cache lines are read and written (simd.c; plain C).

@@ -5,9 +5,9 @@
 # 2 threads for a tcn (threaded depthwise convolutions) and for lstm, resnet, dgru and
 # hammerstein (a batch of 80 frames: 3 batch chunks on 2 threads); 2 ranks of
 # 1 thread equal 1 rank of 2 threads to float rounding (data-parallel sums differ in the
-# last bits, as for any rank count); a large model (no batch chunks) with --threads 2
-# gives OpenBLAS 2 threads unless OPENBLAS_NUM_THREADS is set; --threads out of range is
-# a usage error; --help documents it.
+# last bits, as for any rank count); a large model (no batch chunks) gives one thread's
+# bits at 2 threads (its sgemm calls in panels) on OpenBLAS's SkylakeX and Haswell
+# kernels; --threads out of range is a usage error; --help documents it.
 set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
@@ -59,27 +59,37 @@ for m in lstm resnet dgru hammerstein; do
 done
 
 # a large model (resnet 256 x 8: 2.1 M floats) on slices of 4 frames (no batch chunks):
-# --threads also gives OpenBLAS N threads for its sgemm calls unless OPENBLAS_NUM_THREADS
-# is set. With OPENBLAS_NUM_THREADS=1 (ctest's) 1 and 2 threads agree bit for bit; with
-# OpenBLAS's own threads bit for bit where docs/performance.md says so (OpenBLAS's
-# SkylakeX kernel: every K of these sgemm calls, 768, 256 and 800, is a multiple of 32),
-# else to float rounding.
+# --threads puts OpenBLAS on one thread and cuts its large sgemm calls into panels (by
+# shape, never by the thread count) run on the threads, so 1 and 2 threads agree bit for
+# bit without OPENBLAS_NUM_THREADS, on OpenBLAS's SkylakeX kernel (AVX-512) and on its
+# Haswell kernel (AVX2: where OpenBLAS's own threads differed on every threaded call),
+# each where this CPU can run it; and with ctest's OPENBLAS_NUM_THREADS=1. OpenBLAS's own
+# threads (OPENBLAS_NUM_THREADS=2, the opt-in) stay within float rounding.
 BIG=(--data "$D" --model resnet --hidden 256 --layers 8 --frame 200 --stride 800 --batch 4 --lr 1e-3 --epochs 1
     --progress none -v)
-for nt in 1 2; do
-    run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/big_$nt"
-    expect_rc 0 "train-pa resnet 256 x 8 --threads $nt (OPENBLAS_NUM_THREADS=1)"
-    has "$ERR" "$nt thread(s) per rank, OpenBLAS 1 thread(s)" "OPENBLAS_NUM_THREADS=1 wins over --threads $nt"
-    OPENBLAS_NUM_THREADS='' run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/bigb_$nt"
-    expect_rc 0 "train-pa resnet 256 x 8 --threads $nt (OpenBLAS's threads)"
-    has "$ERR" "$nt thread(s) per rank, OpenBLAS $nt thread(s)" "--threads $nt gives OpenBLAS $nt threads"
+cores=()
+grep -qw avx512f /proc/cpuinfo && cores+=(SkylakeX)
+grep -qw avx2 /proc/cpuinfo && cores+=(Haswell)
+for core in "${cores[@]}"; do
+    for nt in 1 2; do
+        OPENBLAS_NUM_THREADS='' OPENBLAS_CORETYPE=$core run train-pa "${BIG[@]}" --threads "$nt" --out "$TMP/big${core}_$nt"
+        expect_rc 0 "train-pa resnet 256 x 8 --threads $nt (OpenBLAS $core, OPENBLAS_NUM_THREADS unset)"
+        has "$ERR" "$nt thread(s) per rank, OpenBLAS 1 thread(s), large products in up to 2 panels" \
+            "--threads $nt: OpenBLAS on one thread, the products in panels"
+    done
+    if grep -q "\"blas_core\":[[:space:]]*\"$core\"" "$TMP/big${core}_2/config.json"; then pass; else
+        fail "OPENBLAS_CORETYPE=$core did not take effect (config.json's blas_core)"
+    fi
+    same_run "$TMP/big${core}_1" "$TMP/big${core}_2" "resnet 256 x 8 --threads 2, OpenBLAS $core"
 done
-same_run "$TMP/big_1" "$TMP/big_2" "resnet 256 x 8 --threads 2, OPENBLAS_NUM_THREADS=1"
-if grep -q '"blas_core":[[:space:]]*"SkylakeX"' "$TMP/bigb_2/config.json"; then
-    same_run "$TMP/bigb_1" "$TMP/bigb_2" "resnet 256 x 8 --threads 2, OpenBLAS SkylakeX 2 threads"
-else
-    same_metrics "$(ev "$TMP/bigb_1")" "$(ev "$TMP/bigb_2")" "resnet 256 x 8 --threads 2, OpenBLAS 2 threads"
-fi
+run train-pa "${BIG[@]}" --threads 2 --out "$TMP/big_2"
+expect_rc 0 "train-pa resnet 256 x 8 --threads 2 (OPENBLAS_NUM_THREADS=1)"
+has "$ERR" "2 thread(s) per rank, OpenBLAS 1 thread(s), large products in up to 2 panels" "OPENBLAS_NUM_THREADS=1"
+[ "${#cores[@]}" -gt 0 ] && same_run "$TMP/big${cores[0]}_1" "$TMP/big_2" "resnet 256 x 8 --threads 2, OPENBLAS_NUM_THREADS=1"
+OPENBLAS_NUM_THREADS=2 run train-pa "${BIG[@]}" --threads 2 --out "$TMP/bigb_2"
+expect_rc 0 "train-pa resnet 256 x 8 --threads 2 (OPENBLAS_NUM_THREADS=2)"
+has "$ERR" "2 thread(s) per rank, OpenBLAS 2 thread(s) of its own" "OPENBLAS_NUM_THREADS=2 wins over --threads"
+same_metrics "$(ev "$TMP/big_2")" "$(ev "$TMP/bigb_2")" "resnet 256 x 8 on OpenBLAS's own 2 threads"
 
 # hybrid: 2 ranks x 1 thread against 1 rank x 2 threads
 if command -v mpirun >/dev/null 2>&1; then
