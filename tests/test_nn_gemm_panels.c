@@ -16,7 +16,12 @@
  *   OpenBLAS's own threads (its count > 1) dd_nn_sgemm is one call.
  * All of it on the OpenBLAS core this CPU gets, then (OPENBLAS_CORETYPE unset, an AVX2
  * CPU) once more on OpenBLAS's Haswell kernel (the process runs itself again with
- * OPENBLAS_CORETYPE=Haswell), where a panel's bits differ from one call's. */
+ * OPENBLAS_CORETYPE=Haswell), where a panel's bits differ from one call's.
+ * Under valgrind (DD_TEST_VALGRIND, tests/valgrind.sh; about 50x slower) the same checks
+ * run on products just above the cutting threshold instead of the model shapes, at 1 and
+ * 2 threads, with one forced cut (3 panels on 2 threads) per product (the full set: over
+ * 900 s there), and not again on the Haswell kernel (valgrind hides AVX-512, so OpenBLAS
+ * already picks its Haswell kernel under it). */
 #include <cblas.h>
 #include <stdint.h>
 
@@ -25,6 +30,8 @@
 #include "nn/simd.h"
 
 static uint64_t seed = 0x9e3779b97f4a7c15ull;
+/* under valgrind (DD_TEST_VALGRIND): fewer thread counts and forced cuts per product */
+static int vg;
 static float rnd(void) {
     seed ^= seed << 13;
     seed ^= seed >> 7;
@@ -72,17 +79,17 @@ static void check_shape(shape s, int ta, int tb, float alpha, float beta, int ex
     else CHECK(p == 1, "%s: one call, not %d panels", what, p);
     memcpy(ref, C0, nc * sizeof *ref);
     ref_panels(rows, p, ta, tb, s, alpha, A, lda, B, ldb, beta, ref, ldc);
-    for (int nt = 1; nt <= 4 && dd_nn_threads_set(nt) == nt; nt++) {
+    for (int nt = 1; nt <= (vg ? 2 : 4) && dd_nn_threads_set(nt) == nt; nt++) {
         memcpy(C, C0, nc * sizeof *C);
         dd_nn_sgemm(ta, tb, s.M, s.N, s.K, alpha, A, lda, B, ldb, beta, C, ldc);
         CHECK(memcmp(C, ref, nc * sizeof *C) == 0, "%s, %d threads (%d panels): the panels' bits", what, nt, p);
     }
     dd_nn_threads_set(1);
     for (int by_rows = 0; by_rows <= 1 && expect_split; by_rows++)
-        for (int q = 2; q <= 5; q += q == 2 ? 1 : 2) {
+        for (int q = vg ? 3 : 2; q <= (vg ? 3 : 5); q += q == 2 ? 1 : 2) {
             memcpy(ref, C0, nc * sizeof *ref);
             ref_panels(by_rows, q, ta, tb, s, alpha, A, lda, B, ldb, beta, ref, ldc);
-            for (int nth = 1; nth <= 3; nth++) {
+            for (int nth = vg ? 2 : 1; nth <= (vg ? 2 : 3); nth++) {
                 memcpy(C, C0, nc * sizeof *C);
                 dd_nn_sgemm_split(by_rows, q, nth, ta, tb, s.M, s.N, s.K, alpha, A, lda, B, ldb, beta, C, ldc);
                 CHECK(memcmp(C, ref, nc * sizeof *C) == 0, "%s, %d panels by %s on %d threads: the panels' bits", what,
@@ -125,12 +132,17 @@ int main(int argc, char **argv) {
     const shape big[] = {{800, 512, 1536}, {512, 1536, 800}, {800, 1536, 512}, {800, 256, 768}, {256, 768, 800},
                          {800, 1024, 1024}, {1024, 1024, 800}, {333, 517, 1000}, {130, 1000, 4096}, {1001, 131, 700},
                          {600, 512, 1536}, {257, 1023, 449}};
-    for (int cap = 2; cap <= 3; cap++) {
+    /* valgrind: just above the threshold, by columns, by rows, square (each panel >= 2^23) */
+    const shape vgbig[] = {{260, 300, 300}, {300, 260, 257}, {256, 256, 256}};
+    vg = getenv("DD_TEST_VALGRIND") != NULL;
+    const shape *cases = vg ? vgbig : big;
+    const size_t ncases = vg ? sizeof vgbig / sizeof vgbig[0] : sizeof big / sizeof big[0];
+    for (int cap = 2; cap <= (vg ? 2 : 3); cap++) {
         dd_nn_sgemm_panels_set_max(cap);
-        for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+        for (size_t i = 0; i < ncases; i++)
             for (int t = 0; t < 4; t++)
                 if (cap == 2 || (t + (int)i) % 3 == 0) /* cap 3: a third of the cases */
-                    check_shape(big[i], t & 1, t >> 1, i % 2 ? 0.7f : 1.0f, (float)((t + (int)i) % 2), 1);
+                    check_shape(cases[i], t & 1, t >> 1, i % 2 ? 0.7f : 1.0f, (float)((t + (int)i) % 2), 1);
     }
     dd_nn_sgemm_panels_set_max(2);
     /* too small to cut: one call's bits at any thread count */
@@ -142,7 +154,7 @@ int main(int argc, char **argv) {
     dd_nn_threads_set(2);
     openblas_set_num_threads(2); /* after dd_nn_threads_set, which puts OpenBLAS on one thread */
     if (openblas_get_num_threads() == 2) {
-        const shape s = big[0];
+        const shape s = cases[0];
         float *A = dd_calloc(s.M * s.K, 4), *B = dd_calloc(s.K * s.N, 4), *C = dd_calloc(s.M * s.N, 4),
               *R = dd_calloc(s.M * s.N, 4);
         for (size_t i = 0; i < s.M * s.K; i++) A[i] = rnd();
@@ -161,7 +173,8 @@ int main(int argc, char **argv) {
     /* once more on OpenBLAS's Haswell kernel (AVX2 machines), whose panels differ from one
      * call in the last bits (SkylakeX's mostly do not), when this CPU can run it */
     __builtin_cpu_init();
-    if (rc == 0 && !getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (rc == 0 && !vg && !getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma")) {
         fflush(stdout);
         setenv("OPENBLAS_CORETYPE", "Haswell", 1);
         execv("/proc/self/exe", argv);
