@@ -9,7 +9,8 @@
 # on any memcheck error or definite leak; the valgrind reports of failing tests are
 # printed. Left out (VG_EXCLUDE, a ctest -E regex): the *_avx2 repeats (valgrind 3.19
 # hides AVX-512 from the program, so under it the default SIMD path already is the AVX2
-# one they select). test_train_learn runs its small configuration here (DD_TEST_VALGRIND).
+# one they select). test_train_learn runs its small configuration here, test_nn_gemm_panels
+# its small products (DD_TEST_VALGRIND).
 # DD_TEST_TIMEOUT_SCALE (default 20) stretches the waits of tests that wait for an event
 # with a deadline (dd_test_timeout_scale in tests/dd_test.h); DD_TEST_VALGRIND=1 tells
 # the resource probes (tests/probe_test_util.h) that peak RSS means nothing here, and
