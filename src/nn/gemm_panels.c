@@ -46,10 +46,11 @@ static size_t panel_start(size_t D, int i, int p) {
 void dd_nn_sgemm_split(int by_rows, int p, int nth, int ta, int tb, size_t M, size_t N, size_t K, float alpha,
                        const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc) {
     const size_t D = by_rows ? M : N;
-    if (nth > p) nth = p;
-    (void)nth;
 #ifdef _OPENMP
+    if (nth > p) nth = p;
 #pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
+#else
+    (void)nth; /* one thread without OpenMP */
 #endif
     for (int i = 0; i < p; i++) {
         const size_t a = panel_start(D, i, p), w = panel_start(D, i + 1, p) - a;

@@ -18,9 +18,12 @@
 #include "gru_impl.h"
 
 size_t dd_gru_workspace_size(int B, int T, int D, int H) {
-    /* layout in gru_impl.h: TB (9H + 2D) + 4 H B, rows up to dd_nn_gru_ld(TB) apart */
-    const size_t TB = dd_nn_gru_ld((size_t)B * (size_t)T);
-    return TB * (9 * (size_t)H + 2 * (size_t)D) + 4 * (size_t)H * (size_t)B;
+    /* layout in gru_impl.h: LD (9H + 2D) + 4 H B with rows up to LD = dd_nn_gru_ld(TB)
+     * apart, then the weight-gradient partials: a chunk of DD_NN_NT_KC columns holds at most
+     * 3H (H + 1) (W_hh and b_hh) + 3H (D + 1) (W_ih and b_ih) floats */
+    const size_t TB = (size_t)B * (size_t)T, LD = dd_nn_gru_ld(TB), h = (size_t)H, d = (size_t)D;
+    const size_t parts = (TB + DD_NN_NT_KC - 1) / DD_NN_NT_KC * 3 * h * (h + d + 2);
+    return LD * (9 * h + 2 * d) + 4 * h * (size_t)B + parts;
 }
 
 /* Registers the four tensors of layer `layer` of a GRU/LSTM: weight_ih (rows, D),

@@ -12,6 +12,8 @@
  *   dxtm   TB x D    input gradient in time-major order                    backward
  *   S      3H x B    W_hh h_{t-1} + b_hh of the current step, then h_t     forward scratch
  *   dh     H x B     running dL/dh_{t-1}                                   backward scratch
+ *   part   ceil(TB / DD_NN_NT_KC) x 3H (H + D + 2)   the fused path's weight-gradient
+ *                    partials, chunk by chunk (simd.h)                    backward scratch
  * With this dG layout the recurrent gradient is rows [0, 3H) (one GEMM against W_hh) and
  * the input gradient rows [0, 2H) + [3H, 4H) (two GEMMs against W_ih).
  *
@@ -21,16 +23,14 @@
  * weight gradients and dx stay as below. */
 
 typedef struct {
-    dd_real *xfm, *hprev, *gates, *dG, *dxtm, *S, *dh;
+    dd_real *xfm, *hprev, *gates, *dG, *dxtm, *S, *dh, *part;
 } RFN(dd_gru_ws);
 
 /* Rows TB apart, or LD (dd_nn_gru_ld) on the fused path (xfm, hprev, dG; its gates are
  * step-major): dd_gru_workspace_size counts the larger. */
-static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t T, size_t D, size_t H,
-                                           size_t LD) {
+static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t D, size_t H, size_t LD) {
     RFN(dd_gru_ws) w;
     const size_t TB = LD;
-    (void)T;
     w.xfm = ws;
     w.hprev = w.xfm + TB * D;
     w.gates = w.hprev + H * TB;
@@ -38,6 +38,7 @@ static RFN(dd_gru_ws) RFN(dd_gru_ws_split)(dd_real *ws, size_t B, size_t T, size
     w.dxtm = w.dG + 4 * H * TB;
     w.S = w.dxtm + TB * D;
     w.dh = w.S + 3 * H * B;
+    w.part = w.dh + H * B;
     return w;
 }
 
@@ -55,7 +56,7 @@ void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_r
                          const dd_real *w_ih, const dd_real *w_hh, const dd_real *b_ih,
                          const dd_real *b_hh, int B_, int T_, int D_, int H_) {
     const size_t B = (size_t)B_, T = (size_t)T_, D = (size_t)D_, H = (size_t)H_, TB = T * B;
-    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H, RFN(dd_gru_ld)(TB, H));
+    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, D, H, RFN(dd_gru_ld)(TB, H));
     dd_real *const gates = w.gates, *const hprev = w.hprev, *const S = w.S;
 
 #if !DD_NN_DOUBLE
@@ -108,7 +109,7 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
                           const dd_real *w_ih, const dd_real *w_hh, int B_, int T_, int D_, int H_) {
     const size_t B = (size_t)B_, T = (size_t)T_, D = (size_t)D_, H = (size_t)H_, TB = T * B;
     const size_t LD = RFN(dd_gru_ld)(TB, H); /* == TB off the fused path */
-    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, T, D, H, LD);
+    const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, D, H, LD);
     const dd_real *const gates = w.gates, *const hprev = w.hprev;
     dd_real *const dG = w.dG, *const dh = w.dh;
     (void)x; /* the forward's feature-major copy w.xfm is used instead */
@@ -133,12 +134,11 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
         int steps = np > 0 && dd_nn_gru_wgrad_steps();
         for (int i = 0; i < np; i++) steps &= dd_nn_gemm_nt_fast(level, p[i].M, p[i].N);
         const size_t nf = steps ? (TB + DD_NN_NT_KC - 1) / DD_NN_NT_KC * dd_nn_nt_part_size(p, np) : 0;
-        float *part = nf ? malloc(nf * sizeof(float)) : NULL;
-        for (size_t i = 0; part && i < nf; i++) part[i] = -0.0f; /* -0 + s == s for every s */
+        float *part = nf ? w.part : NULL; /* nf <= dd_gru_workspace_size's part rows */
+        for (size_t i = 0; i < nf; i++) part[i] = -0.0f; /* -0 + s == s for every s */
         dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL, p,
                            part ? np : 0, part);
         if (part) dd_nn_nt_parts_add(p, np, part), wdone = 1;
-        free(part);
         fast = 1;
     }
 #endif
