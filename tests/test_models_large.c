@@ -45,9 +45,11 @@ static void check_count(const char *name, int hidden, int layers, int kernel, in
     dd_model_destroy(&m);
 }
 
-/* resnet: workspace (2L + 5) r16(BT C) + r16(6 BT) and saved (2L + 1) r16(BT C) + r16(6 BT)
+/* resnet: workspace (2L + 5) r16(BT C) + r16(6 BT) + W and saved (2L + 1) r16(BT C) + r16(6 BT)
  * (model.c's layout: L + 1 boundaries, the stem's features, one saved tanh per block,
- * scratch 2 BT C, two gradient buffers of BT C). */
+ * scratch 2 BT C + W, two gradient buffers of BT C), W = r16(2 R C K) the im2col blocks of
+ * the blocks' convolutions when C > 96 and K > 1 (else 0), R = min(BT, max(64, 2^20 / (C K)))
+ * rows per block (conv_gemm.c). */
 static void check_resnet_sizes(int C, int L, int K, int B, int T) {
     dd_model *m = create("resnet", C, L, K, 0);
     if (!m) return;
@@ -56,7 +58,11 @@ static void check_resnet_sizes(int C, int L, int K, int B, int T) {
     CHECK(dd_model_num_params(m) == params, "resnet %d x %d x %d: %zu parameters, formula %llu", C, L, K,
           dd_model_num_params(m), (unsigned long long)params);
     const uint64_t nc = r16(BT * c), nf = r16(BT * 6);
-    const uint64_t ws = (2 * l + 5) * nc + nf, saved = (2 * l + 1) * nc + nf;
+    uint64_t R = ((uint64_t)1 << 20) / (c * k);
+    R = R < 64 ? 64 : R;
+    R = R < BT ? R : BT;
+    const uint64_t W = c > 96 && k > 1 ? r16(2 * R * c * k) : 0;
+    const uint64_t ws = (2 * l + 5) * nc + nf + W, saved = (2 * l + 1) * nc + nf;
     const size_t S = dd_model_num_stages(m);
     CHECK(S == (size_t)L + 2, "resnet: %zu stages", S);
     CHECK(dd_model_workspace_size(m, B, T) == ws, "resnet %d x %d at B T = %llu: workspace %zu, formula %llu", C, L,

@@ -326,6 +326,23 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
         CHECK_CLOSE("conv din", fdx, dx, nin, ctx);
         CHECK_CLOSE("conv dW", fdw, dw, nw, ctx);
         if (bias) CHECK_CLOSE("conv db", fdb, db, (size_t)co, ctx);
+        /* with caller scratch (resnet's blocks): the same floats, from a scratch full of NaN
+         * (every float of it written before it is read), twice (reused as left) */
+        const size_t nws = dd_conv1d_scratch_floats(B, T, ci, co, K, groups);
+        float *ws = nws ? dd_calloc(nws, sizeof(float)) : NULL;
+        if (ws)
+            for (size_t i = 0; i < nws; i++) ws[i] = NAN;
+        for (int rep = 0; rep < 2; rep++) {
+            float *wy = fzero(nout), *wdx = fzero(nin), *wdw = fzero(nw), *wdb = fzero((size_t)co);
+            dd_conv1d_forward_ws(wy, fx, fw, bias ? fb : NULL, B, T, ci, co, K, dil, groups, ws);
+            dd_conv1d_backward_ws(wdx, wdw, bias ? wdb : NULL, fG, fx, fw, B, T, ci, co, K, dil, groups, ws);
+            CHECK(memcmp(fy, wy, nout * sizeof(float)) == 0 && memcmp(fdx, wdx, nin * sizeof(float)) == 0 &&
+                      memcmp(fdw, wdw, nw * sizeof(float)) == 0 &&
+                      memcmp(fdb, wdb, (size_t)co * sizeof(float)) == 0,
+                  "%s: with scratch (%zu floats, use %d) differs from without", ctx, nws, rep + 1);
+            dd_free(wy), dd_free(wdx), dd_free(wdw), dd_free(wdb);
+        }
+        dd_free(ws);
         /* adds; each gradient may be skipped alone */
         float *dx2 = fzero(nin), *dw2 = fzero(nw), *db2 = fzero((size_t)co);
         memcpy(dx2, fdx, nin * sizeof(float));
@@ -688,6 +705,8 @@ int main(void) {
     test_conv(2, 7, 100, 70, 3, 2, 1, 1);  /* im2col + sgemm (any route) */
     test_conv(3, 5, 9, 11, 7, 1, 1, 0);    /* im2col, receptive field longer than the frame */
     test_conv(2, 300, 512, 8, 8, 3, 1, 1); /* im2col in 3 blocks of rows (Ci K = 4096) */
+    test_conv(2, 9, 97, 100, 3, 2, 1, 1);  /* im2col from caller scratch (both sides > 96) */
+    test_conv(2, 300, 520, 98, 8, 1, 1, 0); /* caller scratch in 3 blocks of rows (X, then dX) */
     test_conv(2, 12, 300, 300, 5, 3, 300, 0); /* depthwise, C K > 1024: heap */
 
     test_dense(203, 23, 2, 1);  /* output head: small-output kernel */

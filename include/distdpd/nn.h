@@ -168,6 +168,16 @@ void dd_conv1d_forward(float *out,      /* (B, T, c_out) */
 void dd_conv1d_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                         const float *w, int B, int T, int c_in, int c_out, int kernel,
                         int dilation, int groups);
+/* The same with caller-owned scratch for a wide layer's im2col blocks (groups 1, kernel > 1,
+ * both c_in and c_out > 96, which no SIMD kernel takes: OpenBLAS products of im2col
+ * blocks), instead of a buffer allocated per call: dd_conv1d_scratch_floats floats (0 for
+ * other layers, whose scratch may then be NULL), any contents, overwritten. The same
+ * floats as dd_conv1d_forward / _backward. */
+size_t dd_conv1d_scratch_floats(int B, int T, int c_in, int c_out, int kernel, int groups);
+void dd_conv1d_forward_ws(float *out, const float *in, const float *w, const float *b, int B, int T, int c_in,
+                          int c_out, int kernel, int dilation, int groups, float *scratch);
+void dd_conv1d_backward_ws(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                           int B, int T, int c_in, int c_out, int kernel, int dilation, int groups, float *scratch);
 /* A depthwise conv1d without bias (C channels, weight (C, 1, kernel)) fused with Hardswish
  * and, when resid, a residual add (tcn's layers): pre = conv(in), out = Hardswish(pre)
  * (+ in); pre may be NULL (not stored: backward recomputes it). The same floats as

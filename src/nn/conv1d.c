@@ -56,6 +56,45 @@ void dd_conv1d_layer_init(const dd_conv1d_layer *l, float *params, dd_rng *rng) 
     if (l->bias) dd_param_uniform(params + l->b, (size_t)l->c_out, k, rng);
 }
 
+/* Layers past the SIMD kernels' reach (6 vectors of 16 floats) always take the im2col
+ * products (conv_gemm.c); only they get scratch. */
+#define CONV_WS_MIN_CHANNELS 97
+
+static int conv_ws_takes(int c_in, int c_out, int kernel, int groups) {
+    return groups == 1 && kernel > 1 && c_in >= CONV_WS_MIN_CHANNELS && c_out >= CONV_WS_MIN_CHANNELS;
+}
+
+size_t dd_conv1d_scratch_floats(int B, int T, int c_in, int c_out, int kernel, int groups) {
+    if (B < 1 || T < 1 || !conv_ws_takes(c_in, c_out, kernel, groups)) return 0;
+    return dd_nn_conv_gemm_ws_floats((size_t)B, (size_t)T, (size_t)c_in, (size_t)kernel);
+}
+
+void dd_conv1d_forward_ws(float *out, const float *in, const float *w, const float *b, int B, int T, int c_in,
+                          int c_out, int kernel, int dilation, int groups, float *scratch) {
+    if (scratch && conv_ws_takes(c_in, c_out, kernel, groups)) {
+        /* dd_conv1d_forward's order: a SIMD kernel first (none takes these shapes today) */
+        if (dd_nn_conv_fast_forward(out, in, w, b, (size_t)B, (size_t)T, (size_t)c_in, (size_t)c_out,
+                                    (size_t)kernel, (size_t)dilation, 1) ||
+            dd_nn_conv_gemm_forward(out, in, w, b, (size_t)B, (size_t)T, (size_t)c_in, (size_t)c_out,
+                                    (size_t)kernel, (size_t)dilation, scratch))
+            return;
+    }
+    dd_conv1d_forward(out, in, w, b, B, T, c_in, c_out, kernel, dilation, groups);
+}
+
+void dd_conv1d_backward_ws(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                           int B, int T, int c_in, int c_out, int kernel, int dilation, int groups, float *scratch) {
+    if (scratch && conv_ws_takes(c_in, c_out, kernel, groups)) {
+        if (((din || dw || db) &&
+             dd_nn_conv_fast_backward(din, dw, db, dout, in, w, (size_t)B, (size_t)T, (size_t)c_in,
+                                      (size_t)c_out, (size_t)kernel, (size_t)dilation, 1)) ||
+            dd_nn_conv_gemm_backward(din, dw, db, dout, in, w, (size_t)B, (size_t)T, (size_t)c_in, (size_t)c_out,
+                                     (size_t)kernel, (size_t)dilation, scratch))
+            return;
+    }
+    dd_conv1d_backward(din, dw, db, dout, in, w, B, T, c_in, c_out, kernel, dilation, groups);
+}
+
 void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const float *w, int B, int T, int C,
                                  int kernel, int dilation, int resid) {
     const size_t n = (size_t)B * (size_t)T * (size_t)C;

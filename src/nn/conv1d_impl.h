@@ -69,7 +69,7 @@ void RFN(dd_conv1d_forward)(dd_real *out, const dd_real *in, const dd_real *w, c
     }
 #if !DD_NN_DOUBLE
     if (dd_nn_conv_fast_forward(out, in, w, b, (size_t)B_, T, Ci, Co, K, d, G)) return;
-    if (G == 1 && dd_nn_conv_gemm_forward(out, in, w, b, (size_t)B_, T, Ci, Co, K, d)) return;
+    if (G == 1 && dd_nn_conv_gemm_forward(out, in, w, b, (size_t)B_, T, Ci, Co, K, d, NULL)) return;
 #endif
     if (cig == 1 && cog == 1 && Ci * K <= DD_CONV_DW_MAX) {
         RFN(dd_conv1d_dw_forward)(out, in, w, b, BT, T, Ci, K, d);
@@ -107,7 +107,7 @@ void RFN(dd_conv1d_backward)(dd_real *din, dd_real *dw, dd_real *db, const dd_re
 #if !DD_NN_DOUBLE
     if ((din || dw || db) && dd_nn_conv_fast_backward(din, dw, db, dout, in, w, (size_t)B_, T, Ci, Co, K, d, G))
         return;
-    if (G == 1 && dd_nn_conv_gemm_backward(din, dw, db, dout, in, w, (size_t)B_, T, Ci, Co, K, d)) return;
+    if (G == 1 && dd_nn_conv_gemm_backward(din, dw, db, dout, in, w, (size_t)B_, T, Ci, Co, K, d, NULL)) return;
 #endif
     if (db) RFN(dd_nn_colsum_add)(db, dout, BT, Co, Co);
     if (!din && !dw) return;

@@ -280,13 +280,15 @@ int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *d
 
 /* ---- causal conv1d with groups == 1, K > 1 through OpenBLAS (conv_gemm.c): im2col blocks
  * of rows times the weights as stored (Co x Ci K). Same contract as dd_conv1d_forward /
- * _backward (float32, groups 1); return 0, doing nothing, when the block buffers cannot
- * be allocated. Any level. */
+ * _backward (float32, groups 1); ws: dd_nn_conv_gemm_ws_floats(B, T, Ci, K) floats of
+ * workspace (any contents), or NULL: the blocks are allocated per call; return 0, doing
+ * nothing, when they cannot be. Any level. */
+size_t dd_nn_conv_gemm_ws_floats(size_t B, size_t T, size_t Ci, size_t K);
 int dd_nn_conv_gemm_forward(float *out, const float *in, const float *w, const float *b, size_t B,
-                            size_t T, size_t Ci, size_t Co, size_t K, size_t d);
+                            size_t T, size_t Ci, size_t Co, size_t K, size_t d, float *ws);
 int dd_nn_conv_gemm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
                              const float *w, size_t B, size_t T, size_t Ci, size_t Co, size_t K,
-                             size_t d);
+                             size_t d, float *ws);
 
 /* ReLU (a = 3) and Hardswish (a = 4) forward / backward (dd_act contract; bit-identical to
  * the generic loops). Return 0, doing nothing, for other activations or the generic level. */

@@ -41,10 +41,15 @@ bytes=$(tr -d ' \n' <<<"$OUT" | grep -o '"bytes":{[^}]*}')
 near "$(json_num "$bytes" params)" $((4 * arena)) 0 "parameter bytes = 4 x arena floats"
 near "$(json_num "$bytes" grads)" $((4 * arena)) 0 "gradient bytes"
 near "$(json_num "$bytes" optimizer)" $((8 * arena)) 0 "adamw state: 2 arrays"
-# model.c's layout: (2L + 1) r16(F C) + r16(6 F) kept, (2L + 5) r16(F C) + r16(6 F) in all
+# model.c's layout: (2L + 1) r16(F C) + r16(6 F) kept, (2L + 5) r16(F C) + r16(6 F) + W in
+# all, W = 2 R C K the blocks' im2col workspace (C > 96), R = min(F, max(64, 2^20 / (C K)))
+R=$((1048576 / (C * K)))
+((R < 64)) && R=64
+((R > F)) && R=$F
+W=$(((2 * R * C * K + 15) / 16 * 16))
 near "$(json_num "$bytes" activations_saved)" $((4 * ((2 * L + 1) * F * C + 6 * F))) 0 "activations kept per frame"
-near "$(json_num "$bytes" workspace)" $((4 * ((2 * L + 5) * F * C + 6 * F))) 0 "workspace per frame"
-near "$(json_num "$bytes" total)" $((4 * arena * 4 + 4 * ((2 * L + 5) * F * C + 6 * F))) 0 "total bytes"
+near "$(json_num "$bytes" workspace)" $((4 * ((2 * L + 5) * F * C + 6 * F + W))) 0 "workspace per frame"
+near "$(json_num "$bytes" total)" $((4 * arena * 4 + 4 * ((2 * L + 5) * F * C + 6 * F + W))) 0 "total bytes"
 near "$(json_num "$OUT" optimizer_state_arrays)" 2 0 "adamw arrays"
 near "$(json_num "$OUT" frame)" $F 0 "frame"
 stages=$(tr -d ' \n' <<<"$OUT" | grep -o '"stages":\[.*')
