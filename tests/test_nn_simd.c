@@ -297,6 +297,24 @@ static void test_gru_wgrad_steps(int B, int T, int D, int H, int bias) {
 
 /* ------------------------------------------------------------------ conv1d and dense */
 
+/* The depthwise forward's floats as the SIMD kernels form them (conv_fast_impl.h):
+ * out[r, c] = b[c] (or 0), then one fused multiply-add per tap inside the frame in
+ * ascending k. An independent reference for the register-blocked kernels (the unfused
+ * layer that test_dw_hswish compares with runs the same kernel). */
+static void dw_forward_fma(float *out, const float *in, const float *w, const float *b, int B, int T, int C, int K,
+                           int d) {
+    for (int bb = 0; bb < B; bb++)
+        for (int t = 0; t < T; t++)
+            for (int c = 0; c < C; c++) {
+                float acc = b ? b[c] : 0.0f;
+                for (int k = 0; k < K; k++) {
+                    const int s = (K - 1 - k) * d;
+                    if (s <= t) acc = fmaf(w[(size_t)c * K + k], in[((size_t)bb * T + (size_t)(t - s)) * C + c], acc);
+                }
+                out[((size_t)bb * T + (size_t)t) * C + c] = acc;
+            }
+}
+
 static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, int bias) {
     const size_t BT = (size_t)B * (size_t)T, nw = (size_t)co * (size_t)(ci / groups) * (size_t)K;
     const size_t nin = BT * (size_t)ci, nout = BT * (size_t)co;
@@ -323,6 +341,13 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
         dd_conv1d_forward(fy, fx, fw, bias ? fb : NULL, B, T, ci, co, K, dil, groups);
         dd_conv1d_backward(fdx, fdw, bias ? fdb : NULL, fG, fx, fw, B, T, ci, co, K, dil, groups);
         CHECK_CLOSE("conv out", fy, y, nout, ctx);
+        if (groups == ci && groups == co && levels[li] > DD_SIMD_GENERIC) {
+            /* the depthwise kernel's floats: bias, then the taps by fused multiply-adds */
+            float *ry = fzero(nout);
+            dw_forward_fma(ry, fx, fw, bias ? fb : NULL, B, T, ci, K, dil);
+            CHECK(memcmp(ry, fy, nout * sizeof(float)) == 0, "%s: depthwise out differs from the fma reference", ctx);
+            dd_free(ry);
+        }
         CHECK_CLOSE("conv din", fdx, dx, nin, ctx);
         CHECK_CLOSE("conv dW", fdw, dw, nw, ctx);
         if (bias) CHECK_CLOSE("conv db", fdb, db, (size_t)co, ctx);
@@ -504,6 +529,11 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
         dd_nn_simd_set(levels[li]);
         dd_nn_threads_set(1);
         dd_conv1d_forward(pre, x, w, NULL, B, T, C, C, K, dil, C);
+        if (levels[li] > DD_SIMD_GENERIC) {
+            dw_forward_fma(da, x, w, NULL, B, T, C, K, dil); /* (da: scratch here) */
+            CHECK(memcmp(da, pre, n * sizeof(float)) == 0, "%s, %s: convolution differs from the fma reference",
+                  name, dd_nn_simd_name(levels[li]));
+        }
         dd_act_forward(DD_ACT_HARDSWISH, out, pre, n);
         if (resid) dd_add_forward(out, out, x, n);
         memcpy(din, din0, n * sizeof(float));
@@ -729,6 +759,8 @@ int main(void) {
     test_dw_hswish(3, 120, 96, 5, 4, 1);   /* threaded (>= 32768 floats): channel vectors split */
     test_dw_hswish(2, 50, 8, 5, 2048, 1);  /* dilation 2^11 (a deep stack's), the ring = the frame */
     test_dw_hswish(2, 12, 300, 5, 3, 0);   /* C K > 1024: weights on the heap */
+    test_dw_hswish(2, 23, 88, 3, 2, 0);    /* register blocks: 5 whole vectors + 8 (AVX-512), 6 + 5 (AVX2) */
+    test_dw_hswish(3, 18, 56, 4, 1, 1);    /* 3 whole vectors + 8 (AVX-512), 6 + 1 (AVX2); rows in blocks + 1 */
 
     test_conv_hswish(4, 100, 6, 96, 1, 1, 1);  /* tcn's stem: 6 features -> 96, bias (38,400 floats) */
     test_conv_hswish(3, 17, 6, 37, 1, 1, 1);   /* masked tail vector of outputs */

@@ -70,42 +70,121 @@ static inline __attribute__((always_inline)) VF VSUF(conv_dw_taps)(VF acc, const
     return acc;
 }
 
+/* Register blocks of the depthwise kernels: NB whole channel vectors (at most DW_NB) of
+ * R rows (at most DW_R), so each weight vector loaded serves R rows. The remainder blocks
+ * of a row (DW_BLOCKS) have up to 5 vectors: the arrays are sized for 6 x 4. */
+#undef DW_NB
+#undef DW_R
+#undef DW_BLOCKS
+#if defined(DD_VEC_AVX512)
+#define DW_NB 6
+#define DW_R 4
+#else
+#define DW_NB 4
+#define DW_R 3
+#endif
+
+/* The whole vectors [v0, vf) of a row in blocks of DW_NB and a remainder block:
+ * CALL(N) with c_ the block's first channel. */
+#define DW_BLOCKS(v0, vf, CALL)                   \
+    do {                                          \
+        size_t v_ = (v0);                         \
+        for (; v_ + DW_NB <= (vf); v_ += DW_NB) { \
+            const size_t c_ = v_ * VW;            \
+            CALL(DW_NB);                          \
+        }                                         \
+        const size_t c_ = v_ * VW;                \
+        switch ((vf) - v_) {                      \
+        case 1: CALL(1); break;                   \
+        case 2: CALL(2); break;                   \
+        case 3: CALL(3); break;                   \
+        case 4: CALL(4); break;                   \
+        case 5: CALL(5); break;                   \
+        default: break;                           \
+        }                                         \
+    } while (0)
+
+/* Rows r0 .. r0+R-1 (R, NB constants after inlining) of NB whole channel vectors from
+ * channel c, taps kmin..K-1 (the same for the R rows): the sums in registers (tap k outer,
+ * then the vectors, then the rows: each element's sum still starts from the bias and adds
+ * the taps in ascending k), stored into pre (when not NULL; out when !HS); HS: their
+ * Hardswish (+ in when resid) into out from the same registers. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_fwd_blk)(
+    const int NB, const int R, const int HS, float *pre, float *out, const float *in, const float *wt,
+    const float *b, size_t r0, size_t c, size_t kmin, size_t C, size_t K, size_t d, int resid) {
+    VF acc[4][6];
+#pragma GCC unroll 6
+    for (int j = 0; j < NB; j++) {
+        const VF b0 = b ? VLOAD(b + c + (size_t)j * VW) : VZERO();
+#pragma GCC unroll 4
+        for (int q = 0; q < R; q++) acc[q][j] = b0;
+    }
+    for (size_t k = kmin; k < K; k++) {
+        const float *x = in + (r0 - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) {
+            const VF wv = VLOAD(w + j * VW);
+#pragma GCC unroll 4
+            for (int q = 0; q < R; q++) acc[q][j] = VFMA(wv, VLOAD(x + (size_t)q * C + (size_t)j * VW), acc[q][j]);
+        }
+    }
+    float *a = HS ? pre : out;
+#pragma GCC unroll 4
+    for (int q = 0; q < R; q++) {
+        const size_t o = (r0 + (size_t)q) * C + c;
+        if (a)
+#pragma GCC unroll 6
+            for (int j = 0; j < NB; j++) VSTORE(a + o + (size_t)j * VW, acc[q][j]);
+        if (!HS) continue;
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) {
+            VF y = VSUF(hswish_v)(acc[q][j]);
+            if (resid) y = VADD(y, VLOAD(in + o + (size_t)j * VW));
+            VSTORE(out + o + (size_t)j * VW, y);
+        }
+    }
+}
+
+/* Rows r0 .. r0+R-1 (taps kmin..K-1) of the whole vectors and the masked tail vector. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_fwd_rows)(
+    const int R, const int HS, float *pre, float *out, const float *in, const float *wt, const float *b, size_t r0,
+    size_t kmin, size_t nf, size_t rem, VM tail, size_t C, size_t K, size_t d, int resid) {
+#define DW_FWD(N) VSUF(conv_dw_fwd_blk)(N, R, HS, pre, out, in, wt, b, r0, c_, kmin, C, K, d, resid)
+    DW_BLOCKS(0, nf, DW_FWD);
+#undef DW_FWD
+    if (!rem) return;
+    const size_t c = nf * VW;
+    for (int q = 0; q < R; q++) {
+        const size_t r = r0 + (size_t)q;
+        VF acc = b ? VLOADM(b + c, tail) : VZERO();
+        acc = VSUF(conv_dw_taps)(acc, in, wt, r, c, kmin, C, K, d, 1, tail);
+        if (!HS || pre) VSTOREM((HS ? pre : out) + r * C + c, acc, tail);
+        if (!HS) continue;
+        VF y = VSUF(hswish_v)(acc);
+        if (resid) y = VADD(y, VLOADM(in + r * C + c, tail));
+        VSTOREM(out + r * C + c, y, tail);
+    }
+}
+
 /* Frames [b0, b1). HS = 0: out = the convolution. HS = 1 (the fused layer): pre = the
  * convolution (not stored when NULL), out = Hardswish(pre) (+ in when resid), in the same
- * pass over each row. */
+ * pass over each row. The frame's first (K-1) d rows (taps before the frame) one at a
+ * time, then blocks of DW_R rows, then the last rows one at a time. */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_fwd_body)(
     const int HS, float *pre, float *out, const float *in, const float *wt, const float *b, size_t b0,
     size_t b1, size_t T, size_t C, size_t K, size_t d, int resid) {
-    const size_t nf = C / VW, rem = C % VW;
+    const size_t nf = C / VW, rem = C % VW, span = (K - 1) * d;
     const VM tail = VMASK(rem ? (int)rem : VW);
-    for (size_t bb = b0; bb < b1; bb++)
-        for (size_t t = 0; t < T; t++) {
-            const size_t r = bb * T + t;
-            /* taps k >= k0 are inside the frame (s_k <= t) */
-            const size_t kmin = (K - 1) * d <= t ? 0 : K - 1 - t / d;
-            /* the row's sums (into pre, or out when pre is not kept), then its activation
-             * from L1: two short loops pipeline better than one with the division in it */
-            float *a = HS && pre ? pre + r * C : out + r * C;
-            for (size_t v = 0; v <= nf; v++) {
-                if (v == nf && !rem) break;
-                const size_t c = v * VW;
-                const int m = v == nf;
-                VF acc = b ? (m ? VLOADM(b + c, tail) : VLOAD(b + c)) : VZERO();
-                acc = VSUF(conv_dw_taps)(acc, in, wt, r, c, kmin, C, K, d, m, tail);
-                if (m) VSTOREM(a + c, acc, tail);
-                else VSTORE(a + c, acc);
-            }
-            if (!HS) continue;
-            for (size_t v = 0; v <= nf; v++) {
-                if (v == nf && !rem) break;
-                const size_t c = v * VW;
-                const int m = v == nf;
-                VF y = VSUF(hswish_v)(m ? VLOADM(a + c, tail) : VLOAD(a + c));
-                if (resid) y = VADD(y, m ? VLOADM(in + r * C + c, tail) : VLOAD(in + r * C + c));
-                if (m) VSTOREM(out + r * C + c, y, tail);
-                else VSTORE(out + r * C + c, y);
-            }
-        }
+    for (size_t bb = b0; bb < b1; bb++) {
+        size_t t = 0;
+        for (; t < T && t < span; t++) /* taps k >= K-1 - t/d are inside the frame */
+            VSUF(conv_dw_fwd_rows)(1, HS, pre, out, in, wt, b, bb * T + t, K - 1 - t / d, nf, rem, tail, C, K, d,
+                                   resid);
+        for (; t + DW_R <= T; t += DW_R)
+            VSUF(conv_dw_fwd_rows)(DW_R, HS, pre, out, in, wt, b, bb * T + t, 0, nf, rem, tail, C, K, d, resid);
+        for (; t < T; t++)
+            VSUF(conv_dw_fwd_rows)(1, HS, pre, out, in, wt, b, bb * T + t, 0, nf, rem, tail, C, K, d, resid);
+    }
 }
 
 static void VSUF(conv_dw_fwd_frames)(float *pre, float *out, const float *in, const float *wt, const float *b,
@@ -192,14 +271,67 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
     VSUF(conv_dw_bwd_part)(din, dwt, dout, in, wt, 0, B, 0, nv, T, C, K, d);
 }
 
+/* The fused backward's two steps on NB (1..DW_NB, a constant after inlining) whole channel
+ * vectors from channel c, in registers with tap k outer and the vectors inner, so every
+ * float is formed by the same operations in the same order as one vector at a time.
+ * Step 1 (conv_dw_hs_da_blk), row rn: da = dout hardswish'(pre) into its ring row (when
+ * din is wanted), then dwt[k] += in[rn - s_k] da from the same registers (rows reach it in
+ * ascending order: the order of conv_dw_bwd_part). */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_da_blk)(
+    const int NB, float *ringrow, float *dwt, const float *dout, const float *pre, const float *in, const float *wt,
+    size_t rn, size_t c, size_t kmn, size_t C, size_t K, size_t d, VM full) {
+    VF a[6];
+    const size_t o = rn * C + c;
+#pragma GCC unroll 6
+    for (int j = 0; j < NB; j++) {
+        /* pre as forward stored it, or the same sum again */
+        const VF x = pre ? VLOAD(pre + o + (size_t)j * VW)
+                         : VSUF(conv_dw_taps)(VZERO(), in, wt, rn, c + (size_t)j * VW, kmn, C, K, d, 0, full);
+        a[j] = VSUF(hswish_bwd_v)(VZERO(), x, VLOAD(dout + o + (size_t)j * VW));
+    }
+    if (ringrow)
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) VSTORE(ringrow + c + (size_t)j * VW, a[j]);
+    if (!dwt) return;
+    for (size_t k = kmn; k < K; k++) {
+        const float *x = in + (rn - (K - 1 - k) * d) * C + c;
+        float *w = dwt + k * C + c;
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) VSTORE(w + j * VW, VFMA(VLOAD(x + j * VW), a[j], VLOAD(w + j * VW)));
+    }
+}
+
+/* Step 2 (conv_dw_hs_din_blk), row r: din = (0 or din) (+ dout) + the gather sum over the
+ * ring rows gk[k] of the taps k >= kmin_in. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_din_blk)(
+    const int NB, float *din, const float *const *gk, const float *dout, const float *wt, size_t r, size_t c,
+    size_t kmin_in, size_t C, size_t K, int resid, int set) {
+    float *p = din + r * C + c;
+    VF acc[6];
+#pragma GCC unroll 6
+    for (int j = 0; j < NB; j++) acc[j] = set ? VZERO() : VLOAD(p + j * VW);
+    if (resid)
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) acc[j] = VADD(acc[j], VLOAD(dout + r * C + c + (size_t)j * VW));
+    for (size_t k = kmin_in; k < K; k++) {
+        const float *g = gk[k] + c, *w = wt + k * C + c;
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) acc[j] = VFMA(VLOAD(w + j * VW), VLOAD(g + j * VW), acc[j]);
+    }
+#pragma GCC unroll 6
+    for (int j = 0; j < NB; j++) VSTORE(p + j * VW, acc[j]);
+}
+
+
 /* The backward of a depthwise layer fused with Hardswish (pre: the convolution, kept by
  * forward; NULL: recomputed from in with forward's operations), channel vectors [v0, v1):
- * da = dout hardswish'(pre) (as dd_act_backward adds it
- * into zeros), then din += dout (flags: DD_DW_HS_RESID) and din += the gather sum of da
- * (DD_DW_HS_SET_DIN: into zeros, not din's contents), dwt += in da, with
- * the operations and order of conv_dw_bwd_part on da. da lives only in a ring of
- * R = min(T, (K-1) d + 1) rows (ring, rows C floats apart): row u of a frame in slot
- * u mod R, computed when row u - (K-1) d is reached, so it is read back from cache. */
+ * da = dout hardswish'(pre) (as dd_act_backward adds it into zeros), then din += dout
+ * (flags: DD_DW_HS_RESID) and din += the gather sum of da (DD_DW_HS_SET_DIN: into zeros,
+ * not din's contents), dwt += in da, with the operations and order of conv_dw_bwd_part on
+ * da. da lives only in a ring of R = min(T, (K-1) d + 1) rows (ring, rows C floats apart):
+ * row u of a frame in slot u mod R, computed when row u - (K-1) d is reached, so it is read
+ * back from cache; the weight gradient of row u is taken from da's registers then (rows in
+ * ascending order, as in conv_dw_bwd_part). */
 static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const float *dout, const float *pre,
                                       const float *in, const float *wt, size_t v0, size_t v1, size_t B, size_t T,
                                       size_t C, size_t K, size_t d, int flags) {
@@ -207,10 +339,11 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
      * adding into a cleared din; every element of the channel vectors is written) */
     const int resid = flags & DD_DW_HS_RESID, set = flags & DD_DW_HS_SET_DIN;
     const size_t nf = C / VW, rem = C % VW;
-    const VM tail = VMASK(rem ? (int)rem : VW);
+    const VM tail = VMASK(rem ? (int)rem : VW), full = VMASK(VW);
     const size_t span = (K - 1) * d, R = span + 1 < T ? span + 1 : T;
     const float *gk[DD_NN_CONV_DW_KMAX]; /* ring row of tap k for din */
     if (v1 > nf + (rem ? 1 : 0)) v1 = nf + (rem ? 1 : 0);
+    const size_t vf = v1 < nf ? v1 : nf; /* whole vectors [v0, vf); the tail vector when v1 > nf */
     for (size_t bb = 0; bb < B; bb++) {
         size_t next = 0, snext = 0; /* the next da row of the frame to compute, its slot */
         for (size_t t = 0, slot = 0; t < T; t++, slot = slot + 1 == R ? 0 : slot + 1) {
@@ -218,19 +351,24 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
             for (; next <= hi; next++, snext = snext + 1 == R ? 0 : snext + 1) {
                 const size_t rn = bb * T + next, o = rn * C;
                 const size_t kmn = span <= next ? 0 : K - 1 - next / d;
-                for (size_t v = v0; v < v1; v++) {
-                    const size_t c = v * VW;
-                    const int m = v == nf;
-                    /* pre as forward stored it, or the same sum again */
-                    const VF x = pre ? (m ? VLOADM(pre + o + c, tail) : VLOAD(pre + o + c))
-                                     : VSUF(conv_dw_taps)(VZERO(), in, wt, rn, c, kmn, C, K, d, m, tail);
-                    const VF a = VSUF(hswish_bwd_v)(VZERO(), x, m ? VLOADM(dout + o + c, tail) : VLOAD(dout + o + c));
-                    if (m) VSTOREM(ring + snext * C + c, a, tail);
-                    else VSTORE(ring + snext * C + c, a);
+                float *rrow = din ? ring + snext * C : NULL;
+#define DW_DA(N) VSUF(conv_dw_hs_da_blk)(N, rrow, dwt, dout, pre, in, wt, rn, c_, kmn, C, K, d, full)
+                DW_BLOCKS(v0, vf, DW_DA);
+#undef DW_DA
+                if (v1 <= nf) continue;
+                const size_t c = nf * VW;
+                const VF x = pre ? VLOADM(pre + o + c, tail)
+                                 : VSUF(conv_dw_taps)(VZERO(), in, wt, rn, c, kmn, C, K, d, 1, tail);
+                const VF a = VSUF(hswish_bwd_v)(VZERO(), x, VLOADM(dout + o + c, tail));
+                if (rrow) VSTOREM(rrow + c, a, tail);
+                for (size_t k = kmn; dwt && k < K; k++) {
+                    const float *xk = in + (rn - (K - 1 - k) * d) * C + c;
+                    float *w = dwt + k * C + c;
+                    VSTOREM(w, VFMA(VLOADM(xk, tail), a, VLOADM(w, tail)), tail);
                 }
             }
+            if (!din) continue;
             const size_t r = bb * T + t;
-            const size_t kmin = span <= t ? 0 : K - 1 - t / d;
             const size_t up = T - 1 - t; /* din: taps with t + s_k < T */
             const size_t kmin_in = span <= up ? 0 : K - 1 - up / d;
             for (size_t k = kmin_in; k < K; k++) {
@@ -238,31 +376,16 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
                 if (u >= R) u -= R;
                 gk[k] = ring + u * C;
             }
-            const float *g0 = ring + slot * C;
-            for (size_t v = v0; v < v1; v++) {
-                const size_t c = v * VW;
-                const int m = v == nf;
-                if (din) {
-                    float *p = din + r * C + c;
-                    VF acc = set ? VZERO() : m ? VLOADM(p, tail) : VLOAD(p);
-                    if (resid) acc = VADD(acc, m ? VLOADM(dout + r * C + c, tail) : VLOAD(dout + r * C + c));
-                    for (size_t k = kmin_in; k < K; k++) {
-                        const float *g = gk[k] + c, *w = wt + k * C + c;
-                        acc = m ? VFMA(VLOADM(w, tail), VLOADM(g, tail), acc) : VFMA(VLOAD(w), VLOAD(g), acc);
-                    }
-                    if (m) VSTOREM(p, acc, tail);
-                    else VSTORE(p, acc);
-                }
-                if (dwt) {
-                    const VF g = m ? VLOADM(g0 + c, tail) : VLOAD(g0 + c);
-                    for (size_t k = kmin; k < K; k++) {
-                        const float *x = in + (r - (K - 1 - k) * d) * C + c;
-                        float *a = dwt + k * C + c;
-                        if (m) VSTOREM(a, VFMA(VLOADM(x, tail), g, VLOADM(a, tail)), tail);
-                        else VSTORE(a, VFMA(VLOAD(x), g, VLOAD(a)));
-                    }
-                }
-            }
+#define DW_DIN(N) VSUF(conv_dw_hs_din_blk)(N, din, gk, dout, wt, r, c_, kmin_in, C, K, resid, set)
+            DW_BLOCKS(v0, vf, DW_DIN);
+#undef DW_DIN
+            if (v1 <= nf) continue;
+            const size_t c = nf * VW;
+            float *p = din + r * C + c;
+            VF acc = set ? VZERO() : VLOADM(p, tail);
+            if (resid) acc = VADD(acc, VLOADM(dout + r * C + c, tail));
+            for (size_t k = kmin_in; k < K; k++) acc = VFMA(VLOADM(wt + k * C + c, tail), VLOADM(gk[k] + c, tail), acc);
+            VSTOREM(p, acc, tail);
         }
     }
 }

@@ -318,7 +318,7 @@ static size_t dd_conv_roundup(size_t n, size_t w) { return (n + w - 1) / w * w; 
 /* act as dd_nn_conv_dw_fwd_fast. */
 static int dw_forward(int level, float *pre, float *out, const float *in, const float *w, const float *b,
                       size_t B, size_t T, size_t C, size_t K, size_t d, int act) {
-    float ws[DD_NN_CONV_DW_MAX];
+    _Alignas(64) float ws[DD_NN_CONV_DW_MAX]; /* 64-byte aligned: whole-line vector loads */
     float *wt = C * K <= DD_NN_CONV_DW_MAX ? ws : dd_calloc(C * K, sizeof(float));
     if (!wt) return 0;
     for (size_t c = 0; c < C; c++)
@@ -337,7 +337,7 @@ static int dw_forward(int level, float *pre, float *out, const float *in, const 
 static int dw_backward(int level, float *din, float *dw, float *ring, const float *dout, const float *pre,
                        const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
                        int flags) {
-    float ws[DD_NN_CONV_DW_MAX], dws[DD_NN_CONV_DW_MAX];
+    _Alignas(64) float ws[DD_NN_CONV_DW_MAX], dws[DD_NN_CONV_DW_MAX];
     const int heap = C * K > DD_NN_CONV_DW_MAX;
     float *wt = heap ? dd_calloc(C * K, sizeof(float)) : ws;
     float *dwt = heap && dw ? dd_calloc(C * K, sizeof(float)) : dws;
