@@ -20,12 +20,17 @@
  *   threads give one thread's bits;
  * - the fused depthwise + Hardswish (+ residual) layer (tcn's) and the fused convolution
  *   + Hardswish (tcn's stem) give the unfused layers' bits, forward and backward, at every
- *   level, route and thread count.
+ *   level, route and thread count;
+ * - the gru model's last layer and head with their gradient feature-major (nn/nn_fm.h):
+ *   dd_dense_backward_dfm (din written or added, dW, db) and dd_gru_backward_dfm (float
+ *   and float64) give the (B, T, C) layers' bits (memcmp) at every level, route and thread
+ *   count.
  * On a CPU without AVX2 only the generic level runs (the checks still apply). */
 #include <stdint.h>
 
 #include "distdpd/nn.h"
 #include "dd_test.h"
+#include "nn/nn_fm.h"
 #include "nn/simd.h"
 
 static dd_rng rng;
@@ -293,6 +298,106 @@ static void test_gru_wgrad_steps(int B, int T, int D, int H, int bias) {
     dd_free(x), dd_free(h0), dd_free(wi), dd_free(wh), dd_free(bi), dd_free(bh), dd_free(G), dd_free(g0);
     dd_free(fx), dd_free(fh0), dd_free(fwi), dd_free(fwh), dd_free(fbi), dd_free(fbh), dd_free(fG);
     dd_free(fg0);
+}
+
+/* (B, T, C) -> feature-major (row c, column t B + b) and back, plain loops. */
+static void to_fm(float *dst, const float *src, size_t B, size_t T, size_t C) {
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++)
+            for (size_t c = 0; c < C; c++) dst[c * T * B + t * B + b] = src[(b * T + t) * C + c];
+}
+
+/* The head -> last GRU layer hand-over feature-major: the dense head's din (written into
+ * NaN, or added to a non-zero one), dW and db, then the GRU backward reading it, against
+ * the (B, T, C) layers, bit for bit, at every level, route and 1-3 threads. */
+static void test_dfm(int B, int T, int D, int H, int O) {
+    const size_t Bz = (size_t)B, Tz = (size_t)T, Dz = (size_t)D, Hz = (size_t)H, Oz = (size_t)O, G3 = 3 * Hz;
+    const size_t N = Bz * Tz, nx = N * Dz, ny = N * Hz;
+    const double k = 1 / sqrt((double)H);
+    double *x = dvec(nx, 1), *wi = dvec(G3 * Dz, k), *wh = dvec(G3 * Hz, k), *bi = dvec(G3, k);
+    double *bh = dvec(G3, k), *wo = dvec(Oz * Hz, k), *dy = dvec(N * Oz, 1), *d0 = dvec(ny, 1);
+    float *fx = tof(x, nx), *fwi = tof(wi, G3 * Dz), *fwh = tof(wh, G3 * Hz), *fbi = tof(bi, G3);
+    float *fbh = tof(bh, G3), *fwo = tof(wo, Oz * Hz), *fdy = tof(dy, N * Oz), *fd0 = tof(d0, ny);
+    float *fd0fm = fzero(ny);
+    to_fm(fd0fm, fd0, Bz, Tz, Hz);
+    int checked = 0;
+    for (int ri = 0; ri < 3; ri++)
+        for (int li = 0; li < nlevels; li++)
+            for (int nt = 1; nt <= 3; nt++) {
+                if (dd_nn_threads_set(nt) != nt) continue;
+                dd_nn_route_set(routes[ri]);
+                dd_nn_simd_set(levels[li]);
+                char ctx[160];
+                snprintf(ctx, sizeof ctx, "dfm B=%d T=%d D=%d H=%d O=%d, %s, route %s, %d threads", B, T, D, H, O,
+                         dd_nn_simd_name(levels[li]), dd_nn_route_name(routes[ri]), nt);
+                /* the head: (B, T, H) din into zeros and into d0, against the fm versions */
+                float *h = fzero(ny), *din = fzero(ny), *din2 = fzero(ny), *dw = fzero(Oz * Hz), *db = fzero(Oz);
+                float *fm = fzero(ny), *fm2 = fzero(ny), *dwf = fzero(Oz * Hz), *dbf = fzero(Oz), *t = fzero(ny);
+                for (size_t i = 0; i < ny; i++) h[i] = fx[i % nx] * 0.5f + fd0[i] * 0.25f;
+                memcpy(din2, fd0, ny * sizeof(float));
+                memcpy(fm2, fd0fm, ny * sizeof(float));
+                for (size_t i = 0; i < ny; i++) fm[i] = NAN;
+                dd_dense_backward(din, dw, db, fdy, h, fwo, N, H, O);
+                dd_dense_backward(din2, NULL, NULL, fdy, h, fwo, N, H, O);
+                dd_dense_backward_dfm(fm, 1, dwf, dbf, fdy, h, fwo, B, T, H, O);
+                dd_dense_backward_dfm(fm2, 0, NULL, NULL, fdy, h, fwo, B, T, H, O);
+                to_fm(t, din, Bz, Tz, Hz);
+                CHECK(memcmp(t, fm, ny * sizeof(float)) == 0, "%s: din written feature-major differs", ctx);
+                to_fm(t, din2, Bz, Tz, Hz);
+                CHECK(memcmp(t, fm2, ny * sizeof(float)) == 0, "%s: din added feature-major differs", ctx);
+                CHECK(memcmp(dw, dwf, Oz * Hz * sizeof(float)) == 0 && memcmp(db, dbf, Oz * sizeof(float)) == 0,
+                      "%s: head dW / db differ", ctx);
+                /* the GRU layer reading dout feature-major */
+                float *ws = fzero(dd_gru_workspace_size(B, T, D, H)), *y = fzero(ny);
+                float *g[2][5];
+                for (int v = 0; v < 2; v++) {
+                    for (int q = 0; q < 5; q++) g[v][q] = fzero(q == 0 ? nx : q == 1 ? G3 * Dz : q == 2 ? G3 * Hz : G3);
+                    dd_gru_forward(y, ws, fx, NULL, fwi, fwh, fbi, fbh, B, T, D, H);
+                    if (v == 0) dd_gru_backward(g[v][0], NULL, g[v][1], g[v][2], g[v][3], g[v][4], din, ws, fx, fwi, fwh,
+                                                B, T, D, H);
+                    else dd_gru_backward_dfm(g[v][0], NULL, g[v][1], g[v][2], g[v][3], g[v][4], fm, ws, fwi, fwh,
+                                             B, T, D, H);
+                }
+                CHECK(memcmp(g[0][0], g[1][0], nx * sizeof(float)) == 0 &&
+                          memcmp(g[0][1], g[1][1], G3 * Dz * sizeof(float)) == 0 &&
+                          memcmp(g[0][2], g[1][2], G3 * Hz * sizeof(float)) == 0 &&
+                          memcmp(g[0][3], g[1][3], G3 * sizeof(float)) == 0 &&
+                          memcmp(g[0][4], g[1][4], G3 * sizeof(float)) == 0,
+                      "%s: gru backward with dout feature-major differs", ctx);
+                checked++;
+                for (int v = 0; v < 2; v++)
+                    for (int q = 0; q < 5; q++) dd_free(g[v][q]);
+                dd_free(ws), dd_free(y), dd_free(h), dd_free(din), dd_free(din2), dd_free(dw), dd_free(db);
+                dd_free(fm), dd_free(fm2), dd_free(dwf), dd_free(dbf), dd_free(t);
+            }
+    dd_nn_threads_set(1);
+    dd_nn_route_set(DD_NN_ROUTE_AUTO);
+    /* float64 */
+    {
+        double *ws = dzero(dd_gru_workspace_size(B, T, D, H)), *y = dzero(ny), *dfm = dzero(ny);
+        double *g[2][4];
+        for (size_t b = 0; b < Bz; b++)
+            for (size_t t = 0; t < Tz; t++)
+                for (size_t c = 0; c < Hz; c++) dfm[c * N + t * Bz + b] = d0[(b * Tz + t) * Hz + c];
+        for (int v = 0; v < 2; v++) {
+            for (int q = 0; q < 4; q++) g[v][q] = dzero(q == 0 ? nx : q == 1 ? G3 * Dz : q == 2 ? G3 * Hz : G3);
+            dd_gru_forward_f64(y, ws, x, NULL, wi, wh, bi, bh, B, T, D, H);
+            if (v == 0) dd_gru_backward_f64(g[v][0], NULL, g[v][1], g[v][2], g[v][3], NULL, d0, ws, x, wi, wh, B, T, D, H);
+            else dd_gru_backward_dfm_f64(g[v][0], NULL, g[v][1], g[v][2], g[v][3], NULL, dfm, ws, wi, wh, B, T, D, H);
+        }
+        CHECK(memcmp(g[0][0], g[1][0], nx * sizeof(double)) == 0 &&
+                  memcmp(g[0][1], g[1][1], G3 * Dz * sizeof(double)) == 0 &&
+                  memcmp(g[0][2], g[1][2], G3 * Hz * sizeof(double)) == 0 &&
+                  memcmp(g[0][3], g[1][3], G3 * sizeof(double)) == 0,
+              "dfm B=%d T=%d D=%d H=%d: float64 gru backward with dout feature-major differs", B, T, D, H);
+        for (int v = 0; v < 2; v++)
+            for (int q = 0; q < 4; q++) dd_free(g[v][q]);
+        dd_free(ws), dd_free(y), dd_free(dfm);
+    }
+    printf("dfm B=%d T=%d D=%d H=%d O=%d: %d runs compared\n", B, T, D, H, O, checked);
+    dd_free(x), dd_free(wi), dd_free(wh), dd_free(bi), dd_free(bh), dd_free(wo), dd_free(dy), dd_free(d0);
+    dd_free(fx), dd_free(fwi), dd_free(fwh), dd_free(fbi), dd_free(fbh), dd_free(fwo), dd_free(fdy), dd_free(fd0);
+    dd_free(fd0fm);
 }
 
 /* ------------------------------------------------------------------ conv1d and dense */
@@ -719,6 +824,10 @@ int main(void) {
     test_gru_wgrad_steps(65, 50, 2, 23, 0);  /* no biases (no row sums), 2-3 threads */
     test_gru_wgrad_steps(1100, 3, 2, 5, 1);  /* one step spans chunks */
     test_gru_wgrad_steps(5, 7, 2, 23, 1);    /* one chunk, shorter than DD_NN_NT_KC */
+    test_dfm(32, 60, 2, 23, 2);  /* the recipe's chunk (shorter); head threaded (>= 32768 floats) */
+    test_dfm(37, 9, 3, 23, 3);   /* masked tail of frames (AVX-512 and AVX2), 3 outputs */
+    test_dfm(5, 4, 2, 1, 1);     /* H = 1, one output */
+    test_dfm(3, 5, 2, 400, 4);   /* H = 400: the sgemm GRU path under AUTO; 4 outputs */
 
     test_conv(3, 40, 96, 96, 5, 8, 96, 0); /* tcn layer: depthwise, dilation 8 */
     test_conv(3, 120, 96, 96, 5, 4, 96, 1); /* depthwise, threaded (frames; dW by channels) */

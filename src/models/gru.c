@@ -68,7 +68,9 @@ static dd_status add_layer(dd_model *m, int k, const char *name) {
     const int D = k ? g->H : 2, T = dd_model_tp_size(m);
     if (T == 1) {
         DD_TRY(dd_gru_layer_add_l(&m->table, "rnn", k, D, g->H, 1, &g->rnn[k]));
-        return dd_model_add_stage(m, &dd_stage_gru, name, k, &g->rnn[k], D, g->H);
+        /* the last layer hands its output gradient over feature-major with the head */
+        const dd_stage_ops *ops = k + 1 == g->L ? &dd_stage_gru_dfm : &dd_stage_gru;
+        return dd_model_add_stage(m, ops, name, k, &g->rnn[k], D, g->H);
     }
     dd_rnn_shard_layer *l = &g->shard[k];
     DD_TRY(dd_model_tp_rnn_add(m, k, 3, D, g->H, l));
@@ -86,7 +88,9 @@ static dd_status gru_build(dd_model *m) {
         DD_TRY(add_layer(m, k, name));
     }
     DD_TRY(dd_dense_layer_add(&m->table, "fc_out", g->H, 2, 1, &g->fc));
-    DD_TRY(dd_model_add_stage(m, &dd_stage_dense, "fc_out", 0, &g->fc, g->H, 2));
+    /* with the last GRU stage's dfm kind (no tensor parallelism): the head's din feature-major */
+    DD_TRY(dd_model_add_stage(m, dd_model_tp_size(m) == 1 ? &dd_stage_dense_dfm : &dd_stage_dense, "fc_out", 0,
+                              &g->fc, g->H, 2));
     m->history = -1;
     return DD_OK;
 }

@@ -147,6 +147,10 @@ extern const dd_stage_ops dd_stage_dense;
 extern const dd_stage_ops dd_stage_gru;
 extern const dd_stage_ops dd_stage_lstm;
 extern const dd_stage_ops dd_stage_skip_head;
+/*   dd_stage_gru_dfm, dd_stage_dense_dfm  dd_stage_gru / dd_stage_dense whose gradient
+ *                   between them is feature-major (stages.c): used together only */
+extern const dd_stage_ops dd_stage_gru_dfm;
+extern const dd_stage_ops dd_stage_dense_dfm;
 /* Tensor-parallel shards (stages_tp.c); ref points at a dd_rnn_shard_layer:
  *   dd_stage_gru_tp, dd_stage_lstm_tp  a GRU / LSTM layer's shard (recurrent, streams) */
 extern const dd_stage_ops dd_stage_gru_tp;

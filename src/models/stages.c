@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "models/model_impl.h"
+#include "nn/nn_fm.h"
 
 /* ---- dense: out = in W^T + b ---- */
 
@@ -104,6 +105,47 @@ const dd_stage_ops dd_stage_gru = {
     .flops = gru_flops,
     .state_size = gru_state,
     .forward_state = gru_forward_state,
+};
+
+/* ---- The same GRU layer and dense layer as a pair whose gradient between them is
+ * feature-major (nn/nn_fm.h): the dense stage writes dL/dh_t as H rows of T B (no memset of
+ * the buffer, no (B, T, H) layout), the GRU stage reads it there (no transpose). Activations
+ * stay (B, T, H); a model uses both or neither (the gru model's last layer and head). ---- */
+
+static void gru_dfm_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                             const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
+                             float *scratch) {
+    (void)m, (void)x0, (void)dx0, (void)scratch, (void)in;
+    const dd_gru_layer *l = st->ref;
+    dd_gru_backward_dfm(din, NULL, DD_SG(sp, l->w_ih), DD_SG(sp, l->w_hh), l->bias ? DD_SG(sp, l->b_ih) : NULL,
+                        l->bias ? DD_SG(sp, l->b_hh) : NULL, dout, saved, DD_SP(sp, l->w_ih), DD_SP(sp, l->w_hh), B,
+                        T, l->input_size, l->hidden_size);
+}
+
+const dd_stage_ops dd_stage_gru_dfm = {
+    .saved = gru_saved,
+    .forward = gru_forward,
+    .backward = gru_dfm_backward,
+    .flops = gru_flops,
+    .state_size = gru_state,
+    .forward_state = gru_forward_state,
+};
+
+static void dense_dfm_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
+                               const float *in, const float *x0, const float *dout, float *din, float *dx0, int B,
+                               int T, float *saved, float *scratch) {
+    (void)m, (void)x0, (void)dx0, (void)saved, (void)scratch;
+    const dd_dense_layer *l = st->ref;
+    dd_dense_backward_dfm(din, sp->din_set, DD_SG(sp, l->w), l->bias ? DD_SG(sp, l->b) : NULL, dout, in,
+                          DD_SP(sp, l->w), B, T, l->in_dim, l->out_dim);
+}
+
+const dd_stage_ops dd_stage_dense_dfm = {
+    .saved = dense_saved,
+    .forward = dense_forward,
+    .backward = dense_dfm_backward,
+    .flops = dense_flops,
+    .sets_din = 1,
 };
 
 /* ---- LSTM layer: out = h_1..h_T; saved = final cell states (B, H), then the layer

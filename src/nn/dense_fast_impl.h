@@ -184,6 +184,41 @@ void VSUF(dd_nn_dense_small_bwd)(float *din, float *dw, float *db, const float *
         for (; k < len; k++) db[k % O] += dout[k];
     }
 }
+
+/* The input gradient alone, written feature-major (row i, column t B + b, rows ld apart)
+ * for a layer whose input is a recurrent layer's output (B frames of T steps, dout
+ * (B, T, O)): din[i, tB + b] = (set ? +0 : din[i, tB + b]) (+ dout[n, o] w[o, i] for
+ * o = 0..O-1, each a fused multiply-add), n = b T + t: the same operations per element as
+ * dense_small_bwd_chunk's din. Threads: ranges of steps (each element by one thread). */
+void VSUF(dd_nn_dense_small_din_fm)(float *din, size_t ld, int set, const float *dout,
+                                    const float *w, size_t B, size_t T, size_t NI, size_t O) {
+#ifdef _OPENMP
+    const int nth = dd_nn_threads();
+#pragma omp parallel num_threads(nth) if (nth > 1 && B * T * NI >= DD_NN_DENSE_SMALL_PAR)
+#endif
+    {
+        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
+        const size_t t0 = T * tid / nt, t1 = T * (tid + 1) / nt;
+        float g[DD_NN_DENSE_SMALL_MAX][VW] __attribute__((aligned(64)));
+        for (size_t t = t0; t < t1; t++)
+            for (size_t b0 = 0; b0 < B; b0 += VW) {
+                const size_t nb = B - b0 < VW ? B - b0 : VW;
+                const VM bm = VMASK((int)nb);
+                for (size_t o = 0; o < O; o++)
+                    for (size_t i = 0; i < VW; i++)
+                        g[o][i] = i < nb ? dout[((b0 + i) * T + t) * O + o] : 0.0f;
+                VF gv[DD_NN_DENSE_SMALL_MAX];
+                for (size_t o = 0; o < O; o++) gv[o] = VLOAD(g[o]);
+                float *dst = din + t * B + b0;
+                for (size_t i = 0; i < NI; i++, dst += ld) {
+                    VF dv = set ? VZERO() : nb < VW ? VLOADM(dst, bm) : VLOAD(dst);
+                    for (size_t o = 0; o < O; o++) dv = VFMA(gv[o], VSET1(w[o * NI + i]), dv);
+                    if (nb < VW) VSTOREM(dst, dv, bm);
+                    else VSTORE(dst, dv);
+                }
+            }
+    }
+}
 #undef DSB_CASE
 #undef DSB_CASES
 #undef DHSUM

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn_fm.h"
 #include "nn_private.h"
 #include "simd.h"
 

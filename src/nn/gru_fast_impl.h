@@ -114,6 +114,28 @@ static inline __attribute__((always_inline)) void dd_nn_tr8_avx2(__m256 r[8]) {
 static void VSUF(dd_nn_bth_to_fm)(float *dst, size_t ld, const float *src, size_t B, size_t bb,
                                   size_t be, size_t T, size_t C) {
     VF r[VW];
+    if (2 * C <= VW && VW % C == 0) {
+        /* narrow rows (the GRU's input, C = 2): a tile holds VW / C steps of VW frames, so
+         * that every lane is used (one step per tile stored 2 of 16 rows at AVX-512);
+         * lane l of a frame's vector is step t0 + l / C, feature l % C */
+        const size_t S = VW / C;
+        for (size_t b0 = bb; b0 < be; b0 += VW) {
+            const size_t nb = be - b0 < VW ? be - b0 : VW;
+            const VM bm = VMASK((int)nb);
+            for (size_t t0 = 0; t0 < T; t0 += S) {
+                const size_t nl = (T - t0 < S ? T - t0 : S) * C;
+                const VM lm = VMASK((int)nl);
+#pragma GCC unroll 16
+                for (size_t i = 0; i < VW; i++)
+                    r[i] = i < nb ? VLOADM(src + ((b0 + i) * T + t0) * C, lm) : VZERO();
+                VTRANSPOSE(r);
+#pragma GCC unroll 16
+                for (size_t l = 0; l < VW; l++)
+                    if (l < nl) VSTOREM(dst + (l % C) * ld + (t0 + l / C) * B + b0, r[l], bm);
+            }
+        }
+        return;
+    }
     for (size_t b0 = bb; b0 < be; b0 += VW) {
         const size_t nb = be - b0 < VW ? be - b0 : VW;
         const VM bm = VMASK((int)nb);
@@ -526,9 +548,10 @@ static void VSUF(gru_wgrad_chunks)(const dd_nn_nt_prod *p, int np, float *part, 
     }
 }
 
-void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const float *gates,
-                              const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
-                              int want_dh0, const dd_nn_nt_prod *p, int np, float *part) {
+void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, size_t ldo,
+                              const float *gates, const float *hprev, const float *w_hh, size_t B,
+                              size_t T, size_t H, int want_dh0, const dd_nn_nt_prod *p, int np,
+                              float *part) {
     const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (T B columns used) */
     const VF one = VSET1(1.0f);
     /* threads: whole vectors of columns each, all steps (as forward) */
@@ -543,8 +566,11 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
     /* the weight-gradient chunks [0, nxt) are still to run (np > 0) */
     size_t nxt = np > 0 ? (T * B + DD_NN_NT_KC - 1) / DD_NN_NT_KC : 0;
     /* dout (B, T, H) of this thread's frames feature-major into dG rows [3H, 4H) (step t
-     * reads its columns there before it overwrites them with da_n) */
-    if (cb < ce) VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, cb, ce, T, H);
+     * reads its columns there before it overwrites them with da_n); a feature-major dout
+     * (ldo > 0) is read where it is */
+    if (cb < ce && !ldo) VBTH_TO_FM(dG + 3 * H * TB, TB, dout, B, cb, ce, T, H);
+    const float *const dq = ldo ? dout : dG + 3 * H * TB;
+    const size_t ldq = ldo ? ldo : TB;
     const VM tail = VMASK((ce - cb) % VW ? (int)((ce - cb) % VW) : VW);
     /* without weight-gradient chunks a thread with no columns has nothing to do; with
      * them every thread runs every step (the barriers below) */
@@ -554,6 +580,7 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
         for (size_t j = 0; j < H && cb < ce; j++) {
             const size_t cr = j * TB + c0, cz = (H + j) * TB + c0, cn = (2 * H + j) * TB + c0;
             const size_t ch = (3 * H + j) * TB + c0;
+            const float *dqj = dq + j * ldq + c0;
             const float *gr = gates + 4 * H * c0 + j * B, *gz = gr + H * B, *gn = gz + H * B;
             const float *ghn = gn + H * B;
             float *d = dh + j * B;
@@ -565,7 +592,7 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, const flo
                     _mm_prefetch((const char *)(dG + cn - GPF * B + o), _MM_HINT_T0);
                 }
                 VF dd = VADD(m ? VLOADM(d + o, tail) : VLOAD(d + o),
-                             m ? VLOADM(dG + ch + o, tail) : VLOAD(dG + ch + o));
+                             m ? VLOADM(dqj + o, tail) : VLOAD(dqj + o));
                 VF r = m ? VLOADM(gr + o, tail) : VLOAD(gr + o);
                 VF z = m ? VLOADM(gz + o, tail) : VLOAD(gz + o);
                 VF nv = m ? VLOADM(gn + o, tail) : VLOAD(gn + o);

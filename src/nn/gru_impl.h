@@ -104,15 +104,17 @@ void RFN(dd_gru_forward)(dd_real *out, dd_real *ws, const dd_real *x, const dd_r
     }
 }
 
-void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw_hh, dd_real *db_ih,
-                          dd_real *db_hh, const dd_real *dout, dd_real *ws, const dd_real *x,
-                          const dd_real *w_ih, const dd_real *w_hh, int B_, int T_, int D_, int H_) {
+/* dout_fm: dout is feature-major (row j, column t B + b, rows T B apart) instead of
+ * (B, T, H) (dd_gru_backward_dfm) */
+static void RFN(dd_gru_backward_impl)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw_hh,
+                                      dd_real *db_ih, dd_real *db_hh, const dd_real *dout,
+                                      int dout_fm, dd_real *ws, const dd_real *w_ih,
+                                      const dd_real *w_hh, int B_, int T_, int D_, int H_) {
     const size_t B = (size_t)B_, T = (size_t)T_, D = (size_t)D_, H = (size_t)H_, TB = T * B;
     const size_t LD = RFN(dd_gru_ld)(TB, H); /* == TB off the fused path */
     const RFN(dd_gru_ws) w = RFN(dd_gru_ws_split)(ws, B, D, H, LD);
     const dd_real *const gates = w.gates, *const hprev = w.hprev;
     dd_real *const dG = w.dG, *const dh = w.dh;
-    (void)x; /* the forward's feature-major copy w.xfm is used instead */
 
     memset(dh, 0, H * B * sizeof(dd_real));
     int fast = 0;
@@ -136,8 +138,8 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
         const size_t nf = steps ? (TB + DD_NN_NT_KC - 1) / DD_NN_NT_KC * dd_nn_nt_part_size(p, np) : 0;
         float *part = nf ? w.part : NULL; /* nf <= dd_gru_workspace_size's part rows */
         for (size_t i = 0; i < nf; i++) part[i] = -0.0f; /* -0 + s == s for every s */
-        dd_nn_gru_bwd_fast(level, dG, dh, dout, gates, hprev, w_hh, B, T, H, dh0 != NULL, p,
-                           part ? np : 0, part);
+        dd_nn_gru_bwd_fast(level, dG, dh, dout, dout_fm ? TB : 0, gates, hprev, w_hh, B, T, H,
+                           dh0 != NULL, p, part ? np : 0, part);
         if (part) dd_nn_nt_parts_add(p, np, part), wdone = 1;
         fast = 1;
     }
@@ -146,7 +148,10 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
         const size_t c0 = t * B;
         for (size_t j = 0; j < H; j++) {
             dd_real *d = dh + j * B;
-            for (size_t b = 0; b < B; b++) d[b] += dout[(b * T + t) * H + j];
+            if (dout_fm)
+                for (size_t b = 0; b < B; b++) d[b] += dout[j * TB + c0 + b];
+            else
+                for (size_t b = 0; b < B; b++) d[b] += dout[(b * T + t) * H + j];
         }
         for (size_t j = 0; j < H; j++)
             RFN(dd_nn_gru_bwd)(dG + j * TB + c0, dG + (H + j) * TB + c0, dG + (2 * H + j) * TB + c0,
@@ -185,4 +190,17 @@ void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw
         RFN(dd_nn_rowsum_add)(db_ih + 2 * H, dG + 3 * H * TB, H, TB, TB);
     }
     if (db_hh) RFN(dd_nn_rowsum_add)(db_hh, dG, 3 * H, TB, TB);
+}
+
+void RFN(dd_gru_backward)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw_hh, dd_real *db_ih,
+                          dd_real *db_hh, const dd_real *dout, dd_real *ws, const dd_real *x,
+                          const dd_real *w_ih, const dd_real *w_hh, int B, int T, int D, int H) {
+    (void)x; /* the forward's feature-major copy (workspace) is used instead */
+    RFN(dd_gru_backward_impl)(dx, dh0, dw_ih, dw_hh, db_ih, db_hh, dout, 0, ws, w_ih, w_hh, B, T, D, H);
+}
+
+void RFN(dd_gru_backward_dfm)(dd_real *dx, dd_real *dh0, dd_real *dw_ih, dd_real *dw_hh,
+                              dd_real *db_ih, dd_real *db_hh, const dd_real *dout_fm, dd_real *ws,
+                              const dd_real *w_ih, const dd_real *w_hh, int B, int T, int D, int H) {
+    RFN(dd_gru_backward_impl)(dx, dh0, dw_ih, dw_hh, db_ih, db_hh, dout_fm, 1, ws, w_ih, w_hh, B, T, D, H);
 }

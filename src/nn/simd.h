@@ -181,7 +181,8 @@ static inline size_t dd_nn_nt_part_size(const dd_nn_nt_prod *p, int n) {
 }
 /* Backward through time: dG (4H x TB) receives rows [da_r, da_z, da_n * r, da_n] of every
  * column; dh (H x B) must be zero on entry and holds dL/dh0 on return when want_dh0 (else
- * garbage). dout (B, T, H) is dL/dh_t. With np > 0 it also runs the np weight-gradient
+ * garbage). dout is dL/dh_t: (B, T, H) when ldo == 0, else feature-major (row j, column
+ * tB + b, rows ldo apart; read in place, no copy). With np > 0 it also runs the np weight-gradient
  * products p (A and Bm over the TB columns, A in dG) chunk by chunk inside the time loop, as
  * soon as a chunk's columns of dG are final (still in cache): chunk c's results (C and
  * rowsum, lane-reduced as the kernel does) go to part + c dd_nn_nt_part_size(p, np), which
@@ -189,9 +190,10 @@ static inline size_t dd_nn_nt_part_size(const dd_nn_nt_prod *p, int n) {
  * dd_nn_nt_parts_add then adds them to p's C and rowsum in chunk order: the same floats as
  * dd_nn_gemm_nt_acc_n(level, p, np) after the backward. Every p must be on the kernel
  * (dd_nn_gemm_nt_fast). */
-void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, const float *gates,
-                        const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
-                        int want_dh0, const dd_nn_nt_prod *p, int np, float *part);
+void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, size_t ldo,
+                        const float *gates, const float *hprev, const float *w_hh, size_t B,
+                        size_t T, size_t H, int want_dh0, const dd_nn_nt_prod *p, int np,
+                        float *part);
 void dd_nn_nt_parts_add(const dd_nn_nt_prod *p, int np, const float *part);
 /* Whether dd_gru_backward runs its weight gradients inside the fused time loop (default 1;
  * 0: after it, as one product; the same floats: tests); returns the previous setting. Not
@@ -218,6 +220,11 @@ int dd_nn_dense_small_fwd(int level, float *out, const float *in, const float *w
                           size_t N, size_t NI, size_t O);
 int dd_nn_dense_small_bwd(int level, float *din, float *dw, float *db, const float *dout,
                           const float *in, const float *w, size_t N, size_t NI, size_t O);
+/* dd_nn_dense_small_bwd's din alone, written feature-major for an input of B frames x T
+ * steps: din[i*ld + t*B + b] (set: starting from +0, else adding) with the same float
+ * operations as the (B, T, NI) din; the same conditions and return. */
+int dd_nn_dense_small_din_fm(int level, float *din, size_t ld, int set, const float *dout,
+                             const float *w, size_t B, size_t T, size_t NI, size_t O);
 
 /* ---- causal conv1d (conv_fast_impl.h), level > generic only. Floats per vector: */
 int dd_nn_simd_width(int level);

@@ -24,10 +24,10 @@
                                const float *w_ih, const float *w_hh,                          \
                                const float *b_ih, const float *b_hh, size_t B, size_t T,      \
                                size_t D, size_t H);                                           \
-    void dd_nn_gru_bwd_fast##S(float *dG, float *dh, const float *dout, const float *gates,   \
-                               const float *hprev, const float *w_hh, size_t B, size_t T,     \
-                               size_t H, int want_dh0, const dd_nn_nt_prod *p, int np,        \
-                               float *part);                                                  \
+    void dd_nn_gru_bwd_fast##S(float *dG, float *dh, const float *dout, size_t ldo,           \
+                               const float *gates, const float *hprev, const float *w_hh,     \
+                               size_t B, size_t T, size_t H, int want_dh0,                    \
+                               const dd_nn_nt_prod *p, int np, float *part);                  \
     void dd_nn_gemm_nt_fast_n##S(const dd_nn_nt_prod *p, int n);                              \
     void dd_nn_gemm_nt_fast##S(size_t M, size_t N, size_t K, const float *A, size_t lda,      \
                                const float *Bm, size_t ldb, float *C, size_t ldc,             \
@@ -37,6 +37,8 @@
     void dd_nn_dense_small_bwd##S(float *din, float *dw, float *db, const float *dout,        \
                                   const float *in, const float *w, size_t N, size_t NI,        \
                                   size_t O);                                                   \
+    void dd_nn_dense_small_din_fm##S(float *din, size_t ld, int set, const float *dout,      \
+                                     const float *w, size_t B, size_t T, size_t NI, size_t O); \
     void dd_nn_conv_dw_fwd_fast##S(float *pre, float *out, const float *in, const float *wt,  \
                                    const float *b, size_t B, size_t T, size_t C, size_t K,    \
                                    size_t d, int act);                                        \
@@ -119,14 +121,15 @@ void dd_nn_gru_fwd_fast(int level, float *out, float *hprev, float *gates, float
 #endif
 }
 
-void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, const float *gates,
-                        const float *hprev, const float *w_hh, size_t B, size_t T, size_t H,
-                        int want_dh0, const dd_nn_nt_prod *p, int np, float *part) {
+void dd_nn_gru_bwd_fast(int level, float *dG, float *dh, const float *dout, size_t ldo,
+                        const float *gates, const float *hprev, const float *w_hh, size_t B,
+                        size_t T, size_t H, int want_dh0, const dd_nn_nt_prod *p, int np,
+                        float *part) {
 #if DD_NN_HAVE_X86_SIMD
     DD_DISPATCH(level, dd_nn_gru_bwd_fast,
-                (dG, dh, dout, gates, hprev, w_hh, B, T, H, want_dh0, p, np, part));
+                (dG, dh, dout, ldo, gates, hprev, w_hh, B, T, H, want_dh0, p, np, part));
 #else
-    (void)level, (void)dG, (void)dh, (void)dout, (void)gates, (void)hprev, (void)w_hh;
+    (void)level, (void)dG, (void)dh, (void)dout, (void)ldo, (void)gates, (void)hprev, (void)w_hh;
     (void)B, (void)T, (void)H, (void)want_dh0, (void)p, (void)np, (void)part;
 #endif
 }
@@ -227,6 +230,19 @@ int dd_nn_dense_small_bwd(int level, float *din, float *dw, float *db, const flo
     }
 #endif
     (void)level, (void)din, (void)dw, (void)db, (void)dout, (void)in, (void)w, (void)N;
+    (void)NI, (void)O;
+    return 0;
+}
+
+int dd_nn_dense_small_din_fm(int level, float *din, size_t ld, int set, const float *dout,
+                             const float *w, size_t B, size_t T, size_t NI, size_t O) {
+#if DD_NN_HAVE_X86_SIMD
+    if (level > DD_SIMD_GENERIC && O >= 1 && O <= DD_NN_DENSE_SMALL_MAX && dd_nn_route() != DD_NN_ROUTE_BLAS) {
+        DD_DISPATCH(level, dd_nn_dense_small_din_fm, (din, ld, set, dout, w, B, T, NI, O));
+        return 1;
+    }
+#endif
+    (void)level, (void)din, (void)ld, (void)set, (void)dout, (void)w, (void)B, (void)T;
     (void)NI, (void)O;
     return 0;
 }
