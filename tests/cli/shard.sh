@@ -67,20 +67,22 @@ same_metrics "$(ev "$TMP/z3r")" "$REF" "zero3 (2 ranks) -> none (1 process) resu
 mrun 3 train-pa --resume "$TMP/zero1" --epochs 3 --shard zero2 -q
 expect_rc 0 "resume a zero1 run on 3 ranks with zero2 ($ERR)"
 
-# ---- a memory budget: fails on one process, fits with zero3 on 4 ranks
+# ---- a memory budget: fails on one process, fits with zero3 on 4 ranks (one process:
+# 23.2 MiB of arenas since the blocks' im2col buffers are in the stage scratch and the
+# evaluation streams its segments; 29.4 MiB before, with the buffers outside the arenas)
 BIG=(--model resnet --hidden 192 --layers 8 --kernel 3 --frame 32 --stride 160 --batch 8 --eval-batch 1 --epochs 1
-    --no-test --no-report --mem-limit-mb 25)
+    --no-test --no-report --mem-limit-mb 20)
 run train-pa --data "$D" "${BIG[@]}" --out "$TMP/big1" -q
-expect_rc 1 "25 MiB budget, one process"
+expect_rc 1 "20 MiB budget, one process"
 has "$ERR" "memory budget exceeded" "budget message"
 has "$ERR" "--mem-limit-mb" "budget message names the option"
 has "$ERR" "MiB" "budget message gives the sizes"
 mrun 4 train-pa --data "$D" "${BIG[@]}" --shard zero3 --out "$TMP/big4" -q
-expect_rc 0 "25 MiB budget, zero3 on 4 ranks ($ERR)"
+expect_rc 0 "20 MiB budget, zero3 on 4 ranks ($ERR)"
 PB=$(cat "$TMP/big4/parallel.json")
 tot=$(awk -v a="$(json_num "$PB" params_bytes)" -v b="$(json_num "$PB" grads_bytes)" -v c="$(json_num "$PB" optim_bytes)" \
     -v d="$(json_num "$PB" activations_bytes)" 'BEGIN { print a + b + c + d }')
-if awk -v t="$tot" 'BEGIN { exit !(t <= 25 * 1048576) }'; then pass; else fail "zero3 on 4 ranks: arenas $tot bytes above 25 MiB"; fi
+if awk -v t="$tot" 'BEGIN { exit !(t <= 20 * 1048576) }'; then pass; else fail "zero3 on 4 ranks: arenas $tot bytes above 20 MiB"; fi
 
 # ---- usage errors
 run train-pa --data "$D" "${SMALL[@]}" --shard zero9 --out "$TMP/x"
