@@ -176,7 +176,7 @@ static void sgd_range(const dd_optim *o, float *w, const float *g, double lr, si
         const VF vwd = SET1(wd), vdecay = SET1(decay), vb1 = SET1(b1), vomb1 = SET1(omb1), vb2 = SET1(b2);    \
         const VF vomb2 = SET1(omb2), vnss = SET1(nss), vbcs = SET1(bcs), veps = SET1(eps);                    \
         size_t i = lo;                                                                                        \
-        for (; i + W <= hi; i += W) {                                                                         \
+        for (; i + (W) <= hi; i += (W)) {                                                                       \
             VF gi = LOAD(g + i), wi = LOAD(w + i);                                                            \
             if (use_l2) gi = FMA(wi, vwd, gi);                                                                \
             if (adamw) wi = MUL(wi, vdecay);                                                                  \
