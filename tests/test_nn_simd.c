@@ -458,7 +458,9 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
         if (bias) CHECK_CLOSE("conv db", fdb, db, (size_t)co, ctx);
         /* with caller scratch (resnet's blocks): the same floats, from a scratch full of NaN
          * (every float of it written before it is read), twice (reused as left) */
-        const size_t nws = dd_conv1d_scratch_floats(B, T, ci, co, K, groups);
+        const size_t nws = dd_conv1d_scratch_floats(B, T, ci, co, K, groups, 1),
+                     nfw = dd_conv1d_scratch_floats(B, T, ci, co, K, groups, 0);
+        CHECK(nfw <= nws && (nfw > 0) == (nws > 0), "%s: forward scratch %zu, whole %zu", ctx, nfw, nws);
         float *ws = nws ? dd_calloc(nws, sizeof(float)) : NULL;
         if (ws)
             for (size_t i = 0; i < nws; i++) ws[i] = NAN;
@@ -471,6 +473,17 @@ static void test_conv(int B, int T, int ci, int co, int K, int dil, int groups, 
                       memcmp(fdb, wdb, (size_t)co * sizeof(float)) == 0,
                   "%s: with scratch (%zu floats, use %d) differs from without", ctx, nws, rep + 1);
             dd_free(wy), dd_free(wdx), dd_free(wdw), dd_free(wdb);
+        }
+        /* the forward alone (inference) reads and writes only the first nfw floats */
+        if (ws) {
+            for (size_t i = 0; i < nws; i++) ws[i] = i < nfw ? NAN : -7.25f;
+            float *wy = fzero(nout);
+            dd_conv1d_forward_ws(wy, fx, fw, bias ? fb : NULL, B, T, ci, co, K, dil, groups, ws);
+            int tail = 1;
+            for (size_t i = nfw; i < nws; i++) tail &= ws[i] == -7.25f;
+            CHECK(tail && nfw < nws && memcmp(fy, wy, nout * sizeof(float)) == 0,
+                  "%s: forward in its %zu scratch floats (of %zu) differs or writes past them", ctx, nfw, nws);
+            dd_free(wy);
         }
         dd_free(ws);
         /* adds; each gradient may be skipped alone */

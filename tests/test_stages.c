@@ -138,15 +138,22 @@ static void check_stages(const char *name, const char *opts) {
     CHECK_OK(dd_model_forward(m, p, x, y, B, T, ws));
     CHECK_OK(dd_model_backward(m, p, g, x, dy, dx, B, T, ws));
 
-    /* forward only (inference): the same output in a workspace that keeps nothing */
+    /* forward only (inference): the same output in a workspace that keeps nothing, sized
+     * by the stages' forward scratch alone: nothing written past it (as many guard floats
+     * after it again, so an overrun fails here instead of corrupting the heap) */
     {
         size_t wi = dd_model_infer_workspace(m, B, T);
         CHECK(wi > 0 && wi <= dd_model_workspace_size(m, B, T), "%s: inference workspace %zu > training %zu", name, wi,
               dd_model_workspace_size(m, B, T));
-        float *wsi = dd_calloc(wi, sizeof(float)), *yi = malloc(nx * sizeof *yi);
+        const size_t GUARD = wi + 256;
+        float *wsi = dd_calloc(wi + GUARD, sizeof(float)), *yi = malloc(nx * sizeof *yi);
+        for (size_t i = wi; i < wi + GUARD; i++) wsi[i] = -1234.5f;
         dd_stage_src full = {p, NULL, NULL, NULL, NULL, NULL};
         CHECK_OK(dd_model_infer(m, &full, x, yi, B, T, wsi));
         CHECK(same(yi, y, nx), "%s: inference differs from the forward", name);
+        int guard_ok = 1;
+        for (size_t i = wi; i < wi + GUARD; i++) guard_ok &= wsi[i] == -1234.5f;
+        CHECK(guard_ok, "%s: inference wrote past its workspace of %zu floats", name, wi);
         free(yi);
         dd_free(wsi);
     }
@@ -260,6 +267,8 @@ int main(void) {
     check_stages("lstm", "hidden=7,layers=2");
     check_stages("tcn", "hidden=8,layers=6,kernel=2");
     check_stages("resnet", "hidden=10,layers=6,kernel=2");
+    /* wide enough for the im2col products from stage scratch (forward half for inference) */
+    check_stages("resnet", "hidden=100,layers=2,kernel=3");
     check_stages("hammerstein", "hidden=12,layers=5,memory=3");
     return dd_test_done("test_stages");
 }

@@ -170,10 +170,11 @@ void dd_conv1d_backward(float *din, float *dw, float *db, const float *dout, con
                         int dilation, int groups);
 /* The same with caller-owned scratch for a wide layer's im2col blocks (groups 1, kernel > 1,
  * both c_in and c_out > 96, which no SIMD kernel takes: OpenBLAS products of im2col
- * blocks), instead of a buffer allocated per call: dd_conv1d_scratch_floats floats (0 for
- * other layers, whose scratch may then be NULL), any contents, overwritten. The same
- * floats as dd_conv1d_forward / _backward. */
-size_t dd_conv1d_scratch_floats(int B, int T, int c_in, int c_out, int kernel, int groups);
+ * blocks), instead of a buffer allocated per call: dd_conv1d_scratch_floats(..., 1) floats
+ * (0 for other layers, whose scratch may then be NULL), any contents, overwritten; the
+ * forward uses only the first dd_conv1d_scratch_floats(..., 0) of them (inference needs no
+ * more). The same floats as dd_conv1d_forward / _backward. */
+size_t dd_conv1d_scratch_floats(int B, int T, int c_in, int c_out, int kernel, int groups, int backward);
 void dd_conv1d_forward_ws(float *out, const float *in, const float *w, const float *b, int B, int T, int c_in,
                           int c_out, int kernel, int dilation, int groups, float *scratch);
 void dd_conv1d_backward_ws(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,

@@ -106,6 +106,7 @@ static double rnn_flops(const dd_model *m, const dd_stage_def *st, int backward)
 static const dd_stage_ops rnn_stage = {
     .saved = rnn_saved,
     .scratch = rnn_scratch,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = rnn_forward,
     .backward = rnn_backward,
     .flops = rnn_flops,
@@ -203,6 +204,7 @@ static double head_flops(const dd_model *m, const dd_stage_def *st, int backward
 static const dd_stage_ops head_stage = {
     .saved = head_saved,
     .scratch = head_scratch,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = head_forward,
     .backward = head_backward,
     .flops = head_flops,

@@ -203,6 +203,7 @@ static double poly_flops(const dd_model *m, const dd_stage_def *st, int backward
 static const dd_stage_ops poly_stage = {
     .saved = poly_size,
     .scratch = poly_size,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = poly_forward,
     .backward = poly_backward,
     .flops = poly_flops,

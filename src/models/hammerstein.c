@@ -245,6 +245,7 @@ static double blk_flops(const dd_model *m, const dd_stage_def *st, int backward)
 static const dd_stage_ops blk_stage = {
     .saved = blk_saved,
     .scratch = blk_scratch,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = blk_forward,
     .backward = blk_backward,
     .flops = blk_flops,

@@ -511,8 +511,20 @@ dd_status dd_model_range_backward(const dd_model *m, size_t s0, size_t s1, const
 
 /* ---- inference: forward only, buffers shared between the stages ---- */
 
-/* Nothing is kept for a backward: one saved area and one scratch area serve every stage in
- * turn, and the activations between stages alternate between two buffers. */
+size_t dd_stage_no_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)m, (void)st, (void)B, (void)T;
+    return 0;
+}
+
+/* Floats of scratch a stage's forward uses. */
+static size_t fwd_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    if (st->ops->scratch_fwd) return st->ops->scratch_fwd(m, st, B, T);
+    return st->ops->scratch ? st->ops->scratch(m, st, B, T) : 0;
+}
+
+/* Nothing is kept for a backward: one saved area and one scratch area (the largest stage's
+ * forward part, scratch_fwd) serve every stage in turn, and the activations between stages
+ * alternate between two buffers. */
 static size_t infer_layout(const dd_model *m, int B, int T, float *base, float **act, float **saved, float **scratch) {
     dd_ws_carver c = {base, 0};
     const size_t BT = (size_t)B * (size_t)T;
@@ -520,7 +532,7 @@ static size_t infer_layout(const dd_model *m, int B, int T, float *base, float *
     for (size_t s = 0; s < m->nstages; s++) {
         const dd_stage_def *st = &m->stages[s];
         if (s > 0 && (size_t)st->in_w > maxw) maxw = (size_t)st->in_w;
-        size_t v = st->ops->saved(m, st, B, T), k = st->ops->scratch ? st->ops->scratch(m, st, B, T) : 0;
+        size_t v = st->ops->saved(m, st, B, T), k = fwd_scratch(m, st, B, T);
         if (v > maxs) maxs = v;
         if (k > maxk) maxk = k;
     }

@@ -37,6 +37,10 @@ typedef struct {
      * uses only during one call (NULL: none). */
     size_t (*saved)(const dd_model *m, const dd_stage_def *st, int B, int T);
     size_t (*scratch)(const dd_model *m, const dd_stage_def *st, int B, int T);
+    /* The first floats of that scratch which forward and forward_state use: all inference
+     * gets (dd_model_infer_workspace, streaming). NULL: all of scratch; a stage whose
+     * forward uses none says so with dd_stage_no_scratch. */
+    size_t (*scratch_fwd)(const dd_model *m, const dd_stage_def *st, int B, int T);
     /* in (B, T, in_w) -> out (B, T, out_w) (overwritten); fills saved. */
     void (*forward)(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
                     const float *in, const float *x0, float *out, int B, int T, float *saved,
@@ -64,6 +68,9 @@ typedef struct {
                           const float *in, const float *x0, float *out, int B, int T, float *state,
                           float *saved, float *scratch);
 } dd_stage_ops;
+
+/* scratch_fwd of a stage whose forward uses no scratch (only its backward does). */
+size_t dd_stage_no_scratch(const dd_model *m, const dd_stage_def *st, int B, int T);
 
 /* The final step's row of each of B frames of out (B, T, H) into state (B, H). */
 static inline void dd_stage_final_rows(float *state, const float *out, int B, int T, size_t H) {

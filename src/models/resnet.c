@@ -102,18 +102,19 @@ static double stem_flops(const dd_model *m, const dd_stage_def *st, int backward
 static const dd_stage_ops stem_stage = {
     .saved = stem_saved,
     .scratch = stem_saved,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = stem_forward,
     .backward = stem_backward,
     .flops = stem_flops,
 };
 
 /* ---- each block's causal convolution (C -> Cl, kernel K) with the im2col workspace of
- * dd_conv1d_forward_ws at the end of the stage's scratch (wide layers only; 0 floats
- * otherwise): the products' blocks are then allocated once with the model's workspace
+ * dd_conv1d_forward_ws (wide layers only; 0 floats otherwise): at the start of the stage's
+ * scratch in the forward (its first half, all inference sizes), at the end in the backward: the products' blocks are then allocated once with the model's workspace
  * instead of a 4 MB buffer per call (docs/performance.md, "resnet 512 x 8 on Zen 5") ---- */
 
-static size_t conv_ws(const res_impl *g, int B, int T) {
-    return (dd_conv1d_scratch_floats(B, T, g->C, g->Cl, g->K, 1) + 15) / 16 * 16;
+static size_t conv_ws(const res_impl *g, int B, int T, int backward) {
+    return (dd_conv1d_scratch_floats(B, T, g->C, g->Cl, g->K, 1, backward) + 15) / 16 * 16;
 }
 
 static void conv_fwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float *out, const float *in, int B, int T,
@@ -129,7 +130,7 @@ static void conv_bwd(const dd_conv1d_layer *l, const dd_stage_params *sp, float 
 }
 
 /* ---- stage "blocks.i": h -> h + proj(tanh(conv(h))); saved z = tanh(conv(h)) (BT, C);
- * scratch dz, da (BT, C each), the convolution's workspace ---- */
+ * scratch dz, da (BT, C each), the convolution's workspace (forward: its first half only) ---- */
 
 static size_t block_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
@@ -138,7 +139,12 @@ static size_t block_saved(const dd_model *m, const dd_stage_def *st, int B, int 
 
 static size_t block_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
-    return 2 * nc(m->impl, B, T) + conv_ws(m->impl, B, T);
+    return 2 * nc(m->impl, B, T) + conv_ws(m->impl, B, T, 1);
+}
+
+static size_t block_scratch_fwd(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return conv_ws(m->impl, B, T, 0);
 }
 
 static void block_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
@@ -146,7 +152,7 @@ static void block_forward(const dd_model *m, const dd_stage_def *st, const dd_st
     (void)x0;
     const res_impl *g = m->impl;
     const size_t n = (size_t)B * (size_t)T * (size_t)g->C;
-    conv_fwd(&g->conv[st->arg], sp, saved, in, B, T, scratch + 2 * nc(g, B, T));
+    conv_fwd(&g->conv[st->arg], sp, saved, in, B, T, scratch);
     dd_act_forward(DD_ACT_TANH, saved, saved, n);
     dd_stage_conv_fwd(&g->proj[st->arg], sp, out, saved, B, T);
     dd_add_forward(out, in, out, n);
@@ -179,6 +185,7 @@ static double block_flops(const dd_model *m, const dd_stage_def *st, int backwar
 static const dd_stage_ops block_stage = {
     .saved = block_saved,
     .scratch = block_scratch,
+    .scratch_fwd = block_scratch_fwd,
     .forward = block_forward,
     .backward = block_backward,
     .flops = block_flops,
@@ -190,7 +197,8 @@ static const dd_stage_ops block_stage = {
  * p = proj_r(z) without bias (BT, C), reduce-from-group (allreduce of p), out = h + p + b.
  * Backward: dz = proj_r^T dout, da = tanh'(z) dz, the conv's partial dL/dh reduced by
  * copy-to-group's dual (allreduce of BT C floats) and added to dout (identity path).
- * Saved z (BT, Cl); scratch dz, da (BT, Cl), dh (BT, C), the convolution's workspace. ---- */
+ * Saved z (BT, Cl); scratch dz, da (BT, Cl), dh (BT, C), the convolution's workspace
+ * (forward: the workspace's first half only, at the start). ---- */
 
 static size_t ncl(const res_impl *g, int B, int T) { return ((size_t)B * (size_t)T * (size_t)g->Cl + 15) / 16 * 16; }
 
@@ -201,7 +209,12 @@ static size_t tp_block_saved(const dd_model *m, const dd_stage_def *st, int B, i
 
 static size_t tp_block_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
-    return 2 * ncl(m->impl, B, T) + nc(m->impl, B, T) + conv_ws(m->impl, B, T);
+    return 2 * ncl(m->impl, B, T) + nc(m->impl, B, T) + conv_ws(m->impl, B, T, 1);
+}
+
+static size_t tp_block_scratch_fwd(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return conv_ws(m->impl, B, T, 0);
 }
 
 /* out (BT, C) += bias of every row */
@@ -215,7 +228,7 @@ static void tp_block_forward(const dd_model *m, const dd_stage_def *st, const dd
     const res_impl *g = m->impl;
     const dd_conv1d_layer *pr = &g->proj[st->arg];
     const size_t BT = (size_t)B * (size_t)T, n = BT * (size_t)g->C;
-    conv_fwd(&g->conv[st->arg], sp, saved, in, B, T, scratch + 2 * ncl(g, B, T) + nc(g, B, T));
+    conv_fwd(&g->conv[st->arg], sp, saved, in, B, T, scratch);
     dd_act_forward(DD_ACT_TANH, saved, saved, BT * (size_t)g->Cl);
     dd_conv1d_forward(out, saved, DD_SP(sp, pr->w), NULL, B, T, pr->c_in, pr->c_out, 1, 1, 1);
     if (!dd_model_tp_ok(m, dd_tp_reduce_fwd(dd_model_tp_group(m), out, n))) return;
@@ -253,6 +266,7 @@ static double tp_block_flops(const dd_model *m, const dd_stage_def *st, int back
 static const dd_stage_ops tp_block_stage = {
     .saved = tp_block_saved,
     .scratch = tp_block_scratch,
+    .scratch_fwd = tp_block_scratch_fwd,
     .forward = tp_block_forward,
     .backward = tp_block_backward,
     .flops = tp_block_flops,

@@ -227,6 +227,7 @@ static double mlp_flops(const dd_model *m, const dd_stage_def *st, int backward)
 static const dd_stage_ops mlp_stage = {
     .saved = mlp_saved,
     .scratch = mlp_scratch,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = mlp_forward,
     .backward = mlp_backward,
     .flops = mlp_flops,

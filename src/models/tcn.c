@@ -115,6 +115,7 @@ static double stem_flops(const dd_model *m, const dd_stage_def *st, int backward
 static const dd_stage_ops stem_stage = {
     .saved = stem_saved,
     .scratch = stem_scratch,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = stem_forward,
     .backward = stem_backward,
     .flops = stem_flops,
@@ -164,6 +165,7 @@ static double layer_flops(const dd_model *m, const dd_stage_def *st, int backwar
 static const dd_stage_ops layer_stage = {
     .saved = layer_saved,
     .scratch = layer_saved,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = layer_forward,
     .backward = layer_backward,
     .flops = layer_flops,
@@ -175,20 +177,22 @@ static const dd_stage_ops layer_stage = {
  * keeps its channels of z_{i-1} (no message), it computes its channels of z_i and
  * gather-from-group (an allgather of BT Cl floats per rank) makes z_i whole. Backward:
  * gather's dual keeps the own channels of dout, scatter's dual allgathers the own
- * channels of dL/dz_{i-1} (BT Cl floats per rank). Saved a (BT, Cl); scratch zl, ol,
- * dl (BT, Cl each), tmp and dz (BT, C each). ---- */
+ * channels of dL/dz_{i-1} (BT Cl floats per rank). Saved a (BT, Cl); scratch zl, ol (BT,
+ * Cl each) and tmp (BT, C), all the forward uses, then dl (BT, Cl) and dz (BT, C). ---- */
 
 typedef struct {
     float *zl, *ol, *dl, *tmp, *dz;
 } tp_scratch;
 
-static size_t tp_layout(const tcn_impl *g, int B, int T, float *base, tp_scratch *w) {
+/* Returns the floats of the whole scratch; *fwd (when not NULL): those of the forward's part. */
+static size_t tp_layout(const tcn_impl *g, int B, int T, float *base, tp_scratch *w, size_t *fwd) {
     dd_ws_carver c = {base, 0};
     const size_t nl = (size_t)B * (size_t)T * (size_t)g->Cl, n = (size_t)B * (size_t)T * (size_t)g->C;
     w->zl = dd_ws_take(&c, nl);
     w->ol = dd_ws_take(&c, nl);
-    w->dl = dd_ws_take(&c, nl);
     w->tmp = dd_ws_take(&c, n);
+    if (fwd) *fwd = c.used;
+    w->dl = dd_ws_take(&c, nl);
     w->dz = dd_ws_take(&c, n);
     return c.used;
 }
@@ -202,7 +206,15 @@ static size_t tp_layer_saved(const dd_model *m, const dd_stage_def *st, int B, i
 static size_t tp_layer_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
     tp_scratch w;
-    return tp_layout(m->impl, B, T, NULL, &w);
+    return tp_layout(m->impl, B, T, NULL, &w, NULL);
+}
+
+static size_t tp_layer_scratch_fwd(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    tp_scratch w;
+    size_t fwd = 0;
+    tp_layout(m->impl, B, T, NULL, &w, &fwd);
+    return fwd;
 }
 
 static void tp_layer_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
@@ -212,7 +224,7 @@ static void tp_layer_forward(const dd_model *m, const dd_stage_def *st, const dd
     const dd_model_tp *tp = dd_model_tp_group(m);
     const size_t BT = (size_t)B * (size_t)T;
     tp_scratch w;
-    tp_layout(g, B, T, scratch, &w);
+    tp_layout(g, B, T, scratch, &w, NULL);
     if (!dd_model_tp_ok(m, dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C))) return;
     const dd_conv1d_layer *l = &g->dw[st->arg];
     dd_conv1d_dw_hswish_forward(saved, w.ol, w.zl, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation,
@@ -228,7 +240,7 @@ static void tp_layer_backward(const dd_model *m, const dd_stage_def *st, const d
     const dd_model_tp *tp = dd_model_tp_group(m);
     const size_t BT = (size_t)B * (size_t)T, nl = BT * (size_t)g->Cl, n = BT * (size_t)g->C;
     tp_scratch w;
-    tp_layout(g, B, T, scratch, &w);
+    tp_layout(g, B, T, scratch, &w, NULL);
     /* own channels of dout, and the conv's own input again */
     if (!dd_model_tp_ok(m, dd_tp_gather_bwd(tp, dout, w.ol, BT, (size_t)g->C)) ||
         !dd_model_tp_ok(m, dd_tp_scatter_fwd(tp, in, w.zl, BT, (size_t)g->C)))
@@ -253,6 +265,7 @@ static double tp_layer_flops(const dd_model *m, const dd_stage_def *st, int back
 static const dd_stage_ops tp_layer_stage = {
     .saved = tp_layer_saved,
     .scratch = tp_layer_scratch,
+    .scratch_fwd = tp_layer_scratch_fwd,
     .forward = tp_layer_forward,
     .backward = tp_layer_backward,
     .flops = tp_layer_flops,

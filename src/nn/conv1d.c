@@ -64,9 +64,9 @@ static int conv_ws_takes(int c_in, int c_out, int kernel, int groups) {
     return groups == 1 && kernel > 1 && c_in >= CONV_WS_MIN_CHANNELS && c_out >= CONV_WS_MIN_CHANNELS;
 }
 
-size_t dd_conv1d_scratch_floats(int B, int T, int c_in, int c_out, int kernel, int groups) {
+size_t dd_conv1d_scratch_floats(int B, int T, int c_in, int c_out, int kernel, int groups, int backward) {
     if (B < 1 || T < 1 || !conv_ws_takes(c_in, c_out, kernel, groups)) return 0;
-    return dd_nn_conv_gemm_ws_floats((size_t)B, (size_t)T, (size_t)c_in, (size_t)kernel);
+    return dd_nn_conv_gemm_ws_floats((size_t)B, (size_t)T, (size_t)c_in, (size_t)kernel, backward);
 }
 
 void dd_conv1d_forward_ws(float *out, const float *in, const float *w, const float *b, int B, int T, int c_in,

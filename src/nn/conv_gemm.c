@@ -66,9 +66,9 @@ static void col2im_add(float *din, const float *dX, size_t r0, size_t nr, size_t
     }
 }
 
-size_t dd_nn_conv_gemm_ws_floats(size_t B, size_t T, size_t Ci, size_t K) {
+size_t dd_nn_conv_gemm_ws_floats(size_t B, size_t T, size_t Ci, size_t K, int backward) {
     const size_t BT = B * T, CK = Ci * K;
-    return BT == 0 || CK == 0 ? 0 : 2 * block_rows(BT, CK) * CK;
+    return BT == 0 || CK == 0 ? 0 : (backward ? 2 : 1) * block_rows(BT, CK) * CK;
 }
 
 int dd_nn_conv_gemm_forward(float *out, const float *in, const float *w, const float *b, size_t B, size_t T,

@@ -287,10 +287,12 @@ int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *d
 
 /* ---- causal conv1d with groups == 1, K > 1 through OpenBLAS (conv_gemm.c): im2col blocks
  * of rows times the weights as stored (Co x Ci K). Same contract as dd_conv1d_forward /
- * _backward (float32, groups 1); ws: dd_nn_conv_gemm_ws_floats(B, T, Ci, K) floats of
+ * _backward (float32, groups 1); ws: dd_nn_conv_gemm_ws_floats(B, T, Ci, K, 1) floats of
  * workspace (any contents), or NULL: the blocks are allocated per call; return 0, doing
- * nothing, when they cannot be. Any level. */
-size_t dd_nn_conv_gemm_ws_floats(size_t B, size_t T, size_t Ci, size_t K);
+ * nothing, when they cannot be. The forward uses only the first
+ * dd_nn_conv_gemm_ws_floats(B, T, Ci, K, 0) of them (X; the backward's dX follows). Any
+ * level. */
+size_t dd_nn_conv_gemm_ws_floats(size_t B, size_t T, size_t Ci, size_t K, int backward);
 int dd_nn_conv_gemm_forward(float *out, const float *in, const float *w, const float *b, size_t B,
                             size_t T, size_t Ci, size_t Co, size_t K, size_t d, float *ws);
 int dd_nn_conv_gemm_backward(float *din, float *dw, float *db, const float *dout, const float *in,
