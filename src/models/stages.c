@@ -134,14 +134,23 @@ const dd_stage_ops dd_stage_gru_dfm = {
 static void dense_dfm_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
                                const float *in, const float *x0, const float *dout, float *din, float *dx0, int B,
                                int T, float *saved, float *scratch) {
-    (void)m, (void)x0, (void)dx0, (void)saved, (void)scratch;
+    (void)m, (void)x0, (void)dx0, (void)saved;
     const dd_dense_layer *l = st->ref;
     dd_dense_backward_dfm(din, sp->din_set, DD_SG(sp, l->w), l->bias ? DD_SG(sp, l->b) : NULL, dout, in,
-                          DD_SP(sp, l->w), B, T, l->in_dim, l->out_dim);
+                          DD_SP(sp, l->w), B, T, l->in_dim, l->out_dim, scratch);
+}
+
+/* the input gradient in (B, T, in_dim) where the small kernels do not take the shape */
+static size_t dense_dfm_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)m;
+    const dd_dense_layer *l = st->ref;
+    return (size_t)B * (size_t)T * (size_t)l->in_dim;
 }
 
 const dd_stage_ops dd_stage_dense_dfm = {
     .saved = dense_saved,
+    .scratch = dense_dfm_scratch,
+    .scratch_fwd = dd_stage_no_scratch,
     .forward = dense_forward,
     .backward = dense_dfm_backward,
     .flops = dense_flops,

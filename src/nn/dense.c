@@ -45,23 +45,25 @@ void dd_dense_layer_init(const dd_dense_layer *l, float *params, dd_rng *rng) {
 }
 
 void dd_dense_backward_dfm(float *din_fm, int set, float *dw, float *db, const float *dout, const float *in,
-                           const float *w, int B_, int T_, int in_dim, int out_dim) {
+                           const float *w, int B_, int T_, int in_dim, int out_dim, float *tmp) {
     const size_t B = (size_t)B_, T = (size_t)T_, NI = (size_t)in_dim, O = (size_t)out_dim, N = B * T;
     if (dw || db) dd_dense_backward(NULL, dw, db, dout, in, w, N, in_dim, out_dim); /* din apart: same dw, db */
     if (!din_fm) return;
     if (dd_nn_dense_small_din_fm(dd_nn_simd_level(), din_fm, N, set, dout, w, B, T, NI, O)) return;
     /* other levels and routes (sgemm): dd_dense_backward's din in (B, T, in_dim), moved over */
-    float *tmp = dd_calloc(N * NI, sizeof(float));
+    float *own = tmp ? NULL : dd_calloc(N * NI, sizeof(float));
+    if (!tmp) tmp = own;
     if (tmp) {
         if (!set)
             for (size_t b = 0; b < B; b++)
                 for (size_t t = 0; t < T; t++)
                     for (size_t i = 0; i < NI; i++) tmp[(b * T + t) * NI + i] = din_fm[i * N + t * B + b];
+        else memset(tmp, 0, N * NI * sizeof(float));
         dd_dense_backward(tmp, NULL, NULL, dout, in, w, N, in_dim, out_dim);
         for (size_t b = 0; b < B; b++)
             for (size_t t = 0; t < T; t++)
                 for (size_t i = 0; i < NI; i++) din_fm[i * N + t * B + b] = tmp[(b * T + t) * NI + i];
-        dd_free(tmp);
+        dd_free(own);
         return;
     }
     /* out of memory: the sums in place, in order (as the small kernels form them) */

@@ -20,8 +20,10 @@ void dd_gru_backward_dfm_f64(double *dx, double *dh0, double *dw_ih, double *dw_
  * input gradient din_fm feature-major (in_dim rows of T B): set != 0 writes it (its
  * contents on entry ignored), 0 adds into it, each element the same floats as
  * dd_dense_backward's din[n, i] (set: into zeros); dw and db exactly dd_dense_backward's.
- * din_fm, dw, db may be NULL. */
+ * din_fm, dw, db may be NULL. tmp: B T in_dim floats (any contents) for the levels and
+ * routes the small kernels do not take (sgemm: din in (B, T, in_dim), then moved over), or
+ * NULL: allocated per call there. */
 void dd_dense_backward_dfm(float *din_fm, int set, float *dw, float *db, const float *dout, const float *in,
-                           const float *w, int B, int T, int in_dim, int out_dim);
+                           const float *w, int B, int T, int in_dim, int out_dim, float *tmp);
 
 #endif
