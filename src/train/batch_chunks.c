@@ -7,13 +7,13 @@
  * into its own gradient buffer (the first chunk into the gradient storage itself) on its
  * own workspace, and the chunks' gradients and sums of squared errors are added in chunk
  * order afterwards. One thread runs the chunks one after the other, N threads share them
- * (one parallel region per step), and each number is computed by the same operations in
- * the same order in both cases: the thread count never changes a result. The layers
- * called inside a chunk get threads/chunks threads each (rounded down; more threads than
- * chunks: nested regions, max-active-levels raised to 2 for the step), which does not
- * change a number either (their kernels give each output to one thread). OpenBLAS runs
- * on one thread inside the region (each chunk's sgemm calls on the chunk's thread) and
- * gets its count back after it.
+ * (the caller and the trainer's helper threads, below), and each number is computed by
+ * the same operations in the same order in both cases: the thread count never changes a
+ * result. The layers called inside a chunk get threads/chunks threads each (rounded down;
+ * more threads than chunks: their own OpenMP regions inside each chunk's thread), which
+ * does not change a number either (their kernels give each output to one thread).
+ * OpenBLAS runs on one thread during the chunks (each chunk's sgemm calls on the chunk's
+ * thread) and gets its count back after them.
  *
  * Chunks are used where the step is the trainer's own whole-model pass over the whole
  * parameter and gradient storage (the single-process strategy, data parallelism, the
@@ -31,9 +31,6 @@
 #include "nn/simd.h"
 #include "train_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Frames per chunk (at most; a slice's chunks are as equal as they can be,
  * ceil(bl / ceil(bl / 32)) frames, the last one fewer): the recipe's batch of 64 is two
@@ -165,6 +162,7 @@ static dd_status chunk_run(dd_trainer *tr, size_t c, uint64_t epoch, uint64_t lo
  * chunk order afterwards). */
 #ifdef _OPENMP
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -304,8 +302,14 @@ static struct dd_chunk_pool *pool_new(int nh, int threads) {
     const char *env = getenv("DD_THREADS_SPIN_US");
     const long us = env && *env ? atol(env) : 100;
     p->spin_ns = threads > dd_nn_threads_owned() || us <= 0 ? 0 : (us > 100000 ? 100000 : us) * 1000;
+    /* the helpers take no signals: the command's handlers (SIGINT, SIGTERM) run on the
+     * threads that expect them */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (; p->nh < nh; p->nh++)
         if (pthread_create(&p->th[p->nh], NULL, pool_main, p) != 0) break;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->nh < nh) {
         pool_free(p);
         return NULL;
