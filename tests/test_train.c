@@ -1116,29 +1116,15 @@ static void test_batch_chunks(void) {
                 for (size_t i = 0; i < nf; i++) ref[i] = ch ? ref[i] + g[i] : g[i];
                 ssum += s;
             }
-            /* each count 3 times: the chunks' helper threads (batch_chunks.c) take job
-             * after job; the second pass with DD_THREADS_SPIN_US=0 (the helpers made
-             * again: they and the caller sleep at once instead of spinning first) */
-            for (int pass = 0; pass < 2; pass++) {
-                if (pass == 1) {
-                    setenv("DD_THREADS_SPIN_US", "0", 1);
-                    dd_trainer_chunks_free(tr);
-                }
-                for (int nt = 1; nt <= 4 && dd_nn_threads_set(nt) == nt; nt++)
-                    for (int rep = 0; rep < 3; rep++) {
-                        double sse = -1.0;
-                        CHECK_OK(dd_trainer_compute_grads(tr, 1, lo, hi, glob, NULL, &sse));
-                        CHECK(memcmp(dd_trainer_grads(tr), ref, nf * sizeof(float)) == 0,
-                              "%s, batch %llu (%zu frames, %zu chunks), %d threads (job %d, spin pass %d): the "
-                              "gradient is the in-order sum of the chunks' bit for bit",
-                              k ? "DLA" : "PA", (unsigned long long)batches[bi], bl, nc, nt, rep + 1, pass);
-                        CHECK(sse == ssum, "%s, %zu frames, %d threads (job %d): sse %.17g, the chunks' sum %.17g",
-                              k ? "DLA" : "PA", bl, nt, rep + 1, sse, ssum);
-                    }
-                if (pass == 1) {
-                    unsetenv("DD_THREADS_SPIN_US");
-                    dd_trainer_chunks_free(tr);
-                }
+            for (int nt = 1; nt <= 4 && dd_nn_threads_set(nt) == nt; nt++) {
+                double sse = -1.0;
+                CHECK_OK(dd_trainer_compute_grads(tr, 1, lo, hi, glob, NULL, &sse));
+                CHECK(memcmp(dd_trainer_grads(tr), ref, nf * sizeof(float)) == 0,
+                      "%s, batch %llu (%zu frames, %zu chunks), %d threads: the gradient is the in-order sum of the "
+                      "chunks' bit for bit",
+                      k ? "DLA" : "PA", (unsigned long long)batches[bi], bl, nc, nt);
+                CHECK(sse == ssum, "%s, %zu frames, %d threads: sse %.17g, the chunks' sum %.17g", k ? "DLA" : "PA", bl,
+                      nt, sse, ssum);
             }
             dd_nn_threads_set(1);
             if (bi == 0 && k == 0) {

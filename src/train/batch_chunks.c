@@ -7,13 +7,13 @@
  * into its own gradient buffer (the first chunk into the gradient storage itself) on its
  * own workspace, and the chunks' gradients and sums of squared errors are added in chunk
  * order afterwards. One thread runs the chunks one after the other, N threads share them
- * (the caller and the trainer's helper threads, below), and each number is computed by
- * the same operations in the same order in both cases: the thread count never changes a
- * result. The layers called inside a chunk get threads/chunks threads each (rounded down;
- * more threads than chunks: their own OpenMP regions inside each chunk's thread), which
- * does not change a number either (their kernels give each output to one thread).
- * OpenBLAS runs on one thread during the chunks (each chunk's sgemm calls on the chunk's
- * thread) and gets its count back after them.
+ * (one parallel region per step), and each number is computed by the same operations in
+ * the same order in both cases: the thread count never changes a result. The layers
+ * called inside a chunk get threads/chunks threads each (rounded down; more threads than
+ * chunks: nested regions, max-active-levels raised to 2 for the step), which does not
+ * change a number either (their kernels give each output to one thread). OpenBLAS runs
+ * on one thread inside the region (each chunk's sgemm calls on the chunk's thread) and
+ * gets its count back after it.
  *
  * Chunks are used where the step is the trainer's own whole-model pass over the whole
  * parameter and gradient storage (the single-process strategy, data parallelism, the
@@ -31,6 +31,9 @@
 #include "nn/simd.h"
 #include "train_internal.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Frames per chunk (at most; a slice's chunks are as equal as they can be,
  * ceil(bl / ceil(bl / 32)) frames, the last one fewer): the recipe's batch of 64 is two
@@ -83,7 +86,6 @@ void dd_trainer_chunks_free(dd_trainer *tr) {
     tr->cws_m = tr->cws_p = NULL;
     tr->cgrads = NULL;
     tr->cnc = tr->ccf = 0;
-    dd_trainer_chunk_pool_free(tr);
 }
 
 /* The chunk buffers for any slice of at most bmax frames (allocated once). */
@@ -144,216 +146,6 @@ static dd_status chunk_run(dd_trainer *tr, size_t c, uint64_t epoch, uint64_t lo
     return dd_model_range_backward(tr->m, 0, S, &src, x, x, dy, NULL, NULL, bc, (int)F, tr->cws_m[c]);
 }
 
-/* ---------------------------------------------------------------- the chunks' threads
- *
- * The chunks of a step run on the calling thread and nth - 1 helper threads of the
- * trainer's own (created on first use, joined by dd_trainer_chunks_free), not in an
- * OpenMP parallel region: a recipe step is about 1 ms on 2 threads, and with
- * OMP_WAIT_POLICY=passive libgomp puts its threads to sleep at every region's end, so each
- * step paid a futex wake-up of the helper at the fork (its chunk starts late) and often
- * one of the caller at the join (tens of us each in a KVM guest). Between two steps (the
- * gradient sum, clipping, the optimiser: a few us) the helpers here spin on the next
- * job for at most DD_THREADS_SPIN_US (default 100 us; 0: sleep at once) before they
- * sleep on a condition variable, and the caller spins as long on the chunks' completion;
- * no spinning at all when the process runs more threads than the cores it owns
- * (dd_nn_threads_owned: its cores divided among the ranks of its node), so oversubscribed
- * runs (ranks x threads > cores) sleep at once as before. Which thread runs which chunk
- * changes no number (each chunk has its own workspace and gradient buffer, summed in
- * chunk order afterwards). */
-#ifdef _OPENMP
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <time.h>
-
-typedef struct chunk_job {
-    dd_trainer *tr;
-    uint64_t epoch, lo, global;
-    size_t bl, nc, cf;
-    const dd_stage_src *src;
-    int inner;
-    double *part;
-    dd_status *st;
-    char (*msg)[256];
-} chunk_job;
-
-struct dd_chunk_pool {
-    pthread_t *th;
-    int nh;         /* helper threads */
-    long spin_ns;   /* the most a thread spins before it sleeps */
-    pthread_mutex_t mu;
-    pthread_cond_t go, fin;
-    /* the job's generation (bits 32-63), its chunk count (16-31) and the next chunk to
-     * take (0-15): a thread takes a chunk only of the generation it woke for */
-    _Atomic uint64_t next;
-    atomic_size_t done; /* chunks of the current job done */
-    atomic_int sleep_go, sleep_fin, quit;
-    _Atomic(const chunk_job *) job;
-};
-#endif
-
-/* Chunk c of a step (on whichever thread). */
-static void chunk_one(dd_trainer *tr, size_t c, uint64_t epoch, uint64_t lo, size_t bl, size_t cf, uint64_t global,
-                      const dd_stage_src *src, double *part, dd_status *st, char (*msg)[256]) {
-    const size_t n = tr->n, a = c * cf, b = a + cf < bl ? a + cf : bl;
-    float *g = src->grads;
-    if (c > 0) {
-        g = tr->cgrads + (c - 1) * n;
-        memset(g, 0, n * sizeof(float));
-    }
-    part[c] = 0.0;
-    st[c] = chunk_run(tr, c, epoch, lo, a, b, global, src->params, g, &part[c]);
-    msg[c][0] = '\0';
-    if (st[c] != DD_OK) snprintf(msg[c], sizeof msg[c], "%s", dd_last_error()); /* the thread's own message */
-}
-
-#ifdef _OPENMP
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Take and run the chunks of generation gen until none is left. The chunk count is in
- * the word itself: the job is read only after a chunk of it was taken (its caller waits
- * for that chunk, so the job is still there). */
-static void pool_work(struct dd_chunk_pool *p, uint32_t gen) {
-    uint64_t v = atomic_load(&p->next);
-    for (;;) {
-        const size_t c = (size_t)(v & 0xffffu), nc = (size_t)((v >> 16) & 0xffffu);
-        if ((uint32_t)(v >> 32) != gen || c >= nc) return;
-        if (!atomic_compare_exchange_weak(&p->next, &v, v + 1)) continue;
-        const chunk_job *j = atomic_load(&p->job);
-        dd_nn_threads_local(j->inner); /* the layers of this chunk: all / nth threads (nested) */
-        chunk_one(j->tr, c, j->epoch, j->lo, j->bl, j->cf, j->global, j->src, j->part, j->st, j->msg);
-        dd_nn_threads_local(0);
-        v = atomic_load(&p->next); /* read before this chunk counts as done */
-        if (atomic_fetch_add(&p->done, 1) + 1 == nc && atomic_load(&p->sleep_fin) > 0) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_broadcast(&p->fin);
-            pthread_mutex_unlock(&p->mu);
-        }
-    }
-}
-
-static void *pool_main(void *arg) {
-    struct dd_chunk_pool *p = arg;
-    uint32_t seen = (uint32_t)(atomic_load(&p->next) >> 32);
-    for (;;) {
-        uint32_t gen = (uint32_t)(atomic_load(&p->next) >> 32);
-        if (gen == seen && !atomic_load(&p->quit) && p->spin_ns > 0) {
-            const double t0 = now_ns();
-            for (unsigned k = 1;; k++) {
-                cpu_relax();
-                gen = (uint32_t)(atomic_load_explicit(&p->next, memory_order_acquire) >> 32);
-                if (gen != seen || atomic_load_explicit(&p->quit, memory_order_relaxed)) break;
-                if (k % 64 == 0 && now_ns() - t0 > (double)p->spin_ns) break;
-            }
-        }
-        if (gen == seen && !atomic_load(&p->quit)) {
-            pthread_mutex_lock(&p->mu);
-            atomic_fetch_add(&p->sleep_go, 1);
-            while ((gen = (uint32_t)(atomic_load(&p->next) >> 32)) == seen && !atomic_load(&p->quit))
-                pthread_cond_wait(&p->go, &p->mu);
-            atomic_fetch_sub(&p->sleep_go, 1);
-            pthread_mutex_unlock(&p->mu);
-        }
-        if (atomic_load(&p->quit)) return NULL;
-        seen = gen;
-        pool_work(p, gen);
-    }
-}
-
-static void pool_free(struct dd_chunk_pool *p) {
-    if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    atomic_store(&p->quit, 1);
-    atomic_fetch_add(&p->next, (uint64_t)1 << 32);
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->nh; i++) pthread_join(p->th[i], NULL);
-    pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->fin);
-    pthread_mutex_destroy(&p->mu);
-    free(p->th);
-    free(p);
-}
-
-/* A pool of nh helpers, or NULL (the chunks then run on the calling thread). */
-static struct dd_chunk_pool *pool_new(int nh, int threads) {
-    struct dd_chunk_pool *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
-    p->th = calloc((size_t)nh, sizeof *p->th);
-    if (!p->th || pthread_mutex_init(&p->mu, NULL) != 0) {
-        free(p->th);
-        free(p);
-        return NULL;
-    }
-    pthread_cond_init(&p->go, NULL);
-    pthread_cond_init(&p->fin, NULL);
-    const char *env = getenv("DD_THREADS_SPIN_US");
-    const long us = env && *env ? atol(env) : 100;
-    p->spin_ns = threads > dd_nn_threads_owned() || us <= 0 ? 0 : (us > 100000 ? 100000 : us) * 1000;
-    /* the helpers take no signals: the command's handlers (SIGINT, SIGTERM) run on the
-     * threads that expect them */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    for (; p->nh < nh; p->nh++)
-        if (pthread_create(&p->th[p->nh], NULL, pool_main, p) != 0) break;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (p->nh < nh) {
-        pool_free(p);
-        return NULL;
-    }
-    return p;
-}
-
-/* The chunks of job j on the pool's helpers and the calling thread. */
-static void pool_run(struct dd_chunk_pool *p, const chunk_job *j) {
-    atomic_store(&p->job, j);
-    atomic_store(&p->done, 0);
-    const uint32_t gen = (uint32_t)(atomic_load(&p->next) >> 32) + 1;
-    atomic_store(&p->next, (uint64_t)gen << 32 | (uint64_t)j->nc << 16); /* publishes the job */
-    if (atomic_load(&p->sleep_go) > 0) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->go);
-        pthread_mutex_unlock(&p->mu);
-    }
-    pool_work(p, gen);
-    if (atomic_load(&p->done) == j->nc) return;
-    if (p->spin_ns > 0) {
-        const double t0 = now_ns();
-        for (unsigned k = 1; atomic_load_explicit(&p->done, memory_order_acquire) != j->nc; k++) {
-            cpu_relax();
-            if (k % 64 == 0 && now_ns() - t0 > (double)p->spin_ns) break;
-        }
-    }
-    if (atomic_load(&p->done) != j->nc) {
-        pthread_mutex_lock(&p->mu);
-        atomic_fetch_add(&p->sleep_fin, 1);
-        while (atomic_load(&p->done) != j->nc) pthread_cond_wait(&p->fin, &p->mu);
-        atomic_fetch_sub(&p->sleep_fin, 1);
-        pthread_mutex_unlock(&p->mu);
-    }
-}
-#endif
-
-void dd_trainer_chunk_pool_free(dd_trainer *tr) {
-#ifdef _OPENMP
-    pool_free(tr->cpool);
-#endif
-    tr->cpool = NULL;
-}
-
 dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, size_t bl, size_t nc, size_t cf,
                                  uint64_t global, const dd_stage_src *src, double *sse) {
     DD_TRY(chunk_buffers(tr));
@@ -365,30 +157,33 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
     dd_status st[DD_CHUNK_MAX];
     char msg[DD_CHUNK_MAX][256];
     const int all = dd_nn_threads();
-    int nth = (size_t)all > nc ? (int)nc : all;
-    const int inner = all / nth;
-#ifdef _OPENMP
-    if (nth > 1 && (!tr->cpool || tr->cpool->nh != nth - 1)) {
-        dd_trainer_chunk_pool_free(tr);
-        tr->cpool = pool_new(nth - 1, all);
-    }
-    if (nth > 1 && !tr->cpool) nth = 1; /* no helper threads: the chunks one after the other */
-#endif
+    const int nth = (size_t)all > nc ? (int)nc : all, inner = all / nth;
     /* the chunks' sgemm calls (LSTM steps, im2col convolutions) on their own thread each:
      * OpenBLAS's threads would oversubscribe the cores (and its pthread build serialises
      * concurrent threaded calls) */
     const int blas = nth > 1 ? dd_nn_blas_threads_one() : 1;
 #ifdef _OPENMP
-    if (nth > 1) {
-        const chunk_job job = {tr, epoch, lo, global, bl, nc, cf, src, inner, part, st, msg};
-        pool_run(tr->cpool, &job);
-    } else
+    const int levels = omp_get_max_active_levels();
+    if (inner > 1 && levels < 2) omp_set_max_active_levels(2);
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1) if (nth > 1)
 #endif
-    {
-        dd_nn_threads_local(inner);
-        for (size_t c = 0; c < nc; c++) chunk_one(tr, c, epoch, lo, bl, cf, global, src, part, st, msg);
+    for (size_t c = 0; c < nc; c++) {
+        dd_nn_threads_local(inner); /* the layers of this chunk: all / nth threads (nested) */
+        const size_t a = c * cf, b = a + cf < bl ? a + cf : bl;
+        float *g = src->grads;
+        if (c > 0) {
+            g = tr->cgrads + (c - 1) * n;
+            memset(g, 0, n * sizeof(float));
+        }
+        part[c] = 0.0;
+        st[c] = chunk_run(tr, c, epoch, lo, a, b, global, src->params, g, &part[c]);
+        msg[c][0] = '\0';
+        if (st[c] != DD_OK) snprintf(msg[c], sizeof msg[c], "%s", dd_last_error()); /* the thread's own message */
         dd_nn_threads_local(0);
     }
+#ifdef _OPENMP
+    if (inner > 1 && levels < 2) omp_set_max_active_levels(levels);
+#endif
     dd_nn_blas_threads_restore(blas);
     for (size_t c = 0; c < nc; c++)
         if (st[c] != DD_OK) return dd_error(st[c], "%s", msg[c]);

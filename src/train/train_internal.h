@@ -103,7 +103,6 @@ struct dd_trainer {
      * and of the PA model for DLA), (cnc - 1) x n gradient floats; allocated on first use */
     size_t cnc, ccf;
     float **cws_m, **cws_p, *cgrads;
-    struct dd_chunk_pool *cpool; /* the chunks' helper threads (batch_chunks.c); NULL: none yet */
 
     /* evaluation */
     int eval_here;         /* this rank runs evaluation forwards (rank 0, or every rank
@@ -259,7 +258,6 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
                                  uint64_t global, const dd_stage_src *src, double *sse);
 /* Frees the chunk buffers (allocated again on next use). */
 void dd_trainer_chunks_free(dd_trainer *tr);
-void dd_trainer_chunk_pool_free(dd_trainer *tr); /* the chunks' helper threads (in dd_trainer_chunks_free) */
 
 /* Signal helpers. */
 dd_status dd_train_target_gain(const dd_cf32 *x, const dd_cf32 *y, size_t n, int mode, double *g);
