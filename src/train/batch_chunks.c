@@ -5,8 +5,8 @@
  * on the slice's frame count and the model's size, never on the thread count: each chunk
  * gathers its frames, runs the whole model forward, the loss, and the model backward
  * into its own gradient buffer (the first chunk into the gradient storage itself) on the
- * workspace of the thread running it, and the chunks' gradients and sums of squared errors are added in chunk
- * order afterwards. One thread runs the chunks one after the other, N threads share them
+ * workspace of the thread running it, and the chunks' gradients and sums of squared
+ * errors are added in chunk order afterwards. One thread runs the chunks one after the other, N threads share them
  * (one parallel region per step), and each number is computed by the same operations in
  * the same order in both cases: the thread count never changes a result. The layers
  * called inside a chunk get threads/chunks threads each (rounded down; more threads than
