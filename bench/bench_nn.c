@@ -6,6 +6,7 @@
  * Run:  OPENBLAS_NUM_THREADS=1 ./bench_nn [B T H reps]      (default 64 200 23 20)
  *       OPENBLAS_NUM_THREADS=1 ./bench_nn --dispatch [reps]  (default 5)
  *       ./bench_nn --tcn-layer [reps]                         (default 20)
+ *       ./bench_nn --tcn-stack [reps [B]]                     (default 20 32)
  *
  * The GRU line also gives the best process CPU time of each (steadier on a shared machine).
  * GFLOP/s counts the matrix products only: a GRU step costs 2*3H*(D+H) flops per sequence
@@ -27,7 +28,10 @@
  * dd_act_backward, dd_conv1d_backward), fused (dd_conv1d_dw_hswish_forward / _backward
  * with the convolution stored) and fused with the convolution recomputed (pre = NULL),
  * the three alternating in every rep; best CPU and wall time of each, at the SIMD level
- * in use (DD_SIMD). */
+ * in use (DD_SIMD).
+ *
+ * --tcn-stack: tcn's 4 fused depthwise layers on a chunk of B frames, layer by layer or
+ * frame group by frame group (docs/performance.md, "One workspace per thread"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,7 +314,69 @@ static int tcn_layer(int reps) {
     return 0;
 }
 
+/* ------------------------------------------------------------------ --tcn-stack */
+
+/* tcn's 4 fused depthwise layers (C 96, K 5, dilations 1 2 4 8, T 200) on one trainer
+ * chunk of B frames with every activation in its own array (as the stage framework keeps
+ * them), forward then backward: layer by layer over all B frames (G = B), or frame group by
+ * frame group of G frames (all 4 layers per group; dW summed per call, so not the same
+ * floats: a timing driver only). Best CPU time of reps per G, the Gs alternating. */
+static int tcn_stack(int reps, int B) {
+    const int T = 200, C = 96, K = 5, L = 4;
+    const size_t n = (size_t)B * T * C, nw = (size_t)C * K, fr = (size_t)T * C;
+    dd_rng r;
+    dd_rng_seed(&r, 3);
+    float *act[5], *pre[4], *w[4], *dw[4], *g[2];
+    for (int i = 0; i <= L; i++) act[i] = frand(n, &r, 1);
+    for (int i = 0; i < L; i++) pre[i] = frand(n, &r, 0), w[i] = frand(nw, &r, 0.4), dw[i] = frand(nw, &r, 0);
+    g[0] = frand(n, &r, 1), g[1] = frand(n, &r, 1);
+    float *dtop = frand(n, &r, 1), *scr = frand(n, &r, 0);
+    const int gs[] = {B, 1, 2, 4, 8, 16};
+    const int ng = (int)(sizeof gs / sizeof gs[0]);
+    double best[6][2];
+    for (int v = 0; v < ng; v++) best[v][0] = best[v][1] = 1e30;
+    printf("tcn stack B=%d T=%d C=%d K=%d L=%d, SIMD %s, best of %d (ms CPU time)\n", B, T, C, K, L,
+           dd_nn_simd_name(dd_nn_simd_level()), reps);
+    for (int rep = 0; rep < reps; rep++)
+        for (int v = 0; v < ng; v++) {
+            const int G = gs[v];
+            if (G > B) continue;
+            double c0 = cpu_ms();
+            for (int f0 = 0; f0 < B; f0 += G) {
+                const int nb = f0 + G <= B ? G : B - f0;
+                const size_t o = (size_t)f0 * fr;
+                for (int i = 0; i < L; i++)
+                    dd_conv1d_dw_hswish_forward(pre[i] + o, act[i + 1] + o, act[i] + o, w[i], nb, T, C, K, 1 << i, 0);
+            }
+            double c1 = cpu_ms();
+            for (int f0 = 0; f0 < B; f0 += G) {
+                const int nb = f0 + G <= B ? G : B - f0;
+                const size_t o = (size_t)f0 * fr;
+                const float *dcur = dtop + o;
+                for (int i = L; i-- > 0;) {
+                    float *dprev = g[i & 1] + o;
+                    dd_conv1d_dw_hswish_backward(dprev, dw[i], dcur, pre[i] + o, act[i] + o, w[i], nb, T, C, K,
+                                                 1 << i, DD_DW_HS_SET_DIN, scr);
+                    dcur = dprev;
+                }
+            }
+            double c2 = cpu_ms();
+            if (c1 - c0 < best[v][0]) best[v][0] = c1 - c0;
+            if (c2 - c1 < best[v][1]) best[v][1] = c2 - c1;
+        }
+    for (int v = 0; v < ng; v++)
+        if (gs[v] <= B)
+            printf("  G=%-3d forward %.3f  backward %.3f  total %.3f (%.2fx layer-major)\n", gs[v], best[v][0],
+                   best[v][1], best[v][0] + best[v][1], (best[0][0] + best[0][1]) / (best[v][0] + best[v][1]));
+    for (int i = 0; i <= L; i++) dd_free(act[i]);
+    for (int i = 0; i < L; i++) dd_free(pre[i]), dd_free(w[i]), dd_free(dw[i]);
+    dd_free(g[0]), dd_free(g[1]), dd_free(dtop), dd_free(scr);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--tcn-stack") == 0)
+        return tcn_stack(argc > 2 ? atoi(argv[2]) : 20, argc > 3 ? atoi(argv[3]) : 32);
     if (argc > 1 && strcmp(argv[1], "--tcn-layer") == 0) return tcn_layer(argc > 2 ? atoi(argv[2]) : 20);
     if (argc > 1 && strcmp(argv[1], "--dispatch") == 0) return dispatch(argc > 2 ? atoi(argv[2]) : 5);
     int B = argc > 1 ? atoi(argv[1]) : 64, T = argc > 2 ? atoi(argv[2]) : 200;

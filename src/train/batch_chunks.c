@@ -4,9 +4,9 @@
  * dd_trainer_compute_grads cuts the slice into chunks whose number and sizes depend only
  * on the slice's frame count and the model's size, never on the thread count: each chunk
  * gathers its frames, runs the whole model forward, the loss, and the model backward
- * into its own gradient buffer (the first chunk into the gradient storage itself) on its
- * own workspace, and the chunks' gradients and sums of squared errors are added in chunk
- * order afterwards. One thread runs the chunks one after the other, N threads share them
+ * into its own gradient buffer (the first chunk into the gradient storage itself) on the
+ * workspace of the thread running it, and the chunks' gradients and sums of squared
+ * errors are added in chunk order afterwards. One thread runs the chunks one after the other, N threads share them
  * (one parallel region per step), and each number is computed by the same operations in
  * the same order in both cases: the thread count never changes a result. The layers
  * called inside a chunk get threads/chunks threads each (rounded down; more threads than
@@ -121,7 +121,8 @@ static dd_status chunk_buffers(dd_trainer *tr) {
     return DD_OK;
 }
 
-/* Chunk c: frames [a, b) of the slice starting at position lo; gradients added into g. */
+/* Chunk: frames [a, b) of the slice starting at position lo, on workspace c; gradients
+ * added into g. */
 static dd_status chunk_run(dd_trainer *tr, size_t c, uint64_t epoch, uint64_t lo, size_t a, size_t b,
                            uint64_t global, const float *params, float *g, double *sse) {
     const size_t F = tr->cfg.frame, off = a * F * 2, nv = (b - a) * F * 2, S = dd_model_num_stages(tr->m);
@@ -176,7 +177,18 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
             memset(g, 0, n * sizeof(float));
         }
         part[c] = 0.0;
-        st[c] = chunk_run(tr, c, epoch, lo, a, b, global, src->params, g, &part[c]);
+        /* the workspace of the running thread, not of the chunk: one thread runs every chunk
+         * on one workspace, which stays in the last-level cache (tcn, one thread, AVX-512:
+         * two 32-frame chunks on two workspaces ran its depthwise layers at the speed of
+         * one 64-frame call; docs/performance.md, "one workspace per thread"). A chunk's
+         * numbers never depend on what its workspace held before (forward writes every
+         * activation and saved float backward reads). */
+#ifdef _OPENMP
+        const size_t w = (size_t)omp_get_thread_num();
+#else
+        const size_t w = 0;
+#endif
+        st[c] = chunk_run(tr, w, epoch, lo, a, b, global, src->params, g, &part[c]);
         msg[c][0] = '\0';
         if (st[c] != DD_OK) snprintf(msg[c], sizeof msg[c], "%s", dd_last_error()); /* the thread's own message */
         dd_nn_threads_local(0);
