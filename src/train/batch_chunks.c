@@ -184,7 +184,7 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
          * numbers never depend on what its workspace held before (forward writes every
          * activation and saved float backward reads). */
 #ifdef _OPENMP
-        const size_t w = (size_t)omp_get_thread_num();
+        const size_t w = nth > 1 ? (size_t)omp_get_thread_num() : 0; /* < nth <= nc buffers */
 #else
         const size_t w = 0;
 #endif
