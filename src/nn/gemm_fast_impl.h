@@ -35,14 +35,15 @@ static inline float dd_nn_hsum_avx2(__m256 v) {
 #define VHSUM(v) dd_nn_hsum_avx2(v)
 #endif
 
-/* One block over columns [k0, k0 + kn): rows a[0..GM-1] (pointers at column k0; rows past
- * M repeat the last one and are not stored), b[0..NBc-1]. */
+/* One block over columns [k0, k0 + kn): rows a[0..MR-1] (MR <= GM; pointers at column k0),
+ * b[0..NBc-1]. The last block of rows has MR = M % GM (M = 69, gru 23's 3H: one row, which
+ * a GM-row block computed four times over). */
 static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
-    const int NBc, const int SUM, const float *const *a, const float *const *b, size_t kn, int mrows,
+    const int MR, const int NBc, const int SUM, const float *const *a, const float *const *b, size_t kn,
     float *C, size_t ldc, float *rowsum) {
     VF acc[GM][GN], sacc[GM];
 #pragma GCC unroll 8
-    for (int i = 0; i < GM; i++) {
+    for (int i = 0; i < MR; i++) {
         sacc[i] = VZERO();
 #pragma GCC unroll 8
         for (int j = 0; j < NBc; j++) acc[i][j] = VZERO();
@@ -52,11 +53,11 @@ static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
     for (; k < kf; k += VW) {
         VF av[GM], bv[GN];
 #pragma GCC unroll 8
-        for (int i = 0; i < GM; i++) av[i] = VLOAD(a[i] + k);
+        for (int i = 0; i < MR; i++) av[i] = VLOAD(a[i] + k);
 #pragma GCC unroll 8
         for (int j = 0; j < NBc; j++) bv[j] = VLOAD(b[j] + k);
 #pragma GCC unroll 8
-        for (int i = 0; i < GM; i++) {
+        for (int i = 0; i < MR; i++) {
 #pragma GCC unroll 8
             for (int j = 0; j < NBc; j++) acc[i][j] = VFMA(av[i], bv[j], acc[i][j]);
             if (SUM) sacc[i] = VADD(sacc[i], av[i]);
@@ -66,29 +67,49 @@ static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
         const VM m = VMASK((int)(kn - k));
         VF av[GM], bv[GN];
 #pragma GCC unroll 8
-        for (int i = 0; i < GM; i++) av[i] = VLOADM(a[i] + k, m);
+        for (int i = 0; i < MR; i++) av[i] = VLOADM(a[i] + k, m);
 #pragma GCC unroll 8
         for (int j = 0; j < NBc; j++) bv[j] = VLOADM(b[j] + k, m);
 #pragma GCC unroll 8
-        for (int i = 0; i < GM; i++) {
+        for (int i = 0; i < MR; i++) {
 #pragma GCC unroll 8
             for (int j = 0; j < NBc; j++) acc[i][j] = VFMA(av[i], bv[j], acc[i][j]);
             if (SUM) sacc[i] = VADD(sacc[i], av[i]);
         }
     }
 #pragma GCC unroll 8
-    for (int i = 0; i < GM; i++) {
-        if (i >= mrows) break;
+    for (int i = 0; i < MR; i++) {
 #pragma GCC unroll 8
         for (int j = 0; j < NBc; j++) C[(size_t)i * ldc + (size_t)j] += VHSUM(acc[i][j]);
         if (SUM) rowsum[i] += VHSUM(sacc[i]);
     }
 }
 
-#define NT_CASE(NB, S)                                                              \
-    case (NB) * 2 + (S):                                                            \
-        VSUF(gemm_nt_block)((NB), (S), a, b, kn, mrows, C ? C + i0 * ldc + j0 : C, ldc, \
-                            rowsum ? rowsum + i0 : NULL);                           \
+#define NT_CASE(MR, NB, S)                                                                \
+    case (NB) * 2 + (S):                                                                  \
+        VSUF(gemm_nt_block)((MR), (NB), (S), a, b, kn, C ? C + i0 * ldc + j0 : C, ldc,    \
+                            rowsum ? rowsum + i0 : NULL);                                 \
+        break;
+#if GN >= 5
+#define NT_CASES45(MR) NT_CASE(MR, 4, 0) NT_CASE(MR, 4, 1) NT_CASE(MR, 5, 0) NT_CASE(MR, 5, 1)
+#elif GN >= 4
+#define NT_CASES45(MR) NT_CASE(MR, 4, 0) NT_CASE(MR, 4, 1)
+#else
+#define NT_CASES45(MR)
+#endif
+#define NT_ROWS(MR)                                                                        \
+    case (MR):                                                                             \
+        switch (nb * 2 + s) {                                                              \
+            NT_CASE(MR, 0, 1)                                                              \
+            NT_CASE(MR, 1, 0)                                                              \
+            NT_CASE(MR, 1, 1)                                                              \
+            NT_CASE(MR, 2, 0)                                                              \
+            NT_CASE(MR, 2, 1)                                                              \
+            NT_CASE(MR, 3, 0)                                                              \
+            NT_CASE(MR, 3, 1)                                                              \
+            NT_CASES45(MR)                                                                 \
+        default: break;                                                                    \
+        }                                                                                  \
         break;
 /* One product's chunks; inside a parallel region its row blocks are shared out by an
  * orphaned static `omp for` (the same blocks for every chunk), outside one thread runs
@@ -101,40 +122,36 @@ static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p) {
     const long nblk = (long)((M + GM - 1) / GM);
     for (size_t k0 = 0; k0 < K; k0 += GKC) {
         const size_t kn = K - k0 < GKC ? K - k0 : GKC;
+        /* a group of GN rows of B (GN KC floats, 20 KB at AVX-512: L1) against every block
+         * of A rows, streamed from L2 (rows of A outside, B's 23 rows, 92 KB, came from L2
+         * once per block of A: about 10 % slower for gru 23's dW_hh); the row sums ride
+         * along with the first group (or alone if N == 0) */
+        for (size_t j0 = 0; j0 < N || (j0 == 0 && rowsum); j0 += GN) {
+            const int nb = N - j0 < GN ? (int)(N - j0) : GN;
+            const int s = j0 == 0 && rowsum;
+            const float *b[GN];
+            for (int j = 0; j < nb; j++) b[j] = Bm + (j0 + (size_t)j) * ldb + k0;
+            /* the same blocks of rows for every group and chunk (static): every element of
+             * C and rowsum is summed by one thread, in chunk order */
 #ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
 #pragma omp for schedule(static) nowait
 #endif
-        for (long ib = 0; ib < nblk; ib++) {
-            const size_t i0 = (size_t)ib * GM;
-            const int mrows = M - i0 < GM ? (int)(M - i0) : GM;
-            const float *a[GM];
-            for (int i = 0; i < GM; i++) a[i] = A + (i0 + (size_t)(i < mrows ? i : mrows - 1)) * lda + k0;
-            /* the row sums ride along with the first block of B rows (or alone if N == 0) */
-            for (size_t j0 = 0; j0 < N || (j0 == 0 && rowsum); j0 += GN) {
-                const int nb = N - j0 < GN ? (int)(N - j0) : GN;
-                const int s = j0 == 0 && rowsum;
-                const float *b[GN];
-                for (int j = 0; j < nb; j++) b[j] = Bm + (j0 + (size_t)j) * ldb + k0;
-                switch (nb * 2 + s) {
-                    NT_CASE(0, 1)
-                    NT_CASE(1, 0)
-                    NT_CASE(1, 1)
-                    NT_CASE(2, 0)
-                    NT_CASE(2, 1)
-                    NT_CASE(3, 0)
-                    NT_CASE(3, 1)
-#if GN >= 4
-                    NT_CASE(4, 0)
-                    NT_CASE(4, 1)
-#endif
-#if GN >= 5
-                    NT_CASE(5, 0)
-                    NT_CASE(5, 1)
+            for (long ib = 0; ib < nblk; ib++) {
+                const size_t i0 = (size_t)ib * GM;
+                const int mrows = M - i0 < GM ? (int)(M - i0) : GM;
+                const float *a[GM];
+                for (int i = 0; i < mrows; i++) a[i] = A + (i0 + (size_t)i) * lda + k0;
+                switch (mrows) {
+                    NT_ROWS(1)
+                    NT_ROWS(2)
+                    NT_ROWS(3)
+#if GM >= 4
+                    NT_ROWS(4)
 #endif
                 default: break;
                 }
-                if (N == 0) break;
             }
+            if (N == 0) break;
         }
     }
 }
@@ -159,6 +176,8 @@ void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size
     VSUF(dd_nn_gemm_nt_fast_n)(&p, 1);
 }
 #undef NT_CASE
+#undef NT_CASES45
+#undef NT_ROWS
 #undef VHSUM
 #undef GM
 #undef GN

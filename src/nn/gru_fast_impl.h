@@ -154,11 +154,85 @@ static void VSUF(dd_nn_bth_to_fm)(float *dst, size_t ld, const float *src, size_
     }
 }
 
+#if defined(DD_VEC_AVX512)
+/* The first three butterfly levels of dd_nn_tr16_avx512 on 8 rows: r[i] lane j <-> r[j]
+ * lane i within lanes 0-7 and within lanes 8-15 (two 8 x 8 transposes, 24 permutes
+ * instead of the 64 of a 16 x 16 tile with 8 rows of zeros). */
+static inline __attribute__((always_inline)) void dd_nn_tr8x16_avx512(__m512 r[8]) {
+#pragma GCC unroll 3
+    for (int l = 0; l < 3; l++) {
+        const int b = 1 << l;
+        const __m512i ilo = _mm512_loadu_si512(dd_nn_tr16_idx[l][0]);
+        const __m512i ihi = _mm512_loadu_si512(dd_nn_tr16_idx[l][1]);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) {
+            if (i & b) continue;
+            const __m512 a = r[i], c = r[i + b];
+            r[i] = _mm512_permutex2var_ps(a, ilo, c);
+            r[i + b] = _mm512_permutex2var_ps(a, ihi, c);
+        }
+    }
+}
+
+/* dd_nn_fm_to_bth for a whole vector of 16 frames (b0): the features in 16 x 16 tiles
+ * with unmasked loads and stores, the rest (C % 16, e.g. 7 of gru 23's 23) in tiles of 8
+ * rows (dd_nn_tr8x16_avx512: frame i in lanes 0-7 of r[i], frame i + 8 in lanes 8-15).
+ * A tail of nc < 8 features is stored as 8 floats, running into the first 8 - nc
+ * features of the frame's next step, when this call writes that step later (t + 1 < nt,
+ * C >= 8 - nc; the same thread: a frame's steps are one thread's), masked otherwise.
+ * Only copies: the floats are those of the masked tiles (perf of gru 23 at AVX-512: this
+ * transpose was 9 % of a step, its tail tile a full 16 x 16 transpose of 7 rows). */
+static void dd_nn_fm_to_bth16_avx512(float *d0, const float *src, size_t ld, size_t B, size_t b0,
+                                     size_t nt, size_t Ts, size_t C) {
+    __m512 r[16];
+    const size_t fs = Ts * C; /* a frame's floats in dst */
+    for (size_t t = 0; t < nt; t++) {
+        const float *s = src + t * B + b0;
+        float *d = d0 + t * C;
+        size_t c0 = 0;
+        for (; c0 + 16 <= C; c0 += 16) {
+#pragma GCC unroll 16
+            for (size_t i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(s + (c0 + i) * ld);
+            dd_nn_tr16_avx512(r);
+#pragma GCC unroll 16
+            for (size_t i = 0; i < 16; i++) _mm512_storeu_ps(d + i * fs + c0, r[i]);
+        }
+        for (; c0 < C; c0 += 8) {
+            const size_t nc = C - c0 < 8 ? C - c0 : 8;
+#pragma GCC unroll 8
+            for (size_t i = 0; i < 8; i++) r[i] = i < nc ? _mm512_loadu_ps(s + (c0 + i) * ld) : _mm512_setzero_ps();
+            dd_nn_tr8x16_avx512(r);
+            if (nc == 8 || (t + 1 < nt && C >= 8 - nc)) {
+#pragma GCC unroll 8
+                for (size_t i = 0; i < 8; i++) {
+                    _mm256_storeu_ps(d + i * fs + c0, _mm512_castps512_ps256(r[i]));
+                    _mm256_storeu_ps(d + (i + 8) * fs + c0,
+                                     _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r[i]), 1)));
+                }
+            } else {
+                const __mmask16 cm = (__mmask16)((1u << nc) - 1u);
+#pragma GCC unroll 8
+                for (size_t i = 0; i < 8; i++) {
+                    _mm512_mask_storeu_ps(d + i * fs + c0, cm, r[i]);
+                    _mm512_mask_storeu_ps(d + (i + 8) * fs + c0, cm, _mm512_shuffle_f32x4(r[i], r[i], 0x4E));
+                }
+            }
+        }
+    }
+}
+#endif
+
 static void VSUF(dd_nn_fm_to_bth)(float *dst, const float *src, size_t ld, size_t B, size_t bb,
                                   size_t be, size_t nt, size_t Ts, size_t C) {
     VF r[VW];
     for (size_t b0 = bb; b0 < be; b0 += VW) {
         const size_t nb = be - b0 < VW ? be - b0 : VW;
+#if defined(DD_VEC_AVX512)
+        if (nb == VW) {
+            dd_nn_fm_to_bth16_avx512(dst + b0 * Ts * C, src, ld, B, b0, nt, Ts, C);
+            continue;
+        }
+#endif
         const VM bm = VMASK((int)nb);
         for (size_t t = 0; t < nt; t++)
             for (size_t c0 = 0; c0 < C; c0 += VW) {
