@@ -635,7 +635,8 @@ static void test_act(void) {
  * dd_act_forward, dd_add_forward; dd_add_backward, dd_act_backward into zeros,
  * dd_conv1d_backward) at the same level: memcmp of pre, out, din and dW, on 1, 2 and 3
  * threads, with din and dW non-zero on entry (backward adds), din or dW alone, pre not
- * stored (backward recomputes it), and the fused outputs and scratch filled with garbage
+ * stored (backward recomputes it; also with din written, as tcn's layers run it), and the
+ * fused outputs and scratch filled with garbage
  * first. Inputs span Hardswish's three
  * pieces; dout has +0 and -0 entries. */
 static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
@@ -710,6 +711,19 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
                                          (resid ? DD_DW_HS_RESID : 0) | DD_DW_HS_SET_DIN, scr);
             CHECK(memcmp(fdin, dinz, n * sizeof(float)) == 0, "%s: din written (SET_DIN) differs", ctx);
             CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW with SET_DIN differs", ctx);
+            /* what tcn's layers run: pre recomputed and din written (SET_DIN), din alone too */
+            memset(fdin, 0xff, n * sizeof(float));
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, 2 * n * sizeof(float));
+            dd_conv1d_dw_hswish_backward(fdin, fdW, G, NULL, x, w, B, T, C, K, dil,
+                                         (resid ? DD_DW_HS_RESID : 0) | DD_DW_HS_SET_DIN, scr);
+            CHECK(memcmp(fdin, dinz, n * sizeof(float)) == 0, "%s: din written, pre recomputed, differs", ctx);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW with SET_DIN, pre recomputed, differs", ctx);
+            memset(fdin, 0xff, n * sizeof(float));
+            memset(scr, 0xff, 2 * n * sizeof(float));
+            dd_conv1d_dw_hswish_backward(fdin, NULL, G, NULL, x, w, B, T, C, K, dil,
+                                         (resid ? DD_DW_HS_RESID : 0) | DD_DW_HS_SET_DIN, scr);
+            CHECK(memcmp(fdin, dinz, n * sizeof(float)) == 0, "%s: din alone, pre recomputed, differs", ctx);
         }
         dd_nn_threads_set(1);
     }

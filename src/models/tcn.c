@@ -121,37 +121,48 @@ static const dd_stage_ops stem_stage = {
     .flops = stem_flops,
 };
 
-/* ---- stage "network.2i" (layer st->arg): saved a_i (BT, C), the convolution; scratch
- * (BT, C) (the fused kernels use a ring of rows of it). Not saving a_i and recomputing it
- * in backward (pre = NULL: the same floats) measured slower per layer at AVX2 and
- * AVX-512 (docs/performance.md, "tcn: fused depthwise layers"). ---- */
+/* ---- stage "network.2i" (layer st->arg): nothing saved; scratch 2 (BT, C) (the fused
+ * kernels use a ring of rows of it; the generic level recomputes the convolution into its
+ * second half). The convolution a_i is not kept: backward recomputes it from the input,
+ * which it reads for the weight gradient anyway (pre = NULL: the same floats). On the AMD
+ * Zen 5 machine (32 MB L3, shared) that is 1.15x per training step at AVX-512, 1.03x at
+ * AVX2: a write and a read of (BT, C) per layer and a third of the chunk's workspace
+ * less, for K more fused multiply-adds per element; on the Intel Xeon (480 MB L3) per
+ * layer it was slower (docs/performance.md, "tcn: fused depthwise layers" and "tcn's
+ * convolution recomputed in backward"). The flop count stays the model's (not the
+ * recomputation's). ---- */
 
 static size_t layer_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)m, (void)st, (void)B, (void)T;
+    return 0;
+}
+
+static size_t layer_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
-    return nc(m->impl, B, T);
+    return 2 * nc(m->impl, B, T);
 }
 
 /* One pass per layer (dd_conv1d_dw_hswish_forward / _backward: the convolution, Hardswish
  * and the residual add fused, the same floats as the three layers in turn). */
 static void layer_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
                           const float *x0, float *out, int B, int T, float *saved, float *scratch) {
-    (void)x0, (void)scratch;
+    (void)x0, (void)saved, (void)scratch;
     const tcn_impl *g = m->impl;
     const dd_conv1d_layer *l = &g->dw[st->arg];
-    dd_conv1d_dw_hswish_forward(saved, out, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation,
+    dd_conv1d_dw_hswish_forward(NULL, out, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation,
                                 g->residual);
 }
 
 static void layer_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
                            const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
                            float *scratch) {
-    (void)x0, (void)dx0;
+    (void)x0, (void)dx0, (void)saved;
     const tcn_impl *g = m->impl;
     const dd_conv1d_layer *l = &g->dw[st->arg];
     /* a residual layer's identity path passes dout to din; din is written whole when the
-     * framework has not cleared it (sets_din) */
+     * framework has not cleared it (sets_din); the convolution recomputed from in */
     const int flags = (g->residual ? DD_DW_HS_RESID : 0) | (sp->din_set ? DD_DW_HS_SET_DIN : 0);
-    dd_conv1d_dw_hswish_backward(din, DD_SG(sp, l->w), dout, saved, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel,
+    dd_conv1d_dw_hswish_backward(din, DD_SG(sp, l->w), dout, NULL, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel,
                                  l->dilation, flags, scratch);
 }
 
@@ -164,7 +175,7 @@ static double layer_flops(const dd_model *m, const dd_stage_def *st, int backwar
 
 static const dd_stage_ops layer_stage = {
     .saved = layer_saved,
-    .scratch = layer_saved,
+    .scratch = layer_scratch,
     .scratch_fwd = dd_stage_no_scratch,
     .forward = layer_forward,
     .backward = layer_backward,

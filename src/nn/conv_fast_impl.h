@@ -282,12 +282,23 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_da_blk)(
     size_t rn, size_t c, size_t kmn, size_t C, size_t K, size_t d, VM full) {
     VF a[6];
     const size_t o = rn * C + c;
+    (void)full;
+    if (pre) {
 #pragma GCC unroll 6
-    for (int j = 0; j < NB; j++) {
-        /* pre as forward stored it, or the same sum again */
-        const VF x = pre ? VLOAD(pre + o + (size_t)j * VW)
-                         : VSUF(conv_dw_taps)(VZERO(), in, wt, rn, c + (size_t)j * VW, kmn, C, K, d, 0, full);
-        a[j] = VSUF(hswish_bwd_v)(VZERO(), x, VLOAD(dout + o + (size_t)j * VW));
+        for (int j = 0; j < NB; j++)
+            a[j] = VSUF(hswish_bwd_v)(VZERO(), VLOAD(pre + o + (size_t)j * VW), VLOAD(dout + o + (size_t)j * VW));
+    } else {
+        /* the same sum again (forward's order per element: from zero, taps ascending), tap
+         * outer so the NB chains run side by side */
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) a[j] = VZERO();
+        for (size_t k = kmn; k < K; k++) {
+            const float *x = in + (rn - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
+#pragma GCC unroll 6
+            for (int j = 0; j < NB; j++) a[j] = VFMA(VLOAD(w + j * VW), VLOAD(x + j * VW), a[j]);
+        }
+#pragma GCC unroll 6
+        for (int j = 0; j < NB; j++) a[j] = VSUF(hswish_bwd_v)(VZERO(), a[j], VLOAD(dout + o + (size_t)j * VW));
     }
     if (ringrow)
 #pragma GCC unroll 6
