@@ -27,7 +27,8 @@
 # BENCH_RSS (1: run step 5), BENCH_RSS_SIZES (samples of step 5's data sets, default
 # "384000 3200000 6400000"; the issue's range: "400000 3200000 12800000 50000000", 2 GB of
 # disk and about 6 minutes), BENCH_PYTHON (/usr/bin/python3).
-# One core: OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 (torch.set_num_threads(1) too).
+# One core: OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1 (torch.set_num_threads(1) too), and
+# `--threads 1` for distdpd (its default is every core the process owns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -114,7 +115,7 @@ run_dd() { # seed
     load >"$OUT/dd_load_$1.txt"
     "$BIN/maxrss" "$OUT/dd_rss_$1.json" "$DD" train-pa --data "$DATA" --model gru --hidden 23 --frame 200 \
         --stride 1 --batch 64 --epochs "$EPOCHS" --lr 5e-3 --opt adamw --seed "$1" --out "$OUT/dd_run_$1" \
-        --progress none >"$OUT/dd_$1.log" 2>&1
+        --threads 1 --progress none >"$OUT/dd_$1.log" 2>&1
     cp "$OUT/dd_run_$1/metrics.jsonl" "$OUT/dd_$1.jsonl"
 }
 run_torch() { # seed threads tag
@@ -161,7 +162,7 @@ if [ "$RSS" != 0 ]; then
     for n in $SIZES; do
         "$DD" simulate --out "$OUT/rss_sim_$n" --signal 10x20 --samples "$n" --format bin -q
         "$BIN/maxrss" "$OUT/rss_$n.json" "$DD" train-pa --data "$OUT/rss_sim_$n/data.ddb" --model gru --hidden 23 \
-            --epochs 1 --stride 1000 --out "$OUT/rss_run_$n" --progress none >"$OUT/rss_$n.log" 2>&1
+            --epochs 1 --stride 1000 --threads 1 --out "$OUT/rss_run_$n" --progress none >"$OUT/rss_$n.log" 2>&1
         echo "{\"samples\": $n, \"file_bytes\": $(stat -c %s "$OUT/rss_sim_$n/data.ddb"), \"rss\": $(cat "$OUT/rss_$n.json")}" >>"$OUT/rss.jsonl"
         rm -rf "$OUT/rss_sim_$n" "$OUT/rss_run_$n"
     done
