@@ -75,7 +75,12 @@ static int round_once(dd_comm *c, int round, double *worst_out) {
                100 * cal.fit_rel_rms, cal.link.alpha1 * 1e6, cal.link.beta1 * 1e9,
                1e-9 / cal.link.beta1, 100 * cal.fit1_rel_rms, cal.link.gamma * 1e9,
                cal.latency_s * 1e6);
-    if (r == 0) printf("  %-5s %9s %12s %12s %8s\n", "algo", "bytes", "measured_us", "predicted_us", "error");
+    if (r == 0) {
+        printf("  calibration points (bytes: exchange step us, one-way step us):");
+        for (int i = 0; i < cal.npoints; i++)
+            printf(" %.0f: %.2f, %.2f;", cal.bytes[i], cal.seconds[i] * 1e6, cal.seconds1[i] * 1e6);
+        printf("\n  %-5s %9s %12s %12s %8s\n", "algo", "bytes", "measured_us", "predicted_us", "error");
+    }
     double worst = 0, meas[NAL * NSZ];
     s = dd_plan_measure(c, k_algos, (int)NAL, k_sizes, (int)NSZ, REPS, meas);
     CHECK(s == DD_OK, "measure: %s", dd_last_error());

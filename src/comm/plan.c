@@ -419,7 +419,8 @@ cleanup:
  *    (dd_comm_waitall), not MPI_Waitall or MPI_Send / MPI_Recv;
  *  - the data: what a step sends was written just before by this rank (the caller's
  *    gradients for the first step, the sum of the previous step after that), so `work`
- *    is refilled from `src` before the barrier (untimed) and every step sends `work`.
+ *    is refilled from `src` before the barrier (untimed) and every step sends what the
+ *    previous one summed into.
  * The second point is the one that matters on MPICH (ch4:ucx, single-copy transfers of
  * large messages, the receiver reading the sender's memory): sending a buffer this rank
  * has just written costs about twice as much as resending an untouched one (256 KB:
@@ -427,8 +428,18 @@ cleanup:
  * predicted a 1 MB ring allreduce at a third of its measured time (docs/comm.md).
  * Open MPI's copy-in / copy-out shared memory shows no such difference.
  * Exchange (oneway = 0): every rank receives from its left neighbour into rb while
- * sending `work` to its right, then sums rb into `work` (as a ring or rhd step does);
- * the sums are timed separately. One-way (oneway = 1): ping-pong between ranks 0 and 1
+ * sending its current block to its right, then sums rb into the next block, which the
+ * next step sends: step k sends work block k and sums into block k + 1 (CHAIN + 1 blocks
+ * of `bytes`, all refilled from `src` before the barrier). That is a ring's
+ * reduce-scatter (step k sends the block it reduced at step k - 1 and reduces into one
+ * it has not sent); the sums are timed separately. Summing into the block just sent
+ * instead (as this did before 2026-12-03) is not what any algorithm does, and on MPICH
+ * it is what the single-copy transfer makes expensive: the peer has just read that
+ * block, and writing it back right after costs (on the AMD EPYC Zen 5 KVM guest, 16 KB
+ * .. 1 MB) 0.50 ns/B against 0.07 ns/B for the same sum repeated or on private data
+ * (gamma 7x too high, every prediction of ring, tree and rhd +40 .. +150 %;
+ * docs/comm.md, "Calibration"). Open MPI (copy-in / copy-out) shows no difference.
+ * One-way (oneway = 1): ping-pong between ranks 0 and 1
  * (each rank alternately sending `work` and receiving into it, like the steps of a
  * binomial reduce followed by a broadcast that forwards what it received) while the
  * other ranks wait. *t_step: this rank's time per step without the sums; *t_add: per
@@ -436,7 +447,7 @@ cleanup:
 static dd_status time_once(dd_comm *c, size_t bytes, int oneway, int tag, const char *src, char *rb,
                            char *work, double *t_step, double *t_add) {
     int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
-    memcpy(work, src, bytes);
+    for (int k = 0; k <= (oneway ? 0 : CHAIN); k++) memcpy(work + (size_t)k * bytes, src, bytes);
     int rc = MPI_Barrier(c->mc);
     if (rc != MPI_SUCCESS) return dd_comm_mpi_error(rc, "calibration: MPI_Barrier");
     dd_status s = DD_OK;
@@ -453,10 +464,11 @@ static dd_status time_once(dd_comm *c, size_t bytes, int oneway, int tag, const 
             s = dd_comm_waitall(1, &rq, NULL, "calibration: one-way step");
             continue;
         }
-        s = dd_comm_sendrecv_bytes(c->mc, work, bytes, right, rb, bytes, left, tag, "calibration: exchange");
+        char *blk = work + (size_t)k * bytes; /* block k: sent now; block k + 1: reduced into */
+        s = dd_comm_sendrecv_bytes(c->mc, blk, bytes, right, rb, bytes, left, tag, "calibration: exchange");
         if (s == DD_OK) {
             double ta = MPI_Wtime();
-            dd_comm_sum(work, rb, bytes / sizeof(float), DD_F32);
+            dd_comm_sum(blk + bytes, rb, bytes / sizeof(float), DD_F32);
             tsum += MPI_Wtime() - ta;
         }
     }
@@ -533,7 +545,8 @@ dd_status dd_plan_calibrate(dd_comm *c, double reps_scale, dd_plan_calib *out) {
     enum { NS = sizeof sizes / sizeof sizes[0], MAXREPS = 2000 };
     const size_t big = sizes[NS - 1];
     dd_status s = DD_OK;
-    char *sb = malloc(big), *rb = malloc(big), *dst = malloc(big);
+    /* dst: the CHAIN + 1 working blocks of an exchange repeat (time_once) */
+    char *sb = malloc(big), *rb = malloc(big), *dst = malloc((CHAIN + 1) * big);
     double *t = malloc(3 * NS * (size_t)MAXREPS * sizeof *t), tadd[NS];
     int reps[NS], maxreps = 0;
     if (!sb || !rb || !dst || !t) {
@@ -543,7 +556,7 @@ dd_status dd_plan_calibrate(dd_comm *c, double reps_scale, dd_plan_calib *out) {
     /* float32 data of moderate size (no overflow or subnormals in the repeated sums) */
     for (size_t i = 0; i < big / sizeof(float); i++) {
         ((float *)(void *)sb)[i] = 1e-3f * (float)(i % 1000);
-        ((float *)(void *)dst)[i] = 1.0f;
+        for (int k = 0; k <= CHAIN; k++) ((float *)(void *)(dst + (size_t)k * big))[i] = 1.0f;
     }
     memset(rb, 0, big);
     for (int i = 0; i < NS; i++) {
@@ -631,7 +644,8 @@ dd_status dd_plan_calib_save(const dd_plan_calib *cal, const char *path) {
     cJSON_AddNumberToObject(root, "ranks", cal->ranks);
     cJSON_AddStringToObject(root, "method",
                             "exchange: ring step (Isend right + Irecv left on every rank, polled wait, "
-                            "sending data just written); one-way: pairs (0,1), (2,3).. ping-pong "
+                            "sending data just written, summing into the block the next step sends); "
+                            "one-way: pairs (0,1), (2,3).. ping-pong "
                             "forwarding what was received; lower quartile of repeats of the maximum over "
                             "ranks; t = alpha + beta n "
                             "fitted on relative error over points >= fit_min_bytes; gamma: float32 "
