@@ -553,11 +553,9 @@ dd_status dd_plan_calibrate(dd_comm *c, double reps_scale, dd_plan_calib *out) {
         s = dd_error(DD_ERR_NOMEM, "calibration: out of memory");
         goto cleanup;
     }
-    /* float32 data of moderate size (no overflow or subnormals in the repeated sums) */
-    for (size_t i = 0; i < big / sizeof(float); i++) {
-        ((float *)(void *)sb)[i] = 1e-3f * (float)(i % 1000);
-        for (int k = 0; k <= CHAIN; k++) ((float *)(void *)(dst + (size_t)k * big))[i] = 1.0f;
-    }
+    /* float32 data of moderate size (no overflow or subnormals in the repeated sums);
+     * time_once refills the working blocks from it before every repeat */
+    for (size_t i = 0; i < big / sizeof(float); i++) ((float *)(void *)sb)[i] = 1e-3f * (float)(i % 1000);
     memset(rb, 0, big);
     for (int i = 0; i < NS; i++) {
         reps[i] = (int)ceil(reps0[i] * reps_scale);

@@ -279,10 +279,9 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
  * ascending order: the order of conv_dw_bwd_part). */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_da_blk)(
     const int NB, float *ringrow, float *dwt, const float *dout, const float *pre, const float *in, const float *wt,
-    size_t rn, size_t c, size_t kmn, size_t C, size_t K, size_t d, VM full) {
+    size_t rn, size_t c, size_t kmn, size_t C, size_t K, size_t d) {
     VF a[6];
     const size_t o = rn * C + c;
-    (void)full;
     if (pre) {
 #pragma GCC unroll 6
         for (int j = 0; j < NB; j++)
@@ -350,7 +349,7 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
      * adding into a cleared din; every element of the channel vectors is written) */
     const int resid = flags & DD_DW_HS_RESID, set = flags & DD_DW_HS_SET_DIN;
     const size_t nf = C / VW, rem = C % VW;
-    const VM tail = VMASK(rem ? (int)rem : VW), full = VMASK(VW);
+    const VM tail = VMASK(rem ? (int)rem : VW);
     const size_t span = (K - 1) * d, R = span + 1 < T ? span + 1 : T;
     const float *gk[DD_NN_CONV_DW_KMAX]; /* ring row of tap k for din */
     if (v1 > nf + (rem ? 1 : 0)) v1 = nf + (rem ? 1 : 0);
@@ -363,7 +362,7 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const
                 const size_t rn = bb * T + next, o = rn * C;
                 const size_t kmn = span <= next ? 0 : K - 1 - next / d;
                 float *rrow = din ? ring + snext * C : NULL;
-#define DW_DA(N) VSUF(conv_dw_hs_da_blk)(N, rrow, dwt, dout, pre, in, wt, rn, c_, kmn, C, K, d, full)
+#define DW_DA(N) VSUF(conv_dw_hs_da_blk)(N, rrow, dwt, dout, pre, in, wt, rn, c_, kmn, C, K, d)
                 DW_BLOCKS(v0, vf, DW_DA);
 #undef DW_DA
                 if (v1 <= nf) continue;
