@@ -48,6 +48,27 @@ static void test_arena_mem(void) {
     CHECK(dd_mem_peak_rss() > 0, "no peak RSS");
 }
 
+/* Arena blocks come from calloc (src/core/mem.c): 64-byte aligned and zero whatever the
+ * size, also when the memory is a block just freed after being written all over (glibc
+ * reuses it, from the heap or, past its mmap threshold, a fresh mapping), small and large
+ * blocks alike. */
+static void test_arena_reuse(void) {
+    static const size_t sizes[] = {1, 60, 64, 4096, 100000, 1 << 20, (4 << 20) + 100, 24 << 20};
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t n = sizes[i];
+            unsigned char *a = dd_arena_calloc(DD_MEM_ACTIVATIONS, n, 1, "reuse");
+            REQUIRE(a != NULL, "arena %zu bytes: %s", n, dd_last_error());
+            CHECK(((uintptr_t)a & 63) == 0, "%zu bytes: block %p not 64-byte aligned", n, (void *)a);
+            size_t nonzero = 0;
+            for (size_t j = 0; j < n; j += 61) nonzero += a[j] != 0;
+            nonzero += a[n - 1] != 0;
+            CHECK(nonzero == 0, "round %d, %zu bytes: %zu sampled bytes not zero", round, n, nonzero);
+            memset(a, 0xA5, n); /* dirty it for the next round's block of this size */
+            dd_arena_free(a);
+        }
+}
+
 /* The error paths `make coverage` showed untested (docs/testing.md "Coverage"): an arena
  * allocation whose size overflows, the peaks reset, every status name, dd_path_dir's
  * cases, and dd_read_text / dd_open_regular refusing a socket (a real AF_UNIX socket
@@ -130,6 +151,7 @@ static void test_core_errors(void) {
 
 int main(void) {
     test_arena_mem();
+    test_arena_reuse();
     test_core_errors();
     /* CRC32C check value from the Castagnoli/iSCSI specification. */
     CHECK(dd_crc32c(0, "123456789", 9) == 0xE3069283u, "crc %08x", dd_crc32c(0, "123456789", 9));

@@ -18,6 +18,7 @@ typedef struct {
     uint32_t magic;
     uint32_t kind;
     size_t bytes; /* the block's size as counted */
+    void *raw;    /* what calloc returned (free it) */
 } arena_hdr;
 
 static dd_mem_stats g_mem;
@@ -54,7 +55,14 @@ void *dd_arena_calloc(dd_mem_kind kind, size_t count, size_t size, const char *w
                  a, what ? what : "an arena", dd_mem_kind_name(kind), b, c);
         return NULL;
     }
-    char *p = dd_calloc(1, HDR + bytes);
+    /* calloc, not dd_calloc (aligned_alloc + memset): glibc's calloc hands out a large
+     * block (one it maps) as the kernel's zero pages without writing them, so a
+     * workspace costs its page faults where it is first used and no memset pass on
+     * top (2.4 % of a one-epoch gru 23 run on the AMD EPYC Zen 5 guest, perf), and
+     * pages never touched stay out of the RSS. The block is aligned to 64 bytes inside:
+     * header at [p, p + HDR), data at p + HDR, p + HDR - raw in [HDR, 2 HDR). */
+    char *raw = calloc(1, 2 * HDR + bytes);
+    char *p = raw ? (char *)(((uintptr_t)raw + HDR + (HDR - 1)) & ~(uintptr_t)(HDR - 1)) - HDR : NULL;
     if (!p) {
         char a[32];
         mib(a, sizeof a, bytes);
@@ -66,6 +74,7 @@ void *dd_arena_calloc(dd_mem_kind kind, size_t count, size_t size, const char *w
     h->magic = MAGIC;
     h->kind = (uint32_t)kind;
     h->bytes = bytes;
+    h->raw = raw;
     g_mem.cur[kind] += bytes;
     if (g_mem.cur[kind] > g_mem.peak[kind]) g_mem.peak[kind] = g_mem.cur[kind];
     if (now + bytes > g_mem.peak_total) g_mem.peak_total = now + bytes;
@@ -74,13 +83,12 @@ void *dd_arena_calloc(dd_mem_kind kind, size_t count, size_t size, const char *w
 
 void dd_arena_free(void *p) {
     if (!p) return;
-    char *base = (char *)p - HDR;
-    arena_hdr *h = (arena_hdr *)base;
+    arena_hdr *h = (arena_hdr *)(void *)((char *)p - HDR);
     if (h->magic == MAGIC && h->kind < DD_MEM_KINDS) {
         g_mem.cur[h->kind] -= h->bytes <= g_mem.cur[h->kind] ? h->bytes : g_mem.cur[h->kind];
         h->magic = 0;
     }
-    dd_free(base);
+    free(h->raw);
 }
 
 void dd_mem_set_limit(size_t bytes) { g_mem.limit = bytes; }
