@@ -50,8 +50,8 @@ static void test_arena_mem(void) {
 
 /* Arena blocks come from calloc (src/core/mem.c): 64-byte aligned and zero whatever the
  * size, also when the memory is a block just freed after being written all over (glibc
- * reuses it, from the heap or, past its mmap threshold, a fresh mapping), small and large
- * blocks alike. */
+ * reuses it, from the heap or, past its mmap threshold, a fresh mapping), small blocks
+ * and those of 4 MB and more (given huge pages) alike. */
 static void test_arena_reuse(void) {
     static const size_t sizes[] = {1, 60, 64, 4096, 100000, 1 << 20, (4 << 20) + 100, 24 << 20};
     for (int round = 0; round < 2; round++)
