@@ -83,14 +83,14 @@ void *dd_arena_calloc(dd_mem_kind kind, size_t count, size_t size, const char *w
      * pages never touched stay out of the RSS. The block is aligned to 64 bytes inside:
      * header at [p, p + HDR), data at p + HDR, p + HDR - raw in [HDR, 2 HDR). */
     char *raw = calloc(1, 2 * HDR + bytes);
-    char *p = raw ? (char *)(((uintptr_t)raw + HDR + (HDR - 1)) & ~(uintptr_t)(HDR - 1)) - HDR : NULL;
-    if (!p) {
+    if (!raw) {
         char a[32];
         mib(a, sizeof a, bytes);
         dd_error(DD_ERR_NOMEM, "out of memory allocating %s for %s (%s)", a, what ? what : "an arena",
                  dd_mem_kind_name(kind));
         return NULL;
     }
+    char *p = (char *)(((uintptr_t)raw + HDR + (HDR - 1)) & ~(uintptr_t)(HDR - 1)) - HDR;
     if (bytes >= THP_MIN) huge_pages(p + HDR, bytes);
     arena_hdr *h = (arena_hdr *)p;
     h->magic = MAGIC;
