@@ -900,10 +900,11 @@ int main(void) {
     test_dw_hswish(1, 3, 5, 5, 2, 1);      /* receptive field longer than the frame */
     test_dw_hswish(4, 1, 19, 4, 3, 0);     /* T = 1 */
     test_dw_hswish(3, 120, 96, 5, 4, 1);   /* threaded (>= 32768 floats): channel vectors split */
-    test_dw_hswish(2, 50, 8, 5, 2048, 1);  /* dilation 2^11 (a deep stack's), the ring = the frame */
+    test_dw_hswish(2, 50, 8, 5, 2048, 1);  /* dilation 2^11 (a deep stack's): one tap inside */
     test_dw_hswish(2, 12, 300, 5, 3, 0);   /* C K > 1024: weights on the heap */
     test_dw_hswish(2, 23, 88, 3, 2, 0);    /* register blocks: 5 whole vectors + 8 (AVX-512), 6 + 5 (AVX2) */
     test_dw_hswish(3, 18, 56, 4, 1, 1);    /* 3 whole vectors + 8 (AVX-512), 6 + 1 (AVX2); rows in blocks + 1 */
+    test_dw_hswish(2, 25, 48, 5, 1, 0);    /* K = 5: a pair and a single vector (AVX-512), 3 pairs (AVX2) */
 
     test_conv_hswish(4, 100, 6, 96, 1, 1, 1);  /* tcn's stem: 6 features -> 96, bias (38,400 floats) */
     test_conv_hswish(3, 17, 6, 37, 1, 1, 1);   /* masked tail vector of outputs */

@@ -192,7 +192,8 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
  * din += dout (resid) + the convolution's dL/din of da = dout Hardswish'(pre), dw += its
  * dL/dw (din, dw may be NULL). The same floats as dd_add_backward(din, NULL, dout),
  * dd_act_backward into zeroed scratch and dd_conv1d_backward in turn, with da kept only in
- * a ring of rows at the SIMD levels. scratch: B T C floats, twice that when pre is NULL.
+ * one frame's rows of scratch at the SIMD levels. scratch: B T C floats, twice that when
+ * pre is NULL.
  * flags: DD_DW_HS_RESID (the residual layer: resid above), DD_DW_HS_SET_DIN (din's
  * contents are ignored and it is written, the same floats as adding into zeros: the
  * caller need not clear it). */

@@ -122,7 +122,7 @@ static const dd_stage_ops stem_stage = {
 };
 
 /* ---- stage "network.2i" (layer st->arg): nothing saved; scratch 2 (BT, C) (the fused
- * kernels use a ring of rows of it; the generic level recomputes the convolution into its
+ * kernels use one frame's rows of it; the generic level recomputes the convolution into its
  * second half). The convolution a_i is not kept: backward recomputes it from the input,
  * which it reads for the weight gradient anyway (pre = NULL: the same floats). On the AMD
  * Zen 5 machine (32 MB L3, shared) that is 1.15x per training step at AVX-512, 1.03x at

@@ -271,138 +271,153 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
     VSUF(conv_dw_bwd_part)(din, dwt, dout, in, wt, 0, B, 0, nv, T, C, K, d);
 }
 
-/* The fused backward's two steps on NB (1..DW_NB, a constant after inlining) whole channel
- * vectors from channel c, in registers with tap k outer and the vectors inner, so every
- * float is formed by the same operations in the same order as one vector at a time.
- * Step 1 (conv_dw_hs_da_blk), row rn: da = dout hardswish'(pre) into its ring row (when
- * din is wanted), then dwt[k] += in[rn - s_k] da from the same registers (rows reach it in
- * ascending order: the order of conv_dw_bwd_part). */
-static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_da_blk)(
-    const int NB, float *ringrow, float *dwt, const float *dout, const float *pre, const float *in, const float *wt,
-    size_t rn, size_t c, size_t kmn, size_t C, size_t K, size_t d) {
-    VF a[6];
-    const size_t o = rn * C + c;
-    if (pre) {
-#pragma GCC unroll 6
-        for (int j = 0; j < NB; j++)
-            a[j] = VSUF(hswish_bwd_v)(VZERO(), VLOAD(pre + o + (size_t)j * VW), VLOAD(dout + o + (size_t)j * VW));
-    } else {
-        /* the same sum again (forward's order per element: from zero, taps ascending), tap
-         * outer so the NB chains run side by side */
-#pragma GCC unroll 6
-        for (int j = 0; j < NB; j++) a[j] = VZERO();
-        for (size_t k = kmn; k < K; k++) {
-            const float *x = in + (rn - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
-#pragma GCC unroll 6
-            for (int j = 0; j < NB; j++) a[j] = VFMA(VLOAD(w + j * VW), VLOAD(x + j * VW), a[j]);
-        }
-#pragma GCC unroll 6
-        for (int j = 0; j < NB; j++) a[j] = VSUF(hswish_bwd_v)(VZERO(), a[j], VLOAD(dout + o + (size_t)j * VW));
-    }
-    if (ringrow)
-#pragma GCC unroll 6
-        for (int j = 0; j < NB; j++) VSTORE(ringrow + c + (size_t)j * VW, a[j]);
-    if (!dwt) return;
-    for (size_t k = kmn; k < K; k++) {
-        const float *x = in + (rn - (K - 1 - k) * d) * C + c;
-        float *w = dwt + k * C + c;
-#pragma GCC unroll 6
-        for (int j = 0; j < NB; j++) VSTORE(w + j * VW, VFMA(VLOAD(x + j * VW), a[j], VLOAD(w + j * VW)));
-    }
-}
-
-/* Step 2 (conv_dw_hs_din_blk), row r: din = (0 or din) (+ dout) + the gather sum over the
- * ring rows gk[k] of the taps k >= kmin_in. */
-static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_din_blk)(
-    const int NB, float *din, const float *const *gk, const float *dout, const float *wt, size_t r, size_t c,
-    size_t kmin_in, size_t C, size_t K, int resid, int set) {
-    float *p = din + r * C + c;
-    VF acc[6];
-#pragma GCC unroll 6
-    for (int j = 0; j < NB; j++) acc[j] = set ? VZERO() : VLOAD(p + j * VW);
-    if (resid)
-#pragma GCC unroll 6
-        for (int j = 0; j < NB; j++) acc[j] = VADD(acc[j], VLOAD(dout + r * C + c + (size_t)j * VW));
-    for (size_t k = kmin_in; k < K; k++) {
-        const float *g = gk[k] + c, *w = wt + k * C + c;
-#pragma GCC unroll 6
-        for (int j = 0; j < NB; j++) acc[j] = VFMA(VLOAD(w + j * VW), VLOAD(g + j * VW), acc[j]);
-    }
-#pragma GCC unroll 6
-    for (int j = 0; j < NB; j++) VSTORE(p + j * VW, acc[j]);
-}
-
-
 /* The backward of a depthwise layer fused with Hardswish (pre: the convolution, kept by
- * forward; NULL: recomputed from in with forward's operations), channel vectors [v0, v1):
- * da = dout hardswish'(pre) (as dd_act_backward adds it into zeros), then din += dout
- * (flags: DD_DW_HS_RESID) and din += the gather sum of da (DD_DW_HS_SET_DIN: into zeros,
- * not din's contents), dwt += in da, with the operations and order of conv_dw_bwd_part on
- * da. da lives only in a ring of R = min(T, (K-1) d + 1) rows (ring, rows C floats apart):
- * row u of a frame in slot u mod R, computed when row u - (K-1) d is reached, so it is read
- * back from cache; the weight gradient of row u is taken from da's registers then (rows in
- * ascending order, as in conv_dw_bwd_part). */
-static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *ring, const float *dout, const float *pre,
+ * forward; NULL: recomputed from in with forward's operations) on NB (1 or 2, a constant
+ * after inlining) channel vectors from channel c (M: the masked tail vector, NB = 1), KC
+ * taps (a constant after inlining; 0: K at run time), channel vector by channel vector:
+ * the block's weights and its dW sums stay in registers over every row of every frame,
+ * where a row-major pass re-loaded the K weight vectors and loaded and stored the K dW
+ * vectors at every row. Per frame, pass 1 runs the rows u ascending: a = pre (or the
+ * convolution again, from zero, taps ascending), da = dout hardswish'(a) (as
+ * dd_act_backward adds it into zeros) into row u of buf (T rows C floats apart, when din
+ * is wanted), then dW[k] += in[u - s_k] da (rows in ascending order over the frames: the
+ * order of conv_dw_bwd_part). Pass 2, row t: din = (0 or din) (+ dout) + the gather sum
+ * over taps k ascending of w[k] da[t + s_k] (flags: DD_DW_HS_RESID, DD_DW_HS_SET_DIN:
+ * into zeros, not din's contents). Every float is formed by the same operations in the
+ * same order as before (row-major, one vector at a time). FULL: every tap inside the
+ * frame (no test per tap). */
+#define DWB_LD(p) (M ? VLOADM((p), tail) : VLOAD(p))
+#define DWB_ST(p, v)                  \
+    do {                              \
+        if (M) VSTOREM((p), (v), tail); \
+        else VSTORE((p), (v));        \
+    } while (0)
+
+/* Pass 1, row o (element offset of the block's first channel), taps k >= kmn. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_da)(
+    const int NB, const int M, const size_t K, const int FULL, VF (*acc)[2], VF (*wv)[2], float *brow,
+    const float *dout, const float *pre, const float *in, size_t o, size_t kmn, size_t dC, VM tail, int want_dw) {
+    VF a[2];
+    if (pre) {
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) a[j] = DWB_LD(pre + o + (size_t)j * VW);
+    } else {
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) a[j] = VZERO();
+#pragma GCC unroll 16
+        for (size_t k = 0; k < K; k++) {
+            if (!FULL && k < kmn) continue;
+            const float *x = in + o - (K - 1 - k) * dC;
+#pragma GCC unroll 2
+            for (int j = 0; j < NB; j++) a[j] = VFMA(wv[k][j], DWB_LD(x + (size_t)j * VW), a[j]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; j++) a[j] = VSUF(hswish_bwd_v)(VZERO(), a[j], DWB_LD(dout + o + (size_t)j * VW));
+    if (brow)
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) DWB_ST(brow + (size_t)j * VW, a[j]);
+    if (!want_dw) return;
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++) {
+        if (!FULL && k < kmn) continue;
+        const float *x = in + o - (K - 1 - k) * dC;
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) acc[k][j] = VFMA(DWB_LD(x + (size_t)j * VW), a[j], acc[k][j]);
+    }
+}
+
+/* Pass 2, row o of din, da rows from bt (the frame's row t in buf), taps k >= kmin_in. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_din)(
+    const int NB, const int M, const size_t K, const int FULL, VF (*wv)[2], float *din, const float *bt,
+    const float *dout, size_t o, size_t kmin_in, size_t dC, VM tail, int resid, int set) {
+    VF s[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; j++) s[j] = set ? VZERO() : DWB_LD(din + o + (size_t)j * VW);
+    if (resid)
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) s[j] = VADD(s[j], DWB_LD(dout + o + (size_t)j * VW));
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++) {
+        if (!FULL && k < kmin_in) continue;
+        const float *g = bt + (K - 1 - k) * dC;
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) s[j] = VFMA(wv[k][j], DWB_LD(g + (size_t)j * VW), s[j]);
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; j++) DWB_ST(din + o + (size_t)j * VW, s[j]);
+}
+
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk)(
+    const int NB, const int M, const size_t KC, float *din, float *dwt, float *buf, const float *dout,
+    const float *pre, const float *in, const float *wt, size_t c, VM tail, size_t B, size_t T, size_t C, size_t Kr,
+    size_t d, int resid, int set) {
+    const size_t K = KC ? KC : Kr, span = (K - 1) * d, dC = d * C;
+    VF wv[DD_NN_CONV_DW_KMAX][2], acc[DD_NN_CONV_DW_KMAX][2];
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) {
+            wv[k][j] = DWB_LD(wt + k * C + c + (size_t)j * VW);
+            acc[k][j] = dwt ? DWB_LD(dwt + k * C + c + (size_t)j * VW) : VZERO();
+        }
+    const size_t e1 = span < T ? span : T;   /* pass 1: rows [0, e1) miss taps */
+    const size_t e2 = span < T ? T - span : 0; /* pass 2: rows [e2, T) miss taps */
+    for (size_t bb = 0; bb < B; bb++) {
+        const size_t r0 = bb * T * C + c;
+        size_t u = 0;
+        for (; u < e1; u++)
+            VSUF(conv_dw_hs_bwd_da)(NB, M, K, 0, acc, wv, din ? buf + u * C + c : NULL, dout, pre, in,
+                                    r0 + u * C, K - 1 - u / d, dC, tail, dwt != NULL);
+        for (; u < T; u++)
+            VSUF(conv_dw_hs_bwd_da)(NB, M, K, 1, acc, wv, din ? buf + u * C + c : NULL, dout, pre, in,
+                                    r0 + u * C, 0, dC, tail, dwt != NULL);
+        if (!din) continue;
+        size_t t = 0;
+        for (; t < e2; t++)
+            VSUF(conv_dw_hs_bwd_din)(NB, M, K, 1, wv, din, buf + t * C + c, dout, r0 + t * C, 0, dC, tail, resid,
+                                     set);
+        for (; t < T; t++)
+            VSUF(conv_dw_hs_bwd_din)(NB, M, K, 0, wv, din, buf + t * C + c, dout, r0 + t * C,
+                                     K - 1 - (T - 1 - t) / d, dC, tail, resid, set);
+    }
+    if (dwt)
+#pragma GCC unroll 16
+        for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+            for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
+}
+
+/* Channel vectors [v0, v1): pairs of whole vectors, then a single one, then the masked tail;
+ * K = 5 (tcn's default) with the taps unrolled, other K at run time. */
+static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const float *dout, const float *pre,
                                       const float *in, const float *wt, size_t v0, size_t v1, size_t B, size_t T,
                                       size_t C, size_t K, size_t d, int flags) {
-    /* set: din is written, starting from zero instead of its contents (the same floats as
-     * adding into a cleared din; every element of the channel vectors is written) */
     const int resid = flags & DD_DW_HS_RESID, set = flags & DD_DW_HS_SET_DIN;
     const size_t nf = C / VW, rem = C % VW;
     const VM tail = VMASK(rem ? (int)rem : VW);
-    const size_t span = (K - 1) * d, R = span + 1 < T ? span + 1 : T;
-    const float *gk[DD_NN_CONV_DW_KMAX]; /* ring row of tap k for din */
     if (v1 > nf + (rem ? 1 : 0)) v1 = nf + (rem ? 1 : 0);
-    const size_t vf = v1 < nf ? v1 : nf; /* whole vectors [v0, vf); the tail vector when v1 > nf */
-    for (size_t bb = 0; bb < B; bb++) {
-        size_t next = 0, snext = 0; /* the next da row of the frame to compute, its slot */
-        for (size_t t = 0, slot = 0; t < T; t++, slot = slot + 1 == R ? 0 : slot + 1) {
-            const size_t hi = T - 1 - t > span ? t + span : T - 1;
-            for (; next <= hi; next++, snext = snext + 1 == R ? 0 : snext + 1) {
-                const size_t rn = bb * T + next, o = rn * C;
-                const size_t kmn = span <= next ? 0 : K - 1 - next / d;
-                float *rrow = din ? ring + snext * C : NULL;
-#define DW_DA(N) VSUF(conv_dw_hs_da_blk)(N, rrow, dwt, dout, pre, in, wt, rn, c_, kmn, C, K, d)
-                DW_BLOCKS(v0, vf, DW_DA);
-#undef DW_DA
-                if (v1 <= nf) continue;
-                const size_t c = nf * VW;
-                const VF x = pre ? VLOADM(pre + o + c, tail)
-                                 : VSUF(conv_dw_taps)(VZERO(), in, wt, rn, c, kmn, C, K, d, 1, tail);
-                const VF a = VSUF(hswish_bwd_v)(VZERO(), x, VLOADM(dout + o + c, tail));
-                if (rrow) VSTOREM(rrow + c, a, tail);
-                for (size_t k = kmn; dwt && k < K; k++) {
-                    const float *xk = in + (rn - (K - 1 - k) * d) * C + c;
-                    float *w = dwt + k * C + c;
-                    VSTOREM(w, VFMA(VLOADM(xk, tail), a, VLOADM(w, tail)), tail);
-                }
-            }
-            if (!din) continue;
-            const size_t r = bb * T + t;
-            const size_t up = T - 1 - t; /* din: taps with t + s_k < T */
-            const size_t kmin_in = span <= up ? 0 : K - 1 - up / d;
-            for (size_t k = kmin_in; k < K; k++) {
-                size_t u = slot + (K - 1 - k) * d;
-                if (u >= R) u -= R;
-                gk[k] = ring + u * C;
-            }
-#define DW_DIN(N) VSUF(conv_dw_hs_din_blk)(N, din, gk, dout, wt, r, c_, kmin_in, C, K, resid, set)
-            DW_BLOCKS(v0, vf, DW_DIN);
-#undef DW_DIN
-            if (v1 <= nf) continue;
-            const size_t c = nf * VW;
-            float *p = din + r * C + c;
-            VF acc = set ? VZERO() : VLOADM(p, tail);
-            if (resid) acc = VADD(acc, VLOADM(dout + r * C + c, tail));
-            for (size_t k = kmin_in; k < K; k++) acc = VFMA(VLOADM(wt + k * C + c, tail), VLOADM(gk[k] + c, tail), acc);
-            VSTOREM(p, acc, tail);
-        }
+    const size_t vf = v1 < nf ? v1 : nf;
+#define DWB(NB, M, KC, c)                                                                                           \
+    VSUF(conv_dw_hs_bwd_blk)(NB, M, KC, din, dwt, buf, dout, pre, in, wt, c, tail, B, T, C, K, d, resid, set)
+    size_t v = v0;
+    if (K == 5) {
+        for (; v + 2 <= vf; v += 2) DWB(2, 0, 5, v * VW);
+        if (v < vf) DWB(1, 0, 5, v * VW), v++;
+        if (v1 > nf && v0 <= nf) DWB(1, 1, 5, nf * VW);
+    } else {
+        for (; v < vf; v++) DWB(1, 0, 0, v * VW);
+        if (v1 > nf && v0 <= nf) DWB(1, 1, 0, nf * VW);
     }
+#undef DWB
 }
+#undef DWB_LD
+#undef DWB_ST
 
 /* Threads split the channel vectors (every (k, c) of dW and every din element is summed as on
- * one thread). dwt (K x C) adds as in dd_nn_conv_dw_bwd_fast; ring: R x C floats. */
-void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *ring, const float *dout, const float *pre,
+ * one thread). dwt (K x C) adds as in dd_nn_conv_dw_bwd_fast; buf: T x C floats (da of one
+ * frame; each thread its own channels). */
+void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *buf, const float *dout, const float *pre,
                                      const float *in, const float *wt, size_t B, size_t T, size_t C, size_t K,
                                      size_t d, int flags) {
     const size_t nv = (C + VW - 1) / VW;
@@ -412,7 +427,7 @@ void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *ring, const 
 #endif
     {
         const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-        VSUF(conv_dw_hs_bwd_part)(din, dwt, ring, dout, pre, in, wt, nv * tid / nt, nv * (tid + 1) / nt, B, T, C,
+        VSUF(conv_dw_hs_bwd_part)(din, dwt, buf, dout, pre, in, wt, nv * tid / nt, nv * (tid + 1) / nt, B, T, C,
                                   K, d, flags);
     }
 }

@@ -273,15 +273,16 @@ int dd_nn_conv_fast_backward(float *din, float *dw, float *db, const float *dout
  * _backward, contract in distdpd/nn.h; the same floats as the unfused sequence). Forward
  * writes pre = the convolution (unless NULL) and out = Hardswish(pre) (+ in when resid) in
  * one pass over the rows; backward computes da = dout Hardswish'(pre) (pre NULL: the
- * convolution again, its operations in forward's order) into ring (min(T, (K-1) d + 1) x C
- * floats) (K-1) d rows ahead of its use inside the convolution's backward (threads split
- * the channel vectors). Return 0, doing nothing, at the generic level, for K >
- * DD_NN_CONV_DW_KMAX (backward) or when the weights' heap copy fails. */
+ * convolution again, its operations in forward's order) into buf (T x C floats: one
+ * frame's da) before the convolution's backward of the frame reads it, channel vector by
+ * channel vector (threads split the channel vectors). Return 0, doing nothing, at the
+ * generic level, for K > DD_NN_CONV_DW_KMAX (backward) or when the weights' heap copy
+ * fails. */
 #define DD_NN_CONV_DW_KMAX 64
 int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const float *w, size_t B, size_t T,
                              size_t C, size_t K, size_t d, int resid);
 /* flags: DD_DW_HS_RESID, DD_DW_HS_SET_DIN (distdpd/nn.h, dd_conv1d_dw_hswish_backward). */
-int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *dout, const float *pre,
+int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *buf, const float *dout, const float *pre,
                               const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
                               int flags);
 

@@ -42,7 +42,7 @@
     void dd_nn_conv_dw_fwd_fast##S(float *pre, float *out, const float *in, const float *wt,  \
                                    const float *b, size_t B, size_t T, size_t C, size_t K,    \
                                    size_t d, int act);                                        \
-    void dd_nn_conv_dw_hs_bwd_fast##S(float *din, float *dwt, float *ring, const float *dout, \
+    void dd_nn_conv_dw_hs_bwd_fast##S(float *din, float *dwt, float *buf, const float *dout, \
                                       const float *pre, const float *in, const float *wt,     \
                                       size_t B, size_t T, size_t C, size_t K, size_t d,       \
                                       int flags);                                             \
@@ -348,9 +348,9 @@ static int dw_forward(int level, float *pre, float *out, const float *in, const 
     return 1;
 }
 
-/* ring == NULL: dout is the convolution's output gradient (dd_nn_conv_dw_bwd); else the
- * layer fused with Hardswish (dd_nn_conv_dw_hs_bwd_fast; pre, ring, flags). */
-static int dw_backward(int level, float *din, float *dw, float *ring, const float *dout, const float *pre,
+/* buf == NULL: dout is the convolution's output gradient (dd_nn_conv_dw_bwd); else the
+ * layer fused with Hardswish (dd_nn_conv_dw_hs_bwd_fast; pre, buf, flags). */
+static int dw_backward(int level, float *din, float *dw, float *buf, const float *dout, const float *pre,
                        const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
                        int flags) {
     _Alignas(64) float ws[DD_NN_CONV_DW_MAX], dws[DD_NN_CONV_DW_MAX];
@@ -362,12 +362,12 @@ static int dw_backward(int level, float *din, float *dw, float *ring, const floa
         for (size_t c = 0; c < C; c++)
             for (size_t k = 0; k < K; k++) wt[k * C + c] = w[c * K + k];
         if (dw) memset(dwt, 0, C * K * sizeof(float));
-        if (!ring) {
+        if (!buf) {
             dd_nn_conv_dw_bwd(level, din, dw ? dwt : NULL, dout, in, wt, B, T, C, K, d);
         } else {
 #if DD_NN_HAVE_X86_SIMD
             DD_DISPATCH(level, dd_nn_conv_dw_hs_bwd_fast,
-                        (din, dw ? dwt : NULL, ring, dout, pre, in, wt, B, T, C, K, d, flags));
+                        (din, dw ? dwt : NULL, buf, dout, pre, in, wt, B, T, C, K, d, flags));
 #else
             (void)pre, (void)flags;
 #endif
@@ -391,12 +391,12 @@ int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const floa
     return dw_forward(level, pre, out, in, w, NULL, B, T, C, K, d, resid ? 2 : 1);
 }
 
-int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *ring, const float *dout, const float *pre,
+int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *buf, const float *dout, const float *pre,
                               const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
                               int flags) {
     const int level = dd_nn_simd_level();
     if (level == DD_SIMD_GENERIC || K > DD_NN_CONV_DW_KMAX) return 0;
-    return dw_backward(level, din, dw, ring, dout, pre, in, w, B, T, C, K, d, flags);
+    return dw_backward(level, din, dw, buf, dout, pre, in, w, B, T, C, K, d, flags);
 }
 
 /* The full (groups 1) forward through the kernels when the route gives it to them (else 0,
