@@ -1070,14 +1070,15 @@ static void test_eval_bounded(void) {
 
 /* ---------------------------------------------------------------- batch chunks */
 
-/* A slice of more than 32 frames is computed in batch chunks (src/train/batch_chunks.c):
- * ceil(bl / 32) chunks of ceil(bl / chunks) frames, the last one fewer, gradients and
- * sums of squared errors added in chunk order. The result must be, bit for bit, the
- * in-order sum of the chunks' slices computed one by one (each <= 32 frames: the whole
- * path, checked by finite differences in test_gradients), at 1, 2, 3 and 4 threads; for
- * PA modelling and for direct learning through a frozen PA (its own chunk workspaces), on
- * a full batch of 100 (4 chunks of 25), the last partial one of 95 (32, 32, 31) and a
- * slice of 40 (2 x 20: at 4 threads each chunk's layers get 2 threads, nested). */
+/* A slice of more than W frames (the model's chunk width: 32, tcn 16) is computed in
+ * batch chunks (src/train/batch_chunks.c): ceil(bl / W) chunks of ceil(bl / chunks)
+ * frames, the last one fewer, gradients and sums of squared errors added in chunk order.
+ * The result must be, bit for bit, the in-order sum of the chunks' slices computed one by
+ * one (each <= W frames: the whole path, checked by finite differences in
+ * test_gradients), at 1, 2, 3 and 4 threads; for PA modelling and for direct learning
+ * through a frozen PA (its own chunk workspaces), on a full batch of 100 (4 chunks of 25;
+ * tcn 7 of 15), the last partial one of 95 (32, 32, 31; tcn 6 of 16) and a slice of 40 (2
+ * x 20: at 4 threads each chunk's layers get 2 threads, nested; tcn 3 of 14). */
 static void test_batch_chunks(void) {
     size_t n[3] = {1200, 512, 512};
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 13, NULL);
@@ -1102,6 +1103,9 @@ static void test_batch_chunks(void) {
         tt_cfg(&cd, DD_TRAIN_DLA, 4, 16, 3, 100, 1);
         CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &td));
     }
+    CHECK(tt && dd_model_chunk_frames(dd_trainer_model(tt)) == 16 && tp &&
+              dd_model_chunk_frames(dd_trainer_model(tp)) == DD_MODEL_CHUNK_FRAMES,
+          "chunk widths: tcn 16, gru %d", DD_MODEL_CHUNK_FRAMES);
     dd_trainer *trs[3] = {tp, td, tt};
     const char *what[3] = {"PA", "DLA", "tcn"};
     for (int k = 0; k < 3; k++) {
@@ -1115,7 +1119,8 @@ static void test_batch_chunks(void) {
             uint64_t lo, hi, glob;
             dd_trainer_batch_slice(tr, batches[bi], 0, 1, &lo, &hi, &glob);
             if (bi == 2) hi = lo + 40; /* 2 chunks of 20: 4 threads run them 2 x 2 (nested) */
-            const size_t bl = (size_t)(hi - lo), nc = (bl + 31) / 32, cf = (bl + nc - 1) / nc;
+            const size_t W = (size_t)dd_model_chunk_frames(dd_trainer_model(tr));
+            const size_t bl = (size_t)(hi - lo), nc = (bl + W - 1) / W, cf = (bl + nc - 1) / nc;
             CHECK(nc > 1, "the slice of %zu frames is chunked", bl);
             double ssum = 0.0, s;
             for (size_t ch = 0; ch < nc; ch++) {

@@ -232,6 +232,12 @@ double dd_model_flops_per_sample(const dd_model *m, int backward);
  * feed-forward models (0: memoryless); -1 for recurrent models (unbounded memory). */
 long dd_model_history(const dd_model *m);
 
+/* The widest batch chunk, in frames, that a training step runs the model on
+ * (dd_train_chunks): DD_MODEL_CHUNK_FRAMES unless the model's kernels prefer narrower
+ * chunks (tcn: 16, whose activations then stay in the last-level cache). */
+#define DD_MODEL_CHUNK_FRAMES 32
+int dd_model_chunk_frames(const dd_model *m);
+
 /* One line "name(field=value, ...): N parameters" into buf (always NUL-terminated when
  * size > 0); returns the length it needed, like snprintf. */
 size_t dd_model_describe(const dd_model *m, char *buf, size_t size);

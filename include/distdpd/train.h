@@ -179,19 +179,20 @@ void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eval_batch,
                        dd_eval_fit *f);
 
 /* Batch chunks of a training step (docs/performance.md, "Threads inside a rank"): a
- * slice of `frames` frames of a model of n floats, with whole parameter and gradient
- * storage, runs in the returned number of chunks of *cf frames each (the last fewer; 1:
- * unchunked, *cf = frames); never depends on the thread count. dd_train_chunks_max: the
- * most chunks and the widest chunk over slices of 1..bmax frames (what the trainer
- * allocates: *nc workspaces of *cf frames and *nc - 1 gradient copies when *nc > 1). The
- * trainer's choice, and the planner's prediction. */
-size_t dd_train_chunks(size_t n, size_t frames, size_t *cf);
+ * slice of `frames` frames of a model of n floats whose chunks are at most `width` frames
+ * wide (dd_model_chunk_frames), with whole parameter and gradient storage, runs in the
+ * returned number of chunks of *cf frames each (the last fewer; 1: unchunked, *cf =
+ * frames); never depends on the thread count. dd_train_chunks_max: the most chunks and
+ * the widest chunk over slices of 1..bmax frames (what the trainer allocates: *nc
+ * workspaces of *cf frames and *nc - 1 gradient copies when *nc > 1). The trainer's
+ * choice, and the planner's prediction. */
+size_t dd_train_chunks(size_t n, size_t frames, size_t width, size_t *cf);
 /* A step whose source has stage_done callbacks (data parallelism, which sends gradient
  * buckets while the backward runs) is chunked only for models of at most this many
  * floats (one default 4 MiB bucket: nothing to overlap); chunks would send every bucket
  * after the chunks' sum. */
 #define DD_TRAIN_CHUNK_OVERLAP_FLOATS ((size_t)1 << 20)
-void dd_train_chunks_max(size_t n, size_t bmax, size_t *nc, size_t *cf);
+void dd_train_chunks_max(size_t n, size_t bmax, size_t width, size_t *nc, size_t *cf);
 
 /* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
  * arguments.py defaults: docs/opendpd.md; gru, hidden 23, F 200, S 1, B 64, AdamW

@@ -291,6 +291,10 @@ const dd_param_table *dd_model_params(const dd_model *m) { return m ? &m->table 
 size_t dd_model_num_params(const dd_model *m) { return m ? m->table.nparams : 0; }
 long dd_model_history(const dd_model *m) { return m ? m->history : 0; }
 
+int dd_model_chunk_frames(const dd_model *m) {
+    return m && m->ops && m->ops->chunk_frames > 0 ? m->ops->chunk_frames : DD_MODEL_CHUNK_FRAMES;
+}
+
 dd_status dd_model_init(const dd_model *m, float *params, uint64_t seed) {
     if (!m || !params) return dd_error(DD_ERR_ARG, "dd_model_init: %s is NULL", !m ? "model" : "params");
     if (m->tpx) return dd_model_tp_init(m, params, seed);

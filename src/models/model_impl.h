@@ -102,6 +102,9 @@ typedef struct {
      * shapes, dd_model_tp_split for every split entry, stages that call the group);
      * 0: dd_model_create_tp refuses T > 1 with DD_ERR_UNSUPPORTED. */
     int tensor_parallel;
+    /* Frames per batch chunk of a training step at most (dd_model_chunk_frames); 0: the
+     * default, DD_MODEL_CHUNK_FRAMES. */
+    int chunk_frames;
 } dd_model_ops;
 
 /* A model's definition, behind its registry entry (dd_model_info.def). */

@@ -21,8 +21,8 @@
  * per-stage parameter and gradient callbacks), a tensor-parallel shard (its stages talk
  * to the other ranks), ranged or mapped storage, data parallelism of models above
  * DD_TRAIN_CHUNK_OVERLAP_FLOATS (its gradient buckets go out during the backward), or
- * when the slice has at most DD_CHUNK_FRAMES frames: those run the model on the whole
- * slice as before. */
+ * when the slice has at most the model's chunk width (dd_model_chunk_frames) in frames:
+ * those run the model on the whole slice as before. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,21 +35,24 @@
 #include <omp.h>
 #endif
 
-/* Frames per chunk (at most; a slice's chunks are as equal as they can be,
- * ceil(bl / ceil(bl / 32)) frames, the last one fewer): the recipe's batch of 64 is two
- * chunks of 32. Narrower chunks cost the fused GRU kernels their column blocking (one
- * thread, gru 23, AVX-512: 16 frames +60-70 % CPU time per step, 32 frames +4-12 %). */
-#define DD_CHUNK_FRAMES 32
+/* Frames per chunk: at most the model's width W (dd_model_chunk_frames; a slice's
+ * chunks are as equal as they can be, ceil(bl / ceil(bl / W)) frames, the last one
+ * fewer): the recipe's batch of 64 is two chunks of 32 (DD_MODEL_CHUNK_FRAMES). Narrower
+ * chunks cost the fused GRU kernels their column blocking (one thread, gru 23, AVX-512:
+ * 16 frames +60-70 % CPU time per step, 32 frames +4-12 %); tcn's layers, memory-bound
+ * kernels over (frames x 200, 96) arrays, prefer 16 (docs/performance.md, "tcn: the
+ * depthwise backward by channel vectors, chunks of 16 frames"). */
 /* The chunks' extra gradient buffers ((chunks - 1) x the model's floats) stay under
  * this many floats (64 MiB): large models get fewer, larger chunks, or none. */
 #define DD_CHUNK_GRAD_FLOATS ((size_t)16 << 20)
 /* At most this many chunks (a larger slice gets larger chunks). */
 #define DD_CHUNK_MAX 64
 
-size_t dd_train_chunks(size_t n, size_t frames, size_t *cf) {
+size_t dd_train_chunks(size_t n, size_t frames, size_t width, size_t *cf) {
     *cf = frames;
-    if (frames <= DD_CHUNK_FRAMES || n == 0) return 1;
-    size_t nc = (frames + DD_CHUNK_FRAMES - 1) / DD_CHUNK_FRAMES;
+    if (width < 1) width = DD_MODEL_CHUNK_FRAMES;
+    if (frames <= width || n == 0) return 1;
+    size_t nc = (frames + width - 1) / width;
     const size_t cap = 1 + DD_CHUNK_GRAD_FLOATS / n;
     if (nc > cap) nc = cap;
     if (nc > DD_CHUNK_MAX) nc = DD_CHUNK_MAX;
@@ -58,10 +61,10 @@ size_t dd_train_chunks(size_t n, size_t frames, size_t *cf) {
     return (frames + *cf - 1) / *cf;
 }
 
-void dd_train_chunks_max(size_t n, size_t bmax, size_t *nc, size_t *cf) {
+void dd_train_chunks_max(size_t n, size_t bmax, size_t width, size_t *nc, size_t *cf) {
     *nc = *cf = 1;
     for (size_t b = 1; b <= bmax; b++) { /* not monotone in b: take the maxima */
-        size_t w, k = dd_train_chunks(n, b, &w);
+        size_t w, k = dd_train_chunks(n, b, width, &w);
         if (k > 1 && k > *nc) *nc = k;
         if (k > 1 && w > *cf) *cf = w;
     }
@@ -72,7 +75,7 @@ size_t dd_trainer_chunk_plan(const dd_trainer *tr, size_t bl, size_t *cf) {
     if (tr->mwhole || tr->mapped || tr->ranged || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 ||
         tr->phi != tr->n)
         return 1;
-    return dd_train_chunks(tr->n, bl, cf);
+    return dd_train_chunks(tr->n, bl, (size_t)dd_model_chunk_frames(tr->m), cf);
 }
 
 void dd_trainer_chunks_free(dd_trainer *tr) {
@@ -92,7 +95,7 @@ void dd_trainer_chunks_free(dd_trainer *tr) {
 static dd_status chunk_buffers(dd_trainer *tr) {
     if (tr->cws_m) return DD_OK;
     size_t ncmax, cfmax;
-    dd_train_chunks_max(tr->n, tr->bmax, &ncmax, &cfmax);
+    dd_train_chunks_max(tr->n, tr->bmax, (size_t)dd_model_chunk_frames(tr->m), &ncmax, &cfmax);
     const int F = (int)tr->cfg.frame, dla = tr->cfg.task == DD_TRAIN_DLA; /* the PA model runs in the step */
     tr->cws_m = calloc(ncmax, sizeof(float *));
     if (tr->cws_m && dla) tr->cws_p = calloc(ncmax, sizeof(float *));
