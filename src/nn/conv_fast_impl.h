@@ -287,10 +287,10 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
  * same order as before (row-major, one vector at a time). FULL: every tap inside the
  * frame (no test per tap). */
 #define DWB_LD(p) (M ? VLOADM((p), tail) : VLOAD(p))
-#define DWB_ST(p, v)                  \
-    do {                              \
+#define DWB_ST(p, v)                    \
+    do {                                \
         if (M) VSTOREM((p), (v), tail); \
-        else VSTORE((p), (v));        \
+        else VSTORE((p), (v));          \
     } while (0)
 
 /* Pass 1, row o (element offset of the block's first channel), taps k >= kmn. */
@@ -403,7 +403,7 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const 
     size_t v = v0;
     if (K == 5) {
         for (; v + 2 <= vf; v += 2) DWB(2, 0, 5, v * VW);
-        if (v < vf) DWB(1, 0, 5, v * VW), v++;
+        if (v < vf) DWB(1, 0, 5, v * VW); /* the odd whole vector */
         if (v1 > nf && v0 <= nf) DWB(1, 1, 5, nf * VW);
     } else {
         for (; v < vf; v++) DWB(1, 0, 0, v * VW);
