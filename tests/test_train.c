@@ -1077,8 +1077,9 @@ static void test_eval_bounded(void) {
  * one (each <= W frames: the whole path, checked by finite differences in
  * test_gradients), at 1, 2, 3 and 4 threads; for PA modelling and for direct learning
  * through a frozen PA (its own chunk workspaces), on a full batch of 100 (4 chunks of 25;
- * tcn 7 of 15), the last partial one of 95 (32, 32, 31; tcn 6 of 16) and a slice of 40 (2
- * x 20: at 4 threads each chunk's layers get 2 threads, nested; tcn 3 of 14). */
+ * tcn 6 of 15 and one of 10), the last partial one of 95 (32, 32, 31; tcn 5 of 16 and one
+ * of 15) and a slice of 40 (2 x 20: at 4 threads each chunk's layers get 2 threads,
+ * nested; tcn 14, 14, 12). */
 static void test_batch_chunks(void) {
     size_t n[3] = {1200, 512, 512};
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 13, NULL);
