@@ -180,7 +180,7 @@ void dd_train_eval_fit(const dd_model *m, const dd_model *pa, size_t eval_batch,
 
 /* Batch chunks of a training step (docs/performance.md, "Threads inside a rank"): a
  * slice of `frames` frames of a model of n floats whose chunks are at most `width` frames
- * wide (dd_model_chunk_frames), with whole parameter and gradient storage, runs in the
+ * wide (dd_model_chunk_frames; 0: DD_MODEL_CHUNK_FRAMES), with whole parameter and gradient storage, runs in the
  * returned number of chunks of *cf frames each (the last fewer; 1: unchunked, *cf =
  * frames); never depends on the thread count. dd_train_chunks_max: the most chunks and
  * the widest chunk over slices of 1..bmax frames (what the trainer allocates: *nc

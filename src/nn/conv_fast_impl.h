@@ -58,14 +58,14 @@ static inline __attribute__((always_inline)) VF VSUF(hswish_bwd_v)(VF p, VF x, V
     return y;
 }
 
-/* acc + sum over taps k = kmin..K-1 (ascending) of wt[k][c..] in[r - s_k][c..], one fused
- * multiply-add each: the depthwise forward's sum, also recomputed by the fused backward. */
+/* acc + sum over taps k = kmin..K-1 (ascending) of wt[k][c..] in[r - s_k][c..] on the
+ * masked tail vector, one fused multiply-add each: the depthwise forward's sum. */
 static inline __attribute__((always_inline)) VF VSUF(conv_dw_taps)(VF acc, const float *in, const float *wt,
                                                                    size_t r, size_t c, size_t kmin, size_t C,
-                                                                   size_t K, size_t d, int m, VM tail) {
+                                                                   size_t K, size_t d, VM tail) {
     for (size_t k = kmin; k < K; k++) {
         const float *x = in + (r - (K - 1 - k) * d) * C + c, *w = wt + k * C + c;
-        acc = m ? VFMA(VLOADM(w, tail), VLOADM(x, tail), acc) : VFMA(VLOAD(w), VLOAD(x), acc);
+        acc = VFMA(VLOADM(w, tail), VLOADM(x, tail), acc);
     }
     return acc;
 }
@@ -157,7 +157,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_fwd_rows)(
     for (int q = 0; q < R; q++) {
         const size_t r = r0 + (size_t)q;
         VF acc = b ? VLOADM(b + c, tail) : VZERO();
-        acc = VSUF(conv_dw_taps)(acc, in, wt, r, c, kmin, C, K, d, 1, tail);
+        acc = VSUF(conv_dw_taps)(acc, in, wt, r, c, kmin, C, K, d, tail);
         if (!HS || pre) VSTOREM((HS ? pre : out) + r * C + c, acc, tail);
         if (!HS) continue;
         VF y = VSUF(hswish_v)(acc);
