@@ -193,18 +193,19 @@ static void VSUF(conv_dw_fwd_frames)(float *pre, float *out, const float *in, co
     else VSUF(conv_dw_fwd_body)(0, NULL, out, in, wt, b, b0, b1, T, C, K, d, 0);
 }
 
+/* A thread's share: a contiguous range of frames. */
+static void VSUF(conv_dw_fwd_team)(float *pre, float *out, const float *in, const float *wt, const float *b,
+                                   size_t B, size_t T, size_t C, size_t K, size_t d, int act, int tid, int nt) {
+    const size_t f0 = B * (size_t)tid / (size_t)nt, f1 = B * (size_t)(tid + 1) / (size_t)nt;
+    VSUF(conv_dw_fwd_frames)(pre, out, in, wt, b, f0, f1, T, C, K, d, act);
+}
+
 /* act 0: the convolution into out (pre unused); 1: fused with Hardswish (pre = the
  * convolution, out = Hardswish(pre)); 2: as 1, plus in (a residual layer). */
 void VSUF(dd_nn_conv_dw_fwd_fast)(float *pre, float *out, const float *in, const float *wt, const float *b,
                                   size_t B, size_t T, size_t C, size_t K, size_t d, int act) {
-#ifdef _OPENMP
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && B > 1 && B * T * C >= DD_NN_CONV_DW_PAR)
-#endif
-    {
-        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-        VSUF(conv_dw_fwd_frames)(pre, out, in, wt, b, B * tid / nt, B * (tid + 1) / nt, T, C, K, d, act);
-    }
+    DD_TEAM(dd_nn_threads(), B > 1 && B * T * C >= DD_NN_CONV_DW_PAR,
+            VSUF(conv_dw_fwd_team), pre, out, in, wt, b, B, T, C, K, d, act);
 }
 
 /* din of frames [b0, b1) (din != NULL) and dwt of channel vectors [v0, v1) (dwt != NULL). */
@@ -247,28 +248,25 @@ static void VSUF(conv_dw_bwd_part)(float *din, float *dwt, const float *dout, co
         }
 }
 
+/* A thread's share: din of its frames, dwt of its channel vectors (one thread: both in one
+ * pass over the rows). */
+static void VSUF(conv_dw_bwd_team)(float *din, float *dwt, const float *dout, const float *in, const float *wt,
+                                   size_t B, size_t T, size_t C, size_t K, size_t d, int tid, int nt) {
+    const size_t nv = (C + VW - 1) / VW, i = (size_t)tid, n = (size_t)nt;
+    if (nt == 1) {
+        VSUF(conv_dw_bwd_part)(din, dwt, dout, in, wt, 0, B, 0, nv, T, C, K, d);
+        return;
+    }
+    if (din) VSUF(conv_dw_bwd_part)(din, NULL, dout, in, wt, B * i / n, B * (i + 1) / n, 0, nv, T, C, K, d);
+    if (dwt) VSUF(conv_dw_bwd_part)(NULL, dwt, dout, in, wt, 0, B, nv * i / n, nv * (i + 1) / n, T, C, K, d);
+}
+
 /* dwt (K x C, zero on entry) receives the weight gradient in the transposed layout. */
 void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, const float *in,
                                   const float *wt, size_t B, size_t T, size_t C, size_t K,
                                   size_t d) {
-    const size_t nv = (C + VW - 1) / VW;
-#ifdef _OPENMP
-    const int nth = dd_nn_threads();
-    if (nth > 1 && B > 1 && B * T * C >= DD_NN_CONV_DW_PAR) {
-#pragma omp parallel num_threads(nth)
-        {
-            const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-            if (din)
-                VSUF(conv_dw_bwd_part)(din, NULL, dout, in, wt, B * tid / nt, B * (tid + 1) / nt, 0, nv,
-                                       T, C, K, d);
-            if (dwt)
-                VSUF(conv_dw_bwd_part)(NULL, dwt, dout, in, wt, 0, B, nv * tid / nt, nv * (tid + 1) / nt,
-                                       T, C, K, d);
-        }
-        return;
-    }
-#endif
-    VSUF(conv_dw_bwd_part)(din, dwt, dout, in, wt, 0, B, 0, nv, T, C, K, d);
+    DD_TEAM(dd_nn_threads(), B > 1 && B * T * C >= DD_NN_CONV_DW_PAR,
+            VSUF(conv_dw_bwd_team), din, dwt, dout, in, wt, B, T, C, K, d);
 }
 
 /* The backward of a depthwise layer fused with Hardswish (pre: the convolution, kept by
@@ -414,22 +412,21 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const 
 #undef DWB_LD
 #undef DWB_ST
 
+static void VSUF(conv_dw_hs_bwd_team)(float *din, float *dwt, float *buf, const float *dout, const float *pre,
+                                      const float *in, const float *wt, size_t B, size_t T, size_t C, size_t K,
+                                      size_t d, int flags, int tid, int nt) {
+    const size_t nv = (C + VW - 1) / VW, v0 = nv * (size_t)tid / (size_t)nt, v1 = nv * (size_t)(tid + 1) / (size_t)nt;
+    VSUF(conv_dw_hs_bwd_part)(din, dwt, buf, dout, pre, in, wt, v0, v1, B, T, C, K, d, flags);
+}
+
 /* Threads split the channel vectors (every (k, c) of dW and every din element is summed as on
  * one thread). dwt (K x C) adds as in dd_nn_conv_dw_bwd_fast; buf: T x C floats (da of one
  * frame; each thread its own channels). */
 void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *buf, const float *dout, const float *pre,
                                      const float *in, const float *wt, size_t B, size_t T, size_t C, size_t K,
                                      size_t d, int flags) {
-    const size_t nv = (C + VW - 1) / VW;
-#ifdef _OPENMP
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && nv > 1 && B * T * C >= DD_NN_CONV_DW_PAR)
-#endif
-    {
-        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-        VSUF(conv_dw_hs_bwd_part)(din, dwt, buf, dout, pre, in, wt, nv * tid / nt, nv * (tid + 1) / nt, B, T, C,
-                                  K, d, flags);
-    }
+    DD_TEAM(dd_nn_threads(), C > VW && B * T * C >= DD_NN_CONV_DW_PAR,
+            VSUF(conv_dw_hs_bwd_team), din, dwt, buf, dout, pre, in, wt, B, T, C, K, d, flags);
 }
 
 /* ---------------------------------------------------------------- full (groups == 1) */

@@ -48,25 +48,23 @@ static inline __attribute__((always_inline)) void VSUF(dense_small_fwd_o)(
 #define DD_NN_DENSE_SMALL_PAR 32768
 #endif
 
+/* A thread's share: a contiguous range of rows. */
+static void VSUF(dense_small_fwd_team)(float *out, const float *in, const float *w, const float *b, size_t N,
+                                       size_t NI, size_t O, int tid, int nt) {
+    const size_t n0 = N * (size_t)tid / (size_t)nt, n1 = N * (size_t)(tid + 1) / (size_t)nt, n = n1 - n0;
+    float *o_ = out + n0 * O;
+    const float *i_ = in + n0 * NI;
+    switch (O) {
+    case 1: VSUF(dense_small_fwd_o)(1, o_, i_, w, b, n, NI); break;
+    case 2: VSUF(dense_small_fwd_o)(2, o_, i_, w, b, n, NI); break;
+    case 3: VSUF(dense_small_fwd_o)(3, o_, i_, w, b, n, NI); break;
+    default: VSUF(dense_small_fwd_o)(4, o_, i_, w, b, n, NI); break;
+    }
+}
+
 void VSUF(dd_nn_dense_small_fwd)(float *out, const float *in, const float *w, const float *b,
                                  size_t N, size_t NI, size_t O) {
-    /* threads: contiguous ranges of rows */
-#ifdef _OPENMP
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && N * NI >= DD_NN_DENSE_SMALL_PAR)
-#endif
-    {
-        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-        const size_t n0 = N * tid / nt, n1 = N * (tid + 1) / nt, n = n1 - n0;
-        float *o_ = out + n0 * O;
-        const float *i_ = in + n0 * NI;
-        switch (O) {
-        case 1: VSUF(dense_small_fwd_o)(1, o_, i_, w, b, n, NI); break;
-        case 2: VSUF(dense_small_fwd_o)(2, o_, i_, w, b, n, NI); break;
-        case 3: VSUF(dense_small_fwd_o)(3, o_, i_, w, b, n, NI); break;
-        default: VSUF(dense_small_fwd_o)(4, o_, i_, w, b, n, NI); break;
-        }
-    }
+    DD_TEAM(dd_nn_threads(), N * NI >= DD_NN_DENSE_SMALL_PAR, VSUF(dense_small_fwd_team), out, in, w, b, N, NI, O);
 }
 
 /* Inputs [i0, i0 + NV*VW) (the last vector masked by tail) of every row. */
@@ -146,31 +144,29 @@ static void VSUF(dense_small_bwd_part)(float *din, float *dw, const float *dout,
     }
 }
 
+/* A thread's share: din by contiguous ranges of rows (each row sums its O terms in order, as
+ * on one thread); dw by outputs (dw[o, :] sums every row in order, as on one thread: the
+ * kernel keeps each output's sums apart). One thread: both in one pass. */
+static void VSUF(dense_small_bwd_team)(float *din, float *dw, const float *dout, const float *in, const float *w,
+                                       size_t N, size_t NI, size_t O, int tid, int nt) {
+    if (nt == 1) {
+        VSUF(dense_small_bwd_part)(din, dw, dout, O, in, w, N, NI, O);
+        return;
+    }
+    if (din) {
+        const size_t n0 = N * (size_t)tid / (size_t)nt, n1 = N * (size_t)(tid + 1) / (size_t)nt;
+        VSUF(dense_small_bwd_part)(din + n0 * NI, NULL, dout + n0 * O, O, in + n0 * NI, w, n1 - n0, NI, O);
+    }
+    if (dw)
+        for (size_t o = (size_t)tid; o < O; o += (size_t)nt)
+            VSUF(dense_small_bwd_part)(NULL, dw + o * NI, dout + o, O, in, w + o * NI, N, NI, 1);
+}
+
 void VSUF(dd_nn_dense_small_bwd)(float *din, float *dw, float *db, const float *dout,
                                  const float *in, const float *w, size_t N, size_t NI, size_t O) {
-#ifdef _OPENMP
-    const int nth = dd_nn_threads();
-    if (nth > 1 && N * NI >= DD_NN_DENSE_SMALL_PAR && (din || dw)) {
-        /* threads: din by contiguous ranges of rows (each row sums its O terms in order, as
-         * on one thread); dw by outputs (dw[o, :] sums every row in order, as on one
-         * thread: the kernel keeps each output's sums apart) */
-#pragma omp parallel num_threads(nth)
-        {
-            const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-            if (din) {
-                const size_t n0 = N * tid / nt, n1 = N * (tid + 1) / nt;
-                VSUF(dense_small_bwd_part)(din + n0 * NI, NULL, dout + n0 * O, O, in + n0 * NI, w,
-                                           n1 - n0, NI, O);
-            }
-            if (dw)
-                for (size_t o = tid; o < O; o += nt)
-                    VSUF(dense_small_bwd_part)(NULL, dw + o * NI, dout + o, O, in, w + o * NI, N,
-                                               NI, 1);
-        }
-    } else
-#endif
     if (din || dw)
-        VSUF(dense_small_bwd_part)(din, dw, dout, O, in, w, N, NI, O);
+        DD_TEAM(dd_nn_threads(), N * NI >= DD_NN_DENSE_SMALL_PAR,
+                VSUF(dense_small_bwd_team), din, dw, dout, in, w, N, NI, O);
     if (db) {
         const size_t len = N * O;
         size_t k = 0;
@@ -190,34 +186,33 @@ void VSUF(dd_nn_dense_small_bwd)(float *din, float *dw, float *db, const float *
  * (B, T, O)): din[i, tB + b] = (set ? +0 : din[i, tB + b]) (+ dout[n, o] w[o, i] for
  * o = 0..O-1, each a fused multiply-add), n = b T + t: the same operations per element as
  * dense_small_bwd_chunk's din. Threads: ranges of steps (each element by one thread). */
+static void VSUF(dense_small_din_fm_team)(float *din, size_t ld, int set, const float *dout, const float *w,
+                                          size_t B, size_t T, size_t NI, size_t O, int tid, int nt) {
+    const size_t t0 = T * (size_t)tid / (size_t)nt, t1 = T * (size_t)(tid + 1) / (size_t)nt;
+    float g[DD_NN_DENSE_SMALL_MAX][VW] __attribute__((aligned(64)));
+    for (size_t t = t0; t < t1; t++)
+        for (size_t b0 = 0; b0 < B; b0 += VW) {
+            const size_t nb = B - b0 < VW ? B - b0 : VW;
+            const VM bm = VMASK((int)nb);
+            for (size_t o = 0; o < O; o++)
+                for (size_t i = 0; i < VW; i++)
+                    g[o][i] = i < nb ? dout[((b0 + i) * T + t) * O + o] : 0.0f;
+            VF gv[DD_NN_DENSE_SMALL_MAX];
+            for (size_t o = 0; o < O; o++) gv[o] = VLOAD(g[o]);
+            float *dst = din + t * B + b0;
+            for (size_t i = 0; i < NI; i++, dst += ld) {
+                VF dv = set ? VZERO() : nb < VW ? VLOADM(dst, bm) : VLOAD(dst);
+                for (size_t o = 0; o < O; o++) dv = VFMA(gv[o], VSET1(w[o * NI + i]), dv);
+                if (nb < VW) VSTOREM(dst, dv, bm);
+                else VSTORE(dst, dv);
+            }
+        }
+}
+
 void VSUF(dd_nn_dense_small_din_fm)(float *din, size_t ld, int set, const float *dout,
                                     const float *w, size_t B, size_t T, size_t NI, size_t O) {
-#ifdef _OPENMP
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && B * T * NI >= DD_NN_DENSE_SMALL_PAR)
-#endif
-    {
-        const size_t tid = (size_t)dd_omp_tid(), nt = (size_t)dd_omp_nth();
-        const size_t t0 = T * tid / nt, t1 = T * (tid + 1) / nt;
-        float g[DD_NN_DENSE_SMALL_MAX][VW] __attribute__((aligned(64)));
-        for (size_t t = t0; t < t1; t++)
-            for (size_t b0 = 0; b0 < B; b0 += VW) {
-                const size_t nb = B - b0 < VW ? B - b0 : VW;
-                const VM bm = VMASK((int)nb);
-                for (size_t o = 0; o < O; o++)
-                    for (size_t i = 0; i < VW; i++)
-                        g[o][i] = i < nb ? dout[((b0 + i) * T + t) * O + o] : 0.0f;
-                VF gv[DD_NN_DENSE_SMALL_MAX];
-                for (size_t o = 0; o < O; o++) gv[o] = VLOAD(g[o]);
-                float *dst = din + t * B + b0;
-                for (size_t i = 0; i < NI; i++, dst += ld) {
-                    VF dv = set ? VZERO() : nb < VW ? VLOADM(dst, bm) : VLOAD(dst);
-                    for (size_t o = 0; o < O; o++) dv = VFMA(gv[o], VSET1(w[o * NI + i]), dv);
-                    if (nb < VW) VSTOREM(dst, dv, bm);
-                    else VSTORE(dst, dv);
-                }
-            }
-    }
+    DD_TEAM(dd_nn_threads(), B * T * NI >= DD_NN_DENSE_SMALL_PAR,
+            VSUF(dense_small_din_fm_team), din, ld, set, dout, w, B, T, NI, O);
 }
 #undef DSB_CASE
 #undef DSB_CASES

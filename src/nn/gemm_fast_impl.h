@@ -111,15 +111,15 @@ static inline __attribute__((always_inline)) void VSUF(gemm_nt_block)(
         default: break;                                                                    \
         }                                                                                  \
         break;
-/* One product's chunks; inside a parallel region its row blocks are shared out by an
- * orphaned static `omp for` (the same blocks for every chunk), outside one thread runs
- * them all. */
-static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p) {
+/* One product's chunks; thread tid of nt runs a contiguous range of its row blocks (the
+ * same blocks for every chunk). */
+static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p, int tid, int nt) {
     const size_t M = p->M, N = p->N, K = p->K, lda = p->lda, ldb = p->ldb, ldc = p->ldc;
     const float *const A = p->A, *const Bm = p->Bm;
     float *const C = p->C, *const rowsum = p->rowsum;
     if (M == 0) return;
-    const long nblk = (long)((M + GM - 1) / GM);
+    const size_t nblk = (M + GM - 1) / GM;
+    const size_t ib0 = nblk * (size_t)tid / (size_t)nt, ib1 = nblk * (size_t)(tid + 1) / (size_t)nt;
     for (size_t k0 = 0; k0 < K; k0 += GKC) {
         const size_t kn = K - k0 < GKC ? K - k0 : GKC;
         /* a group of GN rows of B (GN KC floats, 20 KB at AVX-512: L1) against every block
@@ -131,13 +131,10 @@ static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p) {
             const int s = j0 == 0 && rowsum;
             const float *b[GN];
             for (int j = 0; j < nb; j++) b[j] = Bm + (j0 + (size_t)j) * ldb + k0;
-            /* the same blocks of rows for every group and chunk (static): every element of
-             * C and rowsum is summed by one thread, in chunk order */
-#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
-#pragma omp for schedule(static) nowait
-#endif
-            for (long ib = 0; ib < nblk; ib++) {
-                const size_t i0 = (size_t)ib * GM;
+            /* the same blocks of rows for every group and chunk: every element of C and
+             * rowsum is summed by one thread, in chunk order */
+            for (size_t ib = ib0; ib < ib1; ib++) {
+                const size_t i0 = ib * GM;
                 const int mrows = M - i0 < GM ? (int)(M - i0) : GM;
                 const float *a[GM];
                 for (int i = 0; i < mrows; i++) a[i] = A + (i0 + (size_t)i) * lda + k0;
@@ -160,14 +157,14 @@ static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p) {
  * one thread wake-up instead of three); threads: blocks of GM rows of each C (the same
  * blocks for every chunk: static schedule), so every element is summed by one thread in
  * chunk order, as on one thread. */
+static void VSUF(gemm_nt_team)(const dd_nn_nt_prod *p, int n, int tid, int nt) {
+    for (int i = 0; i < n; i++) VSUF(gemm_nt_run)(&p[i], tid, nt);
+}
+
 void VSUF(dd_nn_gemm_nt_fast_n)(const dd_nn_nt_prod *p, int n) {
-#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
     int par = 0;
     for (int i = 0; i < n; i++) par |= p[i].M > GM && p[i].K >= 2 * GKC;
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && par)
-#endif
-    for (int i = 0; i < n; i++) VSUF(gemm_nt_run)(&p[i]);
+    DD_TEAM(dd_nn_threads(), par, VSUF(gemm_nt_team), p, n);
 }
 
 void VSUF(dd_nn_gemm_nt_fast)(size_t M, size_t N, size_t K, const float *A, size_t lda,

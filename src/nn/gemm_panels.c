@@ -43,16 +43,12 @@ static size_t panel_start(size_t D, int i, int p) {
     return i >= p ? D : D * (size_t)i / (size_t)p / PANEL_ALIGN * PANEL_ALIGN;
 }
 
-void dd_nn_sgemm_split(int by_rows, int p, int nth, int ta, int tb, size_t M, size_t N, size_t K, float alpha,
-                       const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc) {
+/* Thread tid of nt: a contiguous range of the p panels. */
+static void split_team(int by_rows, int p, int ta, int tb, size_t M, size_t N, size_t K, float alpha,
+                       const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
+                       int tid, int nt) {
     const size_t D = by_rows ? M : N;
-#ifdef _OPENMP
-    if (nth > p) nth = p;
-#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1)
-#else
-    (void)nth; /* one thread without OpenMP */
-#endif
-    for (int i = 0; i < p; i++) {
+    for (int i = p * tid / nt; i < p * (tid + 1) / nt; i++) {
         const size_t a = panel_start(D, i, p), w = panel_start(D, i + 1, p) - a;
         if (w == 0) continue;
         if (by_rows) /* rows a .. a + w of C and of op(A) */
@@ -60,6 +56,11 @@ void dd_nn_sgemm_split(int by_rows, int p, int nth, int ta, int tb, size_t M, si
         else /* columns a .. a + w of C and of op(B) */
             one_call(ta, tb, M, w, K, alpha, A, lda, tb ? B + a * ldb : B + a, ldb, beta, C + a, ldc);
     }
+}
+
+void dd_nn_sgemm_split(int by_rows, int p, int nth, int ta, int tb, size_t M, size_t N, size_t K, float alpha,
+                       const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc) {
+    DD_TEAM(nth < p ? nth : p, 1, split_team, by_rows, p, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 static _Atomic int panels_cap = 0;

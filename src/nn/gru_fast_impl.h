@@ -447,39 +447,40 @@ static void VSUF(gru_fwd_blocks)(const VSUF(gru_fctx) *x) {
 #undef FWD_FN
 #undef FWD_FNS
 
+/* A thread's share: whole vectors of columns (frames) for all T steps; a column's
+ * recurrence needs only its own column, so no step waits for another thread. */
+static void VSUF(gru_fwd_team)(float *out, float *hprev, float *gates, float *S, float *xfm, const float *xin,
+                               const float *h0, const float *w_ih, const float *w_hh, const float *b_ih,
+                               const float *b_hh, size_t B, size_t T, size_t D, size_t H, int tid, int nt) {
+    const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (TB columns used) */
+    VSUF(gru_fctx) x = {B, T, TB, D, H, 0, 0, B, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
+    dd_nn_thread_cols(B, VW, tid, nt, &x.cb, &x.ce);
+    /* this thread's frames of the input, feature-major, and of h0 (column block 0) */
+    if (x.cb < x.ce) {
+        VBTH_TO_FM(xfm, TB, xin, B, x.cb, x.ce, T, D);
+        for (size_t j = 0; j < H; j++)
+            for (size_t b = x.cb; b < x.ce; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0.0f;
+    }
+    for (size_t t = 0; t < T && x.cb < x.ce; t++) {
+        /* input and recurrent products and the cell, in registers */
+        x.c0 = t * B;
+        x.last = t + 1 == T;
+        VSUF(gru_fwd_blocks)(&x);
+    }
+    /* 3. h_1..h_T of this thread's frames to out (B, T, H): h_t is hprev column block
+     * t+1 (t < T-1), S (t = T-1) */
+    if (x.cb < x.ce) {
+        if (T > 1) VFM_TO_BTH(out, hprev + B, TB, B, x.cb, x.ce, T - 1, T, H);
+        VFM_TO_BTH(out + (T - 1) * H, S, B, B, x.cb, x.ce, 1, T, H);
+    }
+}
+
 void VSUF(dd_nn_gru_fwd_fast)(float *out, float *hprev, float *gates, float *S, float *xfm,
                               const float *xin, const float *h0, const float *w_ih,
                               const float *w_hh, const float *b_ih, const float *b_hh, size_t B,
                               size_t T, size_t D, size_t H) {
-    const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (TB columns used) */
-    /* threads: each takes whole vectors of columns (frames) for all T steps; a column's
-     * recurrence needs only its own column, so no step waits for another thread */
-#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
-#endif
-    {
-        VSUF(gru_fctx) x = {B, T, TB, D, H, 0, 0, B, hprev, gates, S, xfm, w_ih, w_hh, b_ih, b_hh, 0};
-        dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
-        /* this thread's frames of the input, feature-major, and of h0 (column block 0) */
-        if (x.cb < x.ce) {
-            VBTH_TO_FM(xfm, TB, xin, B, x.cb, x.ce, T, D);
-            for (size_t j = 0; j < H; j++)
-                for (size_t b = x.cb; b < x.ce; b++) hprev[j * TB + b] = h0 ? h0[b * H + j] : 0.0f;
-        }
-        for (size_t t = 0; t < T && x.cb < x.ce; t++) {
-            /* input and recurrent products and the cell, in registers */
-            x.c0 = t * B;
-            x.last = t + 1 == T;
-            VSUF(gru_fwd_blocks)(&x);
-        }
-        /* 3. h_1..h_T of this thread's frames to out (B, T, H): h_t is hprev column block
-         * t+1 (t < T-1), S (t = T-1) */
-        if (x.cb < x.ce) {
-            if (T > 1) VFM_TO_BTH(out, hprev + B, TB, B, x.cb, x.ce, T - 1, T, H);
-            VFM_TO_BTH(out + (T - 1) * H, S, B, B, x.cb, x.ce, 1, T, H);
-        }
-    }
+    DD_TEAM(dd_nn_threads(), B > VW,
+            VSUF(gru_fwd_team), out, hprev, gates, S, xfm, xin, h0, w_ih, w_hh, b_ih, b_hh, B, T, D, H);
 }
 
 typedef struct {
@@ -597,13 +598,13 @@ static void VSUF(gru_bwd_blocks)(const VSUF(gru_bctx) *x) {
  * 2 % slower; distances of 1 to 8 steps alike (docs/performance.md). */
 #define GPF 2
 /* gemm_fast_impl.h (included after this file): one product's chunks */
-static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p);
+static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p, int tid, int nt);
 
 /* The weight-gradient products' chunks [lo, hi) into part (dd_nn_gru_bwd_fast, simd.h):
- * each chunk as the single product runs it (gemm_nt_run over its kn columns, row blocks
- * shared out by its orphaned `omp for` inside a parallel region). */
+ * each chunk as the single product runs it (gemm_nt_run over its kn columns, thread tid of
+ * nt taking its share of the row blocks). */
 static void VSUF(gru_wgrad_chunks)(const dd_nn_nt_prod *p, int np, float *part, size_t lo,
-                                   size_t hi) {
+                                   size_t hi, int tid, int nt) {
     const size_t per = dd_nn_nt_part_size(p, np);
     for (size_t c = hi; c-- > lo;) {
         size_t off = 0;
@@ -616,26 +617,20 @@ static void VSUF(gru_wgrad_chunks)(const dd_nn_nt_prod *p, int np, float *part, 
             q.C = p[i].C ? part + c * per + off : NULL;
             q.ldc = N;
             q.rowsum = p[i].rowsum ? part + c * per + off + M * N : NULL;
-            VSUF(gemm_nt_run)(&q);
+            VSUF(gemm_nt_run)(&q, tid, nt);
             off += M * (N + 1);
         }
     }
 }
 
-void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, size_t ldo,
-                              const float *gates, const float *hprev, const float *w_hh, size_t B,
-                              size_t T, size_t H, int want_dh0, const dd_nn_nt_prod *p, int np,
-                              float *part) {
+/* A thread's share: whole vectors of columns, all steps (as forward). */
+static void VSUF(gru_bwd_team)(float *dG, float *dh, const float *dout, size_t ldo, const float *gates,
+                               const float *hprev, const float *w_hh, size_t B, size_t T, size_t H, int want_dh0,
+                               const dd_nn_nt_prod *p, int np, float *part, int tid, int nt) {
     const size_t TB = dd_nn_gru_ld(T * B); /* the rows' stride (T B columns used) */
     const VF one = VSET1(1.0f);
-    /* threads: whole vectors of columns each, all steps (as forward) */
-#ifdef _OPENMP /* without OpenMP: one thread, no unknown-pragma warning */
-    const int nth = dd_nn_threads();
-#pragma omp parallel num_threads(nth) if (nth > 1 && B > VW)
-#endif
-    {
     VSUF(gru_bctx) x = {B, TB, H, 0, 0, B, dG, dh, w_hh};
-    dd_nn_thread_cols(B, VW, dd_omp_tid(), dd_omp_nth(), &x.cb, &x.ce);
+    dd_nn_thread_cols(B, VW, tid, nt, &x.cb, &x.ce);
     const size_t cb = x.cb, ce = x.ce;
     /* the weight-gradient chunks [0, nxt) are still to run (np > 0) */
     size_t nxt = np > 0 ? (T * B + DD_NN_NT_KC - 1) / DD_NN_NT_KC : 0;
@@ -703,13 +698,22 @@ void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, size_t ld
         while (lo > 0 && (lo - 1) * DD_NN_NT_KC >= c0) lo--;
         if (lo < nxt) {
 #ifdef _OPENMP
+            if (nt > 1) {
 #pragma omp barrier
+            }
 #endif
-            VSUF(gru_wgrad_chunks)(p, np, part, lo, nxt);
+            VSUF(gru_wgrad_chunks)(p, np, part, lo, nxt, tid, nt);
             nxt = lo;
         }
     }
-    }
+}
+
+void VSUF(dd_nn_gru_bwd_fast)(float *dG, float *dh, const float *dout, size_t ldo,
+                              const float *gates, const float *hprev, const float *w_hh, size_t B,
+                              size_t T, size_t H, int want_dh0, const dd_nn_nt_prod *p, int np,
+                              float *part) {
+    DD_TEAM(dd_nn_threads(), B > VW,
+            VSUF(gru_bwd_team), dG, dh, dout, ldo, gates, hprev, w_hh, B, T, H, want_dh0, p, np, part);
 }
 
 #undef FNV

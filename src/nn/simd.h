@@ -93,13 +93,33 @@ const char *dd_nn_route_name(int route);
 /* Columns [*cb, *ce) of B for thread tid of nth: whole vectors of vw columns, the tail
  * vector with the last thread that has any (threads past the vectors get empty ranges). */
 void dd_nn_thread_cols(size_t B, size_t vw, int tid, int nth, size_t *cb, size_t *ce);
+/* DD_TEAM(n, cond, fn, args...): fn(args..., tid, nt) on each thread of a new team of n
+ * threads when n > 1 and cond, else fn(args..., 0, 1) directly on the calling thread; fn
+ * takes its share from tid and nt alone (no omp_get_thread_num, no orphaned `omp for` or
+ * barrier without nt > 1: in a batch chunk's thread the enclosing team is not its own).
+ * Not a region's `if` clause: with one, libgomp still starts and ends a team of one (on
+ * the Zen 5 KVM guest 1.1-1.5 us and a futex system call per region). Per training step
+ * on one thread there: gru 23 1.07-1.12x at AVX-512, 1.04-1.05x at AVX2; tcn in chunks of
+ * 16 frames 1.08-1.18x at AVX-512 (docs/performance.md, "Parallel regions of one thread;
+ * tcn in chunks of 4 frames"). */
 #ifdef _OPENMP
 #include <omp.h>
-static inline int dd_omp_tid(void) { return omp_get_thread_num(); }
-static inline int dd_omp_nth(void) { return omp_get_num_threads(); }
+#define DD_TEAM(n, cond, fn, ...)                                             \
+    do {                                                                      \
+        const int dd_team_n_ = (n);                                           \
+        if (dd_team_n_ > 1 && (cond)) {                                       \
+            _Pragma("omp parallel num_threads(dd_team_n_)")                   \
+                fn(__VA_ARGS__, omp_get_thread_num(), omp_get_num_threads()); \
+        } else {                                                              \
+            fn(__VA_ARGS__, 0, 1);                                            \
+        }                                                                     \
+    } while (0)
 #else
-static inline int dd_omp_tid(void) { return 0; }
-static inline int dd_omp_nth(void) { return 1; }
+#define DD_TEAM(n, cond, fn, ...)  \
+    do {                           \
+        (void)(n), (void)(cond);   \
+        fn(__VA_ARGS__, 0, 1);     \
+    } while (0)
 #endif
 int dd_nn_threads(void); /* distdpd/nn.h */
 /* n > 0: dd_nn_threads() returns n on the calling thread (a batch chunk's thread:

@@ -150,6 +150,53 @@ static dd_status chunk_run(dd_trainer *tr, size_t c, uint64_t epoch, uint64_t lo
     return dd_model_range_backward(tr->m, 0, S, &src, x, x, dy, NULL, NULL, bc, (int)F, tr->cws_m[c]);
 }
 
+/* What every chunk of one call shares (dd_trainer_chunk_grads). */
+typedef struct {
+    dd_trainer *tr;
+    uint64_t epoch, lo;
+    size_t bl, cf;
+    uint64_t global;
+    const dd_stage_src *src;
+    int inner;
+    double *part;
+    dd_status *st;
+    char (*msg)[256];
+} chunk_job;
+
+/* Chunk c on workspace w: its gradients into the model's (c = 0) or its own buffer. */
+static void chunk_slot(const chunk_job *j, size_t c, size_t w) {
+    dd_trainer *tr = j->tr;
+    dd_nn_threads_local(j->inner); /* the layers of this chunk: all / nth threads (nested) */
+    const size_t a = c * j->cf, b = a + j->cf < j->bl ? a + j->cf : j->bl;
+    float *g = j->src->grads;
+    if (c > 0) {
+        g = tr->cgrads + (c - 1) * tr->n;
+        memset(g, 0, tr->n * sizeof(float));
+    }
+    j->part[c] = 0.0;
+    /* the workspace of the running thread, not of the chunk: one thread runs every chunk
+     * on one workspace, which stays in the last-level cache (tcn, one thread, AVX-512:
+     * two 32-frame chunks on two workspaces ran its depthwise layers at the speed of
+     * one 64-frame call; docs/performance.md, "one workspace per thread"). A chunk's
+     * numbers never depend on what its workspace held before (forward writes every
+     * activation and saved float backward reads). */
+    j->st[c] = chunk_run(tr, w, j->epoch, j->lo, a, b, j->global, j->src->params, g, &j->part[c]);
+    j->msg[c][0] = '\0';
+    if (j->st[c] != DD_OK) snprintf(j->msg[c], sizeof j->msg[c], "%s", dd_last_error()); /* the thread's own */
+    dd_nn_threads_local(0);
+}
+
+/* The chunks' sums in chunk order, elements [n tid / nt, n (tid + 1) / nt): each element
+ * by one thread. */
+static void chunk_sums(float *g, const float *cg, size_t n, size_t nc, int tid, int nt) {
+    const size_t i1 = n * (size_t)(tid + 1) / (size_t)nt;
+    for (size_t i = n * (size_t)tid / (size_t)nt; i < i1; i++) {
+        float v = g[i];
+        for (size_t c = 1; c < nc; c++) v += cg[(c - 1) * n + i];
+        g[i] = v;
+    }
+}
+
 dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, size_t bl, size_t nc, size_t cf,
                                  uint64_t global, const dd_stage_src *src, double *sse) {
     DD_TRY(chunk_buffers(tr));
@@ -166,35 +213,17 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
      * OpenBLAS's threads would oversubscribe the cores (and its pthread build serialises
      * concurrent threaded calls) */
     const int blas = nth > 1 ? dd_nn_blas_threads_one() : 1;
+    const chunk_job job = {tr, epoch, lo, bl, cf, global, src, inner, part, st, msg};
 #ifdef _OPENMP
     const int levels = omp_get_max_active_levels();
     if (inner > 1 && levels < 2) omp_set_max_active_levels(2);
-#pragma omp parallel for num_threads(nth) schedule(dynamic, 1) if (nth > 1)
+    if (nth > 1) {
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+        for (size_t c = 0; c < nc; c++) chunk_slot(&job, c, (size_t)omp_get_thread_num()); /* < nth <= nc */
+    } else
 #endif
-    for (size_t c = 0; c < nc; c++) {
-        dd_nn_threads_local(inner); /* the layers of this chunk: all / nth threads (nested) */
-        const size_t a = c * cf, b = a + cf < bl ? a + cf : bl;
-        float *g = src->grads;
-        if (c > 0) {
-            g = tr->cgrads + (c - 1) * n;
-            memset(g, 0, n * sizeof(float));
-        }
-        part[c] = 0.0;
-        /* the workspace of the running thread, not of the chunk: one thread runs every chunk
-         * on one workspace, which stays in the last-level cache (tcn, one thread, AVX-512:
-         * two 32-frame chunks on two workspaces ran its depthwise layers at the speed of
-         * one 64-frame call; docs/performance.md, "one workspace per thread"). A chunk's
-         * numbers never depend on what its workspace held before (forward writes every
-         * activation and saved float backward reads). */
-#ifdef _OPENMP
-        const size_t w = nth > 1 ? (size_t)omp_get_thread_num() : 0; /* < nth <= nc buffers */
-#else
-        const size_t w = 0;
-#endif
-        st[c] = chunk_run(tr, w, epoch, lo, a, b, global, src->params, g, &part[c]);
-        msg[c][0] = '\0';
-        if (st[c] != DD_OK) snprintf(msg[c], sizeof msg[c], "%s", dd_last_error()); /* the thread's own message */
-        dd_nn_threads_local(0);
+    {
+        for (size_t c = 0; c < nc; c++) chunk_slot(&job, c, 0);
     }
 #ifdef _OPENMP
     if (inner > 1 && levels < 2) omp_set_max_active_levels(levels);
@@ -202,17 +231,7 @@ dd_status dd_trainer_chunk_grads(dd_trainer *tr, uint64_t epoch, uint64_t lo, si
     dd_nn_blas_threads_restore(blas);
     for (size_t c = 0; c < nc; c++)
         if (st[c] != DD_OK) return dd_error(st[c], "%s", msg[c]);
-    /* the chunks' sums in chunk order: each element by one thread */
-    const float *cg = tr->cgrads;
-    float *g = src->grads;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nth) schedule(static) if (nth > 1 && n >= 65536)
-#endif
-    for (size_t i = 0; i < n; i++) {
-        float v = g[i];
-        for (size_t c = 1; c < nc; c++) v += cg[(c - 1) * n + i];
-        g[i] = v;
-    }
+    DD_TEAM(nth, n >= 65536, chunk_sums, src->grads, tr->cgrads, n, nc);
     double sum = 0.0;
     for (size_t c = 0; c < nc; c++) sum += part[c];
     *sse = sum;
