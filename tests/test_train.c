@@ -1070,16 +1070,16 @@ static void test_eval_bounded(void) {
 
 /* ---------------------------------------------------------------- batch chunks */
 
-/* A slice of more than W frames (the model's chunk width: 32, tcn 16) is computed in
+/* A slice of more than W frames (the model's chunk width: 32, tcn 4) is computed in
  * batch chunks (src/train/batch_chunks.c): ceil(bl / W) chunks of ceil(bl / chunks)
  * frames, the last one fewer, gradients and sums of squared errors added in chunk order.
  * The result must be, bit for bit, the in-order sum of the chunks' slices computed one by
  * one (each <= W frames: the whole path, checked by finite differences in
  * test_gradients), at 1, 2, 3 and 4 threads; for PA modelling and for direct learning
  * through a frozen PA (its own chunk workspaces), on a full batch of 100 (4 chunks of 25;
- * tcn 6 of 15 and one of 10), the last partial one of 95 (32, 32, 31; tcn 5 of 16 and one
- * of 15) and a slice of 40 (2 x 20: at 4 threads each chunk's layers get 2 threads,
- * nested; tcn 14, 14, 12). */
+ * tcn 25 of 4), the last partial one of 95 (32, 32, 31; tcn 23 of 4 and one of 3) and a
+ * slice of 40 (2 x 20: at 4 threads each chunk's layers get 2 threads, nested; tcn 10 of
+ * 4). */
 static void test_batch_chunks(void) {
     size_t n[3] = {1200, 512, 512};
     dd_dataset *ds = tt_make_data(n, "wiener-hammerstein", NULL, 0, 0.7, 0, 13, NULL);
@@ -1104,9 +1104,9 @@ static void test_batch_chunks(void) {
         tt_cfg(&cd, DD_TRAIN_DLA, 4, 16, 3, 100, 1);
         CHECK_OK(dd_trainer_create(&cd, ds, &pa, NULL, &td));
     }
-    CHECK(tt && dd_model_chunk_frames(dd_trainer_model(tt)) == 16 && tp &&
+    CHECK(tt && dd_model_chunk_frames(dd_trainer_model(tt)) == 4 && tp &&
               dd_model_chunk_frames(dd_trainer_model(tp)) == DD_MODEL_CHUNK_FRAMES,
-          "chunk widths: tcn 16, gru %d", DD_MODEL_CHUNK_FRAMES);
+          "chunk widths: tcn 4, gru %d", DD_MODEL_CHUNK_FRAMES);
     dd_trainer *trs[3] = {tp, td, tt};
     const char *what[3] = {"PA", "DLA", "tcn"};
     for (int k = 0; k < 3; k++) {

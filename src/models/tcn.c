@@ -282,13 +282,14 @@ static const dd_stage_ops tp_layer_stage = {
     .flops = tp_layer_flops,
 };
 
-/* Batch chunks of 16 frames: a chunk's activations (16 x 200 rows of 96 channels, 1.2 MB
- * each) stay in the last-level cache between the layers; per training step against 32 on
- * the AMD Zen 5 machine 1.02-1.18x at AVX-512 (median 1.07), 0.98-1.11x at AVX2 (1.05)
- * (docs/performance.md, "tcn: the depthwise backward by channel vectors, chunks of 16
- * frames"). */
+/* Batch chunks of 4 frames: a chunk's activations (4 x 200 rows of 96 channels, 300 KB
+ * each) stay in the core's 1 MB L2 between a layer's input and output (at 16 frames they
+ * came from the shared L3). On the AMD Zen 5 machine, with one-thread kernels called
+ * directly (DD_TEAM), 4 frames measured 94-96 GFLOP/s per training step at AVX-512, 8
+ * frames 89-90, 16 frames 85-89; without DD_TEAM, chunks of 4 gained nothing
+ * (docs/performance.md, "Parallel regions of one thread; tcn in chunks of 4 frames"). */
 static const dd_model_ops tcn_ops = {
-    .init = tcn_init, .destroy = tcn_destroy, .tensor_parallel = 1, .chunk_frames = 16};
+    .init = tcn_init, .destroy = tcn_destroy, .tensor_parallel = 1, .chunk_frames = 4};
 
 /* Depthwise layer i (a shard: its Cl channels), dilation d. */
 static dd_status add_layer(dd_model *m, int i, int d) {

@@ -39,9 +39,9 @@
  * chunks are as equal as they can be, ceil(bl / ceil(bl / W)) frames, the last one
  * fewer): the recipe's batch of 64 is two chunks of 32 (DD_MODEL_CHUNK_FRAMES). Narrower
  * chunks cost the fused GRU kernels their column blocking (one thread, gru 23, AVX-512:
- * 16 frames +60-70 % CPU time per step, 32 frames +4-12 %); tcn's layers, memory-bound
- * kernels over (frames x 200, 96) arrays, prefer 16 (docs/performance.md, "tcn: the
- * depthwise backward by channel vectors, chunks of 16 frames"). */
+ * 16 frames +60-70 % CPU time per step, 32 frames +4-12 %); tcn's layers, kernels over
+ * (frames x 200, 96) arrays, prefer 4, whose arrays stay in L2 (docs/performance.md,
+ * "Parallel regions of one thread; tcn in chunks of 4 frames"). */
 /* The chunks' extra gradient buffers ((chunks - 1) x the model's floats) stay under
  * this many floats (64 MiB): large models get fewer, larger chunks, or none. */
 #define DD_CHUNK_GRAD_FLOATS ((size_t)16 << 20)
