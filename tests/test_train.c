@@ -1107,6 +1107,17 @@ static void test_batch_chunks(void) {
     CHECK(tt && dd_model_chunk_frames(dd_trainer_model(tt)) == 4 && tp &&
               dd_model_chunk_frames(dd_trainer_model(tp)) == DD_MODEL_CHUNK_FRAMES,
           "chunk widths: tcn 4, gru %d", DD_MODEL_CHUNK_FRAMES);
+    /* direct learning runs the PA in the trained model's chunks: the geometric mean of the
+     * two widths, rounded up to a power of two (4 and 32: 16) */
+    if (tt && tp) {
+        const dd_model *mt = dd_trainer_model(tt), *mg = dd_trainer_model(tp);
+        CHECK(dd_train_chunk_width(mt, NULL) == 4 && dd_train_chunk_width(mt, mt) == 4 &&
+                  dd_train_chunk_width(mt, mg) == 16 && dd_train_chunk_width(mg, mt) == 16 &&
+                  dd_train_chunk_width(mg, mg) == 32 && dd_train_chunk_width(mg, NULL) == 32,
+              "step chunk widths: tcn %zu, tcn through gru %zu, gru through tcn %zu, gru through gru %zu",
+              dd_train_chunk_width(mt, NULL), dd_train_chunk_width(mt, mg), dd_train_chunk_width(mg, mt),
+              dd_train_chunk_width(mg, mg));
+    }
     dd_trainer *trs[3] = {tp, td, tt};
     const char *what[3] = {"PA", "DLA", "tcn"};
     for (int k = 0; k < 3; k++) {

@@ -193,6 +193,12 @@ size_t dd_train_chunks(size_t n, size_t frames, size_t width, size_t *cf);
  * after the chunks' sum. */
 #define DD_TRAIN_CHUNK_OVERLAP_FLOATS ((size_t)1 << 20)
 void dd_train_chunks_max(size_t n, size_t bmax, size_t width, size_t *nc, size_t *cf);
+/* The chunk width of a step training m (dd_model_chunk_frames), or, through the frozen
+ * PA model pa in direct learning (else pa = NULL; the PA runs in the same chunks), the
+ * geometric mean of the two widths rounded up to a power of two: a tcn (4) with a gru (32)
+ * 16, the best of 4, 8, 16 and 32 measured either way round (docs/performance.md,
+ * "Parallel regions of one thread; tcn in chunks of 4 frames"). */
+size_t dd_train_chunk_width(const dd_model *m, const dd_model *pa);
 
 /* Defaults for a task (the published OpenDPD GRU recipe as measured here, not OpenDPD's
  * arguments.py defaults: docs/opendpd.md; gru, hidden 23, F 200, S 1, B 64, AdamW

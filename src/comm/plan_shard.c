@@ -150,7 +150,7 @@ static void memory_floats(const dd_plan_shard_cfg *c, int r, size_t fl[DD_MEM_KI
     const size_t b = batch_per_rank(c);
     size_t nc = 1, cf = 1;
     if (c->shard <= DD_SHARD_ZERO1 && n <= DD_TRAIN_CHUNK_OVERLAP_FLOATS)
-        dd_train_chunks_max(n, b, (size_t)dd_model_chunk_frames(m), &nc, &cf);
+        dd_train_chunks_max(n, b, dd_train_chunk_width(m, c->task == DD_TRAIN_DLA ? c->pa : NULL), &nc, &cf);
     if (nc > 1) fl[DD_MEM_GRADS] += (nc - 1) * n;
     /* dd_optim_create over the slice (zero1..3) or the whole arena */
     fl[DD_MEM_OPTIM] = state_arrays(c) * (c->shard == DD_SHARD_NONE ? n : one);

@@ -154,9 +154,9 @@ static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p, int tid, int nt) {
 }
 
 /* n independent products in one parallel region (the GRU's dW_hh and two dW_ih parts:
- * one thread wake-up instead of three); threads: blocks of GM rows of each C (the same
- * blocks for every chunk: static schedule), so every element is summed by one thread in
- * chunk order, as on one thread. */
+ * one thread wake-up instead of three); threads: ranges of blocks of GM rows of each C
+ * (the same blocks for every chunk), so every element is summed by one thread in chunk
+ * order, as on one thread. */
 static void VSUF(gemm_nt_team)(const dd_nn_nt_prod *p, int n, int tid, int nt) {
     for (int i = 0; i < n; i++) VSUF(gemm_nt_run)(&p[i], tid, nt);
 }

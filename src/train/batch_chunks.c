@@ -70,12 +70,27 @@ void dd_train_chunks_max(size_t n, size_t bmax, size_t width, size_t *nc, size_t
     }
 }
 
+size_t dd_train_chunk_width(const dd_model *m, const dd_model *pa) {
+    const size_t w = (size_t)dd_model_chunk_frames(m);
+    if (!pa) return w;
+    /* the geometric mean, rounded up to a power of two (within the two widths) */
+    const size_t wp = (size_t)dd_model_chunk_frames(pa), lo = w < wp ? w : wp, hi = w < wp ? wp : w;
+    size_t p = 1;
+    while (p * p < w * wp) p *= 2;
+    return p < lo ? lo : p > hi ? hi : p;
+}
+
+/* The PA model runs in the step only in direct learning (chunk_run). */
+static size_t trainer_chunk_width(const dd_trainer *tr) {
+    return dd_train_chunk_width(tr->m, tr->cfg.task == DD_TRAIN_DLA ? tr->pa : NULL);
+}
+
 size_t dd_trainer_chunk_plan(const dd_trainer *tr, size_t bl, size_t *cf) {
     *cf = bl;
     if (tr->mwhole || tr->mapped || tr->ranged || tr->glo != 0 || tr->ghi != tr->n || tr->plo != 0 ||
         tr->phi != tr->n)
         return 1;
-    return dd_train_chunks(tr->n, bl, (size_t)dd_model_chunk_frames(tr->m), cf);
+    return dd_train_chunks(tr->n, bl, trainer_chunk_width(tr), cf);
 }
 
 void dd_trainer_chunks_free(dd_trainer *tr) {
@@ -95,7 +110,7 @@ void dd_trainer_chunks_free(dd_trainer *tr) {
 static dd_status chunk_buffers(dd_trainer *tr) {
     if (tr->cws_m) return DD_OK;
     size_t ncmax, cfmax;
-    dd_train_chunks_max(tr->n, tr->bmax, (size_t)dd_model_chunk_frames(tr->m), &ncmax, &cfmax);
+    dd_train_chunks_max(tr->n, tr->bmax, trainer_chunk_width(tr), &ncmax, &cfmax);
     const int F = (int)tr->cfg.frame, dla = tr->cfg.task == DD_TRAIN_DLA; /* the PA model runs in the step */
     tr->cws_m = calloc(ncmax, sizeof(float *));
     if (tr->cws_m && dla) tr->cws_p = calloc(ncmax, sizeof(float *));
