@@ -7,10 +7,13 @@
  * The size range: below ~64 KB a step costs a few microseconds and the time is dominated
  * by scheduling noise of the shared machine, so the check covers 64 KB .. 4 MB; 4 KB is
  * printed, not checked. Noise policy: the machine is shared with other jobs, so one
- * calibration + measurement round may be disturbed. The test makes up to 3 rounds and
- * passes when one round has every checked prediction within the bound; every round's
- * numbers are printed (rank 0), so a flaky bound shows in the log instead of being
- * hidden.
+ * calibration + measurement round may be disturbed. The test makes up to 5 rounds, 2 s
+ * apart after a failed one, and passes when one round has every checked prediction within
+ * the bound; every round's numbers are printed (rank 0), so a flaky bound shows in the log
+ * instead of being hidden. The pause: load on the host, which the guest's load average
+ * does not show, can last seconds (2026-12-03, a fresh-clone CI run on the Zen 5 guest,
+ * Open MPI, 2 ranks: gamma calibrated at 0.18 ns/B in 3 back-to-back rounds, 0.073 when
+ * run again alone, every ring / tree / rhd prediction 46-83 % high; it then made 3).
  *
  * The bound is 30 % when every rank has a CPU of its own (2 ranks on the 2-CPU
  * development machine: worst errors 4 .. 17 % over 8 runs). When the ranks on this node
@@ -245,14 +248,18 @@ int main(int argc, char **argv) {
         if (r == 0) printf("AddressSanitizer build: timings not representative; 30 %% reported, 10x on the medians enforced\n");
 #endif
         int ok = 0;
-        double worst[3] = {0, 0, 0};
-        for (int round = 1; round <= 3 && !ok; round++) {
+        double worst[5] = {0, 0, 0, 0, 0};
+        for (int round = 1; round <= 5 && !ok; round++) {
+            if (round > 1) sleep(2); /* every rank failed the same round: they pause together */
             int bad = round_once(w, round, &worst[round - 1]);
             if (bad < 0) break;
             ok = bad == 0;
         }
-        CHECK(ok, "%d ranks: predictions off by more than %s in every round (worst %.0f %%, %.0f %%, %.0f %%)", p,
-              g_report ? "10x (median)" : "30 %", 100 * worst[0], 100 * worst[1], 100 * worst[2]);
+        CHECK(ok,
+              "%d ranks: predictions off by more than %s in every round (worst %.0f %%, %.0f %%, %.0f %%, %.0f %%, "
+              "%.0f %%)",
+              p, g_report ? "10x (median)" : "30 %", 100 * worst[0], 100 * worst[1], 100 * worst[2], 100 * worst[3],
+              100 * worst[4]);
     }
     /* every rank agrees on the outcome */
     int mine = dd_t_fail == 0, all = 1;
