@@ -30,8 +30,10 @@
  * machine's 1-minute load average exceeds its CPU count (other jobs share the CPUs: on
  * the 2-CPU development machine at load 13 .. 18, 4 MB allreduces took 6 .. 21 ms
  * instead of ~1 ms, on Open MPI and MPICH alike). And when DD_TEST_PLAN_ACCURACY=report
- * (make test sets it for its MPICH stage: CI's machine measured ring and rhd on MPICH
- * 30-47 % faster than predicted; docs/testing.md, "MPICH"). See docs/comm.md.
+ * (make test sets it for both MPIs: CI's machine measured ring and rhd on MPICH 30-47 %
+ * faster than predicted, and on the Zen 5 guest 2 of 3 fresh-clone runs calibrated the
+ * sum 2.3x slower than usual in every round; docs/testing.md, "MPICH" and "The planner's
+ * timing test in make test"). See docs/comm.md.
  *
  * At 1 rank it checks that calibration refuses to run. Also the calibration file round
  * trip. */
