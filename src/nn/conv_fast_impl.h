@@ -196,7 +196,8 @@ static void VSUF(conv_dw_fwd_frames)(float *pre, float *out, const float *in, co
 /* A thread's share: a contiguous range of frames. */
 static void VSUF(conv_dw_fwd_team)(float *pre, float *out, const float *in, const float *wt, const float *b,
                                    size_t B, size_t T, size_t C, size_t K, size_t d, int act, int tid, int nt) {
-    const size_t f0 = B * (size_t)tid / (size_t)nt, f1 = B * (size_t)(tid + 1) / (size_t)nt;
+    size_t f0, f1;
+    dd_team_share(B, tid, nt, &f0, &f1);
     VSUF(conv_dw_fwd_frames)(pre, out, in, wt, b, f0, f1, T, C, K, d, act);
 }
 
@@ -252,13 +253,16 @@ static void VSUF(conv_dw_bwd_part)(float *din, float *dwt, const float *dout, co
  * pass over the rows). */
 static void VSUF(conv_dw_bwd_team)(float *din, float *dwt, const float *dout, const float *in, const float *wt,
                                    size_t B, size_t T, size_t C, size_t K, size_t d, int tid, int nt) {
-    const size_t nv = (C + VW - 1) / VW, i = (size_t)tid, n = (size_t)nt;
+    const size_t nv = (C + VW - 1) / VW;
     if (nt == 1) {
         VSUF(conv_dw_bwd_part)(din, dwt, dout, in, wt, 0, B, 0, nv, T, C, K, d);
         return;
     }
-    if (din) VSUF(conv_dw_bwd_part)(din, NULL, dout, in, wt, B * i / n, B * (i + 1) / n, 0, nv, T, C, K, d);
-    if (dwt) VSUF(conv_dw_bwd_part)(NULL, dwt, dout, in, wt, 0, B, nv * i / n, nv * (i + 1) / n, T, C, K, d);
+    size_t f0, f1, v0, v1;
+    dd_team_share(B, tid, nt, &f0, &f1);
+    dd_team_share(nv, tid, nt, &v0, &v1);
+    if (din) VSUF(conv_dw_bwd_part)(din, NULL, dout, in, wt, f0, f1, 0, nv, T, C, K, d);
+    if (dwt) VSUF(conv_dw_bwd_part)(NULL, dwt, dout, in, wt, 0, B, v0, v1, T, C, K, d);
 }
 
 /* dwt (K x C, zero on entry) receives the weight gradient in the transposed layout. */
@@ -415,7 +419,8 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const 
 static void VSUF(conv_dw_hs_bwd_team)(float *din, float *dwt, float *buf, const float *dout, const float *pre,
                                       const float *in, const float *wt, size_t B, size_t T, size_t C, size_t K,
                                       size_t d, int flags, int tid, int nt) {
-    const size_t nv = (C + VW - 1) / VW, v0 = nv * (size_t)tid / (size_t)nt, v1 = nv * (size_t)(tid + 1) / (size_t)nt;
+    size_t v0, v1;
+    dd_team_share((C + VW - 1) / VW, tid, nt, &v0, &v1);
     VSUF(conv_dw_hs_bwd_part)(din, dwt, buf, dout, pre, in, wt, v0, v1, B, T, C, K, d, flags);
 }
 

@@ -51,7 +51,9 @@ static inline __attribute__((always_inline)) void VSUF(dense_small_fwd_o)(
 /* A thread's share: a contiguous range of rows. */
 static void VSUF(dense_small_fwd_team)(float *out, const float *in, const float *w, const float *b, size_t N,
                                        size_t NI, size_t O, int tid, int nt) {
-    const size_t n0 = N * (size_t)tid / (size_t)nt, n1 = N * (size_t)(tid + 1) / (size_t)nt, n = n1 - n0;
+    size_t n0, n1;
+    dd_team_share(N, tid, nt, &n0, &n1);
+    const size_t n = n1 - n0;
     float *o_ = out + n0 * O;
     const float *i_ = in + n0 * NI;
     switch (O) {
@@ -154,7 +156,8 @@ static void VSUF(dense_small_bwd_team)(float *din, float *dw, const float *dout,
         return;
     }
     if (din) {
-        const size_t n0 = N * (size_t)tid / (size_t)nt, n1 = N * (size_t)(tid + 1) / (size_t)nt;
+        size_t n0, n1;
+        dd_team_share(N, tid, nt, &n0, &n1);
         VSUF(dense_small_bwd_part)(din + n0 * NI, NULL, dout + n0 * O, O, in + n0 * NI, w, n1 - n0, NI, O);
     }
     if (dw)
@@ -188,7 +191,8 @@ void VSUF(dd_nn_dense_small_bwd)(float *din, float *dw, float *db, const float *
  * dense_small_bwd_chunk's din. Threads: ranges of steps (each element by one thread). */
 static void VSUF(dense_small_din_fm_team)(float *din, size_t ld, int set, const float *dout, const float *w,
                                           size_t B, size_t T, size_t NI, size_t O, int tid, int nt) {
-    const size_t t0 = T * (size_t)tid / (size_t)nt, t1 = T * (size_t)(tid + 1) / (size_t)nt;
+    size_t t0, t1;
+    dd_team_share(T, tid, nt, &t0, &t1);
     float g[DD_NN_DENSE_SMALL_MAX][VW] __attribute__((aligned(64)));
     for (size_t t = t0; t < t1; t++)
         for (size_t b0 = 0; b0 < B; b0 += VW) {

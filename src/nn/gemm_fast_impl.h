@@ -119,7 +119,8 @@ static void VSUF(gemm_nt_run)(const dd_nn_nt_prod *p, int tid, int nt) {
     float *const C = p->C, *const rowsum = p->rowsum;
     if (M == 0) return;
     const size_t nblk = (M + GM - 1) / GM;
-    const size_t ib0 = nblk * (size_t)tid / (size_t)nt, ib1 = nblk * (size_t)(tid + 1) / (size_t)nt;
+    size_t ib0, ib1;
+    dd_team_share(nblk, tid, nt, &ib0, &ib1);
     for (size_t k0 = 0; k0 < K; k0 += GKC) {
         const size_t kn = K - k0 < GKC ? K - k0 : GKC;
         /* a group of GN rows of B (GN KC floats, 20 KB at AVX-512: L1) against every block

@@ -48,7 +48,9 @@ static void split_team(int by_rows, int p, int ta, int tb, size_t M, size_t N, s
                        const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc,
                        int tid, int nt) {
     const size_t D = by_rows ? M : N;
-    for (int i = p * tid / nt; i < p * (tid + 1) / nt; i++) {
+    size_t i0, i1;
+    dd_team_share((size_t)p, tid, nt, &i0, &i1);
+    for (int i = (int)i0; i < (int)i1; i++) {
         const size_t a = panel_start(D, i, p), w = panel_start(D, i + 1, p) - a;
         if (w == 0) continue;
         if (by_rows) /* rows a .. a + w of C and of op(A) */

@@ -121,6 +121,11 @@ void dd_nn_thread_cols(size_t B, size_t vw, int tid, int nth, size_t *cb, size_t
         fn(__VA_ARGS__, 0, 1);     \
     } while (0)
 #endif
+/* [*lo, *hi): the contiguous share of n items of thread tid of nt (DD_TEAM's functions). */
+static inline void dd_team_share(size_t n, int tid, int nt, size_t *lo, size_t *hi) {
+    *lo = n * (size_t)tid / (size_t)nt;
+    *hi = n * (size_t)(tid + 1) / (size_t)nt;
+}
 int dd_nn_threads(void); /* distdpd/nn.h */
 /* n > 0: dd_nn_threads() returns n on the calling thread (a batch chunk's thread:
  * src/train/batch_chunks.c); 0: the global count again. */

@@ -204,8 +204,9 @@ static void chunk_slot(const chunk_job *j, size_t c, size_t w) {
 /* The chunks' sums in chunk order, elements [n tid / nt, n (tid + 1) / nt): each element
  * by one thread. */
 static void chunk_sums(float *g, const float *cg, size_t n, size_t nc, int tid, int nt) {
-    const size_t i1 = n * (size_t)(tid + 1) / (size_t)nt;
-    for (size_t i = n * (size_t)tid / (size_t)nt; i < i1; i++) {
+    size_t i0, i1;
+    dd_team_share(n, tid, nt, &i0, &i1);
+    for (size_t i = i0; i < i1; i++) {
         float v = g[i];
         for (size_t c = 1; c < nc; c++) v += cg[(c - 1) * n + i];
         g[i] = v;
