@@ -131,12 +131,23 @@ if command -v mpirun >/dev/null 2>&1; then
     BIGGER=(--model gru --hidden 12 --frame 50 --stride 1 --batch 20 --lr 1e-2 --epochs 2 --no-report)
     mrun 2 train-pa --data "$D" "${BIGGER[@]}" --out "$TMP/s_ref" -q
     expect_rc 0 "2 ranks, reference"
-    mrun 2 train-pa --data "$D" "${BIGGER[@]}" --ckpt-every-s 0.02 --keep-last 1000 --out "$TMP/s_t" --progress none -v -v
-    expect_rc 0 "2 ranks, --ckpt-every-s 0.02"
+    # The interval is a fifth of the reference's first epoch (measured here, so that a
+    # faster machine or kernel still gives about 10 intervals in the 2 epochs): at least
+    # 4 checkpoints, one step file each, and at least one inside an epoch (its step not a
+    # multiple of the steps per epoch, which are the epoch-end checkpoints).
+    t1=$(json_num "$(head -n 1 "$TMP/s_ref/metrics.jsonl")" time_s)
+    spe=$(json_num "$(head -n 1 "$TMP/s_ref/metrics.jsonl")" step)
+    EVERY=$(awk -v t="$t1" 'BEGIN { printf "%.6f", t / 5 }')
+    mrun 2 train-pa --data "$D" "${BIGGER[@]}" --ckpt-every-s "$EVERY" --keep-last 1000 --out "$TMP/s_t" --progress none -v -v
+    expect_rc 0 "2 ranks, --ckpt-every-s $EVERY (epoch 1 of the reference: $t1 s)"
     n=$(grep -c "checkpoint at step" <<<"$ERR" || true)
     nf=$(find "$TMP/s_t/ckpt" -name 'step-*.ckpt' | wc -l)
     if [ "$n" -ge 4 ] && [ "$nf" -eq "$n" ]; then pass; else
-        fail "--ckpt-every-s 0.02: $n checkpoints logged, $nf step files (want >= 4, equal)"
+        fail "--ckpt-every-s $EVERY: $n checkpoints logged, $nf step files (want >= 4, equal)"
+    fi
+    inside=$(grep -o "checkpoint at step [0-9]*" <<<"$ERR" | awk -v e="$spe" '$4 % e != 0' | wc -l)
+    if [ "$inside" -ge 1 ]; then pass; else
+        fail "--ckpt-every-s $EVERY: no checkpoint inside an epoch ($spe steps each): $(grep -o "checkpoint at step [0-9]*" <<<"$ERR" | tr '\n' ' ')"
     fi
     if [ "$(untimed "$TMP/s_ref/metrics.jsonl")" = "$(untimed "$TMP/s_t/metrics.jsonl")" ]; then pass; else
         fail "--ckpt-every-s changed training: $(diff <(untimed "$TMP/s_ref/metrics.jsonl") <(untimed "$TMP/s_t/metrics.jsonl") | head -c 1200)"
