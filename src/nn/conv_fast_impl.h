@@ -437,6 +437,11 @@ void VSUF(dd_nn_conv_dw_hs_bwd_fast)(float *din, float *dwt, float *buf, const f
 /* ---------------------------------------------------------------- full (groups == 1) */
 
 #define CNV 6 /* output (forward) / input (backward) channel vectors at most */
+/* Every loop over NV or NCO below carries `#pragma GCC unroll 6` (pragmas take no macro
+ * names): unrolled only partly (it was 4 until 2026-12-03), a loop up to 6 indexes the
+ * accumulator arrays at run time and GCC keeps them in memory, not in registers (tcn's
+ * stem forward at AVX-512: 1.05-1.11x per training step when fixed). */
+_Static_assert(CNV == 6, "the unroll pragmas of the full-convolution kernels say 6");
 
 /* Rows r0 .. r0+R-1 of one frame (R independent accumulator chains), taps kmin..K-1. */
 static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_rows)(
@@ -446,7 +451,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_rows)(
     VF acc[4][CNV];
 #pragma GCC unroll 4
     for (int q = 0; q < R; q++)
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int v = 0; v < NV; v++) acc[q][v] = bias[v];
     for (size_t k = kmin; k < K; k++) {
         const float *x = in + (r0 - (K - 1 - k) * d) * Ci;
@@ -458,7 +463,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_rows)(
 #pragma GCC unroll 4
             for (int q = 0; q < R; q++) {
                 const VF xb = VSET1(x[(size_t)q * Ci + ci]);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
                 for (int v = 0; v < NV; v++) acc[q][v] = VFMA(xb, wv[v], acc[q][v]);
             }
         }
@@ -466,7 +471,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_rows)(
 #pragma GCC unroll 4
     for (int q = 0; q < R; q++) {
         float *o = out + (r0 + (size_t)q) * Co, *a = HS ? pre + (r0 + (size_t)q) * Co : NULL;
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int v = 0; v < NV; v++) {
             /* HS: the sum into pre, its Hardswish into out (the operations of act_fwd) */
             const VF y = HS ? VSUF(hswish_v)(acc[q][v]) : acc[q][v];
@@ -484,7 +489,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_fwd_nv)(
     const VM tail = VMASK((int)(Co - (size_t)(NV - 1) * VW));
     const size_t full = (K - 1) * d; /* rows with t >= full see every tap */
     VF bias[CNV];
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int v = 0; v < NV; v++) bias[v] = VLOAD(bp + (size_t)v * VW);
     for (size_t bb = 0; bb < B; bb++) {
         size_t t = 0;
@@ -534,7 +539,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_din_rows)(
 #pragma GCC unroll 4
     for (int q = 0; q < R; q++) {
         const float *p = din + (r0 + (size_t)q) * Ci;
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int v = 0; v < NV; v++)
             acc[q][v] = v == NV - 1 ? VLOADM(p + (size_t)v * VW, tail) : VLOAD(p + (size_t)v * VW);
     }
@@ -548,7 +553,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_din_rows)(
 #pragma GCC unroll 4
             for (int q = 0; q < R; q++) {
                 const VF gb = VSET1(g[(size_t)q * Co + co]);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
                 for (int v = 0; v < NV; v++) acc[q][v] = VFMA(gb, wv[v], acc[q][v]);
             }
         }
@@ -556,7 +561,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_din_rows)(
 #pragma GCC unroll 4
     for (int q = 0; q < R; q++) {
         float *p = din + (r0 + (size_t)q) * Ci;
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int v = 0; v < NV; v++) {
             if (v == NV - 1) VSTOREM(p + (size_t)v * VW, acc[q][v], tail);
             else VSTORE(p + (size_t)v * VW, acc[q][v]);
@@ -593,7 +598,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_dw_blk)(
     VF acc[6][CNV];
 #pragma GCC unroll 6
     for (int j = 0; j < NCO; j++)
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int v = 0; v < NV; v++) acc[j][v] = VZERO();
     for (size_t bb = 0; bb < B; bb++)
         for (size_t t = s; t < T; t++) {
@@ -606,13 +611,13 @@ static inline __attribute__((always_inline)) void VSUF(conv_full_dw_blk)(
 #pragma GCC unroll 6
             for (int j = 0; j < NCO; j++) {
                 const VF gb = VSET1(g[j]);
-#pragma GCC unroll 4
+#pragma GCC unroll 6
                 for (int v = 0; v < NV; v++) acc[j][v] = VFMA(gb, xv[v], acc[j][v]);
             }
         }
 #pragma GCC unroll 6
     for (int j = 0; j < NCO; j++)
-#pragma GCC unroll 4
+#pragma GCC unroll 6
         for (int v = 0; v < NV; v++) {
             float *p = dwk + (co0 + (size_t)j) * ld + (size_t)v * VW;
             VSTORE(p, VADD(VLOAD(p), acc[j][v]));
