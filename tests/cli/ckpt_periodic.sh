@@ -137,7 +137,7 @@ if command -v mpirun >/dev/null 2>&1; then
     # multiple of the steps per epoch, which are the epoch-end checkpoints).
     t1=$(json_num "$(head -n 1 "$TMP/s_ref/metrics.jsonl")" time_s)
     spe=$(json_num "$(head -n 1 "$TMP/s_ref/metrics.jsonl")" step)
-    EVERY=$(awk -v t="$t1" 'BEGIN { printf "%.6f", t / 5 }')
+    EVERY=$(awk -v t="$t1" 'BEGIN { printf "%.6g", t / 5 }')
     mrun 2 train-pa --data "$D" "${BIGGER[@]}" --ckpt-every-s "$EVERY" --keep-last 1000 --out "$TMP/s_t" --progress none -v -v
     expect_rc 0 "2 ranks, --ckpt-every-s $EVERY (epoch 1 of the reference: $t1 s)"
     n=$(grep -c "checkpoint at step" <<<"$ERR" || true)
