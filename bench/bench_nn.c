@@ -6,7 +6,7 @@
  * Run:  OPENBLAS_NUM_THREADS=1 ./bench_nn [B T H reps]      (default 64 200 23 20)
  *       OPENBLAS_NUM_THREADS=1 ./bench_nn --dispatch [reps]  (default 5)
  *       ./bench_nn --tcn-layer [reps]                         (default 20)
- *       ./bench_nn --tcn-stack [reps [B]]                     (default 20 32)
+ *       ./bench_nn --tcn-stack [reps [B [recompute]]]         (default 20 32)
  *
  * The GRU line also gives the best process CPU time of each (steadier on a shared machine).
  * GFLOP/s counts the matrix products only: a GRU step costs 2*3H*(D+H) flops per sequence
@@ -31,7 +31,9 @@
  * in use (DD_SIMD).
  *
  * --tcn-stack: tcn's 4 fused depthwise layers on a chunk of B frames, layer by layer or
- * frame group by frame group (docs/performance.md, "One workspace per thread"). */
+ * frame group by frame group (docs/performance.md, "One workspace per thread"); the
+ * convolution stored by forward, or with "recompute" not stored and recomputed by
+ * backward (pre = NULL, as tcn's trainer runs them). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,7 +323,7 @@ static int tcn_layer(int reps) {
  * them), forward then backward: layer by layer over all B frames (G = B), or frame group by
  * frame group of G frames (all 4 layers per group; dW summed per call, so not the same
  * floats: a timing driver only). Best CPU time of reps per G, the Gs alternating. */
-static int tcn_stack(int reps, int B) {
+static int tcn_stack(int reps, int B, int recompute) {
     const int T = 200, C = 96, K = 5, L = 4;
     const size_t n = (size_t)B * T * C, nw = (size_t)C * K, fr = (size_t)T * C;
     dd_rng r;
@@ -335,8 +337,8 @@ static int tcn_stack(int reps, int B) {
     const int ng = (int)(sizeof gs / sizeof gs[0]);
     double best[6][2];
     for (int v = 0; v < ng; v++) best[v][0] = best[v][1] = 1e30;
-    printf("tcn stack B=%d T=%d C=%d K=%d L=%d, SIMD %s, best of %d (ms CPU time)\n", B, T, C, K, L,
-           dd_nn_simd_name(dd_nn_simd_level()), reps);
+    printf("tcn stack B=%d T=%d C=%d K=%d L=%d, convolution %s, SIMD %s, best of %d (ms CPU time)\n", B, T, C, K,
+           L, recompute ? "recomputed" : "stored", dd_nn_simd_name(dd_nn_simd_level()), reps);
     for (int rep = 0; rep < reps; rep++)
         for (int v = 0; v < ng; v++) {
             const int G = gs[v];
@@ -346,7 +348,8 @@ static int tcn_stack(int reps, int B) {
                 const int nb = f0 + G <= B ? G : B - f0;
                 const size_t o = (size_t)f0 * fr;
                 for (int i = 0; i < L; i++)
-                    dd_conv1d_dw_hswish_forward(pre[i] + o, act[i + 1] + o, act[i] + o, w[i], nb, T, C, K, 1 << i, 0);
+                    dd_conv1d_dw_hswish_forward(recompute ? NULL : pre[i] + o, act[i + 1] + o, act[i] + o, w[i], nb,
+                                                T, C, K, 1 << i, 0);
             }
             double c1 = cpu_ms();
             for (int f0 = 0; f0 < B; f0 += G) {
@@ -355,8 +358,8 @@ static int tcn_stack(int reps, int B) {
                 const float *dcur = dtop + o;
                 for (int i = L; i-- > 0;) {
                     float *dprev = g[i & 1] + o;
-                    dd_conv1d_dw_hswish_backward(dprev, dw[i], dcur, pre[i] + o, act[i] + o, w[i], nb, T, C, K,
-                                                 1 << i, DD_DW_HS_SET_DIN, scr);
+                    dd_conv1d_dw_hswish_backward(dprev, dw[i], dcur, recompute ? NULL : pre[i] + o, act[i] + o, w[i],
+                                                 nb, T, C, K, 1 << i, DD_DW_HS_SET_DIN, scr);
                     dcur = dprev;
                 }
             }
@@ -376,7 +379,8 @@ static int tcn_stack(int reps, int B) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--tcn-stack") == 0)
-        return tcn_stack(argc > 2 ? atoi(argv[2]) : 20, argc > 3 ? atoi(argv[3]) : 32);
+        return tcn_stack(argc > 2 ? atoi(argv[2]) : 20, argc > 3 ? atoi(argv[3]) : 32,
+                         argc > 4 && strcmp(argv[4], "recompute") == 0);
     if (argc > 1 && strcmp(argv[1], "--tcn-layer") == 0) return tcn_layer(argc > 2 ? atoi(argv[2]) : 20);
     if (argc > 1 && strcmp(argv[1], "--dispatch") == 0) return dispatch(argc > 2 ? atoi(argv[2]) : 5);
     int B = argc > 1 ? atoi(argv[1]) : 64, T = argc > 2 ? atoi(argv[2]) : 200;

@@ -350,6 +350,85 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_din)(
     for (int j = 0; j < NB; j++) DWB_ST(din + o + (size_t)j * VW, s[j]);
 }
 
+/* The split form (DWB_SPLIT; used when the convolution is recomputed and dW is wanted).
+ * The fused block keeps the K x NB weight vectors (din's gather and the recomputation) and
+ * the K x NB dW sums live together over every row: with NB = 2, K = 5 that is 20 vectors,
+ * more than AVX2's 16 registers, and GCC kept some of the dW sums on the stack, each row a
+ * load, a multiply-add and a store into the next row's load (perf, 2026-12-03). The split
+ * block makes three passes over each frame, each holding only its own vectors: A forms da
+ * into buf (the weights, for the recomputation), C din (the same weights), B the dW
+ * sums (reloaded from dwt and stored back once per frame). Every float is formed by the
+ * same operations in the same order as the fused block's. With AVX-512's 32 registers the
+ * fused block fits and is kept: the split one measured 0.96-1.05x there (tcn training
+ * steps), against 1.00-1.06x at AVX2. */
+#if defined(DD_VEC_AVX512)
+#define DWB_SPLIT 0
+#else
+#define DWB_SPLIT 1
+#endif
+
+/* Split pass B, row o: acc[k] += in[o - s_k] da, da from brow (taps k >= kmn). */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_dw)(const int NB, const int M, const size_t K,
+                                                                         const int FULL, VF (*acc)[2],
+                                                                         const float *brow, const float *in,
+                                                                         size_t o, size_t kmn, size_t dC, VM tail) {
+    VF a[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; j++) a[j] = DWB_LD(brow + (size_t)j * VW);
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++) {
+        if (!FULL && k < kmn) continue;
+        const float *x = in + o - (K - 1 - k) * dC;
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) acc[k][j] = VFMA(DWB_LD(x + (size_t)j * VW), a[j], acc[k][j]);
+    }
+}
+
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk_split)(
+    const int NB, const int M, const size_t KC, float *din, float *dwt, float *buf, const float *dout, const float *in,
+    const float *wt, size_t c, VM tail, size_t B, size_t T, size_t C, size_t Kr, size_t d, int resid, int set) {
+    const size_t K = KC ? KC : Kr, span = (K - 1) * d, dC = d * C;
+    const size_t e1 = span < T ? span : T;     /* A and B: rows [0, e1) miss taps */
+    const size_t e2 = span < T ? T - span : 0; /* C: rows [e2, T) miss taps */
+    for (size_t bb = 0; bb < B; bb++) {
+        const size_t r0 = bb * T * C + c;
+        VF wv[DD_NN_CONV_DW_KMAX][2];
+#pragma GCC unroll 16
+        for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+            for (int j = 0; j < NB; j++) wv[k][j] = DWB_LD(wt + k * C + c + (size_t)j * VW);
+        size_t u = 0;
+        for (; u < e1; u++)
+            VSUF(conv_dw_hs_bwd_da)(NB, M, K, 0, NULL, wv, buf + u * C + c, dout, NULL, in, r0 + u * C,
+                                    K - 1 - u / d, dC, tail, 0);
+        for (; u < T; u++)
+            VSUF(conv_dw_hs_bwd_da)(NB, M, K, 1, NULL, wv, buf + u * C + c, dout, NULL, in, r0 + u * C, 0, dC, tail,
+                                    0);
+        if (din) {
+            size_t t = 0;
+            for (; t < e2; t++)
+                VSUF(conv_dw_hs_bwd_din)(NB, M, K, 1, wv, din, buf + t * C + c, dout, r0 + t * C, 0, dC, tail,
+                                         resid, set);
+            for (; t < T; t++)
+                VSUF(conv_dw_hs_bwd_din)(NB, M, K, 0, wv, din, buf + t * C + c, dout, r0 + t * C,
+                                         K - 1 - (T - 1 - t) / d, dC, tail, resid, set);
+        }
+        VF acc[DD_NN_CONV_DW_KMAX][2];
+#pragma GCC unroll 16
+        for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+            for (int j = 0; j < NB; j++) acc[k][j] = DWB_LD(dwt + k * C + c + (size_t)j * VW);
+        for (u = 0; u < e1; u++)
+            VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 0, acc, buf + u * C + c, in, r0 + u * C, K - 1 - u / d, dC, tail);
+        for (; u < T; u++)
+            VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 1, acc, buf + u * C + c, in, r0 + u * C, 0, dC, tail);
+#pragma GCC unroll 16
+        for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+            for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
+    }
+}
+
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk)(
     const int NB, const int M, const size_t KC, float *din, float *dwt, float *buf, const float *dout,
     const float *pre, const float *in, const float *wt, size_t c, VM tail, size_t B, size_t T, size_t C, size_t Kr,
@@ -401,7 +480,14 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const 
     if (v1 > nf + (rem ? 1 : 0)) v1 = nf + (rem ? 1 : 0);
     const size_t vf = v1 < nf ? v1 : nf;
 #define DWB(NB, M, KC, c)                                                                                           \
-    VSUF(conv_dw_hs_bwd_blk)(NB, M, KC, din, dwt, buf, dout, pre, in, wt, c, tail, B, T, C, K, d, resid, set)
+    do {                                                                                                            \
+        if (DWB_SPLIT && !pre && dwt)                                                                               \
+            VSUF(conv_dw_hs_bwd_blk_split)(NB, M, KC, din, dwt, buf, dout, in, wt, c, tail, B, T, C, K, d, resid,   \
+                                           set);                                                                    \
+        else                                                                                                        \
+            VSUF(conv_dw_hs_bwd_blk)(NB, M, KC, din, dwt, buf, dout, pre, in, wt, c, tail, B, T, C, K, d, resid,    \
+                                     set);                                                                          \
+    } while (0)
     size_t v = v0;
     if (K == 5) {
         for (; v + 2 <= vf; v += 2) DWB(2, 0, 5, v * VW);
@@ -415,6 +501,7 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const 
 }
 #undef DWB_LD
 #undef DWB_ST
+#undef DWB_SPLIT
 
 static void VSUF(conv_dw_hs_bwd_team)(float *din, float *dwt, float *buf, const float *dout, const float *pre,
                                       const float *in, const float *wt, size_t B, size_t T, size_t C, size_t K,
