@@ -787,6 +787,7 @@ void VSUF(dd_nn_conv_full_bwd_fast)(float *din, float *dwb, float *db, const flo
 #else
 #define C1H_NVB 2
 #endif
+_Static_assert(DD_NN_CONV1X1_HS_CIMAX <= 8, "conv1x1_hs_bwd_blk's unroll pragmas say 8");
 static inline __attribute__((always_inline)) void VSUF(conv1x1_hs_bwd_blk)(
     const int CI, const int NVB, float *dw, float *db, const float *dout, const float *pre, const float *in,
     size_t N, size_t Co, size_t v0) {
@@ -821,6 +822,9 @@ static inline __attribute__((always_inline)) void VSUF(conv1x1_hs_bwd_blk)(
     for (int j = 0; j < NVB; j++) {
         const size_t c = (v0 + (size_t)j) * VW, nl = v0 + (size_t)j == nf ? rem : VW;
         float lanes[VW];
+        /* unrolled whole (CI <= 8): left rolled, it indexed acc at run time and GCC kept acc
+         * in memory, stored at every row of the loop above (2026-12-03) */
+#pragma GCC unroll 8
         for (int ci = 0; ci < CI; ci++) {
             VSTORE(lanes, VADD(VZERO(), acc[ci][j])); /* as the kernel's zeroed dwb + acc */
             for (size_t l = 0; l < nl; l++) dw[(c + l) * (size_t)CI + (size_t)ci] += lanes[l];

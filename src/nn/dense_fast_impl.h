@@ -14,7 +14,14 @@
 #else
 #define DHSUM(v) dd_nn_hsum_avx2(v)
 #endif
-#define DNV 4 /* input vectors per backward chunk */
+/* Input vectors per backward chunk: its O x DNV weight vectors and sums, DNV inputs and
+ * DNV input gradients stay in registers over every row (O = 2, the heads: 6 DNV vectors,
+ * 12 at DNV 2 within AVX2's 16 registers; at DNV 4, 24, GCC kept sums on the stack). */
+#if defined(DD_VEC_AVX512)
+#define DNV 4
+#else
+#define DNV 2
+#endif
 
 static inline __attribute__((always_inline)) void VSUF(dense_small_fwd_o)(
     const int O, float *out, const float *in, const float *w, const float *b, size_t N, size_t NI) {
@@ -127,7 +134,11 @@ static inline __attribute__((always_inline)) void VSUF(dense_small_bwd_chunk)(
     case (O) * 8 + (NV):                                                                     \
         VSUF(dense_small_bwd_chunk)((O), (NV), din, dw, dout, ldo, in, w, N, NI, i0, tail);   \
         break;
+#if DNV == 4
 #define DSB_CASES(O) DSB_CASE(O, 1) DSB_CASE(O, 2) DSB_CASE(O, 3) DSB_CASE(O, 4)
+#else
+#define DSB_CASES(O) DSB_CASE(O, 1) DSB_CASE(O, 2)
+#endif
 /* din rows and dw of O outputs (rows of dout ldo apart) over all input chunks. */
 static void VSUF(dense_small_bwd_part)(float *din, float *dw, const float *dout, size_t ldo,
                                        const float *in, const float *w, size_t N, size_t NI,
