@@ -295,6 +295,20 @@ void VSUF(dd_nn_conv_dw_bwd_fast)(float *din, float *dwt, const float *dout, con
         else VSTORE((p), (v));          \
     } while (0)
 
+/* dW[k] += in[o - s_k] a over the taps k >= kmn (pass 1's second half; the split block's B). */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_dw_taps)(const int NB, const int M, const size_t K,
+                                                                          const int FULL, VF (*acc)[2], const VF *a,
+                                                                          const float *in, size_t o, size_t kmn,
+                                                                          size_t dC, VM tail) {
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++) {
+        if (!FULL && k < kmn) continue;
+        const float *x = in + o - (K - 1 - k) * dC;
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) acc[k][j] = VFMA(DWB_LD(x + (size_t)j * VW), a[j], acc[k][j]);
+    }
+}
+
 /* Pass 1, row o (element offset of the block's first channel), taps k >= kmn. */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_da)(
     const int NB, const int M, const size_t K, const int FULL, VF (*acc)[2], VF (*wv)[2], float *brow,
@@ -319,14 +333,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_da)(
     if (brow)
 #pragma GCC unroll 2
         for (int j = 0; j < NB; j++) DWB_ST(brow + (size_t)j * VW, a[j]);
-    if (!want_dw) return;
-#pragma GCC unroll 16
-    for (size_t k = 0; k < K; k++) {
-        if (!FULL && k < kmn) continue;
-        const float *x = in + o - (K - 1 - k) * dC;
-#pragma GCC unroll 2
-        for (int j = 0; j < NB; j++) acc[k][j] = VFMA(DWB_LD(x + (size_t)j * VW), a[j], acc[k][j]);
-    }
+    if (want_dw) VSUF(conv_dw_hs_dw_taps)(NB, M, K, FULL, acc, a, in, o, kmn, dC, tail);
 }
 
 /* Pass 2, row o of din, da rows from bt (the frame's row t in buf), taps k >= kmin_in. */
@@ -375,13 +382,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_dw)(const 
     VF a[2];
 #pragma GCC unroll 2
     for (int j = 0; j < NB; j++) a[j] = DWB_LD(brow + (size_t)j * VW);
-#pragma GCC unroll 16
-    for (size_t k = 0; k < K; k++) {
-        if (!FULL && k < kmn) continue;
-        const float *x = in + o - (K - 1 - k) * dC;
-#pragma GCC unroll 2
-        for (int j = 0; j < NB; j++) acc[k][j] = VFMA(DWB_LD(x + (size_t)j * VW), a[j], acc[k][j]);
-    }
+    VSUF(conv_dw_hs_dw_taps)(NB, M, K, FULL, acc, a, in, o, kmn, dC, tail);
 }
 
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk_split)(
