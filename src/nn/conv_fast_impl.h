@@ -357,6 +357,19 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_din)(
     for (int j = 0; j < NB; j++) DWB_ST(din + o + (size_t)j * VW, s[j]);
 }
 
+/* Pass 2 over frame rows from r0 (the block's first channel): din of rows [0, T) from the
+ * frame's da in buf, rows [e2, T) missing taps. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_din_frame)(
+    const int NB, const int M, const size_t K, VF (*wv)[2], float *din, const float *buf, const float *dout,
+    size_t r0, size_t c, size_t C, size_t T, size_t e2, size_t d, size_t dC, VM tail, int resid, int set) {
+    size_t t = 0;
+    for (; t < e2; t++)
+        VSUF(conv_dw_hs_bwd_din)(NB, M, K, 1, wv, din, buf + t * C + c, dout, r0 + t * C, 0, dC, tail, resid, set);
+    for (; t < T; t++)
+        VSUF(conv_dw_hs_bwd_din)(NB, M, K, 0, wv, din, buf + t * C + c, dout, r0 + t * C, K - 1 - (T - 1 - t) / d,
+                                 dC, tail, resid, set);
+}
+
 /* The split form (DWB_SPLIT; used when the convolution is recomputed and dW is wanted).
  * The fused block keeps the K x NB weight vectors (din's gather and the recomputation) and
  * the K x NB dW sums live together over every row: with NB = 2, K = 5 that is 20 vectors,
@@ -405,15 +418,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk_split)
         for (; u < T; u++)
             VSUF(conv_dw_hs_bwd_da)(NB, M, K, 1, NULL, wv, buf + u * C + c, dout, NULL, in, r0 + u * C, 0, dC, tail,
                                     0);
-        if (din) {
-            size_t t = 0;
-            for (; t < e2; t++)
-                VSUF(conv_dw_hs_bwd_din)(NB, M, K, 1, wv, din, buf + t * C + c, dout, r0 + t * C, 0, dC, tail,
-                                         resid, set);
-            for (; t < T; t++)
-                VSUF(conv_dw_hs_bwd_din)(NB, M, K, 0, wv, din, buf + t * C + c, dout, r0 + t * C,
-                                         K - 1 - (T - 1 - t) / d, dC, tail, resid, set);
-        }
+        if (din) VSUF(conv_dw_hs_bwd_din_frame)(NB, M, K, wv, din, buf, dout, r0, c, C, T, e2, d, dC, tail, resid, set);
         VF acc[DD_NN_CONV_DW_KMAX][2];
 #pragma GCC unroll 16
         for (size_t k = 0; k < K; k++)
@@ -454,14 +459,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk)(
         for (; u < T; u++)
             VSUF(conv_dw_hs_bwd_da)(NB, M, K, 1, acc, wv, din ? buf + u * C + c : NULL, dout, pre, in,
                                     r0 + u * C, 0, dC, tail, dwt != NULL);
-        if (!din) continue;
-        size_t t = 0;
-        for (; t < e2; t++)
-            VSUF(conv_dw_hs_bwd_din)(NB, M, K, 1, wv, din, buf + t * C + c, dout, r0 + t * C, 0, dC, tail, resid,
-                                     set);
-        for (; t < T; t++)
-            VSUF(conv_dw_hs_bwd_din)(NB, M, K, 0, wv, din, buf + t * C + c, dout, r0 + t * C,
-                                     K - 1 - (T - 1 - t) / d, dC, tail, resid, set);
+        if (din) VSUF(conv_dw_hs_bwd_din_frame)(NB, M, K, wv, din, buf, dout, r0, c, C, T, e2, d, dC, tail, resid, set);
     }
     if (dwt)
 #pragma GCC unroll 16
