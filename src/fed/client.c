@@ -373,6 +373,10 @@ dd_status dd_fed_client_run(const dd_fed_client_opts *o) {
         default: dd_log(DD_LOG_WARN, WHO ": ignored a %s message from the coordinator", dd_msg_type_name(m.h.type)); break;
         }
         dd_net_msg_free(&m);
+        /* silence counts while the bench listens: the time it spent on the message (a
+         * welcome's set-up, a round's local steps, an evaluation) is not the coordinator's,
+         * whose next messages may already wait in the socket */
+        heard = dd_net_ms();
         if (st) { /* a message of the coordinator's that the bench cannot go on with: name it */
             dd_error_prefix(st, "the coordinator %s: ", o->server);
             break;

@@ -7,6 +7,7 @@
 #  2. a straggler whose updates come after the round's timeout: counted as late and
 #     discarded (the rounds aggregate the other two), the run completes.
 #  2b. a bench silent past --dead-ms is declared gone and taken back when heard again.
+#  2c. a bench busy longer than its --client-timeout (a slow round) is not timed out.
 #  3. a bench whose key is not enrolled gets no welcome (exit 1 naming the allow file),
 #     the coordinator logs the refused CURVE client, and an enrolled bench then runs the
 #     federation to its end.
@@ -27,14 +28,15 @@ l = [json.loads(x) for x in open(sys.argv[1] + '/metrics.jsonl')][int(sys.argv[2
 print(l['bench_nmse_db'][sys.argv[3]])" "$1" "$2" "$3"
 }
 
-# 1. dropout above and below --min-completion
-run fed-sim --clients 3 --data "$D" --out "$TMP/d1" --rounds 3 --fail-at-round 0=2 --min-clients 2 --min-completion 0.6 --dead-ms 2000 "${M[@]}"
+# 1. dropout above and below --min-completion (--dead-ms 4000: the benches ping every 1 s,
+# and a live one that the machine's other work stalls for 2 s must not count as gone)
+run fed-sim --clients 3 --data "$D" --out "$TMP/d1" --rounds 3 --fail-at-round 0=2 --min-clients 2 --min-completion 0.6 --dead-ms 4000 "${M[@]}"
 expect_rc 0 "dropout above --min-completion"
 [ "$(col "$TMP/d1" aggregated | tr '\n' ' ')" = "true true true " ] && pass || fail "aggregated: $(col "$TMP/d1" aggregated | tr '\n' ' ')"
 [ "$(col "$TMP/d1" clients | tr '\n' ' ')" = "3 2 2 " ] && pass || fail "clients: $(col "$TMP/d1" clients | tr '\n' ' ')"
 [ "$(col "$TMP/d1" sampled | tr '\n' ' ')" = "3 3 2 " ] && pass || fail "sampled: $(col "$TMP/d1" sampled | tr '\n' ' ')"
-has "$ERR" "bench bench-00 silent for 2000 ms" "the dropout is noticed"
-run fed-sim --clients 3 --data "$D" --out "$TMP/d2" --rounds 3 --fail-at-round 0=2 --min-clients 2 --min-completion 1 --dead-ms 2000 "${M[@]}"
+has "$ERR" "bench bench-00 silent for 4000 ms" "the dropout is noticed"
+run fed-sim --clients 3 --data "$D" --out "$TMP/d2" --rounds 3 --fail-at-round 0=2 --min-clients 2 --min-completion 1 --dead-ms 4000 "${M[@]}"
 expect_rc 0 "dropout below --min-completion"
 [ "$(col "$TMP/d2" aggregated | tr '\n' ' ')" = "true false true " ] && pass || fail "aggregated: $(col "$TMP/d2" aggregated | tr '\n' ' ')"
 [ "$(col "$TMP/d2" answered | tr '\n' ' ')" = "3 2 2 " ] && pass || fail "answered: $(col "$TMP/d2" answered | tr '\n' ' ')"
@@ -59,6 +61,17 @@ expect_rc 0 "a bench silent past --dead-ms"
 has "$ERR" "bench bench-02 silent for 1500 ms: it is gone" "the silent bench is declared gone"
 has "$ERR" "bench bench-02 is heard again: a member again" "and taken back when heard again"
 [ "$(col "$TMP/g" sampled | tr '\n' ' ')" = "3 3 " ] && pass || fail "sampled: $(col "$TMP/g" sampled | tr '\n' ' ')"
+
+# 2c. a bench's own work does not count as the coordinator's silence: bench-01 spends 2.5
+# s on each update (--straggle-ms), longer than its --client-timeout of 1.5 s; it hears
+# the next round (or the end) once it listens again, and every bench ends 0 (before
+# 2026-12-04 bench-01 ended "nothing from the coordinator ... for 1.5 s")
+run fed-sim --clients 3 --data "$D" --out "$TMP/w" --rounds 2 --straggle-ms 1=2500 --client-timeout 1.5 "${M[@]}"
+expect_rc 0 "a bench busier than its --client-timeout"
+[ "$(col "$TMP/w" answered | tr '\n' ' ')" = "3 3 " ] && pass || fail "answered: $(col "$TMP/w" answered | tr '\n' ' ')"
+if grep -q "nothing from the coordinator" "$TMP/w/fed/bench-01.log"; then
+    fail "bench-01 timed out while it worked: $(tail -c 600 "$TMP/w/fed/bench-01.log")"
+else pass; fi
 
 # 3. an unenrolled key
 K="$TMP/keys"
