@@ -112,14 +112,15 @@ expect_rc 2 "linear-lr with --pp"
 has "$ERR" "--rescale linear-lr does not apply to a --tp/--pp job" "linear-lr with --pp: message"
 # a run stopped by SIGTERM in epoch 2 (239 steps an epoch), resumed with batch 60: epoch
 # 2 ends with batch 30, the next ones take 120 steps at twice the learning rate. Hidden
-# 128 (about 2.5 ms a step on a Zen 5 core; the job's hidden 16 takes 0.7 ms): the
-# heartbeat is rewritten at most every 0.2 s, and at 0.7 ms a step it jumped from epoch 1
-# past epoch 2's end between two writes, so the SIGTERM landed in epoch 3
+# 256 (about 9 ms a step on a Zen 5 core, epoch 2 about 2 s; the job's hidden 16 takes 0.7
+# ms): the heartbeat is rewritten at most every 0.2 s, and at 0.7 ms a step it jumped from
+# epoch 1 past epoch 2's end between two writes, so the SIGTERM landed in epoch 3; at
+# hidden 128 (0.55 s an epoch) a shell slowed by other tests could still miss epoch 2
 R=$TMP/rescale
-DISTDPD_HEARTBEAT=$TMP/rs_hb.json "$DD_CLI" train-pa --data "$D" "${JOB[@]}" --hidden 128 --epochs 4 --out "$R" -q &
+DISTDPD_HEARTBEAT=$TMP/rs_hb.json "$DD_CLI" train-pa --data "$D" "${JOB[@]}" --hidden 256 --epochs 4 --out "$R" -q &
 tp=$!
 t=0
-until [ "$(json_num "$(cat "$TMP/rs_hb.json" 2>/dev/null || true)" step)" -ge 260 ] 2>/dev/null; do
+until [ "$(json_num "$(cat "$TMP/rs_hb.json" 2>/dev/null || true)" step)" -ge 245 ] 2>/dev/null; do
     sleep 0.01
     t=$((t + 1))
     [ "$t" -lt 6000 ] || break
@@ -140,15 +141,17 @@ has "$(tr -d ' \n\t' <"$R/config.json")" '"batch":60' "rescale: config.json hold
 run train-pa --resume "$R" --epochs 5 -q
 expect_rc 0 "rescale: the rescaled run resumes again (config.json and checkpoint agree)"
 
-# linear-lr under the launcher: 1 slot, then 2 from step 300 on: the batch doubles with
-# the world size, and the learning rate with it (from the epoch after the restart)
+# linear-lr under the launcher: 1 slot, then 2 from step 100 on: the batch doubles with
+# the world size, and the learning rate with it (from the epoch after the restart). 8
+# epochs of 239 steps (about 1 ms each at 1 rank): the restart has about 1.5 s to come
+# before the last epoch, however late the launcher and this script see the heartbeat
 R=$TMP/linear
 printf '%s\n' '#!/bin/bash' \
     "s=\$(grep -o '\"step\":[0-9]*' '$R/launch/heartbeat.json' 2>/dev/null | cut -d: -f2)" \
-    "if [ -f '$TMP/grown' ] || [ \"\${s:-0}\" -ge 300 ]; then touch '$TMP/grown'; echo localhost:2; else echo localhost:1; fi" \
+    "if [ -f '$TMP/grown' ] || [ \"\${s:-0}\" -ge 100 ]; then touch '$TMP/grown'; echo localhost:2; else echo localhost:1; fi" \
     >"$TMP/disc2.sh"
 run launch --discover "bash $TMP/disc2.sh" --discover-every 0.1 --rescale linear-lr --rescale-warmup 0 -- \
-    train-pa --data "$D" "${JOB[@]}" --epochs 5 --hidden 32 --out "$R" -q
+    train-pa --data "$D" "${JOB[@]}" --epochs 8 --hidden 32 --out "$R" -q
 expect_rc 0 "linear-lr: completes"
 has "$(cat "$R/launch.jsonl")" '"event":"rescale","world_size":2,"base_world_size":1,"base_batch":30,"batch":60' "linear-lr: rescale event"
 last=$(tail -n 1 "$R/metrics.jsonl")

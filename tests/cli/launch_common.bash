@@ -46,14 +46,20 @@ untimed_launch() { # also without the keys a restart changes
 
 kill_trial() {
     local k=$1 np=$2 R=$TMP/kill$1 target ranks victim
-    target=$((RANDOM % 800 + 30)) # of 1434 steps: steps remain after the restart
+    # of 1434 steps (about 2 s): at least 900 steps (about 1.3 s) remain for the kill to land
+    # in, however late this shell sees the heartbeat (rewritten every 0.2 s)
+    target=$((RANDOM % 500 + 30))
     timeout 300 "$DD_CLI" launch --np "$np" --backoff 0 -- train-pa --data "$D" "${JOB[@]}" --out "$R" -q \
         >"$TMP/.lout" 2>"$TMP/.lerr" &
     local lp=$!
     if wait_step "$R" "$target"; then
         mapfile -t ranks < <(job_ranks "$R")
-        victim=${ranks[$((RANDOM % ${#ranks[@]}))]}
-        kill -9 "$victim" 2>/dev/null || true
+        if [ "${#ranks[@]}" -gt 0 ]; then
+            victim=${ranks[$((RANDOM % ${#ranks[@]}))]}
+            kill -9 "$victim" 2>/dev/null || true
+        else
+            echo "trial $k: no rank of the job found at step $target (it has ended): no kill"
+        fi
     fi
     set +e
     wait "$lp"
