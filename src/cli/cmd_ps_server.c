@@ -109,10 +109,10 @@ int dd_cmd_ps_server(int argc, char **argv) {
         if (!o.allow_path) return dd_cli_usage(NAME, "missing --allow FILE (or --insecure, for debugging only)");
     }
     dd_cli_log_init(verbosity);
+    dd_cli_catch_stop(on_signal); /* before the first line on stderr: a supervisor that saw it can stop the server */
     if (o.insecure)
         fprintf(stderr, "distdpd ps-server: warning: --insecure: plain TCP, no CURVE, no allow file: anyone who can "
                         "reach the port can read and change the parameters\n");
-    dd_cli_catch_stop(on_signal);
     o.stop = &stop_flag;
     dd_ps_server_stats st;
     dd_status s = dd_ps_server_run(&o, &st);

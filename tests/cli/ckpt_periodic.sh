@@ -101,14 +101,17 @@ if [ "$(cd "$TMP/alias/ckpt" && ls)" = "$files" ]; then pass; else fail "--ckpt-
 DISTDPD_HEARTBEAT=$HB "$DD_CLI" train-pa --resume "$TMP/k3" --epochs 400 -q 2>/dev/null &
 PID=$!
 seen=""
-for _ in $(seq 1 200); do
+for _ in $(seq 1 3000); do # at most 60 s
     if grep -q '"state":"train"' "$HB" 2>/dev/null; then seen=$(cat "$HB"); break; fi
     sleep 0.02
 done
 if [ -n "$seen" ]; then pass; else fail "no \"train\" heartbeat: $(cat "$HB")"; fi
 t1=$(json_num "$seen" time)
-sleep 0.5
-t2=$(json_num "$(cat "$HB")" time)
+for _ in $(seq 1 300); do # rewritten every 0.2 s or so: at most 30 s
+    sleep 0.1
+    t2=$(json_num "$(cat "$HB")" time)
+    awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(b > a) }' && break
+done
 if awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(b > a) }'; then pass; else fail "heartbeat time did not move: $t1 -> $t2"; fi
 kill -TERM "$PID"
 set +e

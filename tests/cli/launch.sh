@@ -83,16 +83,22 @@ has "$(cat "$TMP/corrupt/launch.jsonl")" '"rejected":1' "corrupt: launch.jsonl c
 # ---- without a launcher, a stopped rank ends the job instead of hanging it: every wait
 # of the comm layer has a timeout (DISTDPD_COMM_TIMEOUT, here 2 s)
 R=$TMP/ctimeout
+# (60 epochs, about 20 s: the stop lands in training however late this shell gets to it;
+# the comm timeout ends the job 2 s after it)
 DISTDPD_COMM_TIMEOUT=2 DISTDPD_HEARTBEAT=$TMP/ct_hb.json timeout 120 mpirun -np 2 "$DD_CLI" train-pa --data "$D" \
-    "${JOB[@]}" --out "$R" -q >/dev/null 2>"$TMP/ct.err" &
+    "${JOB[@]}" --epochs 60 --out "$R" -q >/dev/null 2>"$TMP/ct.err" &
 mp=$!
-until [ -n "$(json_num "$(cat "$TMP/ct_hb.json" 2>/dev/null || true)" step)" ]; do sleep 0.02; done
-r0=$(json_num "$(cat "$TMP/ct_hb.json")" pid)
-victim=$(pgrep -x distdpd | grep -vx "$r0" | while read -r p; do
+for _ in $(seq 1 3000); do # at most 60 s
+    [ -n "$(json_num "$(cat "$TMP/ct_hb.json" 2>/dev/null || true)" step)" ] && break
+    sleep 0.02
+done
+r0=$(json_num "$(cat "$TMP/ct_hb.json" 2>/dev/null || true)" pid)
+victim=$(pgrep -x distdpd | grep -vx "${r0:-0}" | while read -r p; do
     if grep -qF -- "--out $R " <<<"$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"; then echo "$p"; fi
 done | head -n 1)
+if [ -n "$victim" ]; then pass; else fail "comm timeout: no heartbeat or no rank 1 process within 60 s"; fi
 t0=$(date +%s)
-kill -STOP "$victim"
+[ -n "$victim" ] && kill -STOP "$victim"
 set +e
 wait "$mp"
 rc=$?

@@ -63,10 +63,15 @@ has "$ERR" "badallow:1: expected a 40-character Z85 public key, got 'not-a-key'"
 run ps-server --bind "tcp://127.0.0.1:$port" --cluster "$TMP/cluster.json" --insecure --key "$TMP/s0.key"
 expect_rc 2 "--insecure with --key"
 
-# a server that runs, then SIGTERM
+# a server that runs, then SIGTERM (once its first line is out: its handler is in place by
+# then, however slowly it started)
 "$DD_CLI" ps-server --bind "tcp://127.0.0.1:$port" --cluster "$TMP/cluster.json" --insecure 2>"$TMP/ins.err" &
 pid=$!
-sleep 0.5
+for _ in $(seq 1 600); do
+    grep -q "warning: --insecure" "$TMP/ins.err" 2>/dev/null && break
+    sleep 0.05
+done
+sleep 0.2
 kill -TERM $pid
 rc=0
 timeout 10 tail --pid=$pid -f /dev/null || rc=$?
