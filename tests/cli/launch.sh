@@ -118,10 +118,10 @@ expect_rc 2 "linear-lr with --pp"
 has "$ERR" "--rescale linear-lr does not apply to a --tp/--pp job" "linear-lr with --pp: message"
 # a run stopped by SIGTERM in epoch 2 (239 steps an epoch), resumed with batch 60: epoch
 # 2 ends with batch 30, the next ones take 120 steps at twice the learning rate. Hidden
-# 256 (about 9 ms a step on a Zen 5 core, epoch 2 about 2 s; the job's hidden 16 takes 0.7
-# ms): the heartbeat is rewritten at most every 0.2 s, and at 0.7 ms a step it jumped from
+# 256 (7.3 ms a step on a Zen 5 core, 1.7 s an epoch; the job's hidden 16 takes 0.7 ms):
+# the heartbeat is rewritten at most every 0.2 s, and at 0.7 ms a step it jumped from
 # epoch 1 past epoch 2's end between two writes, so the SIGTERM landed in epoch 3; at
-# hidden 128 (0.55 s an epoch) a shell slowed by other tests could still miss epoch 2
+# hidden 128 (0.46 s an epoch) a shell slowed by other tests could still miss epoch 2
 R=$TMP/rescale
 DISTDPD_HEARTBEAT=$TMP/rs_hb.json "$DD_CLI" train-pa --data "$D" "${JOB[@]}" --hidden 256 --epochs 4 --out "$R" -q &
 tp=$!
@@ -148,16 +148,17 @@ run train-pa --resume "$R" --epochs 5 -q
 expect_rc 0 "rescale: the rescaled run resumes again (config.json and checkpoint agree)"
 
 # linear-lr under the launcher: 1 slot, then 2 from step 100 on: the batch doubles with
-# the world size, and the learning rate with it (from the epoch after the restart). 8
-# epochs of 239 steps (about 1 ms each at 1 rank): the restart has about 1.5 s to come
-# before the last epoch, however late the launcher and this script see the heartbeat
+# the world size, and the learning rate with it (from the epoch after the restart). 12
+# epochs of 239 steps (0.8 ms each at 1 rank on a Zen 5 core): the restart has about 2 s
+# to come before the last epoch, however late the launcher and this script see the
+# heartbeat (5 epochs left it about 0.5 s)
 R=$TMP/linear
 printf '%s\n' '#!/bin/bash' \
     "s=\$(grep -o '\"step\":[0-9]*' '$R/launch/heartbeat.json' 2>/dev/null | cut -d: -f2)" \
     "if [ -f '$TMP/grown' ] || [ \"\${s:-0}\" -ge 100 ]; then touch '$TMP/grown'; echo localhost:2; else echo localhost:1; fi" \
     >"$TMP/disc2.sh"
 run launch --discover "bash $TMP/disc2.sh" --discover-every 0.1 --rescale linear-lr --rescale-warmup 0 -- \
-    train-pa --data "$D" "${JOB[@]}" --epochs 8 --hidden 32 --out "$R" -q
+    train-pa --data "$D" "${JOB[@]}" --epochs 12 --hidden 32 --out "$R" -q
 expect_rc 0 "linear-lr: completes"
 has "$(cat "$R/launch.jsonl")" '"event":"rescale","world_size":2,"base_world_size":1,"base_batch":30,"batch":60' "linear-lr: rescale event"
 last=$(tail -n 1 "$R/metrics.jsonl")
