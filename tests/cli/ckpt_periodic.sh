@@ -12,6 +12,8 @@ set -euo pipefail
 source "$(dirname "$0")/common.bash"
 
 norestart() { sed 's/"restart":[0-9]*,//' ; }
+# the steps of the checkpoints that -v -v logged in $ERR, one a line
+ckpt_steps() { grep -o "checkpoint at step [0-9]*" <<<"$ERR" | awk '{ print $4 }' || true; }
 
 small_sim # D=$TMP/sim: 12,000 samples, Wiener-Hammerstein PA
 # 72 steps per epoch
@@ -140,7 +142,7 @@ if command -v mpirun >/dev/null 2>&1; then
     # 1 ns: due after every one of the 144 steps
     mrun 2 train-pa --data "$D" "${SMALL[@]}" --ckpt-every-s 1e-9 --keep-last 1000 --out "$TMP/s_all" --progress none -v -v
     expect_rc 0 "2 ranks, --ckpt-every-s 1e-9"
-    at=$(grep -o "checkpoint at step [0-9]*" <<<"$ERR" | awk '{ print $4 }' | tr '\n' ' ' || true)
+    at=$(ckpt_steps | tr '\n' ' ')
     if [ "$at" = "$(seq -s ' ' 1 144) " ]; then pass; else fail "--ckpt-every-s 1e-9: checkpoints at steps $at (want 1..144)"; fi
     nf=$(find "$TMP/s_all/ckpt" -name 'step-*.ckpt' | wc -l)
     if [ "$nf" -eq 144 ]; then pass; else fail "--ckpt-every-s 1e-9: $nf step files, want 144"; fi
@@ -150,7 +152,7 @@ if command -v mpirun >/dev/null 2>&1; then
     # 1e9 s: only the two epoch-end checkpoints
     mrun 2 train-pa --data "$D" "${SMALL[@]}" --ckpt-every-s 1e9 --keep-last 1000 --out "$TMP/s_none" --progress none -v -v
     expect_rc 0 "2 ranks, --ckpt-every-s 1e9"
-    at=$(grep -o "checkpoint at step [0-9]*" <<<"$ERR" | awk '{ print $4 }' | tr '\n' ' ' || true)
+    at=$(ckpt_steps | tr '\n' ' ')
     if [ "$at" = "72 144 " ]; then pass; else fail "--ckpt-every-s 1e9: checkpoints at steps $at (want 72 144)"; fi
 
     BIGGER=(--model gru --hidden 12 --frame 50 --stride 1 --batch 20 --lr 1e-2 --epochs 2 --no-report)
@@ -163,14 +165,14 @@ if command -v mpirun >/dev/null 2>&1; then
     EVERY=$(awk -v t="$(json_num "$first" time_s)" 'BEGIN { printf "%.6g", t / 10 }')
     mrun 2 train-pa --data "$D" "${BIGGER[@]}" --ckpt-every-s "$EVERY" --keep-last 1000 --out "$TMP/s_t" --progress none -v -v
     expect_rc 0 "2 ranks, --ckpt-every-s $EVERY"
-    at=$(grep -o "checkpoint at step [0-9]*" <<<"$ERR" | awk '{ print $4 }' || true)
+    at=$(ckpt_steps)
     n=$(grep -c . <<<"$at" || true)
     nf=$(find "$TMP/s_t/ckpt" -name 'step-*.ckpt' | wc -l)
     if [ "$nf" -eq "$n" ]; then pass; else fail "--ckpt-every-s $EVERY: $n checkpoints logged, $nf step files"; fi
     # this run's own epoch times (training, and the evaluation after it)
-    read -r T1 E1 T2 E2 <<<"$(awk '{ match($0, /"time_s":[^,]*/); t = substr($0, RSTART + 9, RLENGTH - 9);
-        match($0, /"eval_time_s":[^,]*/); e = substr($0, RSTART + 14, RLENGTH - 14); printf "%s %s ", t, e }' \
-        "$TMP/s_t/metrics.jsonl")"
+    L1=$(sed -n 1p "$TMP/s_t/metrics.jsonl")
+    L2=$(sed -n 2p "$TMP/s_t/metrics.jsonl")
+    T1=$(json_num "$L1" time_s) E1=$(json_num "$L1" eval_time_s) T2=$(json_num "$L2" time_s) E2=$(json_num "$L2" eval_time_s)
     inside1=$(awk -v e="$spe" '$1 < e' <<<"$at" | wc -l)
     inside2=$(awk -v e="$spe" '$1 > e && $1 < 2 * e' <<<"$at" | wc -l)
     for ep in 1 2; do

@@ -161,8 +161,8 @@ bounded() {
     SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
     # CPU seconds (user + system) and peak RSS: what the run itself used, whatever else the
     # machine's cores were doing
-    CPU=$( [ -x /usr/bin/time ] && tail -n 1 "$TMP/.rss" | awk '{ printf "%.2f", $1 + $2 }' || true)
-    RSS=$( [ -x /usr/bin/time ] && tail -n 1 "$TMP/.rss" | awk '{ print $3 }' || true)
+    CPU="" RSS=""
+    if [ -x /usr/bin/time ]; then read -r CPU RSS < <(tail -n 1 "$TMP/.rss" | awk '{ printf "%.2f %s\n", $1 + $2, $3 }'); fi
 }
 NOTIME=(--progress none --no-report --epochs 2)
 LIMIT=1000000
