@@ -29,6 +29,7 @@ typedef struct {
     int C, L, K;            /* channels, dilated layers, kernel */
     int Cl;                 /* a shard's channels of the depthwise layers: C / tensor-parallel size */
     int residual;           /* L > TCN_PLAIN_MAX: z_i = z_{i-1} + Hardswish(conv(z_{i-1})) */
+    int keep_pre;           /* the depthwise layers save their convolution for backward */
     dd_conv1d_layer in;     /* network.0: 6 -> C, 1x1, bias */
     dd_conv1d_layer *dw;    /* [L] network.2i: depthwise C, K, dilation d_i (owned) */
     dd_conv1d_layer out;    /* network.2(L+1): C -> 2, 1x1, no bias */
@@ -121,48 +122,53 @@ static const dd_stage_ops stem_stage = {
     .flops = stem_flops,
 };
 
-/* ---- stage "network.2i" (layer st->arg): nothing saved; scratch 2 (BT, C) (the fused
- * kernels use one frame's rows of it; the generic level recomputes the convolution into its
- * second half). The convolution a_i is not kept: backward recomputes it from the input,
- * which it reads for the weight gradient anyway (pre = NULL: the same floats). On the AMD
- * Zen 5 machine (32 MB L3, shared) that is 1.15x per training step at AVX-512, 1.03x at
- * AVX2: a write and a read of (BT, C) per layer and a third of the chunk's workspace
- * less, for K more fused multiply-adds per element; on the Intel Xeon (480 MB L3) per
- * layer it was slower (docs/performance.md, "tcn: fused depthwise layers" and "tcn's
- * convolution recomputed in backward"). The flop count stays the model's (not the
- * recomputation's). ---- */
+/* ---- stage "network.2i" (layer st->arg): saved the convolution a_i (BT, C) where
+ * keep_pre, else nothing; scratch (BT, C) (the fused kernels use one frame's rows of it),
+ * twice that without keep_pre (the generic level recomputes the convolution into its second
+ * half). Without keep_pre, backward recomputes a_i from the input, which it reads for the
+ * weight gradient anyway (pre = NULL: the same floats): at AVX-512 on the AMD Zen 5 machine
+ * that was 1.15x per training step (a write and a read of (BT, C) per layer for K more
+ * fused multiply-adds per element), but at AVX2, whose 16 registers cannot hold the
+ * recomputation's weights and the dW sums at once, keeping a_i is faster since tcn runs in
+ * chunks of 4 frames (docs/performance.md, "tcn's convolution recomputed in backward" and
+ * "tcn's depthwise layers keep their pre-activation at AVX2"). keep_pre is
+ * dd_conv1d_dw_hswish_keeps_pre() when the model is built. The flop count stays the
+ * model's (not the recomputation's). ---- */
 
 static size_t layer_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
-    (void)m, (void)st, (void)B, (void)T;
-    return 0;
+    (void)st;
+    const tcn_impl *g = m->impl;
+    return g->keep_pre ? nc(g, B, T) : 0;
 }
 
 static size_t layer_scratch(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
-    return 2 * nc(m->impl, B, T);
+    const tcn_impl *g = m->impl;
+    return (g->keep_pre ? 1 : 2) * nc(g, B, T);
 }
 
 /* One pass per layer (dd_conv1d_dw_hswish_forward / _backward: the convolution, Hardswish
  * and the residual add fused, the same floats as the three layers in turn). */
 static void layer_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
                           const float *x0, float *out, int B, int T, float *saved, float *scratch) {
-    (void)x0, (void)saved, (void)scratch;
+    (void)x0, (void)scratch;
     const tcn_impl *g = m->impl;
     const dd_conv1d_layer *l = &g->dw[st->arg];
-    dd_conv1d_dw_hswish_forward(NULL, out, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation,
-                                g->residual);
+    float *pre = g->keep_pre ? saved : NULL;
+    dd_conv1d_dw_hswish_forward(pre, out, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation, g->residual);
 }
 
 static void layer_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
                            const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
                            float *scratch) {
-    (void)x0, (void)dx0, (void)saved;
+    (void)x0, (void)dx0;
     const tcn_impl *g = m->impl;
     const dd_conv1d_layer *l = &g->dw[st->arg];
     /* a residual layer's identity path passes dout to din; din is written whole when the
-     * framework has not cleared it (sets_din); the convolution recomputed from in */
+     * framework has not cleared it (sets_din); the convolution saved or recomputed from in */
     const int flags = (g->residual ? DD_DW_HS_RESID : 0) | (sp->din_set ? DD_DW_HS_SET_DIN : 0);
-    dd_conv1d_dw_hswish_backward(din, DD_SG(sp, l->w), dout, NULL, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel,
+    const float *pre = g->keep_pre ? saved : NULL;
+    dd_conv1d_dw_hswish_backward(din, DD_SG(sp, l->w), dout, pre, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel,
                                  l->dilation, flags, scratch);
 }
 
@@ -308,6 +314,7 @@ static dd_status tcn_build(dd_model *m) {
     g->L = dd_model_opt(m, "layers");
     g->K = dd_model_opt(m, "kernel");
     g->residual = g->L > TCN_PLAIN_MAX;
+    g->keep_pre = dd_conv1d_dw_hswish_keeps_pre();
     DD_TRY(dd_model_tp_divides(m, "hidden"));
     g->Cl = g->C / dd_model_tp_size(m);
     g->dw = dd_calloc((size_t)g->L, sizeof *g->dw);

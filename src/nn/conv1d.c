@@ -107,6 +107,8 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
     if (resid) dd_add_forward(out, out, in, n);
 }
 
+int dd_conv1d_dw_hswish_keeps_pre(void) { return dd_nn_simd_level() != DD_SIMD_AVX512; }
+
 void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
                                   const float *w, int B, int T, int C, int kernel, int dilation, int flags,
                                   float *scratch) {
