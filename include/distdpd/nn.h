@@ -197,17 +197,17 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
  * flags: DD_DW_HS_RESID (the residual layer: resid above), DD_DW_HS_SET_DIN (din's
  * contents are ignored and it is written, the same floats as adding into zeros: the
  * caller need not clear it). */
+#define DD_DW_HS_RESID 1
+#define DD_DW_HS_SET_DIN 2
+void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
+                                  const float *w, int B, int T, int C, int kernel, int dilation, int flags,
+                                  float *scratch);
 /* Whether the backward above runs faster with forward's pre than recomputing it (pre NULL)
  * at the SIMD level now in use: 1 at AVX2 and the generic level, 0 at AVX-512, measured on
  * AMD Zen 5 (docs/performance.md, "tcn's depthwise layers keep their pre-activation at
  * AVX2"). Either way the numbers are the same; a model decides once and sizes its saved
  * area by it. */
 int dd_conv1d_dw_hswish_keeps_pre(void);
-#define DD_DW_HS_RESID 1
-#define DD_DW_HS_SET_DIN 2
-void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
-                                  const float *w, int B, int T, int C, int kernel, int dilation, int flags,
-                                  float *scratch);
 /* A convolution followed by Hardswish (tcn's stem, a 1x1 convolution): pre = the
  * convolution (kept for backward), out = Hardswish(pre); the same floats as
  * dd_conv1d_forward then dd_act_forward, in one pass where the convolution runs in the
