@@ -7,8 +7,9 @@
 #
 #   bash bench/simd_bench.sh [BUILD_DIR [OUT_DIR]]     (defaults: build, BUILD_DIR/bench-simd)
 #
-# Prints the processor, the SIMD paths it supports, OpenBLAS's own core, then per path:
-# the sgemm peak (wall and CPU time: the machine may be shared), and per model the median
+# Prints the processor, the SIMD paths it supports, OpenBLAS's own core, the issue rates of
+# bench/uarch_probe (vector loads and stores, fused multiply-adds, divisions), then per
+# path: the sgemm peak (wall and CPU time: the machine may be shared), and per model the median
 # over BENCH_SIMD_ROUNDS rounds (paths and models interleaved) of GFLOP/s from the
 # process CPU time (bench_train's cpu_s; wall-clock figures are in OUT_DIR/*.jsonl), with
 # the share of that path's sgemm peak and the issue's target:
@@ -39,6 +40,7 @@ if [ -n "$BASE" ]; then
     [ -e "$BLIB/libdistdpd_rf.so" ] && BRF=(-ldistdpd_rf) # builds before the library split have none
     $CC "${CFL[@]}" bench/bench_train.c -L"$BLIB" -ldistdpd "${BRF[@]}" -Wl,-rpath,"$BLIB" -lm -o "$OUT/bin/bench_train_base"
 fi
+$CC "${CFL[@]}" bench/uarch_probe.c -o "$OUT/bin/uarch_probe"
 # shellcheck disable=SC2046
 $CC "${CFL[@]}" $(pkg-config --cflags openblas) bench/sgemm_peak.c $(pkg-config --libs openblas) -o "$OUT/bin/sgemm_peak"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -65,6 +67,8 @@ with_core() {
     if [ -n "$c" ]; then OPENBLAS_CORETYPE=$c "$@"; else env -u OPENBLAS_CORETYPE "$@"; fi
 }
 echo "OpenBLAS core detected: $(env -u OPENBLAS_CORETYPE "$OUT/bin/sgemm_peak" 64 1 | sed 's/.*"core": "\([^"]*\)".*/\1/')"
+"$OUT/bin/uarch_probe" >"$OUT/uarch.json"
+echo "issue rates on one core (bench/uarch_probe): $(cat "$OUT/uarch.json")"
 echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(load), $ROUNDS rounds"
 
 : >"$OUT/runs.jsonl"
