@@ -9,9 +9,10 @@
 #    after the same epochs, peak RSS against data size), and throughput by model;
 #    results and summary.md in BUILD_DIR/bench-results.
 # 1b. bench/simd_bench.sh (BENCH_SIMD=0 skips it; ~2 min): the processor, its SIMD paths,
-#    OpenBLAS's core and bench/uarch_probe's issue rates; per path (AVX2 forced on AVX-512 machines, with OpenBLAS's
-#    Haswell kernel) the sgemm peak and gru 23 / tcn / resnet 512 x 8 / hammerstein 1024 x 8 GFLOP/s against the
-#    targets (50 % of peak, tcn = gru, 60 % of peak).
+#    OpenBLAS's core and bench/uarch_probe's issue rates; per path (AVX2 forced on AVX-512
+#    machines, with OpenBLAS's Haswell kernel) the sgemm peak and gru 23 / tcn / resnet
+#    512 x 8 / hammerstein 1024 x 8 GFLOP/s against the targets (50 % of peak, tcn = gru,
+#    60 % of peak).
 # 1c. bench/threads_bench.sh (BENCH_THREADS=0 skips it; ~1.5 min): the recipe at 1 rank x 1
 #    thread, 1 x 2 threads (passive and active waiting), 2 ranks x 1 thread: speed-up
 #    against 1.7x, equal losses; resnet 512 x 8 at 1 and 2 threads (BENCH_THREADS_LARGE).

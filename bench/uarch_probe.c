@@ -52,7 +52,8 @@ static float buf[1024] __attribute__((aligned(64)));
     "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",        \
         "xmm13", "xmm14", "xmm15"
 
-/* 12 instructions OP with sources ymm13 ymm14 (or a memory operand) into ymm0-11. */
+/* 12 instructions OP into ymm0-11 (from ymm13 and ymm14 or a memory operand; the fused
+ * multiply-adds also read their destination: 12 independent chains). */
 #define R12(op)                                                                                                        \
     op "%%ymm0\n" op "%%ymm1\n" op "%%ymm2\n" op "%%ymm3\n" op "%%ymm4\n" op "%%ymm5\n" op "%%ymm6\n" op "%%ymm7\n" op \
        "%%ymm8\n" op "%%ymm9\n" op "%%ymm10\n" op "%%ymm11\n"
@@ -112,12 +113,12 @@ int main(void) {
     if (avx512) {
         BEST(s, LOOP_AFTER("vbroadcastss %2, %%zmm13\nvbroadcastss %3, %%zmm14\n",
                            "vdivps %%zmm13, %%zmm14, %%zmm0\nvdivps %%zmm13, %%zmm14, %%zmm1\n"
-                     "vdivps %%zmm13, %%zmm14, %%zmm2\nvdivps %%zmm13, %%zmm14, %%zmm3\n"
-                     "vdivps %%zmm13, %%zmm14, %%zmm4\nvdivps %%zmm13, %%zmm14, %%zmm5\n"
-                     "vdivps %%zmm13, %%zmm14, %%zmm6\nvdivps %%zmm13, %%zmm14, %%zmm7\n"
-                     "vdivps %%zmm13, %%zmm14, %%zmm8\nvdivps %%zmm13, %%zmm14, %%zmm9\n"
-                     "vdivps %%zmm13, %%zmm14, %%zmm10\nvdivps %%zmm13, %%zmm14, %%zmm11\n",
-                     YMM_CLOBBERS));
+                           "vdivps %%zmm13, %%zmm14, %%zmm2\nvdivps %%zmm13, %%zmm14, %%zmm3\n"
+                           "vdivps %%zmm13, %%zmm14, %%zmm4\nvdivps %%zmm13, %%zmm14, %%zmm5\n"
+                           "vdivps %%zmm13, %%zmm14, %%zmm6\nvdivps %%zmm13, %%zmm14, %%zmm7\n"
+                           "vdivps %%zmm13, %%zmm14, %%zmm8\nvdivps %%zmm13, %%zmm14, %%zmm9\n"
+                           "vdivps %%zmm13, %%zmm14, %%zmm10\nvdivps %%zmm13, %%zmm14, %%zmm11\n",
+                           YMM_CLOBBERS));
         div512 = s * cyc / 12.0;
     }
     BEST(s, LOOP(MIX6("vblendvps %%ymm15, %%ymm13, %%ymm14, "), YMM_CLOBBERS));
