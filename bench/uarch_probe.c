@@ -1,9 +1,10 @@
 /* Issue rates, on one core, of the vector instructions that the depthwise convolution and
- * GRU kernels lean on: vector loads and stores, fused multiply-adds, divisions, and a
- * multiply next to vblendvps or vandps. They explain why a kernel runs as it does on a
- * machine kind (docs/performance.md, "What bounds tcn's depthwise kernels at AVX2"):
- * on the AMD Zen 5 guest, for example, vector loads issue at two per cycle whether 256 or
- * 512 bits wide, so a kernel bound by its loads moves half the bytes per cycle at AVX2.
+ * GRU kernels lean on: vector loads and stores (to the same addresses, and as a stream),
+ * fused multiply-adds, divisions, and a multiply next to vblendvps or vandps. They explain
+ * why a kernel runs as it does on a machine kind (docs/performance.md, "What bounds tcn's
+ * depthwise kernels at AVX2"): on the AMD Zen 5 guest, for example, vector loads issue at
+ * two per cycle whether 256 or 512 bits wide, so a kernel bound by its loads moves half
+ * the bytes per cycle at AVX2.
  *
  *   ./uarch_probe        prints one JSON object (bench/simd_bench.sh prints it too)
  *
@@ -25,7 +26,7 @@ static double now(void) {
 }
 
 #define ITERS 20000000L
-static float buf[1024] __attribute__((aligned(64)));
+static float buf[2048] __attribute__((aligned(64))); /* 8 KB */
 
 /* Best-of-5 seconds of one loop body (an asm block of ITERS iterations). */
 #define BEST(secs, ASM)                                                                                                \
@@ -79,7 +80,7 @@ int main(void) {
         printf("{\"error\": \"uarch_probe needs AVX2 and FMA\"}\n");
         return 0;
     }
-    for (int i = 0; i < 1024; i++) buf[i] = 1.0f + (float)(i % 7);
+    for (int i = 0; i < 2048; i++) buf[i] = 1.0f + (float)(i % 7);
     double s, hz;
     /* clock: 4 dependent adds per iteration */
     BEST(s, __asm__ volatile("mov %0, %%rcx\nxor %%eax, %%eax\n1:\nadd $1, %%rax\nadd $1, %%rax\nadd $1, %%rax\n"
@@ -90,7 +91,7 @@ int main(void) {
     hz = 4.0 * (double)ITERS / s;
     const double cyc = hz / (double)ITERS; /* cycles per iteration = seconds * cyc */
     const int avx512 = __builtin_cpu_supports("avx512f");
-    double ld256, ld512 = 0, st256, fma256, div256, div512 = 0, mulblend, muland;
+    double ld256, ld512 = 0, st256, st256s, fma256, div256, div512 = 0, mulblend, muland;
     BEST(s, LOOP(R12("vmovups 64(%1), "), YMM_CLOBBERS));
     ld256 = 12.0 / (s * cyc);
     if (avx512) {
@@ -101,11 +102,20 @@ int main(void) {
                      YMM_CLOBBERS));
         ld512 = 12.0 / (s * cyc);
     }
+    /* the same 8 addresses every iteration (stores to one line may merge), then a 4 KB
+     * stream (16 iterations of 8 stores, 256 bytes apart), as a kernel writes its output */
     BEST(s, LOOP("vmovups %%ymm13, 0(%1)\nvmovups %%ymm13, 32(%1)\nvmovups %%ymm13, 64(%1)\n"
                  "vmovups %%ymm13, 96(%1)\nvmovups %%ymm13, 128(%1)\nvmovups %%ymm13, 160(%1)\n"
                  "vmovups %%ymm13, 192(%1)\nvmovups %%ymm13, 224(%1)\n",
                  YMM_CLOBBERS));
     st256 = 8.0 / (s * cyc);
+    BEST(s, LOOP("lea 4096(%1), %%rdx\nmov %1, %%rax\n2:\n"
+                 "vmovups %%ymm13, 0(%%rax)\nvmovups %%ymm13, 32(%%rax)\nvmovups %%ymm13, 64(%%rax)\n"
+                 "vmovups %%ymm13, 96(%%rax)\nvmovups %%ymm13, 128(%%rax)\nvmovups %%ymm13, 160(%%rax)\n"
+                 "vmovups %%ymm13, 192(%%rax)\nvmovups %%ymm13, 224(%%rax)\nadd $256, %%rax\ncmp %%rdx, %%rax\n"
+                 "jne 2b\n",
+                 "rax", "rdx", YMM_CLOBBERS));
+    st256s = 128.0 / (s * cyc);
     BEST(s, LOOP(R12("vfmadd231ps %%ymm13, %%ymm14, "), YMM_CLOBBERS));
     fma256 = 12.0 / (s * cyc);
     BEST(s, LOOP(R12("vdivps %%ymm13, %%ymm14, "), YMM_CLOBBERS));
@@ -126,9 +136,10 @@ int main(void) {
     BEST(s, LOOP(MIX6("vandps %%ymm13, %%ymm14, "), YMM_CLOBBERS));
     muland = s * cyc;
     printf("{\"clock_ghz\": %.2f, \"ymm_loads_per_cycle\": %.2f, \"zmm_loads_per_cycle\": %.2f, "
-           "\"ymm_stores_per_cycle\": %.2f, \"ymm_fma_per_cycle\": %.2f, \"ymm_div_cycles\": %.2f, "
-           "\"zmm_div_cycles\": %.2f, \"six_mul_six_blendv_cycles\": %.2f, \"six_mul_six_and_cycles\": %.2f}\n",
-           hz * 1e-9, ld256, ld512, st256, fma256, div256, div512, mulblend, muland);
+           "\"ymm_stores_per_cycle\": %.2f, \"ymm_stream_stores_per_cycle\": %.2f, \"ymm_fma_per_cycle\": %.2f, "
+           "\"ymm_div_cycles\": %.2f, \"zmm_div_cycles\": %.2f, \"six_mul_six_blendv_cycles\": %.2f, "
+           "\"six_mul_six_and_cycles\": %.2f}\n",
+           hz * 1e-9, ld256, ld512, st256, st256s, fma256, div256, div512, mulblend, muland);
     return 0;
 }
 
