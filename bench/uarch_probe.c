@@ -1,6 +1,6 @@
 /* Issue rates, on one core, of the vector instructions that the depthwise convolution and
  * GRU kernels lean on: vector loads and stores (to the same addresses, and as a stream),
- * fused multiply-adds, divisions, and a multiply next to vblendvps or vandps. They explain
+ * fused multiply-adds, divisions, and a multiply next to vblendvps, vandps or vmaxps. They explain
  * why a kernel runs as it does on a machine kind (docs/performance.md, "What bounds tcn's
  * depthwise kernels at AVX2"): on the AMD Zen 5 guest, for example, vector loads issue at
  * two per cycle whether 256 or 512 bits wide, so a kernel bound by its loads moves half
@@ -90,7 +90,7 @@ int main(void) {
     hz = 4.0 * (double)ITERS / s;
     const double cyc = hz / (double)ITERS; /* cycles per iteration = seconds * cyc */
     const int avx512 = __builtin_cpu_supports("avx512f");
-    double ld256, ld512 = 0, st256, st256s, fma256, div256, div512 = 0, mulblend, muland;
+    double ld256, ld512 = 0, st256, st256s, fma256, div256, div512 = 0, mulblend, muland, mulmax;
     BEST(s, LOOP(R12("vmovups 64(%1), "), YMM_CLOBBERS));
     ld256 = 12.0 / (s * cyc);
     if (avx512) {
@@ -134,11 +134,13 @@ int main(void) {
     mulblend = s * cyc;
     BEST(s, LOOP(MIX6("vandps %%ymm13, %%ymm14, "), YMM_CLOBBERS));
     muland = s * cyc;
+    BEST(s, LOOP(MIX6("vmaxps %%ymm13, %%ymm14, "), YMM_CLOBBERS));
+    mulmax = s * cyc;
     printf("{\"clock_ghz\": %.2f, \"ymm_loads_per_cycle\": %.2f, \"zmm_loads_per_cycle\": %.2f, "
            "\"ymm_stores_per_cycle\": %.2f, \"ymm_stream_stores_per_cycle\": %.2f, \"ymm_fma_per_cycle\": %.2f, "
            "\"ymm_div_cycles\": %.2f, \"zmm_div_cycles\": %.2f, \"six_mul_six_blendv_cycles\": %.2f, "
-           "\"six_mul_six_and_cycles\": %.2f}\n",
-           hz * 1e-9, ld256, ld512, st256, st256s, fma256, div256, div512, mulblend, muland);
+           "\"six_mul_six_and_cycles\": %.2f, \"six_mul_six_max_cycles\": %.2f}\n",
+           hz * 1e-9, ld256, ld512, st256, st256s, fma256, div256, div512, mulblend, muland, mulmax);
     return 0;
 }
 

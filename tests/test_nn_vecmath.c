@@ -9,8 +9,12 @@
  *   kernels' bit-identity rests on it); NaN propagates.
  * The measured errors are printed (docs/performance.md quotes them), also those of the
  * scalar dd_nn_sigmoidf / dd_nn_tanhf of the generic path over the same inputs.
- * Unoptimised, sanitizer and valgrind runs check every 61st float only. Skips (77) on a CPU
- * without AVX2. */
+ * - Hardswish (the vector form of src/nn/conv_fast_impl.h, through dd_act_forward) gives
+ *   the generic loop's bits at AVX2 and AVX-512 for every float32 bit pattern, NaNs
+ *   included (issue 17: min and max in place of two blends; -3 gives -0 as the loop).
+ * Unoptimised, sanitizer and valgrind runs check every 61st float only (every 509th for
+ * Hardswish). Skips (77) on a CPU without AVX2. */
+#include <inttypes.h>
 #include <stdint.h>
 
 #include "distdpd/nn.h"
@@ -81,6 +85,37 @@ static void sweep(int f, uint32_t lo, uint32_t hi, uint32_t step, const int *lev
     }
 }
 
+/* Hardswish at each level against the generic loop over the bit patterns 0, step, 2 step,
+ * ... (all 2^32 for step 1); returns the inputs tried, *ndiff those whose output bits
+ * differ at some level, *first the first of them. */
+static uint64_t hswish_sweep(uint32_t step, const int *levels, int nl, uint64_t *ndiff, uint32_t *first) {
+    static union {
+        uint32_t u[CHUNK];
+        float f[CHUNK];
+    } x;
+    static float ref[CHUNK], out[CHUNK];
+    const float *in = x.f;
+    uint64_t n_all = 0;
+    *ndiff = 0;
+    for (uint64_t b0 = 0; b0 < ((uint64_t)1 << 32); b0 += (uint64_t)CHUNK * step) {
+        const uint64_t left = (((uint64_t)1 << 32) - b0 + step - 1) / step;
+        const size_t n = left < CHUNK ? (size_t)left : CHUNK;
+        for (size_t i = 0; i < n; i++) x.u[i] = (uint32_t)b0 + (uint32_t)i * step;
+        dd_nn_simd_set(DD_SIMD_GENERIC);
+        dd_act_forward(DD_ACT_HARDSWISH, ref, in, n);
+        for (int l = 0; l < nl; l++) {
+            dd_nn_simd_set(levels[l]);
+            dd_act_forward(DD_ACT_HARDSWISH, out, in, n);
+            if (memcmp(out, ref, n * sizeof(float)) != 0)
+                for (size_t i = 0; i < n; i++)
+                    if (bitsf(out[i]) != bitsf(ref[i]) && (*ndiff)++ == 0) *first = bitsf(in[i]);
+        }
+        n_all += n;
+    }
+    dd_nn_simd_set(levels[0]);
+    return n_all;
+}
+
 int main(void) {
     int levels[2], nl = 0;
     if (dd_nn_simd_supported() >= DD_SIMD_AVX512) levels[nl++] = DD_SIMD_AVX512;
@@ -111,6 +146,29 @@ int main(void) {
           et.ndiff);
     CHECK(es.n * step > 500000000u && et.n * step > 400000000u, "sweeps too short: %zu %zu", es.n,
           et.n);
+
+    /* Hardswish: every float (every 509th in the slow builds) */
+    uint64_t hdiff = 0;
+    uint32_t hfirst = 0;
+    const uint64_t hn = hswish_sweep(step == 1 ? 1 : 509, levels, nl, &hdiff, &hfirst);
+    printf("hardswish over %" PRIu64 " floats: %" PRIu64 " differ from the generic loop\n", hn, hdiff);
+    CHECK(hdiff == 0, "hardswish: %" PRIu64 " outputs differ from the generic loop, first at x = %a (bits %08" PRIx32
+          ")", hdiff, (double)fbits(hfirst), hfirst);
+    CHECK(hn * (step == 1 ? 1 : 509) >= ((uint64_t)1 << 32) - 509, "hardswish sweep too short: %" PRIu64, hn);
+    /* the kinks by the definition, in whole vectors at every level */
+    const float hv[4] = {-3.0f, -3.0000002f, 3.0f, 2.9999998f};
+    float hx[16], hy[16];
+    for (int i = 0; i < 16; i++) hx[i] = hv[i % 4];
+    for (int l = 0; l < nl; l++) {
+        dd_nn_simd_set(levels[l]);
+        dd_act_forward(DD_ACT_HARDSWISH, hy, hx, 16);
+        for (int i = 0; i < 16; i += 4)
+            CHECK(hy[i] == 0 && signbit(hy[i]) && hy[i + 1] == 0 && !signbit(hy[i + 1]) && hy[i + 2] == 3.0f &&
+                      hy[i + 3] == 2.9999998f * (2.9999998f + 3) / 6,
+                  "hardswish(-3, -3-, 3, 3-) = %a %a %a %a", (double)hy[i], (double)hy[i + 1], (double)hy[i + 2],
+                  (double)hy[i + 3]);
+    }
+    dd_nn_simd_set(levels[0]);
 
     /* tiny inputs, the clamps and NaN, at every level */
     float x[12] = {0.0f, -0.0f, 0x1p-27f, -0x1p-100f, 88.0f, -88.0f, 1e4f, -1e4f,

@@ -234,7 +234,8 @@ void dd_conv1d_backward_f64(double *din, double *dw, double *db, const double *d
  * both when available (the one not needed may be NULL). din must not alias dout.
  *   tanh; sigmoid 1/(1+e^-x); ReLU max(x,0) with f'(0) = 0 (as torch);
  *   Hardswish x*relu6(x+3)/6 with f' = 0 (x < -3), x/3 + 1/2 (-3 <= x <= 3), 1 (x > 3)
- *   (torch's hardswish_backward convention at the kinks).
+ *   (torch's hardswish_backward convention at the kinks); in floats 0 (x < -3), x (x >= 3),
+ *   x*(x+3)/6 otherwise (-0 at x = -3), at every SIMD level.
  */
 typedef enum {
     DD_ACT_IDENTITY = 0,

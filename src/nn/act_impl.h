@@ -20,7 +20,7 @@ void RFN(dd_act_forward)(dd_act a, dd_real *out, const dd_real *in, size_t n) {
     case DD_ACT_HARDSWISH:
         for (size_t i = 0; i < n; i++) {
             dd_real x = in[i];
-            out[i] = x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+            out[i] = x < -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6; /* -3: -0 */
         }
         break;
     case DD_ACT_IDENTITY:

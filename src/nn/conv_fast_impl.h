@@ -30,18 +30,18 @@
 
 /* Hardswish of a vector and p + g hardswish'(x): the operations of the scalar loops of
  * act_impl.h, so that every float comes out as there (the activations below and the fused
- * depthwise layers use them). */
+ * depthwise layers use them).
+ *
+ * Hardswish is 0 for x < -3, x for x >= 3 and h = x (x + 3) / 6 between (x = -3 gives h,
+ * -0), computed as min(max(x, 0), h) without blends (vblendvps issues where multiplies do,
+ * max and min beside them: bench/uarch_probe.c). It is exact because the rounded h is
+ * never below x for x >= 3, never above it for 0 <= x < 3, not above zero for -3 < x < 0
+ * and not below zero for x <= -3; max and min return their second operand when both are zeros
+ * or one is NaN, which gives -0 for x = -0 and x = -3, +0 for x < -3 and h's NaN for a
+ * NaN. test_nn_vecmath compares it with the scalar loop for all 2^32 inputs. */
 static inline __attribute__((always_inline)) VF VSUF(hswish_v)(VF x) {
-    const VF zero = VZERO(), three = VSET1(3.0f), mthree = VSET1(-3.0f), six = VSET1(6.0f);
-    VF y = VDIV(VMUL(x, VADD(x, three)), six);
-#if defined(DD_VEC_AVX512)
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GE_OQ), x);
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, mthree, _CMP_LE_OQ), zero);
-#else
-    y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, three, _CMP_GE_OQ));
-    y = _mm256_blendv_ps(y, zero, _mm256_cmp_ps(x, mthree, _CMP_LE_OQ));
-#endif
-    return y;
+    const VF zero = VZERO(), three = VSET1(3.0f), six = VSET1(6.0f);
+    return VMIN(VMAX(x, zero), VDIV(VMUL(x, VADD(x, three)), six));
 }
 
 static inline __attribute__((always_inline)) VF VSUF(hswish_bwd_v)(VF p, VF x, VF g) {
@@ -880,7 +880,7 @@ void VSUF(dd_nn_act_fwd_fast)(int a, float *out, const float *in, size_t n) {
         for (; i < nf; i += VW) VSTORE(out + i, VSUF(hswish_v)(VLOAD(in + i)));
         for (; i < n; i++) {
             const float x = in[i];
-            out[i] = x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+            out[i] = x < -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
         }
     }
 }
