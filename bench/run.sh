@@ -36,7 +36,7 @@
 #    RSS of `distdpd eval` from 0.4 M to 50 M samples against the ~1 byte-per-byte target.
 # Knobs of recipe_bench.sh: BENCH_ROUNDS, BENCH_EPOCHS, BENCH_STEPS, BENCH_TWO_THREADS,
 # BENCH_RSS, BENCH_RSS_SIZES, BENCH_PYTHON; of simd_bench.sh: BENCH_SIMD_ROUNDS,
-# BENCH_SIMD_LARGE, BENCH_SIMD_BASE; of threads_bench.sh: BENCH_THREADS_ROUNDS,
+# BENCH_SIMD_LARGE, BENCH_SIMD_BASE, BENCH_SIMD_PAIR; of threads_bench.sh: BENCH_THREADS_ROUNDS,
 # BENCH_THREADS_EPOCHS, BENCH_THREADS_LARGE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
