@@ -150,11 +150,12 @@ int main(void) {
     /* Hardswish: every float (every 509th in the slow builds) */
     uint64_t hdiff = 0;
     uint32_t hfirst = 0;
-    const uint64_t hn = hswish_sweep(step == 1 ? 1 : 509, levels, nl, &hdiff, &hfirst);
+    const uint32_t hstep = step == 1 ? 1 : 509;
+    const uint64_t hn = hswish_sweep(hstep, levels, nl, &hdiff, &hfirst);
     printf("hardswish over %" PRIu64 " floats: %" PRIu64 " differ from the generic loop\n", hn, hdiff);
     CHECK(hdiff == 0, "hardswish: %" PRIu64 " outputs differ from the generic loop, first at x = %a (bits %08" PRIx32
           ")", hdiff, (double)fbits(hfirst), hfirst);
-    CHECK(hn * (step == 1 ? 1 : 509) >= ((uint64_t)1 << 32) - 509, "hardswish sweep too short: %" PRIu64, hn);
+    CHECK(hn * hstep >= ((uint64_t)1 << 32) - hstep, "hardswish sweep too short: %" PRIu64, hn);
     /* the kinks by the definition, in whole vectors at every level */
     const float hv[4] = {-3.0f, -3.0000002f, 3.0f, 2.9999998f};
     float hx[16], hy[16];
