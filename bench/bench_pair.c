@@ -1,7 +1,7 @@
 /* Two models' training throughput, side by side in one process: short chunks of steps of
  * model A and model B in turn, so both see the same machine state. On a shared or
  * virtualised machine the speed of one core can change by 20-30 % for seconds at a time
- * (docs/performance.md, "tcn = gru, paired in one process"); two separate processes of a
+ * (docs/performance.md, "tcn against gru in one process"); two separate processes of a
  * second each then land in different states, and the ratio of their medians says more
  * about the machine than about the models. Here each round times a chunk of A and a chunk
  * of B a fraction of a second apart (the order alternates by round: AB, BA, ...), one
