@@ -19,20 +19,12 @@
  *  "ratio", "ratio_q1", "ratio_q3"} (medians and the ratio's quartiles). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "bench_util.h"
 #include "distdpd/dataset.h"
 #include "distdpd/model.h"
 #include "distdpd/nn.h"
 #include "distdpd/train.h"
-
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct {
     dd_trainer *tr;
@@ -75,10 +67,10 @@ static int side_prepare(side *s, uint64_t need, int n) {
 /* GFLOP/s of `chunk` steps (CPU time), after one untimed step; < 0 on error. */
 static double side_chunk(side *s, int chunk) {
     if (side_prepare(s, (uint64_t)chunk + 1, 1) != 0) return -1.0;
-    const double c0 = cpu_now();
+    const double c0 = bench_cpu_s();
     for (int i = 0; i < chunk; i++)
         if (dd_trainer_step(s->tr, NULL) != DD_OK) return -1.0;
-    return s->flops_per_step * chunk / (cpu_now() - c0) * 1e-9;
+    return s->flops_per_step * chunk / (bench_cpu_s() - c0) * 1e-9;
 }
 
 static double median(double *v, int n) {

@@ -25,20 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "distdpd/dataset.h"
 #include "distdpd/model.h"
 #include "distdpd/nn.h"
 #include "distdpd/train.h"
-
-/* CPU seconds of this process (less sensitive than wall time to other jobs on the
- * machine; the bench reports both). */
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static long maxrss_kb(void) {
     struct rusage ru;
@@ -107,10 +99,10 @@ int main(int argc, char **argv) {
         double loss;
         for (int i = 0; i < 3; i++)
             if (dd_trainer_step(tr, &loss) != DD_OK) goto fail;
-        double t0 = dd_now(), c0 = cpu_now();
+        double t0 = dd_now(), c0 = bench_cpu_s();
         for (long i = 0; i < steps; i++)
             if (dd_trainer_step(tr, &loss) != DD_OK) goto fail;
-        double dt = dd_now() - t0, dc = cpu_now() - c0;
+        double dt = dd_now() - t0, dc = bench_cpu_s() - c0;
         double samples = (double)steps * (double)cfg.batch * (double)cfg.frame;
         printf("{\"model\": \"%s\", \"hidden\": %d, \"params\": %zu, \"steps\": %ld, \"samples\": %.0f, "
                "\"time_s\": %.4f, \"cpu_s\": %.4f, \"msamples_per_s\": %.4f, \"flops_per_sample\": %.1f, "

@@ -1,16 +1,25 @@
-/* Shared parts of the C benchmarks (bench/bench_*.c, built by their scripts with mpicc
- * -Iinclude): a comparison for qsort of doubles (medians), and the set-up of the MPI
- * training benchmarks that take "DATA MODEL HIDDEN LAYERS KERNEL BATCH STEPS" as their
- * first arguments. Header-only. */
+/* Shared parts of the C benchmarks (bench/bench_*.c, built by their scripts with cc or
+ * mpicc -Iinclude): the process CPU time, a comparison for qsort of doubles (medians), and
+ * the set-up of the MPI training benchmarks that take "DATA MODEL HIDDEN LAYERS KERNEL
+ * BATCH STEPS" as their first arguments. Header-only. */
 #ifndef DD_BENCH_UTIL_H
 #define DD_BENCH_UTIL_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "distdpd/comm.h"
 #include "distdpd/dataset.h"
 #include "distdpd/train.h"
+
+/* Seconds of CPU time of this process (steadier than wall time on a shared machine: a
+ * preempted process does not count the wait). */
+static inline double bench_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static inline int bench_cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
