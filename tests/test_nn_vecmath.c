@@ -9,9 +9,12 @@
  *   kernels' bit-identity rests on it); NaN propagates.
  * The measured errors are printed (docs/performance.md quotes them), also those of the
  * scalar dd_nn_sigmoidf / dd_nn_tanhf of the generic path over the same inputs.
- * - Hardswish (the vector form of src/nn/conv_fast_impl.h, through dd_act_forward) gives
- *   the generic loop's bits at AVX2 and AVX-512 for every float32 bit pattern, NaNs
- *   included (issue 17: min and max in place of two blends; -3 gives -0 as the loop).
+ * - Hardswish (the vector form of src/nn/conv_fast_impl.h, through dd_act_forward and
+ *   dd_act_backward) gives the generic loop's bits at AVX2 and AVX-512 for every float32
+ *   bit pattern, NaNs included, forward and slope (issue 17: min and max in place of two
+ *   blends; -3 gives -0 as the loop); the loop's x (x + 3) / 6 within 2e-7 relative of
+ *   the exact value and its slope x / 3 + 1/2 within 1e-7 (issue 17: both divisions are
+ *   multiplications by the reciprocals).
  * Unoptimised, sanitizer and valgrind runs check every 61st float only (every 509th for
  * Hardswish). Skips (77) on a CPU without AVX2. */
 #include <inttypes.h>
@@ -86,29 +89,52 @@ static void sweep(int f, uint32_t lo, uint32_t hi, uint32_t step, const int *lev
 }
 
 /* Hardswish at each level against the generic loop over the bit patterns 0, step, 2 step,
- * ... (all 2^32 for step 1); returns the inputs tried, *ndiff those whose output bits
- * differ at some level, *first the first of them. */
-static uint64_t hswish_sweep(uint32_t step, const int *levels, int nl, uint64_t *ndiff, uint32_t *first) {
+ * ... (all 2^32 for step 1), forward and backward (dout 1 into din 0: the slope); returns
+ * the inputs tried, *ndiff those whose output bits differ at some level, *first the first
+ * of them. The generic loop's float32 against the exact definition in double: *fwd_rel the
+ * largest relative error of x (x + 3) / 6 for -3 < x < 3 (|x| >= 2^-120: below, the
+ * result is subnormal), *slope_abs the largest absolute error of x / 3 + 1/2 for
+ * -3 <= x <= 3. */
+static uint64_t hswish_sweep(uint32_t step, const int *levels, int nl, uint64_t *ndiff, uint32_t *first,
+                             double *fwd_rel, double *slope_abs) {
     static union {
         uint32_t u[CHUNK];
         float f[CHUNK];
     } x;
-    static float ref[CHUNK], out[CHUNK];
+    static float ref[CHUNK], out[CHUNK], dref[CHUNK], dout[CHUNK], ones[CHUNK];
     const float *in = x.f;
     uint64_t n_all = 0;
     *ndiff = 0;
+    *fwd_rel = *slope_abs = 0;
+    for (size_t i = 0; i < CHUNK; i++) ones[i] = 1.0f;
     for (uint64_t b0 = 0; b0 < ((uint64_t)1 << 32); b0 += (uint64_t)CHUNK * step) {
         const uint64_t left = (((uint64_t)1 << 32) - b0 + step - 1) / step;
         const size_t n = left < CHUNK ? (size_t)left : CHUNK;
         for (size_t i = 0; i < n; i++) x.u[i] = (uint32_t)b0 + (uint32_t)i * step;
         dd_nn_simd_set(DD_SIMD_GENERIC);
         dd_act_forward(DD_ACT_HARDSWISH, ref, in, n);
+        memset(dref, 0, n * sizeof(float));
+        dd_act_backward(DD_ACT_HARDSWISH, dref, ones, in, NULL, n);
+        for (size_t i = 0; i < n; i++) {
+            const double xd = in[i];
+            if (xd > -3 && xd < 3 && fabs(xd) >= 0x1p-120) {
+                const double e = fabs((ref[i] - xd * (xd + 3) / 6) / (xd * (xd + 3) / 6));
+                if (e > *fwd_rel) *fwd_rel = e;
+            }
+            if (xd >= -3 && xd <= 3) {
+                const double e = fabs(dref[i] - (xd / 3 + 0.5));
+                if (e > *slope_abs) *slope_abs = e;
+            }
+        }
         for (int l = 0; l < nl; l++) {
             dd_nn_simd_set(levels[l]);
             dd_act_forward(DD_ACT_HARDSWISH, out, in, n);
-            if (memcmp(out, ref, n * sizeof(float)) != 0)
+            memset(dout, 0, n * sizeof(float));
+            dd_act_backward(DD_ACT_HARDSWISH, dout, ones, in, NULL, n);
+            if (memcmp(out, ref, n * sizeof(float)) != 0 || memcmp(dout, dref, n * sizeof(float)) != 0)
                 for (size_t i = 0; i < n; i++)
-                    if (bitsf(out[i]) != bitsf(ref[i]) && (*ndiff)++ == 0) *first = bitsf(in[i]);
+                    if ((bitsf(out[i]) != bitsf(ref[i]) || bitsf(dout[i]) != bitsf(dref[i])) && (*ndiff)++ == 0)
+                        *first = bitsf(in[i]);
         }
         n_all += n;
     }
@@ -151,10 +177,15 @@ int main(void) {
     uint64_t hdiff = 0;
     uint32_t hfirst = 0;
     const uint32_t hstep = step == 1 ? 1 : 509;
-    const uint64_t hn = hswish_sweep(hstep, levels, nl, &hdiff, &hfirst);
-    printf("hardswish over %" PRIu64 " floats: %" PRIu64 " differ from the generic loop\n", hn, hdiff);
+    double hrel = 0, hslope = 0;
+    const uint64_t hn = hswish_sweep(hstep, levels, nl, &hdiff, &hfirst, &hrel, &hslope);
+    printf("hardswish over %" PRIu64 " floats: %" PRIu64 " differ from the generic loop (forward or slope); "
+           "max rel err %.3g (-3 < x < 3), slope max abs err %.3g\n",
+           hn, hdiff, hrel, hslope);
     CHECK(hdiff == 0, "hardswish: %" PRIu64 " outputs differ from the generic loop, first at x = %a (bits %08" PRIx32
           ")", hdiff, (double)fbits(hfirst), hfirst);
+    /* the reciprocals of 6 and 3 (simd.h): 1.8e-7 and 6e-8 measured over every float */
+    CHECK(hrel <= 2e-7 && hslope <= 1e-7, "hardswish: max rel err %g, slope max abs err %g", hrel, hslope);
     CHECK(hn * hstep >= ((uint64_t)1 << 32) - hstep, "hardswish sweep too short: %" PRIu64, hn);
     /* the kinks by the definition, in whole vectors at every level */
     const float hv[4] = {-3.0f, -3.0000002f, 3.0f, 2.9999998f};
@@ -165,7 +196,7 @@ int main(void) {
         dd_act_forward(DD_ACT_HARDSWISH, hy, hx, 16);
         for (int i = 0; i < 16; i += 4)
             CHECK(hy[i] == 0 && signbit(hy[i]) && hy[i + 1] == 0 && !signbit(hy[i + 1]) && hy[i + 2] == 3.0f &&
-                      hy[i + 3] == 2.9999998f * (2.9999998f + 3) / 6,
+                      hy[i + 3] == 2.9999998f * (2.9999998f + 3) * (1.0f / 6),
                   "hardswish(-3, -3-, 3, 3-) = %a %a %a %a", (double)hy[i], (double)hy[i + 1], (double)hy[i + 2],
                   (double)hy[i + 3]);
     }

@@ -1,6 +1,18 @@
 /* Elementwise kernels (activations, residual add, channel concat), written once for
  * dd_real (see nn_real.h); included by act.c for float and double. */
 
+/* Hardswish's middle piece x (x + 3) / 6 and its slope x / 3 + 1/2: float32 multiplies by
+ * the rounded reciprocals (as the SIMD kernels, simd.h), float64 divides. */
+#undef HS_MID
+#undef HS_SLOPE
+#if DD_NN_DOUBLE
+#define HS_MID(x) ((x) * ((x) + 3) / 6)
+#define HS_SLOPE(x) ((x) / 3 + 0.5)
+#else
+#define HS_MID(x) ((x) * ((x) + 3) * DD_HS_SIXTH)
+#define HS_SLOPE(x) ((x) * DD_HS_THIRD + 0.5f)
+#endif
+
 void RFN(dd_act_forward)(dd_act a, dd_real *out, const dd_real *in, size_t n) {
 #if !DD_NN_DOUBLE
     if (dd_nn_act_fwd(dd_nn_simd_level(), (int)a, out, in, n)) return; /* ReLU, Hardswish */
@@ -20,7 +32,7 @@ void RFN(dd_act_forward)(dd_act a, dd_real *out, const dd_real *in, size_t n) {
     case DD_ACT_HARDSWISH:
         for (size_t i = 0; i < n; i++) {
             dd_real x = in[i];
-            out[i] = x < -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6; /* -3: -0 */
+            out[i] = x < -3 ? 0 : x >= 3 ? x : HS_MID(x); /* -3: -0 */
         }
         break;
     case DD_ACT_IDENTITY:
@@ -53,7 +65,7 @@ void RFN(dd_act_backward)(dd_act a, dd_real *din, const dd_real *dout, const dd_
             if (x > 3)
                 din[i] += dout[i];
             else if (x >= -3)
-                din[i] += dout[i] * (x / 3 + (dd_real)0.5);
+                din[i] += dout[i] * HS_SLOPE(x);
         }
         break;
     case DD_ACT_IDENTITY:

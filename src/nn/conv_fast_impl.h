@@ -32,22 +32,28 @@
  * act_impl.h, so that every float comes out as there (the activations below and the fused
  * depthwise layers use them).
  *
- * Hardswish is 0 for x < -3, x for x >= 3 and h = x (x + 3) / 6 between (x = -3 gives h,
- * -0), computed as min(max(x, 0), h) without blends (vblendvps issues where multiplies do,
- * max and min beside them: bench/uarch_probe.c). It is exact because the rounded h is
- * never below x for x >= 3, never above it for 0 <= x < 3, not above zero for -3 < x < 0
- * and not below zero for x <= -3; max and min return their second operand when both are zeros
- * or one is NaN, which gives -0 for x = -0 and x = -3, +0 for x < -3 and h's NaN for a
- * NaN. test_nn_vecmath compares it with the scalar loop for all 2^32 inputs. */
+ * Hardswish is 0 for x < -3, x for x >= 3 and h = x (x + 3) * (1/6) between (x = -3 gives
+ * h, -0), computed as min(max(x, 0), h) without blends (vblendvps issues where multiplies
+ * do, max and min beside them: bench/uarch_probe.c). The divisions by 6 and 3 of the
+ * definition are multiplications by the rounded reciprocals (DD_HS_SIXTH, DD_HS_THIRD in
+ * nn_private.h): a division issues once per 2.5 cycles on the AMD Zen 5 guest and tcn's
+ * kernels run one per vector (docs/performance.md, "Hardswish by reciprocals"); h is then
+ * within 1.8e-7 of the exact value (relative, measured over every float in (-3, 3) by
+ * test_nn_vecmath), where the division gave 1.5e-7. min(max(x, 0), h) is exact because
+ * the rounded h is never below x for x >= 3, never above it for 0 <= x < 3, not above zero
+ * for -3 < x < 0 and not below zero for x <= -3; max and min return their second operand
+ * when both are zeros or one is NaN, which gives -0 for x = -0 and x = -3, +0 for x < -3
+ * and h's NaN for a NaN. test_nn_vecmath compares it with the scalar loop for all 2^32
+ * inputs. */
 static inline __attribute__((always_inline)) VF VSUF(hswish_v)(VF x) {
-    const VF zero = VZERO(), three = VSET1(3.0f), six = VSET1(6.0f);
-    return VMIN(VMAX(x, zero), VDIV(VMUL(x, VADD(x, three)), six));
+    const VF zero = VZERO(), three = VSET1(3.0f), sixth = VSET1(DD_HS_SIXTH);
+    return VMIN(VMAX(x, zero), VMUL(VMUL(x, VADD(x, three)), sixth));
 }
 
 static inline __attribute__((always_inline)) VF VSUF(hswish_bwd_v)(VF p, VF x, VF g) {
-    const VF three = VSET1(3.0f), mthree = VSET1(-3.0f), half = VSET1(0.5f);
-    /* x > 3: p + g;  -3 <= x <= 3: p + g (x/3 + 1/2);  else p */
-    const VF mid = VADD(p, VMUL(g, VADD(VDIV(x, three), half)));
+    const VF three = VSET1(3.0f), mthree = VSET1(-3.0f), half = VSET1(0.5f), third = VSET1(DD_HS_THIRD);
+    /* x > 3: p + g;  -3 <= x <= 3: p + g (x (1/3) + 1/2);  else p */
+    const VF mid = VADD(p, VMUL(g, VADD(VMUL(x, third), half)));
 #if defined(DD_VEC_AVX512)
     VF y = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask(x, mthree, _CMP_GE_OQ), mid);
     y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, three, _CMP_GT_OQ), p, g);
@@ -880,7 +886,7 @@ void VSUF(dd_nn_act_fwd_fast)(int a, float *out, const float *in, size_t n) {
         for (; i < nf; i += VW) VSTORE(out + i, VSUF(hswish_v)(VLOAD(in + i)));
         for (; i < n; i++) {
             const float x = in[i];
-            out[i] = x < -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
+            out[i] = x < -3 ? 0 : x >= 3 ? x : x * (x + 3) * DD_HS_SIXTH;
         }
     }
 }
@@ -909,7 +915,7 @@ void VSUF(dd_nn_act_bwd_fast)(int a, float *din, const float *dout, const float 
             if (x > 3)
                 din[i] += dout[i];
             else if (x >= -3)
-                din[i] += dout[i] * (x / 3 + 0.5f);
+                din[i] += dout[i] * (x * DD_HS_THIRD + 0.5f);
         }
     }
 }

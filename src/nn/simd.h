@@ -325,6 +325,12 @@ int dd_nn_conv_gemm_backward(float *din, float *dw, float *db, const float *dout
                              const float *w, size_t B, size_t T, size_t Ci, size_t Co, size_t K,
                              size_t d, float *ws);
 
+/* Float32 Hardswish divides by 6 and 3 as multiplications by these rounded reciprocals,
+ * in the generic loops (act_impl.h) and the SIMD kernels alike; the float64 layers keep
+ * the divisions (conv_fast_impl.h, hswish_v, says why and how close). */
+#define DD_HS_SIXTH (1.0f / 6.0f)
+#define DD_HS_THIRD (1.0f / 3.0f)
+
 /* ReLU (a = 3) and Hardswish (a = 4) forward / backward (dd_act contract; bit-identical to
  * the generic loops). Return 0, doing nothing, for other activations or the generic level. */
 int dd_nn_act_fwd(int level, int a, float *out, const float *in, size_t n);
