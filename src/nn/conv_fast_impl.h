@@ -36,7 +36,7 @@
  * h, -0), computed as min(max(x, 0), h) without blends (vblendvps issues where multiplies
  * do, max and min beside them: bench/uarch_probe.c). The divisions by 6 and 3 of the
  * definition are multiplications by the rounded reciprocals (DD_HS_SIXTH, DD_HS_THIRD in
- * nn_private.h): a division issues once per 2.5 cycles on the AMD Zen 5 guest and tcn's
+ * simd.h): a division issues once per 2.5 cycles on the AMD Zen 5 guest and tcn's
  * kernels run one per vector (docs/performance.md, "Hardswish by reciprocals"); h is then
  * within 1.8e-7 of the exact value (relative, measured over every float in (-3, 3) by
  * test_nn_vecmath), where the division gave 1.5e-7. min(max(x, 0), h) is exact because
