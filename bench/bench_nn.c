@@ -38,8 +38,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "distdpd/nn.h"
 #include "nn/simd.h"
 
@@ -64,11 +64,7 @@ static float *frand(size_t n, dd_rng *r, double s) {
 
 /* Best-of-reps wall time (best) and process CPU time (cbest) of fn in ms (the CPU time
  * is steadier on a shared machine: a preempted call does not count the wait). */
-static double cpu_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
+static double cpu_ms(void) { return bench_cpu_s() * 1e3; }
 #define TIME_BEST2(best, cbest, reps, body)         \
     do {                                            \
         best = cbest = 1e30;                        \
