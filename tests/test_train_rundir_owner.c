@@ -2,6 +2,8 @@
  * - the owner's lock RUN/.lock: a second writer (a new run, or a resume of a run that is
  *   still training, also from inside the first run) is refused naming the holder's pid; a
  *   process killed with SIGKILL leaves no stale lock; the lock file is emptied on release;
+ *   a holder slow to write its pid is waited for, and the killed owner's line still in the
+ *   file is never named;
  * - a new run into a directory that holds a run, even one without a checkpoint yet, is
  *   refused;
  * - stale temporary files of the run's atomic writers are removed on the next start, and
@@ -12,10 +14,12 @@
  *   configuration but another run) or the data set differs (another one of the same size,
  *   one changed sample); the message names every difference; checkpoints and config.json
  *   of earlier versions (no run id) still resume, and then get one. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -197,6 +201,57 @@ static void refused(const char *run, const char *data, dd_status status, const c
     }
 }
 
+/* A process that holds the lock LOCK_PATH the way another run would, but writes its
+ * "pid host" line only write_after_s seconds after taking the lock (never when < 0). It
+ * holds the lock until *release is closed (or 30 s pass: never a hang). Returns its pid
+ * once it holds the lock, or -1. */
+static pid_t slow_holder(const char *lock_path, double write_after_s, int *release) {
+    int locked[2], hold[2];
+    if (pipe(locked) != 0) return -1;
+    if (pipe(hold) != 0) {
+        close(locked[0]);
+        close(locked[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30);
+        close(locked[0]);
+        close(hold[1]);
+        int fd = open(lock_path, O_RDWR);
+        if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) _exit(3);
+        if (write(locked[1], "L", 1) != 1) _exit(4);
+        if (write_after_s >= 0) {
+            usleep((useconds_t)(write_after_s * 1e6));
+            char line[64];
+            int n = snprintf(line, sizeof line, "%ld slow-holder\n", (long)getpid());
+            if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n) _exit(5);
+        }
+        char c;
+        while (read(hold[0], &c, 1) > 0) { /* until the parent closes its end */ }
+        _exit(0);
+    }
+    close(locked[1]);
+    close(hold[0]);
+    char c = 0;
+    if (pid < 0 || read(locked[0], &c, 1) != 1) {
+        close(locked[0]);
+        close(hold[1]);
+        if (pid > 0) waitpid(pid, NULL, 0);
+        return -1;
+    }
+    close(locked[0]);
+    *release = hold[1];
+    return pid;
+}
+
+static int end_holder(pid_t pid, int release) {
+    close(release);
+    int st = 0;
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 int main(void) {
     const char *tmp = dd_test_tmpdir();
     char data[600], data2[600], data3[600], data4[600], data5[600], R[600], S[600], p[900], msg[1200];
@@ -320,7 +375,30 @@ int main(void) {
     who = dd_test_read(p);
     snprintf(want, sizeof want, "%ld ", (long)child);
     CHECK(who && strncmp(who, want, strlen(want)) == 0, "the dead owner's pid is still in the file: '%s'", who ? who : "");
-    free(who);
+    char dead_line[320];
+    snprintf(dead_line, sizeof dead_line, "%s", who ? who : "");
+    free(who); /* before the forks below: the children exit holding no lost memory (valgrind) */
+
+    /* ---- a holder slow to write its line (a loaded machine): the second writer waits for
+     * it, and never names the killed owner whose line is still in the file */
+    int rel = -1;
+    pid_t slow = slow_holder(p, 0.5, &rel);
+    CHECK(slow > 0, "a slow holder took the lock");
+    if (slow > 0) {
+        snprintf(msg, sizeof msg, "is in use by pid %ld on host slow-holder", (long)slow);
+        CHECK_ERR(dd_run_lock_acquire(R, 0, &lk), DD_ERR_ARG, msg);
+        CHECK(end_holder(slow, rel), "the slow holder ended cleanly");
+    }
+    put(R, ".lock", dead_line);
+    slow = slow_holder(p, -1.0, &rel);
+    CHECK(slow > 0, "a silent holder took the lock");
+    if (slow > 0) {
+        snprintf(msg, sizeof msg, "is in use by pid %ld", (long)child);
+        dd_status st = dd_run_lock_acquire(R, 0, &lk);
+        CHECK(st == DD_ERR_ARG && strstr(dd_last_error(), "is in use by another process") && !strstr(dd_last_error(), msg),
+              "a holder that never writes its line: %s: %s", dd_status_str(st), dd_last_error());
+        CHECK(end_holder(slow, rel), "the silent holder ended cleanly");
+    }
     CHECK_OK(dd_run_lock_acquire(R, 0, &lk));
     dd_run_lock_release(&lk);
 

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -660,6 +661,10 @@ static dd_status periodic_due(const run_saver *s, dd_trainer *tr, int *due) {
 
 /* ---------------------------------------------------------------- the owner's lock */
 
+/* How long a second writer waits for the lock holder's "pid host" line before naming
+ * "another process" instead (the holder writes it right after taking the lock). */
+#define DD_RUN_LOCK_WHO_S 3.0
+
 struct dd_run_lock {
     int fd;      /* RUN/.lock, flock(LOCK_EX) held (-1 after release) */
     int locked;  /* 0: the file system has no locks (warned) */
@@ -684,28 +689,40 @@ dd_status dd_run_lock_acquire(const char *run, int create, dd_run_lock **out) {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) return dd_error(DD_ERR_IO, "%s: cannot open the run directory's lock: %s", path, strerror(errno));
     int locked = 1;
+    double deadline = -1.0;
+    char host_here[256] = "";
+    if (gethostname(host_here, sizeof host_here - 1) != 0) host_here[0] = '\0';
+    host_here[sizeof host_here - 1] = '\0';
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         if (e == EINTR) continue;
         if (e == EWOULDBLOCK) {
-            /* the holder writes its pid right after taking the lock: give it a moment */
+            /* The holder writes "pid host" right after taking the lock, but a loaded machine
+             * can keep it from running for a while: wait up to DD_RUN_LOCK_WHO_S for the
+             * line, retrying the lock meanwhile (the holder may also end). A line naming a
+             * dead process of this host is a killed holder's, not yet overwritten. */
+            if (deadline < 0) deadline = dd_now() + DD_RUN_LOCK_WHO_S;
             char who[256] = "";
-            for (int tries = 0; tries < 20; tries++) {
-                ssize_t k = pread(fd, who, sizeof who - 1, 0);
-                who[k > 0 ? k : 0] = '\0';
-                if (k > 0 && strchr(who, '\n')) break;
-                usleep(10000);
-            }
-            close(fd);
+            ssize_t k = pread(fd, who, sizeof who - 1, 0);
+            who[k > 0 ? k : 0] = '\0';
             long pid = 0;
             char host[200] = "";
-            if (sscanf(who, "%ld %199s", &pid, host) == 2 && pid > 0)
+            int complete = k > 0 && strchr(who, '\n') && sscanf(who, "%ld %199s", &pid, host) == 2 && pid > 0;
+            if (complete && strcmp(host, host_here) == 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) complete = 0;
+            if (complete) {
+                close(fd);
                 return dd_error(DD_ERR_ARG, "%s is in use by pid %ld on host %s (%s): wait for that run to end or choose "
                                             "another --out",
                                 run, pid, host, path);
-            return dd_error(DD_ERR_ARG, "%s is in use by another process (%s): wait for that run to end or choose another "
-                                        "--out",
-                            run, path);
+            }
+            if (dd_now() >= deadline) {
+                close(fd);
+                return dd_error(DD_ERR_ARG, "%s is in use by another process (%s): wait for that run to end or choose "
+                                            "another --out",
+                                run, path);
+            }
+            usleep(10000);
+            continue;
         }
         if (e == ENOLCK || e == EOPNOTSUPP || e == EINVAL || e == ENOSYS) {
             dd_log(DD_LOG_WARN, "%s: the file system cannot lock files (%s): nothing stops a second run from writing into %s",
@@ -724,10 +741,8 @@ dd_status dd_run_lock_acquire(const char *run, int create, dd_run_lock **out) {
     lk->fd = fd;
     lk->locked = locked;
     /* the holder, for the message a second writer gets */
-    char who[320], host[256] = "?";
-    if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "?");
-    host[sizeof host - 1] = '\0';
-    int n = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host);
+    char who[320];
+    int n = snprintf(who, sizeof who, "%ld %s\n", (long)getpid(), host_here[0] ? host_here : "?");
     ssize_t wr = -1;
     if (ftruncate(fd, 0) != 0 || (wr = pwrite(fd, who, (size_t)n, 0)) != n) {
         /* a part of the line (a full disk, a file size limit) would name a wrong host:
