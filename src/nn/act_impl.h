@@ -9,8 +9,8 @@
 #define HS_MID(x) ((x) * ((x) + 3) / 6)
 #define HS_SLOPE(x) ((x) / 3 + 0.5)
 #else
-#define HS_MID(x) ((x) * ((x) + 3) * DD_HS_SIXTH)
-#define HS_SLOPE(x) ((x) * DD_HS_THIRD + 0.5f)
+#define HS_MID(x) dd_hs_mid_f(x)
+#define HS_SLOPE(x) dd_hs_slope_f(x)
 #endif
 
 void RFN(dd_act_forward)(dd_act a, dd_real *out, const dd_real *in, size_t n) {

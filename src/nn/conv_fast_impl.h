@@ -886,7 +886,7 @@ void VSUF(dd_nn_act_fwd_fast)(int a, float *out, const float *in, size_t n) {
         for (; i < nf; i += VW) VSTORE(out + i, VSUF(hswish_v)(VLOAD(in + i)));
         for (; i < n; i++) {
             const float x = in[i];
-            out[i] = x < -3 ? 0 : x >= 3 ? x : x * (x + 3) * DD_HS_SIXTH;
+            out[i] = x < -3 ? 0 : x >= 3 ? x : dd_hs_mid_f(x);
         }
     }
 }
@@ -915,7 +915,7 @@ void VSUF(dd_nn_act_bwd_fast)(int a, float *din, const float *dout, const float 
             if (x > 3)
                 din[i] += dout[i];
             else if (x >= -3)
-                din[i] += dout[i] * (x * DD_HS_THIRD + 0.5f);
+                din[i] += dout[i] * dd_hs_slope_f(x);
         }
     }
 }

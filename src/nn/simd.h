@@ -330,6 +330,10 @@ int dd_nn_conv_gemm_backward(float *din, float *dw, float *db, const float *dout
  * the divisions (conv_fast_impl.h, hswish_v, says why and how close). */
 #define DD_HS_SIXTH (1.0f / 6.0f)
 #define DD_HS_THIRD (1.0f / 3.0f)
+/* Float32 Hardswish's middle piece x (x + 3) / 6 and slope x / 3 + 1/2 for the scalar loops
+ * (the generic level and the SIMD kernels' tails: one expression, the same floats). */
+static inline float dd_hs_mid_f(float x) { return x * (x + 3) * DD_HS_SIXTH; }
+static inline float dd_hs_slope_f(float x) { return x * DD_HS_THIRD + 0.5f; }
 
 /* ReLU (a = 3) and Hardswish (a = 4) forward / backward (dd_act contract; bit-identical to
  * the generic loops). Return 0, doing nothing, for other activations or the generic level. */
