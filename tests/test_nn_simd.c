@@ -740,6 +740,78 @@ static void test_dw_hswish(int B, int T, int C, int K, int dil, int resid) {
     dd_free(fpre), dd_free(fout), dd_free(fdin), dd_free(fdW), dd_free(scr);
 }
 
+/* The depthwise layer whose input is Hardswish(ain) (dd_conv1d_dw_hsin_forward / _backward,
+ * tcn's plain stacks at AVX2 and the generic level) against the unfused sequence at the
+ * same level (dd_act_forward, dd_conv1d_forward; dd_conv1d_backward into zeros,
+ * dd_act_backward into din): memcmp of z, out, din and dW on 1, 2 and 3 threads, z and out
+ * NaN on entry (written), din and dW non-zero on entry (added into), din or dW alone,
+ * DD_DW_HS_SET_DIN over a NaN din, the scratch NaN. ain spans Hardswish's three pieces;
+ * dout has +0 and -0 entries. */
+static void test_dw_hsin(int B, int T, int C, int K, int dil) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)C, nw = (size_t)C * (size_t)K;
+    double *da = dvec(n, 4), *dw = dvec(nw, 1), *dg = dvec(n, 1), *dd0 = dvec(n, 1), *dw0 = dvec(nw, 1);
+    float *a = tof(da, n), *w = tof(dw, nw), *G = tof(dg, n), *din0 = tof(dd0, n), *dwi0 = tof(dw0, nw);
+    for (size_t i = 0; i < n; i += 7) G[i] = i % 2 ? -0.0f : 0.0f;
+    char name[96];
+    snprintf(name, sizeof name, "hardswish+dw B=%d T=%d C=%d K=%d d=%d", B, T, C, K, dil);
+    float *z = fzero(n), *out = fzero(n), *dz = fzero(n), *din = fzero(n), *dinz = fzero(n), *dW = fzero(nw);
+    float *fz = fzero(n), *fout = fzero(n), *fdin = fzero(n), *fdW = fzero(nw), *scr = fzero(n);
+    for (int li = 0; li < nlevels; li++) {
+        dd_nn_simd_set(levels[li]);
+        dd_nn_threads_set(1);
+        dd_act_forward(DD_ACT_HARDSWISH, z, a, n);
+        dd_conv1d_forward(out, z, w, NULL, B, T, C, C, K, dil, C);
+        memset(dz, 0, n * sizeof(float));
+        memcpy(dW, dwi0, nw * sizeof(float));
+        dd_conv1d_backward(dz, dW, NULL, G, z, w, B, T, C, C, K, dil, C);
+        memcpy(din, din0, n * sizeof(float));
+        dd_act_backward(DD_ACT_HARDSWISH, din, dz, a, NULL, n);
+        memset(dinz, 0, n * sizeof(float)); /* what DD_DW_HS_SET_DIN writes */
+        dd_act_backward(DD_ACT_HARDSWISH, dinz, dz, a, NULL, n);
+        for (int nt = 1; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
+            char ctx[160];
+            snprintf(ctx, sizeof ctx, "%s, %s, %d thread(s)", name, dd_nn_simd_name(levels[li]), nt);
+            memset(fz, 0xff, n * sizeof(float));
+            memset(fout, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hsin_forward(fz, fout, a, w, B, T, C, K, dil);
+            CHECK(memcmp(fz, z, n * sizeof(float)) == 0, "%s: z differs from Hardswish(ain)", ctx);
+            CHECK(memcmp(fout, out, n * sizeof(float)) == 0, "%s: out differs from the unfused layers", ctx);
+            memcpy(fdin, din0, n * sizeof(float));
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hsin_backward(fdin, fdW, G, a, z, w, B, T, C, K, dil, 0, scr);
+            CHECK(memcmp(fdin, din, n * sizeof(float)) == 0, "%s: din differs from the unfused layers", ctx);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW differs from the unfused layers", ctx);
+            memcpy(fdin, din0, n * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hsin_backward(fdin, NULL, G, a, z, w, B, T, C, K, dil, 0, scr);
+            CHECK(memcmp(fdin, din, n * sizeof(float)) == 0, "%s: din alone differs", ctx);
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hsin_backward(NULL, fdW, G, a, z, w, B, T, C, K, dil, 0, scr);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW alone differs", ctx);
+            memset(fdin, 0xff, n * sizeof(float));
+            memcpy(fdW, dwi0, nw * sizeof(float));
+            memset(scr, 0xff, n * sizeof(float));
+            dd_conv1d_dw_hsin_backward(fdin, fdW, G, a, z, w, B, T, C, K, dil, DD_DW_HS_SET_DIN, scr);
+            CHECK(memcmp(fdin, dinz, n * sizeof(float)) == 0, "%s: din written (SET_DIN) differs", ctx);
+            CHECK(memcmp(fdW, dW, nw * sizeof(float)) == 0, "%s: dW with SET_DIN differs", ctx);
+        }
+        dd_nn_threads_set(1);
+    }
+    /* the unfused sequence's output is the float64 layers' within float rounding */
+    double *rz = dzero(n), *rout = dzero(n);
+    for (size_t i = 0; i < n; i++) rz[i] = (double)a[i];
+    dd_act_forward_f64(DD_ACT_HARDSWISH, rz, rz, n);
+    for (size_t i = 0; i < n; i++) rz[i] = (double)(float)rz[i]; /* the convolution of the float z */
+    dd_conv1d_forward_f64(rout, rz, dw, NULL, B, T, C, C, K, dil, C);
+    CHECK_CLOSE("hardswish+dw out", out, rout, n, name);
+    dd_free(rz), dd_free(rout);
+    dd_free(da), dd_free(dw), dd_free(dg), dd_free(dd0), dd_free(dw0), dd_free(a), dd_free(w), dd_free(G);
+    dd_free(din0), dd_free(dwi0), dd_free(z), dd_free(out), dd_free(dz), dd_free(din), dd_free(dinz), dd_free(dW);
+    dd_free(fz), dd_free(fout), dd_free(fdin), dd_free(fdW), dd_free(scr);
+}
+
 /* A convolution fused with Hardswish (dd_conv1d_hswish_forward / _backward, tcn's stem)
  * against the unfused sequence at the same level and route (dd_conv1d_forward,
  * dd_act_forward; dd_act_backward into zeros, dd_conv1d_backward): memcmp of pre, out, din,
@@ -777,6 +849,12 @@ static void test_conv_hswish(int B, int T, int ci, int co, int K, int dil, int b
             memcpy(dW1, wi0, nw * sizeof(float));
             memcpy(dB1, bi0, (size_t)co * sizeof(float));
             dd_conv1d_backward(NULL, dW1, bias ? dB1 : NULL, da, x, w, B, T, ci, co, K, dil, 1);
+            /* without din a 1x1 convolution's backward takes the 1x1 kernel (with no Hardswish):
+             * the floats of the route with din */
+            CHECK(memcmp(dW1, dW, nw * sizeof(float)) == 0 &&
+                      (!bias || memcmp(dB1, dB, (size_t)co * sizeof(float)) == 0),
+                  "%s, %s, route %s: dd_conv1d_backward's dW / db without din differ from with din", name,
+                  dd_nn_simd_name(levels[li]), dd_nn_route_name(routes[ri]));
             for (int nt = 1; nt <= 3 && dd_nn_threads_set(nt) == nt; nt++) {
                 char ctx[200];
                 snprintf(ctx, sizeof ctx, "%s, %s, route %s, %d thread(s)", name, dd_nn_simd_name(levels[li]),
@@ -905,6 +983,16 @@ int main(void) {
     test_dw_hswish(2, 23, 88, 3, 2, 0);    /* register blocks: 5 whole vectors + 8 (AVX-512), 6 + 5 (AVX2) */
     test_dw_hswish(3, 18, 56, 4, 1, 1);    /* 3 whole vectors + 8 (AVX-512), 6 + 1 (AVX2); rows in blocks + 1 */
     test_dw_hswish(2, 25, 48, 5, 1, 0);    /* K = 5: a pair and a single vector (AVX-512), 3 pairs (AVX2) */
+
+    test_dw_hsin(4, 100, 96, 5, 8);  /* tcn's default layer at AVX2 (a chunk of 4 frames) */
+    test_dw_hsin(3, 9, 21, 3, 4);    /* masked tail vector, taps before the frame */
+    test_dw_hsin(2, 7, 37, 2, 1);    /* 37 channels: 2 whole vectors + 5 (AVX-512) */
+    test_dw_hsin(1, 3, 5, 5, 2);     /* receptive field longer than the frame */
+    test_dw_hsin(4, 1, 19, 4, 3);    /* T = 1 */
+    test_dw_hsin(3, 120, 96, 5, 4);  /* threaded (>= 32768 floats) */
+    test_dw_hsin(2, 12, 300, 5, 3);  /* C K > 1024: weights on the heap */
+    test_dw_hsin(2, 25, 40, 5, 1);   /* K = 5: 2 pairs + a single vector (AVX2) */
+    test_dw_hsin(2, 11, 16, 70, 1);  /* K > DD_NN_CONV_DW_KMAX: the generic sequence at every level */
 
     test_conv_hswish(4, 100, 6, 96, 1, 1, 1);  /* tcn's stem: 6 features -> 96, bias (38,400 floats) */
     test_conv_hswish(3, 17, 6, 37, 1, 1, 1);   /* masked tail vector of outputs */

@@ -208,6 +208,21 @@ void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, cons
  * AVX2"). Either way the numbers are the same; a model decides once and sizes its saved
  * area by it. */
 int dd_conv1d_dw_hswish_keeps_pre(void);
+/* A depthwise conv1d without bias (as above) whose input is Hardswish(ain): the layer with
+ * its activation in front (tcn's plain stacks, whose stages pass each layer's convolution
+ * on, so that one pass forms the gradient of the layer below's convolution). Forward:
+ * z = Hardswish(ain) (kept for backward), out = conv(z); the same floats as
+ * dd_act_forward then dd_conv1d_forward. Backward: dw += the convolution's dL/dw,
+ * din += Hardswish'(ain) times the convolution's dL/dz (din, dw may be NULL; flags:
+ * DD_DW_HS_SET_DIN as above); the same floats as dd_conv1d_backward's din into zeroed
+ * scratch then dd_act_backward into din; at the SIMD levels a dW pass and a din pass per
+ * frame and block of channel vectors, Hardswish' applied before din's store. scratch: B T C floats
+ * (the generic level's and K > 64's; the SIMD kernels use none). */
+void dd_conv1d_dw_hsin_forward(float *z, float *out, const float *ain, const float *w, int B, int T, int C,
+                               int kernel, int dilation);
+void dd_conv1d_dw_hsin_backward(float *din, float *dw, const float *dout, const float *ain, const float *z,
+                                const float *w, int B, int T, int C, int kernel, int dilation, int flags,
+                                float *scratch);
 /* A convolution followed by Hardswish (tcn's stem, a 1x1 convolution): pre = the
  * convolution (kept for backward), out = Hardswish(pre); the same floats as
  * dd_conv1d_forward then dd_act_forward, in one pass where the convolution runs in the

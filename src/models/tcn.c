@@ -15,7 +15,10 @@
  * (K-1) sum d_i samples. Stages: "network.0" (features, 1x1, Hardswish), one per
  * depthwise layer ("network.<2i>"), and the head ("head": 1x1 to I/Q plus the input).
  * Tensor-parallel shards split every depthwise layer by channel (one allgather forward,
- * one backward); network.0 and the head are replicated. */
+ * one backward); network.0 and the head are replicated. A plain stack on one shard where
+ * the layers keep their convolution (AVX2, generic) moves each Hardswish to the front of
+ * the next stage (hs_front, the "front" stages below): the stages pass a_i = the
+ * convolutions on, the same floats. */
 #include <stdio.h>
 
 #include "models/model_impl.h"
@@ -30,6 +33,7 @@ typedef struct {
     int Cl;                 /* a shard's channels of the depthwise layers: C / tensor-parallel size */
     int residual;           /* L > TCN_PLAIN_MAX: z_i = z_{i-1} + Hardswish(conv(z_{i-1})) */
     int keep_pre;           /* the depthwise layers save their convolution for backward */
+    int hs_front;           /* each depthwise layer's Hardswish at the front of the next stage */
     dd_conv1d_layer in;     /* network.0: 6 -> C, 1x1, bias */
     dd_conv1d_layer *dw;    /* [L] network.2i: depthwise C, K, dilation d_i (owned) */
     dd_conv1d_layer out;    /* network.2(L+1): C -> 2, 1x1, no bias */
@@ -72,7 +76,8 @@ static size_t nf(int B, int T) { return ((size_t)B * (size_t)T * NF + 15) / 16 *
 
 static size_t stem_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
     (void)st;
-    return nf(B, T) + nc(m->impl, B, T);
+    const tcn_impl *g = m->impl;
+    return nf(B, T) + (g->hs_front ? 0 : nc(g, B, T));
 }
 
 static void stem_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
@@ -83,7 +88,8 @@ static void stem_forward(const dd_model *m, const dd_stage_def *st, const dd_sta
     float *feat = saved, *a = saved + nf(B, T);
     const dd_conv1d_layer *l = &g->in;
     dd_iqfeat_forward(feat, in, BT);
-    dd_conv1d_hswish_forward(a, out, feat, DD_SP(sp, l->w), DD_SP(sp, l->b), B, T, NF, g->C, 1, 1, 1);
+    if (g->hs_front) dd_conv1d_forward(out, feat, DD_SP(sp, l->w), DD_SP(sp, l->b), B, T, NF, g->C, 1, 1, 1);
+    else dd_conv1d_hswish_forward(a, out, feat, DD_SP(sp, l->w), DD_SP(sp, l->b), B, T, NF, g->C, 1, 1, 1);
 }
 
 static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
@@ -96,7 +102,11 @@ static void stem_backward(const dd_model *m, const dd_stage_def *st, const dd_st
     float *feat = saved, *a = saved + nf(B, T), *da = scratch, *dfeat = din ? scratch + nc(g, B, T) : NULL;
     if (dfeat) memset(dfeat, 0, BT * NF * sizeof(float));
     /* without din (training the model itself), da = dout Hardswish'(a) is never stored */
-    dd_conv1d_hswish_backward(dfeat, DD_SG(sp, l->w), DD_SG(sp, l->b), dout, a, feat, DD_SP(sp, l->w), B, T, NF,
+    if (g->hs_front)
+        dd_conv1d_backward(dfeat, DD_SG(sp, l->w), DD_SG(sp, l->b), dout, feat, DD_SP(sp, l->w), B, T, NF, g->C, 1, 1,
+                           1);
+    else
+        dd_conv1d_hswish_backward(dfeat, DD_SG(sp, l->w), DD_SG(sp, l->b), dout, a, feat, DD_SP(sp, l->w), B, T, NF,
                               g->C, 1, 1, 1, da);
     if (din) dd_iqfeat_backward(din, dfeat, in, BT);
 }
@@ -108,8 +118,9 @@ static size_t stem_scratch(const dd_model *m, const dd_stage_def *st, int B, int
 
 static double stem_flops(const dd_model *m, const dd_stage_def *st, int backward) {
     (void)st;
-    double C = ((const tcn_impl *)m->impl)->C;
-    double f = DD_MAC * NF * C + 4 * C + 14;
+    const tcn_impl *g = m->impl;
+    double C = g->C;
+    double f = DD_MAC * NF * C + (g->hs_front ? 0 : 4 * C) + 14;
     return backward ? 2 * f : f;
 }
 
@@ -187,6 +198,78 @@ static const dd_stage_ops layer_stage = {
     .backward = layer_backward,
     .flops = layer_flops,
     .sets_din = 1,
+};
+
+/* ---- the same stages with each Hardswish at the front of the next stage (hs_front: a plain
+ * stack on one shard). The stem passes on its convolution a_0, each layer i takes a_{i-1},
+ * forms z_{i-1} = Hardswish(a_{i-1}) (saved, for dW) and passes on its convolution a_i, and
+ * the head takes a_L. A layer's backward then forms the gradient of a_{i-1} in its din
+ * pass, where the fused layer formed that of z_{i-1} and the layer below took another pass
+ * for its da (dd_conv1d_dw_hsin_backward). Every float is formed as in the stages above:
+ * the operations are the same, only the stage that runs them changes. ---- */
+
+static size_t front_saved(const dd_model *m, const dd_stage_def *st, int B, int T) {
+    (void)st;
+    return nc(m->impl, B, T);
+}
+
+static void front_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                          const float *x0, float *out, int B, int T, float *saved, float *scratch) {
+    (void)x0, (void)scratch;
+    const dd_conv1d_layer *l = &((const tcn_impl *)m->impl)->dw[st->arg];
+    dd_conv1d_dw_hsin_forward(saved, out, in, DD_SP(sp, l->w), B, T, l->c_in, l->kernel, l->dilation);
+}
+
+static void front_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp, const float *in,
+                           const float *x0, const float *dout, float *din, float *dx0, int B, int T, float *saved,
+                           float *scratch) {
+    (void)x0, (void)dx0;
+    const dd_conv1d_layer *l = &((const tcn_impl *)m->impl)->dw[st->arg];
+    dd_conv1d_dw_hsin_backward(din, DD_SG(sp, l->w), dout, in, saved, DD_SP(sp, l->w), B, T, l->c_in, l->kernel,
+                               l->dilation, sp->din_set ? DD_DW_HS_SET_DIN : 0, scratch);
+}
+
+static const dd_stage_ops front_stage = {
+    .saved = front_saved,
+    .scratch = front_saved, /* the generic level's (BT, C) */
+    .scratch_fwd = dd_stage_no_scratch,
+    .forward = front_forward,
+    .backward = front_backward,
+    .flops = layer_flops,
+    .sets_din = 1,
+};
+
+/* The head: z_L = Hardswish(a_L) (saved), then the skip head on it; scratch (BT, C): the
+ * gradient of z_L before Hardswish' makes it that of a_L. */
+static void front_head_forward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
+                               const float *in, const float *x0, float *out, int B, int T, float *saved,
+                               float *scratch) {
+    const tcn_impl *g = m->impl;
+    dd_act_forward(DD_ACT_HARDSWISH, saved, in, (size_t)B * (size_t)T * (size_t)g->C);
+    dd_stage_skip_head.forward(m, st, sp, saved, x0, out, B, T, NULL, scratch);
+}
+
+static void front_head_backward(const dd_model *m, const dd_stage_def *st, const dd_stage_params *sp,
+                                const float *in, const float *x0, const float *dout, float *din, float *dx0, int B,
+                                int T, float *saved, float *scratch) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)((const tcn_impl *)m->impl)->C;
+    if (din) memset(scratch, 0, n * sizeof(float));
+    dd_stage_skip_head.backward(m, st, sp, saved, x0, dout, din ? scratch : NULL, dx0, B, T, NULL, NULL);
+    if (din) dd_act_backward(DD_ACT_HARDSWISH, din, scratch, in, NULL, n);
+}
+
+static double front_head_flops(const dd_model *m, const dd_stage_def *st, int backward) {
+    double f = 4.0 * ((const tcn_impl *)m->impl)->C;
+    return dd_stage_skip_head.flops(m, st, backward) + (backward ? 2 * f : f);
+}
+
+static const dd_stage_ops front_head_stage = {
+    .saved = front_saved,
+    .scratch = front_saved,
+    .scratch_fwd = dd_stage_no_scratch,
+    .forward = front_head_forward,
+    .backward = front_head_backward,
+    .flops = front_head_flops,
 };
 
 /* ---- stage "network.2i" of a tensor-parallel shard (Cl = C / T channels [r Cl, (r+1) Cl)).
@@ -303,7 +386,8 @@ static dd_status add_layer(dd_model *m, int i, int d) {
     char name[32];
     snprintf(name, sizeof name, "network.%d", 2 * (i + 1));
     DD_TRY(dd_conv1d_layer_add(&m->table, name, g->Cl, g->Cl, g->K, d, g->Cl, 0, &g->dw[i]));
-    if (dd_model_tp_size(m) == 1) return dd_model_add_stage(m, &layer_stage, name, i, NULL, g->C, g->C);
+    if (dd_model_tp_size(m) == 1)
+        return dd_model_add_stage(m, g->hs_front ? &front_stage : &layer_stage, name, i, NULL, g->C, g->C);
     DD_TRY(dd_model_tp_split(m, g->dw[i].w, 0, 1));
     return dd_model_add_stage(m, &tp_layer_stage, name, i, NULL, g->C, g->C);
 }
@@ -315,6 +399,7 @@ static dd_status tcn_build(dd_model *m) {
     g->K = dd_model_opt(m, "kernel");
     g->residual = g->L > TCN_PLAIN_MAX;
     g->keep_pre = dd_conv1d_dw_hswish_keeps_pre();
+    g->hs_front = g->keep_pre && !g->residual && dd_model_tp_size(m) == 1;
     DD_TRY(dd_model_tp_divides(m, "hidden"));
     g->Cl = g->C / dd_model_tp_size(m);
     g->dw = dd_calloc((size_t)g->L, sizeof *g->dw);
@@ -330,7 +415,7 @@ static dd_status tcn_build(dd_model *m) {
     }
     snprintf(name, sizeof name, "network.%d", 2 * (g->L + 1));
     DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, 2, 1, 1, 1, 0, &g->out));
-    DD_TRY(dd_model_add_stage(m, &dd_stage_skip_head, "head", 0, &g->out, g->C, 2));
+    DD_TRY(dd_model_add_stage(m, g->hs_front ? &front_head_stage : &dd_stage_skip_head, "head", 0, &g->out, g->C, 2));
     m->history = hist;
     return DD_OK;
 }

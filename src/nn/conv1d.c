@@ -109,6 +109,27 @@ void dd_conv1d_dw_hswish_forward(float *pre, float *out, const float *in, const 
 
 int dd_conv1d_dw_hswish_keeps_pre(void) { return dd_nn_simd_level() != DD_SIMD_AVX512; }
 
+void dd_conv1d_dw_hsin_forward(float *z, float *out, const float *ain, const float *w, int B, int T, int C,
+                               int kernel, int dilation) {
+    dd_act_forward(DD_ACT_HARDSWISH, z, ain, (size_t)B * (size_t)T * (size_t)C);
+    dd_conv1d_forward(out, z, w, NULL, B, T, C, C, kernel, dilation, C);
+}
+
+void dd_conv1d_dw_hsin_backward(float *din, float *dw, const float *dout, const float *ain, const float *z,
+                                const float *w, int B, int T, int C, int kernel, int dilation, int flags,
+                                float *scratch) {
+    const size_t n = (size_t)B * (size_t)T * (size_t)C;
+    const int set = (flags & DD_DW_HS_SET_DIN) != 0;
+    if (dd_nn_conv_dw_hsin_backward(din, dw, dout, ain, z, w, (size_t)B, (size_t)T, (size_t)C, (size_t)kernel,
+                                    (size_t)dilation, set))
+        return;
+    if (din) memset(scratch, 0, n * sizeof(float));
+    dd_conv1d_backward(din ? scratch : NULL, dw, NULL, dout, z, w, B, T, C, C, kernel, dilation, C);
+    if (!din) return;
+    if (set) memset(din, 0, n * sizeof(float));
+    dd_act_backward(DD_ACT_HARDSWISH, din, scratch, ain, NULL, n);
+}
+
 void dd_conv1d_dw_hswish_backward(float *din, float *dw, const float *dout, const float *pre, const float *in,
                                   const float *w, int B, int T, int C, int kernel, int dilation, int flags,
                                   float *scratch) {

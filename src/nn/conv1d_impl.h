@@ -101,6 +101,11 @@ void RFN(dd_conv1d_backward)(dd_real *din, dd_real *dw, dd_real *db, const dd_re
     const size_t G = (size_t)groups, cig = Ci / G, cog = Co / G, d = (size_t)dilation;
     const size_t BT = (size_t)B_ * T;
     if (K == 1 && G == 1) {
+#if !DD_NN_DOUBLE
+        /* without din, the 1x1 kernel that keeps dW's sums in registers (its floats are
+         * dd_dense_backward's) */
+        if (!din && dd_nn_conv1x1_hs_fast_backward(dw, db, dout, NULL, in, BT, Ci, Co)) return;
+#endif
         RFN(dd_dense_backward)(din, dw, db, dout, in, w, BT, c_in, c_out);
         return;
     }

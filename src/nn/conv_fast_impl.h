@@ -474,19 +474,102 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk)(
             for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
 }
 
+/* The backward of a depthwise layer without bias whose input is z = Hardswish(ain) (tcn with
+ * each layer's Hardswish at the front of its stage: the stage's input is the layer below's
+ * convolution ain, z kept by forward): dW[k] += z[u - s_k] dout[u] over the rows u in
+ * ascending order over the frames (conv_dw_bwd_part's order), then din = (0 or din) +
+ * Hardswish'(ain) s with s = the gather sum over taps k ascending of w[k] dout[t + s_k]
+ * from zero (set: din's contents ignored). The same floats as dd_conv1d_backward's din into
+ * zeros (at the SIMD levels, the fused kernel's din pass) then dd_act_backward into din:
+ * what the fused layer above computed in two passes (its din, then the next layer's da)
+ * now comes from one. The dW and din passes each hold only their own vectors (the sums,
+ * or the weights), so neither spills at AVX2. */
+
+/* v[k][j] = the NB vectors from p + k C (K rows of a K x C array: weights or dW sums). */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_load_kc)(const int NB, const int M, const size_t K,
+                                                                       VF (*v)[2], const float *p, size_t C,
+                                                                       VM tail) {
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) v[k][j] = DWB_LD(p + k * C + (size_t)j * VW);
+}
+
+/* Row o of din: taps k >= kmin_in. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_din_row)(
+    const int NB, const int M, const size_t K, const int FULL, VF (*wv)[2], float *din, const float *dout,
+    const float *ain, size_t o, size_t kmin_in, size_t dC, VM tail, int set) {
+    VF s[2];
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; j++) s[j] = VZERO();
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++) {
+        if (!FULL && k < kmin_in) continue;
+        const float *g = dout + o + (K - 1 - k) * dC;
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) s[j] = VFMA(wv[k][j], DWB_LD(g + (size_t)j * VW), s[j]);
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < NB; j++) {
+        const VF p = set ? VZERO() : DWB_LD(din + o + (size_t)j * VW);
+        DWB_ST(din + o + (size_t)j * VW, VSUF(hswish_bwd_v)(p, DWB_LD(ain + o + (size_t)j * VW), s[j]));
+    }
+}
+
+/* Frame by frame: the dW rows (the sums loaded from dwt and stored back), then the din rows
+ * (the weights loaded again), so the frame's dout rows are still in L1 for the second pass
+ * and neither pass holds the other's vectors. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_blk)(
+    const int NB, const int M, const size_t KC, float *din, float *dwt, const float *dout, const float *ain,
+    const float *z, const float *wt, size_t c, VM tail, size_t B, size_t T, size_t C, size_t Kr, size_t d, int set) {
+    const size_t K = KC ? KC : Kr, span = (K - 1) * d, dC = d * C;
+    const size_t e1 = span < T ? span : T;     /* dW: rows [0, e1) miss taps */
+    const size_t e2 = span < T ? T - span : 0; /* din: rows [e2, T) miss taps */
+    for (size_t bb = 0; bb < B; bb++) {
+        const size_t r0 = bb * T * C + c;
+        if (dwt) {
+            VF acc[DD_NN_CONV_DW_KMAX][2];
+            VSUF(conv_dw_load_kc)(NB, M, K, acc, dwt + c, C, tail);
+            size_t u = 0;
+            for (; u < e1; u++)
+                VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 0, acc, dout + r0 + u * C, z, r0 + u * C, K - 1 - u / d, dC, tail);
+            for (; u < T; u++)
+                VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 1, acc, dout + r0 + u * C, z, r0 + u * C, 0, dC, tail);
+#pragma GCC unroll 16
+            for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+                for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
+        }
+        if (din) {
+            VF wv[DD_NN_CONV_DW_KMAX][2];
+            VSUF(conv_dw_load_kc)(NB, M, K, wv, wt + c, C, tail);
+            size_t t = 0;
+            for (; t < e2; t++)
+                VSUF(conv_dw_hsin_din_row)(NB, M, K, 1, wv, din, dout, ain, r0 + t * C, 0, dC, tail, set);
+            for (; t < T; t++)
+                VSUF(conv_dw_hsin_din_row)(NB, M, K, 0, wv, din, dout, ain, r0 + t * C, K - 1 - (T - 1 - t) / d, dC,
+                                           tail, set);
+        }
+    }
+}
+
 /* Channel vectors [v0, v1): pairs of whole vectors, then a single one, then the masked tail;
- * K = 5 (tcn's default) with the taps unrolled, other K at run time. */
+ * K = 5 (tcn's default) with the taps unrolled, other K at run time. flags DD_NN_DW_HSIN:
+ * the layer whose input is Hardswish(pre) (in = that input), its dW pass then its din
+ * pass per block. */
 static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const float *dout, const float *pre,
                                       const float *in, const float *wt, size_t v0, size_t v1, size_t B, size_t T,
                                       size_t C, size_t K, size_t d, int flags) {
-    const int resid = flags & DD_DW_HS_RESID, set = flags & DD_DW_HS_SET_DIN;
+    const int resid = flags & DD_DW_HS_RESID, set = flags & DD_DW_HS_SET_DIN, hsin = flags & DD_NN_DW_HSIN;
     const size_t nf = C / VW, rem = C % VW;
     const VM tail = VMASK(rem ? (int)rem : VW);
     if (v1 > nf + (rem ? 1 : 0)) v1 = nf + (rem ? 1 : 0);
     const size_t vf = v1 < nf ? v1 : nf;
 #define DWB(NB, M, KC, c)                                                                                           \
     do {                                                                                                            \
-        if (DWB_SPLIT && !pre && dwt)                                                                               \
+        if (hsin)                                                                                                   \
+            VSUF(conv_dw_hsin_blk)(NB, M, KC, din, dwt, dout, pre, in, wt, c, tail, B, T, C, K, d, set);            \
+        else if (DWB_SPLIT && !pre && dwt)                                                                        \
             VSUF(conv_dw_hs_bwd_blk_split)(NB, M, KC, din, dwt, buf, dout, in, wt, c, tail, B, T, C, K, d, resid,   \
                                            set);                                                                    \
         else                                                                                                        \
@@ -504,6 +587,7 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const 
     }
 #undef DWB
 }
+
 #undef DWB_LD
 #undef DWB_ST
 #undef DWB_SPLIT
@@ -794,8 +878,8 @@ void VSUF(dd_nn_conv_full_bwd_fast)(float *din, float *dwb, float *db, const flo
 #endif
 _Static_assert(DD_NN_CONV1X1_HS_CIMAX <= 8, "conv1x1_hs_bwd_blk's unroll pragmas say 8");
 static inline __attribute__((always_inline)) void VSUF(conv1x1_hs_bwd_blk)(
-    const int CI, const int NVB, float *dw, float *db, const float *dout, const float *pre, const float *in,
-    size_t N, size_t Co, size_t v0) {
+    const int HS, const int CI, const int NVB, float *dw, float *db, const float *dout, const float *pre,
+    const float *in, size_t N, size_t Co, size_t v0) {
     const size_t nf = Co / VW, rem = Co % VW;
     const VM tail = VMASK(rem ? (int)rem : VW);
     VF acc[DD_NN_CONV1X1_HS_CIMAX][C1H_NVB], sb[C1H_NVB];
@@ -806,14 +890,14 @@ static inline __attribute__((always_inline)) void VSUF(conv1x1_hs_bwd_blk)(
         for (int ci = 0; ci < CI; ci++) acc[ci][j] = VZERO();
     }
     for (size_t n = 0; n < N; n++) {
-        const float *x = in + n * (size_t)CI, *p = pre + n * Co, *g = dout + n * Co;
+        const float *x = in + n * (size_t)CI, *p = HS ? pre + n * Co : NULL, *g = dout + n * Co;
         VF da[C1H_NVB];
 #pragma GCC unroll 4
         for (int j = 0; j < NVB; j++) {
             const size_t c = (v0 + (size_t)j) * VW;
             const int m = v0 + (size_t)j == nf;
-            da[j] = VSUF(hswish_bwd_v)(VZERO(), m ? VLOADM(p + c, tail) : VLOAD(p + c),
-                                       m ? VLOADM(g + c, tail) : VLOAD(g + c));
+            const VF gv = m ? VLOADM(g + c, tail) : VLOAD(g + c);
+            da[j] = HS ? VSUF(hswish_bwd_v)(VZERO(), m ? VLOADM(p + c, tail) : VLOAD(p + c), gv) : gv;
             sb[j] = VADD(sb[j], da[j]);
         }
 #pragma GCC unroll 8
@@ -841,9 +925,10 @@ static inline __attribute__((always_inline)) void VSUF(conv1x1_hs_bwd_blk)(
     }
 }
 
-#define C1H_CASE(CI, NVB)                                                           \
-    case (CI) * 8 + (NVB):                                                          \
-        VSUF(conv1x1_hs_bwd_blk)((CI), (NVB), dw, db, dout, pre, in, N, Co, v0);    \
+#define C1H_CASE(CI, NVB)                                                                   \
+    case (CI) * 8 + (NVB):                                                                  \
+        if (pre) VSUF(conv1x1_hs_bwd_blk)(1, (CI), (NVB), dw, db, dout, pre, in, N, Co, v0); \
+        else VSUF(conv1x1_hs_bwd_blk)(0, (CI), (NVB), dw, db, dout, NULL, in, N, Co, v0);    \
         break;
 #if C1H_NVB == 3
 #define C1H_CASES(CI) C1H_CASE(CI, 1) C1H_CASE(CI, 2) C1H_CASE(CI, 3)

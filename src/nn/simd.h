@@ -282,7 +282,9 @@ void dd_nn_conv_full_bwd(int level, float *din, float *dwb, float *db, const flo
  * dd_act_forward, and of dd_act_backward into zeros then dd_conv1d_backward): forward
  * pre = the convolution, out = Hardswish(pre) (any K, groups 1); backward (K = 1, groups
  * 1, no din, Ci <= DD_NN_CONV1X1_HS_CIMAX) dw (not NULL) and db (may be NULL) added into,
- * da never stored. Return 1 if done, 0 (nothing done) otherwise. */
+ * da never stored; pre NULL: no Hardswish (dout is the convolution's gradient: the floats of
+ * dd_conv1d_backward, which takes it for 1x1 convolutions without din). Return 1 if done,
+ * 0 (nothing done) otherwise. */
 #define DD_NN_CONV1X1_HS_CIMAX 8
 int dd_nn_conv_hs_fast_forward(float *pre, float *out, const float *in, const float *w, const float *b, size_t B,
                                size_t T, size_t Ci, size_t Co, size_t K, size_t d, size_t G);
@@ -310,6 +312,14 @@ int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const floa
 int dd_nn_conv_dw_hs_backward(float *din, float *dw, float *buf, const float *dout, const float *pre,
                               const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
                               int flags);
+/* The backward of a depthwise layer without bias whose input is z = Hardswish(ain)
+ * (dd_conv1d_dw_hsin_backward, contract in distdpd/nn.h): dw += the convolution's weight
+ * gradient, din = (set ? 0 : din) + Hardswish'(ain) (the convolution's dL/dz): a dW pass
+ * then a din pass per frame and block of channel vectors (threads split the blocks). Return 0, doing
+ * nothing, where dd_nn_conv_dw_hs_backward would. */
+#define DD_NN_DW_HSIN 4 /* dd_nn_conv_dw_hs_bwd_fast's flag for the kernel of the backward below */
+int dd_nn_conv_dw_hsin_backward(float *din, float *dw, const float *dout, const float *ain, const float *z,
+                                const float *w, size_t B, size_t T, size_t C, size_t K, size_t d, int set);
 
 /* ---- causal conv1d with groups == 1, K > 1 through OpenBLAS (conv_gemm.c): im2col blocks
  * of rows times the weights as stored (Co x Ci K). Same contract as dd_conv1d_forward /

@@ -348,8 +348,9 @@ static int dw_forward(int level, float *pre, float *out, const float *in, const 
     return 1;
 }
 
-/* buf == NULL: dout is the convolution's output gradient (dd_nn_conv_dw_bwd); else the
- * layer fused with Hardswish (dd_nn_conv_dw_hs_bwd_fast; pre, buf, flags). */
+/* buf == NULL and no DD_NN_DW_HSIN in flags: dout is the convolution's output gradient
+ * (dd_nn_conv_dw_bwd); else dd_nn_conv_dw_hs_bwd_fast (pre, buf, flags): the layer fused
+ * with Hardswish, or with DD_NN_DW_HSIN the layer whose input is Hardswish(pre). */
 static int dw_backward(int level, float *din, float *dw, float *buf, const float *dout, const float *pre,
                        const float *in, const float *w, size_t B, size_t T, size_t C, size_t K, size_t d,
                        int flags) {
@@ -362,7 +363,7 @@ static int dw_backward(int level, float *din, float *dw, float *buf, const float
         for (size_t c = 0; c < C; c++)
             for (size_t k = 0; k < K; k++) wt[k * C + c] = w[c * K + k];
         if (dw) memset(dwt, 0, C * K * sizeof(float));
-        if (!buf) {
+        if (!buf && !(flags & DD_NN_DW_HSIN)) {
             dd_nn_conv_dw_bwd(level, din, dw ? dwt : NULL, dout, in, wt, B, T, C, K, d);
         } else {
 #if DD_NN_HAVE_X86_SIMD
@@ -382,6 +383,14 @@ static int dw_backward(int level, float *din, float *dw, float *buf, const float
         if (dw) dd_free(dwt);
     }
     return done;
+}
+
+int dd_nn_conv_dw_hsin_backward(float *din, float *dw, const float *dout, const float *ain, const float *z,
+                                const float *w, size_t B, size_t T, size_t C, size_t K, size_t d, int set) {
+    const int level = dd_nn_simd_level();
+    if (level == DD_SIMD_GENERIC || K > DD_NN_CONV_DW_KMAX) return 0;
+    return dw_backward(level, din, dw, NULL, dout, ain, z, w, B, T, C, K, d,
+                       DD_NN_DW_HSIN | (set ? DD_DW_HS_SET_DIN : 0));
 }
 
 int dd_nn_conv_dw_hs_forward(float *pre, float *out, const float *in, const float *w, size_t B, size_t T,
