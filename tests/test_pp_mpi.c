@@ -14,7 +14,8 @@
  *   one-process checkpoint resumed under the pipeline, equal the straight run.
  * - A 20 ms delay before every send of one rank (ordering races) changes nothing.
  * - A rank that waits for a message that never comes fails after the time limit, naming
- *   the micro-batch, the peer and the step (no hang); configuration errors. */
+ *   the micro-batch, the peer and the step (no hang); configuration errors; ranks at other
+ *   SIMD levels (tcn's stage layout differs) refused on every rank. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include "dd_test.h"
 #include "distdpd/parallel.h"
 #include "distdpd/train.h"
+#include "nn/simd.h" /* dd_nn_simd_set: ranks at other SIMD levels */
 #include "test_model_util.h"
 #include "test_mpi_util.h"
 #include "test_train_util.h"
@@ -427,6 +429,34 @@ static void test_errors(void) {
     }
 }
 
+/* Ranks at other SIMD levels build tcn with other stage layouts (AVX2 and the generic level
+ * pass pre-activations between its stages, AVX-512 Hardswish's outputs): the pipeline
+ * refuses on every rank instead of training on mixed activations. */
+static void test_mixed_simd(void) {
+    if (g_size < 2 || dd_nn_simd_supported() < DD_SIMD_AVX512) {
+        if (g_rank == 0)
+            printf("mixed SIMD levels: skipped (%s)\n", g_size < 2 ? "one rank" : "no AVX-512 on this machine");
+        return;
+    }
+    const int was = dd_nn_simd_level();
+    dd_nn_simd_set(g_rank == 1 ? DD_SIMD_AVX2 : DD_SIMD_AVX512);
+    dd_dataset *ds = tt_small_data();
+    dd_train_cfg tc;
+    tt_cfg(&tc, DD_TRAIN_PA, 6, 16, 3, 12, 1);
+    snprintf(tc.model, sizeof tc.model, "tcn");
+    tc.model_cfg = tm_mcfg("hidden=6,layers=3,kernel=2");
+    dd_pp *z = NULL;
+    dd_strategy st;
+    REQUIRE_OK(pp_make(g_size, 2, DD_PP_1F1B, NULL, &z, &st));
+    dd_trainer *tr = NULL;
+    CHECK_ERR(dd_trainer_create(&tc, ds, NULL, &st, &tr), DD_ERR_MISMATCH,
+              "rank 1's model passes other activations between its stages than rank 0's");
+    dd_trainer_destroy(&tr);
+    dd_pp_destroy(&z);
+    dd_dataset_free(&ds);
+    dd_nn_simd_set(was);
+}
+
 int main(int argc, char **argv) {
     const double t0 = tm_begin(&argc, &argv, &g_world, g_tmp, sizeof g_tmp);
     if (!g_world) return dd_test_done("test_pp_mpi");
@@ -440,6 +470,7 @@ int main(int argc, char **argv) {
     test_timeout();
     test_grid();
     test_errors();
+    test_mixed_simd();
 
     return tm_end(&g_world, "test_pp_mpi", t0);
 }

@@ -145,6 +145,13 @@ typedef struct {
 } dd_stage_info;
 
 size_t dd_model_num_stages(const dd_model *m);
+/* What crosses the stage boundaries, where that depends on the machine the model was built
+ * on: 0 for most models; tcn 1 where each Hardswish runs at the front of the next stage
+ * (plain stacks at AVX2 and the generic level: the stages pass pre-activations), 0 where
+ * it ends each layer (AVX-512, residual stacks, tensor-parallel shards). The parameters
+ * and the numbers are the same either way, but processes that pass activations between
+ * stages (pipeline parallelism) must agree on it. */
+unsigned dd_model_stage_layout(const dd_model *m);
 /* Fills *info for stage s. Errors: DD_ERR_ARG (s out of range). */
 dd_status dd_model_stage_info(const dd_model *m, size_t s, dd_stage_info *info);
 

@@ -356,6 +356,8 @@ size_t dd_model_describe(const dd_model *m, char *buf, size_t size) {
 
 size_t dd_model_num_stages(const dd_model *m) { return m ? m->nstages : 0; }
 
+unsigned dd_model_stage_layout(const dd_model *m) { return m ? m->layout : 0; }
+
 dd_status dd_model_stage_info(const dd_model *m, size_t s, dd_stage_info *info) {
     if (!m || !info) return dd_error(DD_ERR_ARG, "dd_model_stage_info: NULL argument");
     if (s >= m->nstages)

@@ -130,6 +130,8 @@ struct dd_model {
     dd_model_cfg cfg;          /* configuration with defaults filled in, unused fields 0 */
     dd_param_table table;      /* parameter layout (owned) */
     long history;              /* receptive field - 1 (feed-forward), -1 (recurrent) */
+    unsigned layout;           /* dd_model_stage_layout: 0, or the model's own value when what
+                                * crosses its stage boundaries depends on the machine */
     dd_stage_def *stages;      /* nstages stages in order (owned) */
     size_t nstages, capstages;
     void *impl;                /* model-specific data (owned; impl_size zeroed bytes) */

@@ -417,6 +417,7 @@ static dd_status tcn_build(dd_model *m) {
     DD_TRY(dd_conv1d_layer_add(&m->table, name, g->C, 2, 1, 1, 1, 0, &g->out));
     DD_TRY(dd_model_add_stage(m, g->hs_front ? &front_head_stage : &dd_stage_skip_head, "head", 0, &g->out, g->C, 2));
     m->history = hist;
+    m->layout = g->hs_front ? 1 : 0; /* what crosses the stages: pipeline ranks must agree */
     return DD_OK;
 }
 

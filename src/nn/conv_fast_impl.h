@@ -474,17 +474,6 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk)(
             for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
 }
 
-/* The backward of a depthwise layer without bias whose input is z = Hardswish(ain) (tcn with
- * each layer's Hardswish at the front of its stage: the stage's input is the layer below's
- * convolution ain, z kept by forward): dW[k] += z[u - s_k] dout[u] over the rows u in
- * ascending order over the frames (conv_dw_bwd_part's order), then din = (0 or din) +
- * Hardswish'(ain) s with s = the gather sum over taps k ascending of w[k] dout[t + s_k]
- * from zero (set: din's contents ignored). The same floats as dd_conv1d_backward's din into
- * zeros (at the SIMD levels, the fused kernel's din pass) then dd_act_backward into din:
- * what the fused layer above computed in two passes (its din, then the next layer's da)
- * now comes from one. The dW and din passes each hold only their own vectors (the sums,
- * or the weights), so neither spills at AVX2. */
-
 /* v[k][j] = the NB vectors from p + k C (K rows of a K x C array: weights or dW sums). */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_load_kc)(const int NB, const int M, const size_t K,
                                                                        VF (*v)[2], const float *p, size_t C,
@@ -516,9 +505,17 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_din_row)(
     }
 }
 
-/* Frame by frame: the dW rows (the sums loaded from dwt and stored back), then the din rows
- * (the weights loaded again), so the frame's dout rows are still in L1 for the second pass
- * and neither pass holds the other's vectors. */
+/* The backward of a depthwise layer without bias whose input is z = Hardswish(ain) (tcn with
+ * each layer's Hardswish at the front of its stage: the stage's input is the layer below's
+ * convolution ain, z kept by forward): dW[k] += z[u - s_k] dout[u] over the rows u in
+ * ascending order over the frames (conv_dw_bwd_part's order), then din = (0 or din) +
+ * Hardswish'(ain) s with s = the gather sum over taps k ascending of w[k] dout[t + s_k]
+ * from zero (set: din's contents ignored). The same floats as dd_conv1d_backward's din into
+ * zeros (at the SIMD levels, the fused kernel's din pass) then dd_act_backward into din:
+ * what the fused form (conv_dw_hs_bwd_blk) formed in two passes of two layers (a layer's
+ * din pass, then the lower layer's da pass) now comes from one. Frame by frame: the dW rows (the sums loaded from dwt and stored
+ * back), then the din rows (the weights loaded again), so the frame's dout rows are still
+ * in L1 for the second pass and neither pass holds the other's vectors (no spill at AVX2). */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_blk)(
     const int NB, const int M, const size_t KC, float *din, float *dwt, const float *dout, const float *ain,
     const float *z, const float *wt, size_t c, VM tail, size_t B, size_t T, size_t C, size_t Kr, size_t d, int set) {
@@ -587,7 +584,6 @@ static void VSUF(conv_dw_hs_bwd_part)(float *din, float *dwt, float *buf, const 
     }
 #undef DWB
 }
-
 #undef DWB_LD
 #undef DWB_ST
 #undef DWB_SPLIT

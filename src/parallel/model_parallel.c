@@ -518,16 +518,27 @@ static dd_status s_setup(void *self, dd_trainer *tr) {
     dd_pp *z = self;
     const int N = dd_comm_size(z->world);
     if (N > 1) {
-        /* every rank must hold the same model */
-        uint64_t mine = (uint64_t)dd_trainer_num_floats(tr), *all = calloc((size_t)N, sizeof *all);
+        /* every rank must hold the same model, passing the same activations between stages
+         * (dd_model_stage_layout: tcn's depends on the SIMD level) */
+        const dd_model *pm = dd_trainer_pa_model(tr, NULL);
+        uint64_t mine[2] = {(uint64_t)dd_trainer_num_floats(tr),
+                            dd_model_stage_layout(dd_trainer_model(tr)) | (uint64_t)dd_model_stage_layout(pm) << 16};
+        uint64_t *all = calloc(2 * (size_t)N, sizeof *all);
         if (!all) return dd_error(DD_ERR_NOMEM, "out of memory");
-        dd_status s = dd_comm_allgather(z->world, &mine, sizeof mine, all);
+        dd_status s = dd_comm_allgather(z->world, mine, sizeof mine, all);
         for (int r = 1; s == DD_OK && r < N; r++)
-            if (all[r] != all[0])
+            if (all[2 * r] != all[0])
                 s = dd_error(DD_ERR_MISMATCH,
                              "pipeline: rank %d has %llu parameter floats, rank 0 has %llu: every rank must train the "
                              "same model",
-                             r, (unsigned long long)all[r], (unsigned long long)all[0]);
+                             r, (unsigned long long)all[2 * r], (unsigned long long)all[0]);
+            else if (all[2 * r + 1] != all[1])
+                s = dd_error(DD_ERR_MISMATCH,
+                             "pipeline: rank %d's model passes other activations between its stages than rank 0's "
+                             "(stage layouts %#llx against %#llx, the DPD's in the low 16 bits, the PA model's above; "
+                             "tcn: 1 at AVX2 and the generic level, 0 at AVX-512): run every rank at the same SIMD "
+                             "level (DD_SIMD=avx2 on all, or avx512 on all)",
+                             r, (unsigned long long)all[2 * r + 1], (unsigned long long)all[1]);
         free(all);
         DD_TRY(s);
     }
