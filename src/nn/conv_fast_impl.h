@@ -404,6 +404,36 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_dw)(const 
     VSUF(conv_dw_hs_dw_taps)(NB, M, K, FULL, acc, a, in, o, kmn, dC, tail);
 }
 
+/* v[k][j] = the NB vectors from p + k C (K rows of a K x C array: weights or dW sums). */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_load_kc)(const int NB, const int M, const size_t K,
+                                                                       VF (*v)[2], const float *p, size_t C,
+                                                                       VM tail) {
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) v[k][j] = DWB_LD(p + k * C + (size_t)j * VW);
+}
+
+/* One frame's dW: the block's sums loaded from dwt (K x C), acc[k] += in[o - s_k] da over
+ * the frame's rows ascending (da's rows from da0, C floats apart; rows [0, e1) miss taps),
+ * stored back. */
+static inline __attribute__((always_inline)) void VSUF(conv_dw_frame_dw)(const int NB, const int M, const size_t K,
+                                                                        float *dwt, const float *da0,
+                                                                        const float *in, size_t r0, size_t c,
+                                                                        size_t C, size_t T, size_t e1, size_t d,
+                                                                        size_t dC, VM tail) {
+    VF acc[DD_NN_CONV_DW_KMAX][2];
+    VSUF(conv_dw_load_kc)(NB, M, K, acc, dwt + c, C, tail);
+    size_t u = 0;
+    for (; u < e1; u++)
+        VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 0, acc, da0 + u * C, in, r0 + u * C, K - 1 - u / d, dC, tail);
+    for (; u < T; u++) VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 1, acc, da0 + u * C, in, r0 + u * C, 0, dC, tail);
+#pragma GCC unroll 16
+    for (size_t k = 0; k < K; k++)
+#pragma GCC unroll 2
+        for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
+}
+
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk_split)(
     const int NB, const int M, const size_t KC, float *din, float *dwt, float *buf, const float *dout, const float *in,
     const float *wt, size_t c, VM tail, size_t B, size_t T, size_t C, size_t Kr, size_t d, int resid, int set) {
@@ -413,10 +443,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk_split)
     for (size_t bb = 0; bb < B; bb++) {
         const size_t r0 = bb * T * C + c;
         VF wv[DD_NN_CONV_DW_KMAX][2];
-#pragma GCC unroll 16
-        for (size_t k = 0; k < K; k++)
-#pragma GCC unroll 2
-            for (int j = 0; j < NB; j++) wv[k][j] = DWB_LD(wt + k * C + c + (size_t)j * VW);
+        VSUF(conv_dw_load_kc)(NB, M, K, wv, wt + c, C, tail);
         size_t u = 0;
         for (; u < e1; u++)
             VSUF(conv_dw_hs_bwd_da)(NB, M, K, 0, NULL, wv, buf + u * C + c, dout, NULL, in, r0 + u * C,
@@ -425,19 +452,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk_split)
             VSUF(conv_dw_hs_bwd_da)(NB, M, K, 1, NULL, wv, buf + u * C + c, dout, NULL, in, r0 + u * C, 0, dC, tail,
                                     0);
         if (din) VSUF(conv_dw_hs_bwd_din_frame)(NB, M, K, wv, din, buf, dout, r0, c, C, T, e2, d, dC, tail, resid, set);
-        VF acc[DD_NN_CONV_DW_KMAX][2];
-#pragma GCC unroll 16
-        for (size_t k = 0; k < K; k++)
-#pragma GCC unroll 2
-            for (int j = 0; j < NB; j++) acc[k][j] = DWB_LD(dwt + k * C + c + (size_t)j * VW);
-        for (u = 0; u < e1; u++)
-            VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 0, acc, buf + u * C + c, in, r0 + u * C, K - 1 - u / d, dC, tail);
-        for (; u < T; u++)
-            VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 1, acc, buf + u * C + c, in, r0 + u * C, 0, dC, tail);
-#pragma GCC unroll 16
-        for (size_t k = 0; k < K; k++)
-#pragma GCC unroll 2
-            for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
+        VSUF(conv_dw_frame_dw)(NB, M, K, dwt, buf + c, in, r0, c, C, T, e1, d, dC, tail);
     }
 }
 
@@ -474,16 +489,6 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hs_bwd_blk)(
             for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
 }
 
-/* v[k][j] = the NB vectors from p + k C (K rows of a K x C array: weights or dW sums). */
-static inline __attribute__((always_inline)) void VSUF(conv_dw_load_kc)(const int NB, const int M, const size_t K,
-                                                                       VF (*v)[2], const float *p, size_t C,
-                                                                       VM tail) {
-#pragma GCC unroll 16
-    for (size_t k = 0; k < K; k++)
-#pragma GCC unroll 2
-        for (int j = 0; j < NB; j++) v[k][j] = DWB_LD(p + k * C + (size_t)j * VW);
-}
-
 /* Row o of din: taps k >= kmin_in. */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_din_row)(
     const int NB, const int M, const size_t K, const int FULL, VF (*wv)[2], float *din, const float *dout,
@@ -513,9 +518,10 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_din_row)(
  * from zero (set: din's contents ignored). The same floats as dd_conv1d_backward's din into
  * zeros (at the SIMD levels, the fused kernel's din pass) then dd_act_backward into din:
  * what the fused form (conv_dw_hs_bwd_blk) formed in two passes of two layers (a layer's
- * din pass, then the lower layer's da pass) now comes from one. Frame by frame: the dW rows (the sums loaded from dwt and stored
- * back), then the din rows (the weights loaded again), so the frame's dout rows are still
- * in L1 for the second pass and neither pass holds the other's vectors (no spill at AVX2). */
+ * din pass, then the lower layer's da pass) now comes from one. Frame by frame: the dW
+ * rows (conv_dw_frame_dw), then the din rows (the weights loaded again), so the frame's
+ * dout rows are still in L1 for the second pass and neither pass holds the other's
+ * vectors (no spill at AVX2). */
 static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_blk)(
     const int NB, const int M, const size_t KC, float *din, float *dwt, const float *dout, const float *ain,
     const float *z, const float *wt, size_t c, VM tail, size_t B, size_t T, size_t C, size_t Kr, size_t d, int set) {
@@ -524,19 +530,7 @@ static inline __attribute__((always_inline)) void VSUF(conv_dw_hsin_blk)(
     const size_t e2 = span < T ? T - span : 0; /* din: rows [e2, T) miss taps */
     for (size_t bb = 0; bb < B; bb++) {
         const size_t r0 = bb * T * C + c;
-        if (dwt) {
-            VF acc[DD_NN_CONV_DW_KMAX][2];
-            VSUF(conv_dw_load_kc)(NB, M, K, acc, dwt + c, C, tail);
-            size_t u = 0;
-            for (; u < e1; u++)
-                VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 0, acc, dout + r0 + u * C, z, r0 + u * C, K - 1 - u / d, dC, tail);
-            for (; u < T; u++)
-                VSUF(conv_dw_hs_bwd_dw)(NB, M, K, 1, acc, dout + r0 + u * C, z, r0 + u * C, 0, dC, tail);
-#pragma GCC unroll 16
-            for (size_t k = 0; k < K; k++)
-#pragma GCC unroll 2
-                for (int j = 0; j < NB; j++) DWB_ST(dwt + k * C + c + (size_t)j * VW, acc[k][j]);
-        }
+        if (dwt) VSUF(conv_dw_frame_dw)(NB, M, K, dwt, dout + r0, z, r0, c, C, T, e1, d, dC, tail);
         if (din) {
             VF wv[DD_NN_CONV_DW_KMAX][2];
             VSUF(conv_dw_load_kc)(NB, M, K, wv, wt + c, C, tail);
